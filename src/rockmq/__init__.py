@@ -1,0 +1,7 @@
+"""rockmq: a RocketMQ-style message queue in Python.
+
+Brokers store topics (split into ordered queues) in RocksDB and speak the Apache RocketMQ 5
+gRPC protocol, so the official RocketMQ clients work unchanged. See README.md for a tour.
+"""
+
+__version__ = "0.1.0"

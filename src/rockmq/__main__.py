@@ -1,0 +1,7 @@
+"""`python -m rockmq` is the `rockmq` command."""
+
+import sys
+
+from rockmq.cli import main
+
+sys.exit(main())

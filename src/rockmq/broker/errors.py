@@ -1,0 +1,19 @@
+"""The one exception the broker's services raise for a request they refuse.
+
+It carries the RocketMQ v2 status code the client must see; servicers turn it into a
+`status{code, message}` reply (MessagingService) or a gRPC status (Admin).
+"""
+
+from __future__ import annotations
+
+from rockmq.protocol import pb
+
+
+class BrokerError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"BrokerError({pb.Code.Name(self.code)}, {self.message!r})"

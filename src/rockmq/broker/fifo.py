@@ -1,0 +1,49 @@
+"""Per-queue locks that keep FIFO consumer groups in order.
+
+For a FIFO group a queue is *held* while any of its messages is in flight or waiting to be
+redelivered: nothing later in that queue is handed out until those are acknowledged (or
+dead-lettered), and waiting redeliveries go out in offset order once none is in flight. This
+is stricter than per-message-group order (RocketMQ's orderly consumption does the same), and
+it needs no state beyond two counters per held queue, rebuilt from the store at start.
+"""
+
+from __future__ import annotations
+
+Key = tuple[int, int, int]  # group_id, topic_id, queue_id
+
+
+class FifoLocks:
+    def __init__(self) -> None:
+        self._inflight: dict[Key, int] = {}
+        self._held: dict[Key, int] = {}
+
+    @staticmethod
+    def _bump(d: dict[Key, int], key: Key, delta: int) -> None:
+        n = d.get(key, 0) + delta
+        if n > 0:
+            d[key] = n
+        else:
+            d.pop(key, None)
+
+    def held(self, key: Key) -> bool:
+        """True while the queue must not hand out new messages."""
+        return key in self._held
+
+    def redeliverable(self, key: Key) -> bool:
+        """True when the queue's waiting redeliveries may go out (none in flight)."""
+        return key not in self._inflight
+
+    def delivered(self, key: Key, first_time: bool) -> None:
+        self._bump(self._inflight, key, 1)
+        if first_time:
+            self._bump(self._held, key, 1)
+
+    def revived(self, key: Key) -> None:
+        """A checkpoint expired and the message now waits for redelivery."""
+        self._bump(self._inflight, key, -1)
+
+    def settled(self, key: Key, was_inflight: bool) -> None:
+        """Acked, dead-lettered or dropped: the message no longer holds its queue."""
+        if was_inflight:
+            self._bump(self._inflight, key, -1)
+        self._bump(self._held, key, -1)

@@ -1,0 +1,143 @@
+"""Topics and consumer groups: names, ids, configuration, kept in the meta family.
+
+Each topic and group gets a small integer id at creation; the other families key by id, so a
+topic deleted and created again starts from a clean slate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+from rockmq.broker.errors import BrokerError
+from rockmq.protocol import pb
+from rockmq.store import Store, keys
+
+NAME_RE = re.compile(r"^[%a-zA-Z0-9_-]{1,127}$")
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
+DLQ_PREFIX = "%DLQ%"
+
+
+@dataclass
+class TopicConfig:
+    name: str
+    id: int
+    queues: int
+    message_types: list[str] = field(default_factory=lambda: list(MESSAGE_TYPES))
+
+    def accepts(self, message_type: str) -> bool:
+        return message_type in self.message_types
+
+    @property
+    def wire_types(self) -> list[int]:
+        return [pb.MessageType.Value(t) for t in self.message_types]
+
+
+@dataclass
+class GroupConfig:
+    name: str
+    id: int
+    fifo: bool = False
+    max_attempts: int = 17
+
+
+def check_name(kind: str, name: str) -> None:
+    if not NAME_RE.match(name or ""):
+        code = pb.ILLEGAL_TOPIC if kind == "topic" else pb.ILLEGAL_CONSUMER_GROUP
+        raise BrokerError(code, f"illegal {kind} name {name!r}: use 1-127 of [A-Za-z0-9_%-]")
+
+
+def parse_types(types: list[str] | None) -> list[str]:
+    if not types:
+        return list(MESSAGE_TYPES)
+    out = []
+    for t in types:
+        up = t.strip().upper()
+        if up not in MESSAGE_TYPES:
+            raise BrokerError(pb.BAD_REQUEST, f"unknown message type {t!r}: use {', '.join(MESSAGE_TYPES)}")
+        if up not in out:
+            out.append(up)
+    return out
+
+
+class Metadata:
+    """In-memory view of the meta family, written through on every change."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.topics: dict[str, TopicConfig] = {}
+        self.groups: dict[str, GroupConfig] = {}
+        self.topics_by_id: dict[int, TopicConfig] = {}
+        self.groups_by_id: dict[int, GroupConfig] = {}
+        for _, raw in store.scan_prefix("meta", keys.TOPIC_META_PREFIX):
+            self._add_topic(TopicConfig(**json.loads(raw)))
+        for _, raw in store.scan_prefix("meta", keys.GROUP_META_PREFIX):
+            self._add_group(GroupConfig(**json.loads(raw)))
+        raw = store.get("meta", keys.NEXT_ID_KEY)
+        self._next_id = keys.decode_u64(raw) if raw else 1
+
+    def _add_topic(self, t: TopicConfig) -> None:
+        self.topics[t.name] = t
+        self.topics_by_id[t.id] = t
+
+    def _add_group(self, g: GroupConfig) -> None:
+        self.groups[g.name] = g
+        self.groups_by_id[g.id] = g
+
+    def _allocate_id(self, batch) -> int:
+        new_id = self._next_id
+        self._next_id += 1
+        batch.put("meta", keys.NEXT_ID_KEY, keys.encode_u64(self._next_id))
+        return new_id
+
+    def create_topic(self, name: str, queues: int, types: list[str] | None = None) -> TopicConfig:
+        check_name("topic", name)
+        if name in self.topics:
+            raise BrokerError(pb.BAD_REQUEST, f"topic {name!r} already exists")
+        if not 1 <= queues <= 1024:
+            raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..1024, not {queues}")
+        batch = self.store.batch()
+        topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=parse_types(types))
+        batch.put("meta", keys.topic_meta(name), json.dumps(asdict(topic)).encode())
+        self.store.write(batch)
+        self._add_topic(topic)
+        return topic
+
+    def delete_topic(self, name: str) -> TopicConfig:
+        topic = self.topic(name)
+        batch = self.store.batch()
+        batch.delete("meta", keys.topic_meta(name))
+        prefix = keys.topic_prefix(topic.id)
+        batch.delete_range("log", prefix, keys.prefix_end(prefix))
+        self.store.write(batch)
+        del self.topics[name]
+        del self.topics_by_id[topic.id]
+        return topic
+
+    def topic(self, name: str) -> TopicConfig:
+        check_name("topic", name)
+        topic = self.topics.get(name)
+        if topic is None:
+            raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
+        return topic
+
+    def create_group(self, name: str, fifo: bool, max_attempts: int) -> GroupConfig:
+        check_name("group", name)
+        if name in self.groups:
+            raise BrokerError(pb.BAD_REQUEST, f"group {name!r} already exists")
+        if not 1 <= max_attempts <= 1000:
+            raise BrokerError(pb.BAD_REQUEST, f"max attempts must be 1..1000, not {max_attempts}")
+        batch = self.store.batch()
+        group = GroupConfig(name=name, id=self._allocate_id(batch), fifo=fifo, max_attempts=max_attempts)
+        batch.put("meta", keys.group_meta(name), json.dumps(asdict(group)).encode())
+        self.store.write(batch)
+        self._add_group(group)
+        return group
+
+    def group(self, name: str) -> GroupConfig:
+        check_name("group", name)
+        group = self.groups.get(name)
+        if group is None:
+            raise BrokerError(pb.CONSUMER_GROUP_NOT_FOUND, f"consumer group {name!r} does not exist")
+        return group

@@ -1,0 +1,286 @@
+"""POP consumption: receive, ack, change of invisible time, dead-lettering and revive.
+
+State per (group, topic, queue): a pop offset (next entry to hand out) in the offsets family.
+Every message handed out gets a checkpoint in the inflight family keyed by its visibility
+deadline; ack deletes it, ChangeInvisibleDuration moves it. The revive loop sleeps until the
+earliest deadline and moves expired checkpoints to the retry family (served first by the next
+receive, with delivery_attempt + 1) or, once the group's max attempts were delivered, to
+`%DLQ%<group>`. All of it lives in RocksDB: a backlog of in-flight messages costs no memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.deadlines import DeadlineLoop
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.fifo import FifoLocks
+from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.filter.tags import TagFilter
+from rockmq.protocol import pb, receipt, records, tokens
+from rockmq.store import keys
+from rockmq.store.keys import POPPED
+
+log = logging.getLogger(__name__)
+
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+SCAN_LIMIT = 2048  # log entries one receive may skip per queue (filtered out)
+REVIVE_BATCH = 1000
+ATTEMPT = 4  # bytes of the attempt counter in a checkpoint value
+
+
+class PopService:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.fifo = FifoLocks()
+        self._pop_offsets: dict[tuple[int, int, int], int] = {}
+        self._cursor: dict[tuple[int, int], int] = {}
+        self._retry_seq = time.time_ns()
+        self.reviver = DeadlineLoop("revive", self.revive_due, REVIVE_BATCH)
+        self.waiting = 0
+        self._rebuild_fifo_locks()
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _rebuild_fifo_locks(self) -> None:
+        groups = self.ctx.meta.groups_by_id
+        for key, _ in self.ctx.store.scan("inflight", b"", b"\xff" * 32):
+            _, gid, tid, qid, _ = keys.parse_inflight_key(key)
+            if gid in groups and groups[gid].fifo:
+                self.fifo.delivered((gid, tid, qid), first_time=True)
+        for key, value in self.ctx.store.scan("retry", b"", b"\xff" * 32):
+            gid, tid, _ = keys.parse_retry_key(key)
+            if gid in groups and groups[gid].fifo:
+                qid = keys.parse_retry_value(value)[0]
+                self.fifo.delivered((gid, tid, qid), first_time=True)
+                self.fifo.revived((gid, tid, qid))
+
+    def pop_offset(self, group_id: int, topic_id: int, queue_id: int) -> int:
+        k = (group_id, topic_id, queue_id)
+        off = self._pop_offsets.get(k)
+        if off is None:
+            raw = self.ctx.store.get("offsets", keys.offset_key(group_id, topic_id, queue_id, POPPED))
+            # A new group starts at the earliest retained message.
+            off = keys.decode_u64(raw) if raw else self.ctx.logs.min_offset(topic_id, queue_id)
+            self._pop_offsets[k] = off
+        return off
+
+    def inflight_count(self, group_id: int) -> dict[tuple[int, int], int]:
+        """Checkpoints + waiting redeliveries of a group per (topic, queue) (admin view)."""
+        counts: dict[tuple[int, int], int] = {}
+        for key, _ in self.ctx.store.scan("inflight", b"", b"\xff" * 32):
+            _, gid, tid, qid, _ = keys.parse_inflight_key(key)
+            if gid == group_id:
+                counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
+        for key, value in self.ctx.store.scan_prefix("retry", keys.group_prefix(group_id)):
+            tid = keys.parse_retry_key(key)[1]
+            qid = keys.parse_retry_value(value)[0]
+            counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
+        return counts
+
+    # --- receive ---------------------------------------------------------------------------
+
+    async def receive(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
+                      invisible_ms: int, poll_s: float) -> list[bytes]:
+        """Hand out up to batch_size messages, waiting up to poll_s for the first one.
+
+        Returns ReceiveMessageResponse{message} frames, ready to stream.
+        """
+        if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
+            raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in (0, 12 h], not {invisible_ms} ms")
+        batch_size = max(1, min(batch_size, 1024))
+        loop = asyncio.get_running_loop()
+        until = loop.time() + poll_s
+        while True:
+            arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
+            frames = self._receive_once(group, topic, accept, batch_size, invisible_ms)
+            left = until - loop.time()
+            if frames or left <= 0 or self.waiting >= self.ctx.settings.max_waiting_receives:
+                return frames
+            self.waiting += 1
+            try:
+                await asyncio.wait_for(arrival.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self.waiting -= 1
+
+    def _receive_once(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
+                      invisible_ms: int) -> list[bytes]:
+        ctx = self.ctx
+        deadline = now_ms() + invisible_ms
+        batch = ctx.store.batch()
+        frames: list[bytes] = []
+        gid, tid = group.id, topic.id
+
+        def deliver(qid: int, offset: int, payload: bytes, attempt: int) -> None:
+            batch.put("inflight", keys.inflight_key(deadline, gid, tid, qid, offset), attempt.to_bytes(ATTEMPT, "big"))
+            handle = receipt.encode(receipt.Receipt(gid, tid, qid, offset, deadline, attempt), ctx.secret)
+            frames.append(records.message_frame(2, payload + records.delivery_overlay(handle, attempt, invisible_ms)))
+
+        # 1. Messages whose invisible time ran out come back first.
+        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), 4 * batch_size if not group.fifo else None))
+        if group.fifo:  # per queue, in offset order, only once nothing of the queue is in flight
+            retries = [r for r in retries if self.fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
+            retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
+        for key, value in retries:
+            if len(frames) >= batch_size:
+                break
+            qid, offset, attempt = keys.parse_retry_value(value)
+            batch.delete("retry", key)
+            record = ctx.logs.read(tid, qid, offset)
+            view = records.view(record) if record is not None else None
+            if view is None or not accept(view.tag):  # removed by retention, or no longer subscribed
+                if group.fifo:
+                    self.fifo.settled((gid, tid, qid), was_inflight=False)
+                continue
+            deliver(qid, offset, view.payload, attempt + 1)
+            if group.fifo:
+                self.fifo.delivered((gid, tid, qid), first_time=False)
+
+        # 2. New messages, rotating fairly over the topic's queues.
+        n = topic.queues
+        start = self._cursor.get((gid, tid), 0)
+        self._cursor[(gid, tid)] = (start + 1) % n
+        for i in range(n):
+            if len(frames) >= batch_size:
+                break
+            qid = (start + i) % n
+            if group.fifo and self.fifo.held((gid, tid, qid)):
+                continue
+            begin = self.pop_offset(gid, tid, qid)
+            if begin >= ctx.logs.max_offset(tid, qid):
+                continue
+            position = begin
+            for offset, record in ctx.logs.scan(tid, qid, begin, SCAN_LIMIT):
+                if len(frames) >= batch_size:
+                    break
+                position = offset + 1
+                view = records.view(record)
+                if not accept(view.tag):  # a filtered-out message counts as consumed
+                    continue
+                deliver(qid, offset, view.payload, 1)
+                if group.fifo:
+                    self.fifo.delivered((gid, tid, qid), first_time=True)
+            if position != begin:
+                self._pop_offsets[(gid, tid, qid)] = position
+                batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
+        ctx.store.write(batch)
+        if frames:
+            self.reviver.note(deadline)
+        return frames
+
+    # --- ack, change invisible time, dead letter -------------------------------------------
+
+    def _checkpoint(self, group: GroupConfig, topic: TopicConfig, handle: str) -> tuple[receipt.Receipt, bytes, bytes]:
+        """The live checkpoint a handle names: -> (receipt, key, value), or INVALID_RECEIPT_HANDLE."""
+        try:
+            r = receipt.decode(handle, self.ctx.secret)
+        except (tokens.InvalidToken, ValueError) as e:
+            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}") from None
+        if r.group_id != group.id or r.topic_id != topic.id:
+            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic")
+        if r.deadline_ms <= now_ms():
+            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out")
+        key = keys.inflight_key(r.deadline_ms, r.group_id, r.topic_id, r.queue_id, r.offset)
+        value = self.ctx.store.get("inflight", key)
+        if value is None:
+            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: already acknowledged or superseded")
+        return r, key, value
+
+    def ack(self, group: GroupConfig, topic: TopicConfig, handles: list[str]) -> list[BrokerError | None]:
+        """Acknowledge deliveries; one result per handle (None = OK)."""
+        batch = self.ctx.store.batch()
+        results: list[BrokerError | None] = []
+        done: set[bytes] = set()
+        released = False
+        for handle in handles:
+            try:
+                r, key, _ = self._checkpoint(group, topic, handle)
+                if key in done:
+                    raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request")
+            except BrokerError as e:
+                results.append(e)
+                continue
+            done.add(key)
+            batch.delete("inflight", key)
+            if group.fifo:
+                self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
+                released = True
+            results.append(None)
+        self.ctx.store.write(batch)
+        if released:
+            self.ctx.logs.notify(topic.id)
+        return results
+
+    def change_invisible(self, group: GroupConfig, topic: TopicConfig, handle: str, invisible_ms: int) -> str:
+        """Move a delivery's visibility deadline to now + invisible_ms; returns the new handle."""
+        if not 0 <= invisible_ms <= MAX_INVISIBLE_MS:
+            raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in [0, 12 h], not {invisible_ms} ms")
+        r, key, value = self._checkpoint(group, topic, handle)
+        deadline = now_ms() + invisible_ms
+        if deadline == r.deadline_ms:
+            deadline += 1  # a new handle must differ from the old one
+        batch = self.ctx.store.batch()
+        batch.delete("inflight", key)
+        batch.put("inflight", keys.inflight_key(deadline, r.group_id, r.topic_id, r.queue_id, r.offset), value)
+        self.ctx.store.write(batch)
+        self.reviver.note(deadline)
+        return receipt.encode(r._replace(deadline_ms=deadline), self.ctx.secret)
+
+    async def forward_to_dlq(self, group: GroupConfig, topic: TopicConfig, handle: str) -> None:
+        r, key, _ = self._checkpoint(group, topic, handle)
+        batch = self.ctx.store.batch()
+        batch.delete("inflight", key)
+        self._dead_letter(batch, group, topic, r.queue_id, r.offset)
+        await self.ctx.store.commit(batch)
+        if group.fifo:
+            self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
+            self.ctx.logs.notify(topic.id)
+
+    def _dead_letter(self, batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> None:
+        record = self.ctx.logs.read(topic.id, queue_id, offset)
+        if record is None:  # removed by retention: nothing left to keep
+            return
+        msg = records.decode(record)
+        msg.system_properties.dead_letter_queue.topic = topic.name
+        msg.system_properties.dead_letter_queue.message_id = msg.system_properties.message_id
+        dlq = self.ctx.dlq_topic(group)
+        self.ctx.logs.append(batch, dlq, 0, msg)
+        log.info("message %s of %s moved to %s", msg.system_properties.message_id, topic.name, dlq.name)
+
+    # --- revive ----------------------------------------------------------------------------
+
+    def revive_due(self) -> tuple[int, int | None]:
+        """Move up to REVIVE_BATCH expired checkpoints; -> (moved, next deadline or None)."""
+        ctx = self.ctx
+        batch = ctx.store.batch()
+        touched: set[int] = set()
+        moved = 0
+        for key, value in ctx.store.scan("inflight", b"", keys.deadline_bound(now_ms() + 1), REVIVE_BATCH):
+            moved += 1
+            batch.delete("inflight", key)
+            _, gid, tid, qid, offset = keys.parse_inflight_key(key)
+            group, topic = ctx.meta.groups_by_id.get(gid), ctx.meta.topics_by_id.get(tid)
+            if group is None or topic is None:
+                continue
+            attempt = int.from_bytes(value[:ATTEMPT], "big")
+            if attempt >= group.max_attempts:
+                self._dead_letter(batch, group, topic, qid, offset)
+                if group.fifo:
+                    self.fifo.settled((gid, tid, qid), was_inflight=True)
+            else:
+                self._retry_seq += 1
+                batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempt))
+                if group.fifo:
+                    self.fifo.revived((gid, tid, qid))
+            touched.add(tid)
+        ctx.store.write(batch)
+        for tid in touched:
+            ctx.logs.notify(tid)
+        first = ctx.store.first_key("inflight")
+        return moved, keys.parse_inflight_key(first)[0] if first else None

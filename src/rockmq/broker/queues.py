@@ -1,0 +1,90 @@
+"""Queue logs: offset allocation, appends and reads of the log family, and arrival signals.
+
+Offsets are dense and never reused: the next offset of every queue is kept in memory (recovered
+from the last key at start), and an append allocates it and puts the record into the caller's
+WriteBatch in one synchronous step, so no reader sees offset n+1 before offset n.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from typing import Iterator
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.metadata import TopicConfig
+from rockmq.protocol import pb, records
+from rockmq.store import Store, keys
+from rockmq.store.db import Batch
+
+
+class QueueLogs:
+    def __init__(self, store: Store, store_host: str) -> None:
+        self.store = store
+        self.store_host = store_host
+        self._next: dict[tuple[int, int], int] = {}
+        self._signals: dict[int, asyncio.Event] = {}
+        self._round_robin: dict[int, int] = {}
+
+    def max_offset(self, topic_id: int, queue_id: int) -> int:
+        """The offset the next message of this queue will get (= number ever appended)."""
+        key = (topic_id, queue_id)
+        nxt = self._next.get(key)
+        if nxt is None:
+            last = self.store.last_key_with_prefix("log", keys.queue_prefix(topic_id, queue_id))
+            nxt = keys.parse_log_key(last)[2] + 1 if last else 0
+            self._next[key] = nxt
+        return nxt
+
+    def min_offset(self, topic_id: int, queue_id: int) -> int:
+        """The oldest offset still stored (retention removes older ones)."""
+        first = self.store.first_key("log", keys.queue_prefix(topic_id, queue_id),
+                                     keys.prefix_end(keys.queue_prefix(topic_id, queue_id)))
+        return keys.parse_log_key(first)[2] if first else self.max_offset(topic_id, queue_id)
+
+    def choose_queue(self, topic: TopicConfig, msg: pb.Message) -> int:
+        """FIFO messages: a stable hash of the message group; others round robin."""
+        sp = msg.system_properties
+        if sp.HasField("message_group"):
+            return zlib.crc32(sp.message_group.encode()) % topic.queues
+        self._round_robin[topic.id] = n = self._round_robin.get(topic.id, -1) + 1
+        return n % topic.queues
+
+    def append(self, batch: Batch, topic: TopicConfig, queue_id: int, msg: pb.Message, store_ms: int | None = None) -> int:
+        """Seal `msg` into the queue's next offset in `batch`; the caller writes the batch now."""
+        offset = self.max_offset(topic.id, queue_id)
+        self._next[(topic.id, queue_id)] = offset + 1
+        msg.topic.name = topic.name
+        record = records.seal(msg, queue_id, offset, store_ms or now_ms(), self.store_host)
+        batch.put("log", keys.log_key(topic.id, queue_id, offset), record)
+        return offset
+
+    def rollback(self, topic_id: int, queue_id: int, offset: int) -> None:
+        """Give back offsets allocated for a batch that was never written."""
+        self._next[(topic_id, queue_id)] = offset
+
+    def read(self, topic_id: int, queue_id: int, offset: int) -> bytes | None:
+        return self.store.get("log", keys.log_key(topic_id, queue_id, offset))
+
+    def scan(self, topic_id: int, queue_id: int, start: int, limit: int) -> Iterator[tuple[int, bytes]]:
+        end = keys.prefix_end(keys.queue_prefix(topic_id, queue_id))
+        for key, value in self.store.scan("log", keys.log_key(topic_id, queue_id, start), end, limit):
+            yield keys.parse_log_key(key)[2], value
+
+    def forget_topic(self, topic_id: int) -> None:
+        for key in [k for k in self._next if k[0] == topic_id]:
+            del self._next[key]
+
+    # --- arrival signals: long-polling readers wait on their topic -------------------------
+
+    def signal(self, topic_id: int) -> asyncio.Event:
+        ev = self._signals.get(topic_id)
+        if ev is None:
+            ev = self._signals[topic_id] = asyncio.Event()
+        return ev
+
+    def notify(self, topic_id: int) -> None:
+        """Wake every reader waiting on the topic; they re-check and wait on a fresh event."""
+        ev = self._signals.pop(topic_id, None)
+        if ev is not None:
+            ev.set()

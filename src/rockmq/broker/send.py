@@ -1,0 +1,196 @@
+"""SendMessage and EndTransaction: validate, de-duplicate, choose the queue, append durably.
+
+A request's messages go into one WriteBatch (log entries + dedup entries), written at once and
+acknowledged after the group-committed fsync. Delayed messages go to the timer service, and
+transactional ones wait as half messages until EndTransaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.timers import TimerService
+from rockmq.protocol import pb
+from rockmq.store import keys
+
+_RESOLVED = b"\xff"  # txn value of a resolved transaction: marker + C(ommit) / R(ollback)
+_TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
+
+
+@dataclass
+class SendResult:
+    code: int
+    message: str
+    message_id: str
+    offset: int = 0
+    transaction_id: str = ""
+    recall_handle: str = ""
+
+
+def delivery_ms(ts) -> int:
+    """A delivery timestamp in ms. rocketmq-python-client 5.1.x writes milliseconds into the
+    seconds field; no real date in seconds exceeds 1e11 (year 5138), so such values are ms."""
+    if ts.seconds > 100_000_000_000:
+        return ts.seconds + ts.nanos // 1_000_000
+    return ts.seconds * 1000 + ts.nanos // 1_000_000
+
+
+def message_type(sp: pb.SystemProperties) -> str:
+    if sp.message_type in _TYPE_NAMES:
+        return _TYPE_NAMES[sp.message_type]
+    if sp.HasField("message_group"):
+        return "FIFO"
+    if sp.HasField("delivery_timestamp"):
+        return "DELAY"
+    return "NORMAL"
+
+
+class SendService:
+    def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
+        self.ctx = ctx
+        self.timers = timers
+
+    def _validate(self, msg: pb.Message) -> tuple[TopicConfig, str]:
+        s = self.ctx.settings
+        sp = msg.system_properties
+        if not sp.message_id:
+            raise BrokerError(pb.ILLEGAL_MESSAGE_ID, "message_id is empty")
+        if len(sp.message_id) > 128:
+            raise BrokerError(pb.ILLEGAL_MESSAGE_ID, "message_id is longer than 128 characters")
+        topic = self.ctx.topic_for_write(msg.topic.name)
+        if topic.name.startswith("%DLQ%"):
+            raise BrokerError(pb.FORBIDDEN, f"topic {topic.name!r} is a dead-letter topic: it takes no sends")
+        if not msg.body:
+            raise BrokerError(pb.MESSAGE_BODY_EMPTY, "message body is empty")
+        if len(msg.body) > s.max_body_size:
+            raise BrokerError(pb.MESSAGE_BODY_TOO_LARGE,
+                              f"message body is {len(msg.body)} bytes, over the {s.max_body_size}-byte limit")
+        if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
+            raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}: must be non-blank without '|'")
+        if any(not k.strip() for k in sp.keys):
+            raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
+        if sp.HasField("message_group") and not sp.message_group.strip():
+            raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
+        size = sum(len(k) + len(v) for k, v in msg.user_properties.items())
+        if size > s.max_properties_size:
+            raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
+                              f"user properties take {size} bytes, over the {s.max_properties_size}-byte limit")
+        if any(not k for k in msg.user_properties):
+            raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
+        mtype = message_type(sp)
+        if not topic.accepts(mtype):
+            raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                              f"topic {topic.name!r} does not accept {mtype} messages (accepts {', '.join(topic.message_types)})")
+        if mtype == "FIFO" and not sp.HasField("message_group"):
+            raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message needs a message group")
+        if mtype == "DELAY" and not sp.HasField("delivery_timestamp"):
+            raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
+        if sp.HasField("delivery_timestamp"):
+            due = delivery_ms(sp.delivery_timestamp)
+            if due - now_ms() > s.max_delay_s * 1000:
+                raise BrokerError(pb.ILLEGAL_DELIVERY_TIME,
+                                  f"delivery time is more than the maximum delay ({s.max_delay_s} s) away")
+        return topic, mtype
+
+    async def send(self, messages: list[pb.Message]) -> list[SendResult]:
+        """Store a request's messages; each gets its own result. Durable when this returns."""
+        ctx = self.ctx
+        now = now_ms()
+        batch = ctx.store.batch()
+        results: list[SendResult] = []
+        touched: set[int] = set()
+        seen: dict[tuple[int, str], SendResult] = {}
+        allocated: dict[tuple[int, int], int] = {}
+        for msg in messages:
+            mid = msg.system_properties.message_id
+            try:
+                topic, mtype = self._validate(msg)
+            except BrokerError as e:
+                results.append(SendResult(e.code, e.message, mid))
+                continue
+            dkey = keys.dedup_key(topic.id, mid)
+            earlier = seen.get((topic.id, mid))
+            if earlier is not None:
+                results.append(earlier)
+                continue
+            previous = ctx.store.get("dedup", dkey)
+            if previous is not None:  # a client retry of a message we already stored
+                _, offset = keys.parse_position(previous)
+                results.append(SendResult(pb.OK, "OK (duplicate of an earlier send)", mid, offset))
+                continue
+            result = SendResult(pb.OK, "OK", mid)
+            sp = msg.system_properties
+            if mtype == "TRANSACTION":
+                result.transaction_id = uuid.uuid4().hex
+                batch.put("txn", result.transaction_id.encode(), topic.id.to_bytes(4, "big") + msg.SerializeToString())
+            elif sp.HasField("delivery_timestamp") and delivery_ms(sp.delivery_timestamp) > now:
+                result.recall_handle = self.timers.schedule(batch, topic, msg, delivery_ms(sp.delivery_timestamp))
+            else:
+                queue_id = ctx.logs.choose_queue(topic, msg)
+                allocated.setdefault((topic.id, queue_id), ctx.logs.max_offset(topic.id, queue_id))
+                result.offset = ctx.logs.append(batch, topic, queue_id, msg, now)
+                touched.add(topic.id)
+            batch.put("dedup", dkey, keys.position_value(msg.system_properties.queue_id, result.offset))
+            batch.put("dedup_expiry", keys.dedup_expiry_key(now, topic.id, mid), b"")
+            seen[(topic.id, mid)] = result
+            results.append(result)
+        try:
+            await self._commit(batch)
+        except Exception:
+            for (tid, qid), first in allocated.items():
+                ctx.logs.rollback(tid, qid, first)
+            raise
+        for topic_id in touched:
+            ctx.logs.notify(topic_id)
+        return results
+
+    async def _commit(self, batch) -> None:
+        # Even a request that was all duplicates waits for the fsync covering the original.
+        if batch.empty:
+            if self.ctx.settings.flush == "sync":
+                await self.ctx.store.sync()
+            return
+        await self.ctx.store.commit(batch)
+
+    async def end_transaction(self, topic_name: str, message_id: str, transaction_id: str, commit: bool) -> None:
+        ctx = self.ctx
+        if not transaction_id:
+            raise BrokerError(pb.INVALID_TRANSACTION_ID, "transaction_id is empty")
+        tkey = transaction_id.encode()
+        raw = ctx.store.get("txn", tkey)
+        if raw is None:
+            raise BrokerError(pb.INVALID_TRANSACTION_ID, f"no pending transaction {transaction_id!r}")
+        if raw[:1] == _RESOLVED:  # a repeated EndTransaction
+            if raw[1:] != (b"C" if commit else b"R"):
+                raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already resolved the other way")
+            return
+        topic = ctx.meta.topics_by_id.get(int.from_bytes(raw[:4], "big"))
+        batch = ctx.store.batch()
+        batch.put("txn", tkey, _RESOLVED + (b"C" if commit else b"R"))
+        if commit and topic is not None:
+            msg = pb.Message.FromString(raw[4:])
+            sp = msg.system_properties
+            if sp.HasField("delivery_timestamp") and delivery_ms(sp.delivery_timestamp) > now_ms():
+                self.timers.schedule(batch, topic, msg, delivery_ms(sp.delivery_timestamp))
+            else:
+                ctx.logs.append(batch, topic, ctx.logs.choose_queue(topic, msg), msg)
+        await ctx.store.commit(batch)
+        if commit and topic is not None:
+            ctx.logs.notify(topic.id)
+
+    async def expire_dedup(self) -> int:
+        """Drop dedup entries older than the window; returns how many."""
+        bound = keys.deadline_bound(now_ms() - self.ctx.settings.dedup_window_s * 1000)
+        batch = self.ctx.store.batch()
+        n = 0
+        for key, _ in self.ctx.store.scan("dedup_expiry", b"", bound, 10_000):
+            batch.delete("dedup_expiry", key)
+            batch.delete("dedup", keys.split_dedup_expiry_key(key)[1])
+            n += 1
+        self.ctx.store.write(batch)
+        return n

@@ -1,0 +1,89 @@
+"""Assemble a broker (store, services, gRPC servicers) and run it until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import grpc
+
+from rockmq.broker.admin import AdminServicer
+from rockmq.broker.clients import Clients
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.pop import PopService
+from rockmq.broker.pull import PullService
+from rockmq.broker.send import SendService
+from rockmq.broker.servicer import MessagingServicer
+from rockmq.broker.timers import TimerService
+from rockmq.config import Settings
+from rockmq.protocol import admin_grpc
+
+log = logging.getLogger(__name__)
+MAX_MESSAGE = 64 * 1024 * 1024  # bigger than any valid request: oversize bodies get a RocketMQ status
+DEDUP_SWEEP_S = 30
+
+
+class Broker:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.ctx = BrokerContext.open(settings)
+        self.timers = TimerService(self.ctx)
+        self.sender = SendService(self.ctx, self.timers)
+        self.pop = PopService(self.ctx)
+        self.puller = PullService(self.ctx)
+        self.clients = Clients(self.ctx)
+        self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
+        self.server: grpc.aio.Server | None = None
+        self.port = 0
+        self._tasks: list[asyncio.Task] = []
+
+    async def start(self) -> int:
+        s = self.settings
+        self.server = grpc.aio.server(options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.so_reuseport", 0),
+        ])
+        messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.clients)
+        self.server.add_generic_rpc_handlers((messaging.handler(),))
+        admin_grpc.add_AdminServicer_to_server(AdminServicer(self.ctx, self.pop), self.server)
+        self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
+        if self.port == 0:
+            raise OSError(f"cannot listen on {s.host}:{s.port}")
+        # The endpoint the broker advertises must be the port it really got (port 0 = any free one).
+        self.ctx.logs.store_host = f"{s.host}:{self.port}"
+        await self.server.start()
+        self.ctx.store.start_background_flush()
+        self._tasks = [asyncio.create_task(t) for t in
+                       (self.timers.loop.run(), self.pop.reviver.run(), self._sweep_dedup())]
+        return self.port
+
+    async def _sweep_dedup(self) -> None:
+        while True:
+            await asyncio.sleep(DEDUP_SWEEP_S)
+            try:
+                await self.sender.expire_dedup()
+            except Exception:
+                log.exception("dedup sweep failed")
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        if self.server is not None:
+            await self.server.stop(grace=2)
+        self.ctx.store.close()
+
+
+async def serve(settings: Settings) -> None:
+    broker = Broker(settings)
+    port = await broker.start()
+    print(f"rockmq broker listening on {settings.host}:{port} (data in {settings.data_dir}, flush {settings.flush})",
+          flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    await broker.stop()

@@ -1,0 +1,366 @@
+"""The `apache.rocketmq.v2.MessagingService` servicer: translate requests, delegate, reply.
+
+No messaging logic lives here. Every refusal is a reply with `status{code, message}` and gRPC
+OK, as the official clients expect; an unexpected exception becomes INTERNAL_ERROR and is
+logged, and the broker keeps serving. The streaming RPCs yield pre-encoded frames (messages
+straight from the store), so their handlers are registered with a pass-through serializer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import AsyncIterator, Callable
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from rockmq.broker.clients import Clients
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import check_name
+from rockmq.broker.pop import PopService
+from rockmq.broker.pull import PullService
+from rockmq.broker.send import SendService
+from rockmq.broker.timers import TimerService
+from rockmq.filter.tags import IllegalExpression, TagFilter, compile_tags
+from rockmq.protocol import pb, rpc
+
+log = logging.getLogger(__name__)
+SERVICE = "apache.rocketmq.v2.MessagingService"
+DEFAULT_INVISIBLE_MS = 60_000  # auto_renew consumers that name no invisible time
+DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
+
+
+def status(code: int, message: str = "OK") -> pb.Status:
+    return pb.Status(code=code, message=message)
+
+
+OK = status(pb.OK)
+
+
+def client_id(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-mq-client-id":
+            return value
+    return ""
+
+
+def unary(response_type: type) -> Callable:
+    """Wrap a unary handler: BrokerError -> reply with its status; crash -> INTERNAL_ERROR."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        async def handler(self, request, context):
+            try:
+                return await fn(self, request, context)
+            except BrokerError as e:
+                return response_type(status=status(e.code, e.message))
+            except Exception:
+                log.exception("%s failed", fn.__name__)
+                return response_type(status=status(pb.INTERNAL_ERROR, "internal error; see the broker log"))
+
+        return handler
+
+    return wrap
+
+
+def _status_frame(response_type: type, code: int, message: str) -> bytes:
+    return response_type(status=status(code, message)).SerializeToString()
+
+
+def _now_frame(response_type: type) -> bytes:
+    ts = Timestamp()
+    ts.GetCurrentTime()
+    return response_type(delivery_timestamp=ts).SerializeToString()
+
+
+def tag_filter(expr: pb.FilterExpression) -> TagFilter:
+    if expr.type == pb.SQL:
+        raise BrokerError(pb.ILLEGAL_FILTER_EXPRESSION, "SQL92 filter expressions are not supported yet; use a TAG expression")
+    try:
+        return compile_tags(expr.expression)
+    except IllegalExpression as e:
+        raise BrokerError(pb.ILLEGAL_FILTER_EXPRESSION, str(e)) from None
+
+
+class MessagingServicer:
+    def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
+                 timers: TimerService, clients: Clients) -> None:
+        self.ctx = ctx
+        self.sender = send
+        self.pop = pop
+        self.puller = pull
+        self.timers = timers
+        self.clients = clients
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        raw = lambda frame: frame  # noqa: E731 - frames are already encoded
+        u = grpc.unary_unary_rpc_method_handler
+        methods = {
+            "QueryRoute": u(self.QueryRoute, rpc.QueryRouteRequest.FromString, rpc.QueryRouteResponse.SerializeToString),
+            "Heartbeat": u(self.Heartbeat, rpc.HeartbeatRequest.FromString, rpc.HeartbeatResponse.SerializeToString),
+            "SendMessage": u(self.SendMessage, rpc.SendMessageRequest.FromString, rpc.SendMessageResponse.SerializeToString),
+            "QueryAssignment": u(self.QueryAssignment, rpc.QueryAssignmentRequest.FromString,
+                                 rpc.QueryAssignmentResponse.SerializeToString),
+            "ReceiveMessage": grpc.unary_stream_rpc_method_handler(self.ReceiveMessage, rpc.ReceiveMessageRequest.FromString, raw),
+            "AckMessage": u(self.AckMessage, rpc.AckMessageRequest.FromString, rpc.AckMessageResponse.SerializeToString),
+            "ForwardMessageToDeadLetterQueue": u(self.ForwardMessageToDeadLetterQueue,
+                                                 rpc.ForwardMessageToDeadLetterQueueRequest.FromString,
+                                                 rpc.ForwardMessageToDeadLetterQueueResponse.SerializeToString),
+            "PullMessage": grpc.unary_stream_rpc_method_handler(self.PullMessage, rpc.PullMessageRequest.FromString, raw),
+            "UpdateOffset": u(self.UpdateOffset, rpc.UpdateOffsetRequest.FromString, rpc.UpdateOffsetResponse.SerializeToString),
+            "GetOffset": u(self.GetOffset, rpc.GetOffsetRequest.FromString, rpc.GetOffsetResponse.SerializeToString),
+            "QueryOffset": u(self.QueryOffset, rpc.QueryOffsetRequest.FromString, rpc.QueryOffsetResponse.SerializeToString),
+            "EndTransaction": u(self.EndTransaction, rpc.EndTransactionRequest.FromString,
+                                rpc.EndTransactionResponse.SerializeToString),
+            "Telemetry": grpc.stream_stream_rpc_method_handler(self.Telemetry, rpc.TelemetryCommand.FromString,
+                                                              rpc.TelemetryCommand.SerializeToString),
+            "NotifyClientTermination": u(self.NotifyClientTermination, rpc.NotifyClientTerminationRequest.FromString,
+                                         rpc.NotifyClientTerminationResponse.SerializeToString),
+            "ChangeInvisibleDuration": u(self.ChangeInvisibleDuration, rpc.ChangeInvisibleDurationRequest.FromString,
+                                         rpc.ChangeInvisibleDurationResponse.SerializeToString),
+            "RecallMessage": u(self.RecallMessage, rpc.RecallMessageRequest.FromString, rpc.RecallMessageResponse.SerializeToString),
+            "SyncLiteSubscription": u(self.SyncLiteSubscription, rpc.SyncLiteSubscriptionRequest.FromString,
+                                      rpc.SyncLiteSubscriptionResponse.SerializeToString),
+        }
+        return grpc.method_handlers_generic_handler(SERVICE, methods)
+
+    # --- routing and client lifecycle ------------------------------------------------------
+
+    def _endpoints(self, requested: pb.Endpoints) -> pb.Endpoints:
+        """Where clients send everything else: on a single broker, the address they used."""
+        if requested.addresses:
+            return requested
+        host, _, port = self.ctx.logs.store_host.rpartition(":")
+        return pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+
+    def _queue(self, topic, queue_id: int, endpoints: pb.Endpoints) -> pb.MessageQueue:
+        broker = pb.Broker(name=self.ctx.settings.broker_name, id=0, endpoints=endpoints)
+        return pb.MessageQueue(topic=pb.Resource(name=topic.name), id=queue_id, permission=pb.READ_WRITE,
+                               broker=broker, accept_message_types=topic.wire_types)
+
+    @unary(rpc.QueryRouteResponse)
+    async def QueryRoute(self, request, context):
+        topic = self.ctx.topic_for_write(request.topic.name)
+        endpoints = self._endpoints(request.endpoints)
+        queues = [self._queue(topic, q, endpoints) for q in range(topic.queues)]
+        return rpc.QueryRouteResponse(status=OK, message_queues=queues)
+
+    @unary(rpc.QueryAssignmentResponse)
+    async def QueryAssignment(self, request, context):
+        topic = self.ctx.meta.topic(request.topic.name)
+        group = self.ctx.group_for(request.group.name)
+        endpoints = self._endpoints(request.endpoints)
+        if group.fifo:  # one assignment per queue: the client long-polls each, in order
+            queues = [self._queue(topic, q, endpoints) for q in range(topic.queues)]
+        else:  # one per broker: receives pop across all its queues
+            queues = [self._queue(topic, -1, endpoints)]
+        return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=q) for q in queues])
+
+    @unary(rpc.HeartbeatResponse)
+    async def Heartbeat(self, request, context):
+        session = self.clients.register(client_id(context))
+        session.client_type = request.client_type or session.client_type
+        if request.HasField("group"):
+            session.group = request.group.name
+        return rpc.HeartbeatResponse(status=OK)
+
+    @unary(rpc.NotifyClientTerminationResponse)
+    async def NotifyClientTermination(self, request, context):
+        self.clients.drop(client_id(context))
+        return rpc.NotifyClientTerminationResponse(status=OK)
+
+    async def Telemetry(self, requests: AsyncIterator, context) -> AsyncIterator:
+        cid = client_id(context)
+        if not cid:
+            yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, "the x-mq-client-id header is required"))
+            return
+        session = self.clients.register(cid)
+        replies: asyncio.Queue = asyncio.Queue(16)
+
+        async def read() -> None:
+            try:
+                async for command in requests:
+                    self.clients.touch(cid)
+                    if command.HasField("settings"):
+                        try:
+                            settings = self.clients.complete_settings(session, command.settings)
+                            reply = rpc.TelemetryCommand(status=OK, settings=settings)
+                        except BrokerError as e:
+                            reply = rpc.TelemetryCommand(status=status(e.code, e.message))
+                        await replies.put(reply)
+                        if command.settings.HasField("publishing"):  # Node may miss the first reply
+                            asyncio.get_running_loop().call_later(1.0, _offer, replies, reply)
+            finally:
+                await replies.put(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                getters = [asyncio.ensure_future(replies.get()), asyncio.ensure_future(session.outbox.get())]
+                done, pending = await asyncio.wait(getters, return_when=asyncio.FIRST_COMPLETED)
+                for p in pending:
+                    p.cancel()
+                for d in done:
+                    item = d.result()
+                    if item is None:
+                        return
+                    yield item
+        finally:
+            reader.cancel()
+
+    # --- sending ---------------------------------------------------------------------------
+
+    @unary(rpc.SendMessageResponse)
+    async def SendMessage(self, request, context):
+        if not request.messages:
+            raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
+        results = await self.sender.send(list(request.messages))
+        entries = [rpc.SendResultEntry(status=status(r.code, r.message), message_id=r.message_id, offset=r.offset,
+                                       transaction_id=r.transaction_id, recall_handle=r.recall_handle) for r in results]
+        codes = {r.code for r in results}
+        top = entries[0].status if len(codes) == 1 else status(pb.MULTIPLE_RESULTS, "entries differ; see each")
+        return rpc.SendMessageResponse(status=top, entries=entries)
+
+    @unary(rpc.EndTransactionResponse)
+    async def EndTransaction(self, request, context):
+        if request.resolution not in (pb.COMMIT, pb.ROLLBACK):
+            raise BrokerError(pb.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
+        await self.sender.end_transaction(request.topic.name, request.message_id, request.transaction_id,
+                                          request.resolution == pb.COMMIT)
+        return rpc.EndTransactionResponse(status=OK)
+
+    @unary(rpc.RecallMessageResponse)
+    async def RecallMessage(self, request, context):
+        self.ctx.meta.topic(request.topic.name)
+        message_id = await self.timers.recall(request.recall_handle)
+        return rpc.RecallMessageResponse(status=OK, message_id=message_id)
+
+    # --- POP consumption -------------------------------------------------------------------
+
+    async def ReceiveMessage(self, request, context) -> AsyncIterator[bytes]:
+        R = rpc.ReceiveMessageResponse
+        try:
+            group = self.ctx.group_for(request.group.name)
+            topic = self.ctx.meta.topic(request.message_queue.topic.name)
+            accept = tag_filter(request.filter_expression)
+            if request.HasField("invisible_duration"):
+                invisible_ms = request.invisible_duration.ToMilliseconds()
+            elif request.auto_renew:
+                invisible_ms = DEFAULT_INVISIBLE_MS
+            else:
+                raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
+            frames = await self.pop.receive(group, topic, accept, request.batch_size or 32, invisible_ms,
+                                            self._poll_seconds(request, context))
+        except BrokerError as e:
+            yield _status_frame(R, e.code, e.message)
+            yield _now_frame(R)
+            return
+        except Exception:
+            log.exception("ReceiveMessage failed")
+            yield _status_frame(R, pb.INTERNAL_ERROR, "internal error; see the broker log")
+            yield _now_frame(R)
+            return
+        if not frames:
+            yield _status_frame(R, pb.MESSAGE_NOT_FOUND, "no new message")
+        else:
+            yield _status_frame(R, pb.OK, "OK")
+            for frame in frames:
+                yield frame
+        yield _now_frame(R)
+
+    def _poll_seconds(self, request, context) -> float:
+        poll = self.ctx.settings.max_long_polling_s
+        if request.HasField("long_polling_timeout"):
+            poll = min(poll, request.long_polling_timeout.ToMilliseconds() / 1000)
+        remaining = context.time_remaining()
+        if remaining is not None:
+            poll = min(poll, remaining - DEADLINE_MARGIN_S)
+        return max(0.0, poll)
+
+    @unary(rpc.AckMessageResponse)
+    async def AckMessage(self, request, context):
+        group = self.ctx.meta.group(request.group.name)
+        topic = self.ctx.meta.topic(request.topic.name)
+        results = self.pop.ack(group, topic, [e.receipt_handle for e in request.entries])
+        entries = [rpc.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle,
+                                             status=OK if r is None else status(r.code, r.message))
+                   for e, r in zip(request.entries, results)]
+        codes = {en.status.code for en in entries}
+        top = entries[0].status if len(codes) == 1 else status(pb.MULTIPLE_RESULTS, "entries differ; see each")
+        return rpc.AckMessageResponse(status=top if entries else OK, entries=entries)
+
+    async def ChangeInvisibleDuration(self, request, context):
+        try:
+            group = self.ctx.meta.group(request.group.name)
+            topic = self.ctx.meta.topic(request.topic.name)
+            handle = self.pop.change_invisible(group, topic, request.receipt_handle,
+                                               request.invisible_duration.ToMilliseconds())
+            return rpc.ChangeInvisibleDurationResponse(status=OK, receipt_handle=handle)
+        except BrokerError as e:  # the old handle comes back: the client overwrites its copy
+            return rpc.ChangeInvisibleDurationResponse(status=status(e.code, e.message), receipt_handle=request.receipt_handle)
+        except Exception:
+            log.exception("ChangeInvisibleDuration failed")
+            return rpc.ChangeInvisibleDurationResponse(status=status(pb.INTERNAL_ERROR, "internal error"),
+                                                       receipt_handle=request.receipt_handle)
+
+    @unary(rpc.ForwardMessageToDeadLetterQueueResponse)
+    async def ForwardMessageToDeadLetterQueue(self, request, context):
+        group = self.ctx.meta.group(request.group.name)
+        topic = self.ctx.meta.topic(request.topic.name)
+        await self.pop.forward_to_dlq(group, topic, request.receipt_handle)
+        return rpc.ForwardMessageToDeadLetterQueueResponse(status=OK)
+
+    # --- offset-based consumption ----------------------------------------------------------
+
+    async def PullMessage(self, request, context) -> AsyncIterator[bytes]:
+        R = rpc.PullMessageResponse
+        try:
+            check_name("group", request.group.name)
+            topic = self.ctx.meta.topic(request.message_queue.topic.name)
+            accept = tag_filter(request.filter_expression)
+            frames, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
+                                                         request.batch_size or 32, accept,
+                                                         self._poll_seconds(request, context))
+        except BrokerError as e:
+            yield _status_frame(R, e.code, e.message)
+            return
+        except Exception:
+            log.exception("PullMessage failed")
+            yield _status_frame(R, pb.INTERNAL_ERROR, "internal error; see the broker log")
+            return
+        yield _status_frame(R, pb.OK if frames else pb.MESSAGE_NOT_FOUND, "OK" if frames else "no new message")
+        for frame in frames:
+            yield frame
+        yield R(next_offset=next_offset).SerializeToString()
+
+    @unary(rpc.UpdateOffsetResponse)
+    async def UpdateOffset(self, request, context):
+        group = self.ctx.group_for(request.group.name)
+        topic = self.ctx.meta.topic(request.message_queue.topic.name)
+        self.puller.update_offset(group, topic, request.message_queue.id, request.offset)
+        return rpc.UpdateOffsetResponse(status=OK)
+
+    @unary(rpc.GetOffsetResponse)
+    async def GetOffset(self, request, context):
+        group = self.ctx.meta.group(request.group.name)
+        topic = self.ctx.meta.topic(request.message_queue.topic.name)
+        return rpc.GetOffsetResponse(status=OK, offset=self.puller.get_offset(group, topic, request.message_queue.id))
+
+    @unary(rpc.QueryOffsetResponse)
+    async def QueryOffset(self, request, context):
+        topic = self.ctx.meta.topic(request.message_queue.topic.name)
+        ts = request.timestamp.ToMilliseconds() if request.HasField("timestamp") else None
+        offset = self.puller.query_offset(topic, request.message_queue.id, request.query_offset_policy, ts)
+        return rpc.QueryOffsetResponse(status=OK, offset=offset)
+
+    @unary(rpc.SyncLiteSubscriptionResponse)
+    async def SyncLiteSubscription(self, request, context):
+        raise BrokerError(pb.UNSUPPORTED, "lite topics are not supported")
+
+
+def _offer(q: asyncio.Queue, item) -> None:
+    if not q.full():
+        q.put_nowait(item)

@@ -1,0 +1,274 @@
+"""The `rockmq` command: run a broker, manage topics and groups, send and tail messages.
+
+Every command but `serve` talks to a running broker at `--endpoint HOST:PORT`. Errors print one
+line to stderr and exit non-zero (1: refused by the broker or bad input, 2: usage, 3: the broker
+cannot be reached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+import sys
+import time
+from typing import Sequence
+
+import grpc
+
+from rockmq.config import ConfigError, load_settings
+
+DEFAULT_ENDPOINT = "127.0.0.1:8081"
+EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rockmq", description="rockmq: a RocketMQ-compatible message queue.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run a broker in the foreground")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="gRPC port (default 8081; 0 = any free port)")
+    serve.add_argument("--data-dir", help="where RocksDB keeps the data (default ./rockmq-data)")
+    serve.add_argument("--config", help="TOML settings file")
+    serve.add_argument("--flush", choices=["sync", "async"], help="WAL fsync policy (default sync)")
+    serve.add_argument("--broker-name", help="this broker's name in routes")
+    serve.add_argument("--max-attempts", type=int, help="default deliveries per message before the DLQ (17)")
+    serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
+    serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
+                       help="refuse sends and routes for unknown topics")
+    serve.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+
+    def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT})")
+        return parser
+
+    topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")
+    tc = with_endpoint(topic.add_parser("create", help="create a topic"))
+    tc.add_argument("name")
+    tc.add_argument("--queues", type=int, default=0, help="number of queues (default: the broker's, 8)")
+    tc.add_argument("--types", default="", help="accepted message types, e.g. NORMAL,FIFO,DELAY,TRANSACTION (default all)")
+    with_endpoint(topic.add_parser("list", help="list topics"))
+    with_endpoint(topic.add_parser("describe", help="show a topic's queues and offsets")).add_argument("name")
+    with_endpoint(topic.add_parser("delete", help="delete a topic and its messages")).add_argument("name")
+
+    group = sub.add_parser("group", help="manage consumer groups").add_subparsers(dest="action", required=True, metavar="ACTION")
+    gc = with_endpoint(group.add_parser("create", help="create a consumer group"))
+    gc.add_argument("name")
+    gc.add_argument("--fifo", action="store_true", help="deliver each message group in order")
+    gc.add_argument("--max-attempts", type=int, default=0, help="deliveries before the DLQ (default: the broker's, 17)")
+    with_endpoint(group.add_parser("list", help="list consumer groups"))
+    with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages")).add_argument("name")
+
+    message = sub.add_parser("message", help="send and tail messages").add_subparsers(dest="action", required=True, metavar="ACTION")
+    ms = with_endpoint(message.add_parser("send", help="send one message"))
+    ms.add_argument("topic")
+    ms.add_argument("body")
+    ms.add_argument("--tag")
+    ms.add_argument("--key", action="append", default=[], help="a message key (repeatable)")
+    ms.add_argument("--group", help="message group (makes it a FIFO message)")
+    ms.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    mt = with_endpoint(message.add_parser("tail", help="receive, print and acknowledge messages"))
+    mt.add_argument("topic")
+    mt.add_argument("--group", required=True, help="consumer group")
+    mt.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
+    mt.add_argument("--count", type=int, default=0, help="stop after this many messages (default: run until Ctrl-C)")
+    mt.add_argument("--timeout", type=float, default=0, help="stop after this many idle seconds (default: never)")
+
+    bench = sub.add_parser("bench", help="benchmark a running broker (see `rockmq bench --help`)", add_help=False)
+    bench.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rockmq.broker.server import serve
+
+    overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "max_attempts",
+                                                "default_queues", "auto_create_topics", "log_level")}
+    settings = load_settings(args.config, overrides)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(serve(settings))
+    return 0
+
+
+def _channel(endpoint: str) -> grpc.Channel:
+    return grpc.insecure_channel(endpoint)
+
+
+def _admin(args: argparse.Namespace):
+    from rockmq.protocol import admin_grpc
+
+    return admin_grpc.AdminStub(_channel(args.endpoint))
+
+
+def _table(rows: list[list[object]], header: list[str]) -> None:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def cmd_topic(args: argparse.Namespace) -> int:
+    from rockmq.protocol import admin
+
+    stub = _admin(args)
+    if args.action == "create":
+        types = [t for t in args.types.split(",") if t.strip()]
+        info = stub.CreateTopic(admin.CreateTopicRequest(name=args.name, queue_count=args.queues, message_types=types), timeout=10)
+        print(f"created topic {info.name} with {info.queue_count} queues ({', '.join(info.message_types)})")
+    elif args.action == "list":
+        topics = stub.ListTopics(admin.ListTopicsRequest(), timeout=10).topics
+        _table([[t.name, t.queue_count, ",".join(t.message_types)] for t in topics], ["TOPIC", "QUEUES", "TYPES"])
+    elif args.action == "describe":
+        info = stub.DescribeTopic(admin.TopicRequest(name=args.name), timeout=10)
+        print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}")
+        _table([[q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
+               ["QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])
+    else:
+        stub.DeleteTopic(admin.TopicRequest(name=args.name), timeout=30)
+        print(f"deleted topic {args.name}")
+    return 0
+
+
+def cmd_group(args: argparse.Namespace) -> int:
+    from rockmq.protocol import admin
+
+    stub = _admin(args)
+    if args.action == "create":
+        info = stub.CreateGroup(admin.CreateGroupRequest(name=args.name, fifo=args.fifo, max_attempts=args.max_attempts), timeout=10)
+        print(f"created group {info.name} ({'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts})")
+    elif args.action == "list":
+        groups = stub.ListGroups(admin.ListGroupsRequest(), timeout=10).groups
+        _table([[g.name, "FIFO" if g.fifo else "-", g.max_attempts] for g in groups], ["GROUP", "FIFO", "MAX_ATTEMPTS"])
+    else:
+        info = stub.DescribeGroup(admin.GroupRequest(name=args.name), timeout=30)
+        print(f"group {info.name}: {'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
+              f"{info.inflight} in flight")
+        _table([[q.topic, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
+                 q.max_offset, q.lag, q.inflight] for q in info.queues],
+               ["TOPIC", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
+    return 0
+
+
+def _wire_status(st) -> None:
+    from rockmq.protocol import pb
+
+    if st.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+        raise CliError(f"{pb.Code.Name(st.code)}: {st.message}")
+
+
+def cmd_message(args: argparse.Namespace) -> int:
+    from rockmq.protocol import pb, rpc, svc
+    from rockmq.protocol.message_id import new_message_id
+
+    stub = svc.MessagingServiceStub(_channel(args.endpoint))
+    client_id = f"rockmq-cli@{socket.gethostname()}"
+    meta = (("x-mq-client-id", client_id), ("x-mq-language", "PYTHON"))
+    if args.action == "send":
+        props = {}
+        for kv in args.property:
+            k, sep, v = kv.partition("=")
+            if not sep or not k:
+                raise CliError(f"--property expects K=V, got {kv!r}")
+            props[k] = v
+        msg = pb.Message(topic=pb.Resource(name=args.topic), body=args.body.encode(), user_properties=props)
+        sp = msg.system_properties
+        sp.message_id = new_message_id()
+        sp.keys.extend(args.key)
+        sp.born_host = socket.gethostname()
+        sp.born_timestamp.GetCurrentTime()
+        sp.message_type = pb.FIFO if args.group else pb.NORMAL
+        if args.tag is not None:
+            sp.tag = args.tag
+        if args.group:
+            sp.message_group = args.group
+        reply = stub.SendMessage(rpc.SendMessageRequest(messages=[msg]), metadata=meta, timeout=10)
+        _wire_status(reply.entries[0].status if reply.entries else reply.status)
+        print(f"sent {reply.entries[0].message_id} to {args.topic} at offset {reply.entries[0].offset}")
+        return 0
+    # tail
+    received, idle_since = 0, time.monotonic()
+    expr = pb.FilterExpression(type=pb.TAG, expression=args.tag)
+    while not args.count or received < args.count:
+        req = rpc.ReceiveMessageRequest(group=pb.Resource(name=args.group),
+                                        message_queue=pb.MessageQueue(topic=pb.Resource(name=args.topic), id=-1),
+                                        filter_expression=expr, batch_size=min(32, args.count - received) if args.count else 32)
+        req.invisible_duration.FromSeconds(30)
+        req.long_polling_timeout.FromSeconds(5)
+        acks = []
+        for frame in stub.ReceiveMessage(req, metadata=meta, timeout=15):
+            kind = frame.WhichOneof("content")
+            if kind == "status":
+                _wire_status(frame.status)
+            elif kind == "message":
+                m = frame.message
+                sp = m.system_properties
+                tag = sp.tag if sp.HasField("tag") else "-"
+                print(f"[{sp.queue_id}:{sp.queue_offset}] id={sp.message_id} tag={tag} attempt={sp.delivery_attempt} "
+                      f"{m.body.decode(errors='replace')}", flush=True)
+                acks.append(rpc.AckMessageEntry(message_id=sp.message_id, receipt_handle=sp.receipt_handle))
+        if acks:
+            reply = stub.AckMessage(rpc.AckMessageRequest(group=pb.Resource(name=args.group),
+                                                          topic=pb.Resource(name=args.topic), entries=acks),
+                                    metadata=meta, timeout=10)
+            _wire_status(reply.status)
+            received += len(acks)
+            idle_since = time.monotonic()
+        elif args.timeout and time.monotonic() - idle_since >= args.timeout:
+            break
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from rockmq.benchmark import main as bench_main
+
+    return bench_main(args.args)
+
+
+COMMANDS = {"serve": cmd_serve, "topic": cmd_topic, "group": cmd_group, "message": cmd_message, "bench": cmd_bench}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # hand every flag to the benchmark's own parser
+        return cmd_bench(argparse.Namespace(args=argv[1:]))
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except CliError as e:
+        print(f"rockmq: {e}", file=sys.stderr)
+        return e.code
+    except ConfigError as e:
+        print(f"rockmq: {e}", file=sys.stderr)
+        return 2
+    except grpc.RpcError as e:
+        if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            print(f"rockmq: cannot reach the broker at {getattr(args, 'endpoint', '?')} ({e.code().name.lower()})",
+                  file=sys.stderr)
+            return EXIT_UNREACHABLE
+        print(f"rockmq: {e.details()}", file=sys.stderr)
+        return EXIT_REFUSED
+    except OSError as e:
+        print(f"rockmq: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,106 @@
+"""One typed settings object for the broker: defaults < TOML file < ROCKMQ_* environment < flags.
+
+Every field can be set in a TOML file (`rockmq serve --config rockmq.toml`, top-level keys named
+as the fields), through an environment variable `ROCKMQ_<FIELD>` (upper case), or by a CLI flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+
+class ConfigError(ValueError):
+    """A settings value is missing, unknown or of the wrong type."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8081
+    data_dir: str = "./rockmq-data"
+    # sync: a send is acknowledged after its WAL record is fsync'ed (group commit).
+    # async: the WAL is fsync'ed every flush_interval_ms; a crash may lose that window.
+    flush: str = "sync"
+    flush_interval_ms: int = 100
+    broker_name: str = "broker-a"
+    auto_create_topics: bool = True
+    auto_create_groups: bool = True
+    default_queues: int = 8
+    max_body_size: int = 4 * 1024 * 1024
+    max_properties_size: int = 32 * 1024
+    # Deliveries of one message to a group before it goes to %DLQ%<group> (RocketMQ: 17).
+    max_attempts: int = 17
+    dedup_window_s: int = 600
+    max_delay_s: int = 365 * 24 * 3600
+    max_long_polling_s: float = 30.0
+    max_waiting_receives: int = 10_000
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.flush not in ("sync", "async"):
+            raise ConfigError(f"flush must be 'sync' or 'async', not {self.flush!r}")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port out of range: {self.port}")
+        if self.default_queues < 1 or self.max_attempts < 1:
+            raise ConfigError("default_queues and max_attempts must be at least 1")
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir)
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = _FIELDS[name].type
+    try:
+        if kind == "bool":
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"setting {name}: expected {kind}, got {value!r}") from None
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build the settings from the layers; `overrides` are the CLI flags (None = not given)."""
+    values: dict[str, Any] = {}
+    if config_file:
+        try:
+            data = tomllib.loads(Path(config_file).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"cannot read config file {config_file}: {e}") from None
+        for key, value in data.items():
+            name = key.replace("-", "_")
+            if name not in _FIELDS:
+                raise ConfigError(f"unknown setting {key!r} in {config_file}")
+            values[name] = _coerce(name, value)
+    env = os.environ if environ is None else environ
+    for name in _FIELDS:
+        raw = env.get(f"ROCKMQ_{name.upper()}")
+        if raw is not None:
+            values[name] = _coerce(name, raw)
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = _coerce(name, value)
+    return dataclasses.replace(Settings(), **values)

@@ -1,0 +1,1 @@
+"""Subscription filters: tag expressions (and, later, SQL92) evaluated on the broker."""

@@ -1,0 +1,117 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TopicInfo(_message.Message):
+    __slots__ = ("name", "queue_count", "message_types", "queues")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_TYPES_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    queue_count: int
+    message_types: _containers.RepeatedScalarFieldContainer[str]
+    queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ...) -> None: ...
+
+class QueueInfo(_message.Message):
+    __slots__ = ("queue_id", "min_offset", "max_offset")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    def __init__(self, queue_id: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ...) -> None: ...
+
+class CreateTopicRequest(_message.Message):
+    __slots__ = ("name", "queue_count", "message_types")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_TYPES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    queue_count: int
+    message_types: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TopicRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListTopicsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListTopicsResponse(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[TopicInfo]
+    def __init__(self, topics: _Optional[_Iterable[_Union[TopicInfo, _Mapping]]] = ...) -> None: ...
+
+class DeleteTopicResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GroupInfo(_message.Message):
+    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FIFO_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    INFLIGHT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    fifo: bool
+    max_attempts: int
+    queues: _containers.RepeatedCompositeFieldContainer[GroupQueueInfo]
+    inflight: int
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ...) -> None: ...
+
+class GroupQueueInfo(_message.Message):
+    __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    POP_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
+    INFLIGHT_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    committed_offset: int
+    pop_offset: int
+    max_offset: int
+    lag: int
+    inflight: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ...) -> None: ...
+
+class CreateGroupRequest(_message.Message):
+    __slots__ = ("name", "fifo", "max_attempts")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FIFO_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    fifo: bool
+    max_attempts: int
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ...) -> None: ...
+
+class GroupRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListGroupsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[GroupInfo]
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,23 @@
+"""RocketMQ v2 message ids: unique across hosts, processes and restarts.
+
+    "01" · MAC (6 bytes) · pid (2 bytes) · seconds since 2021-01-01 (4 bytes) · sequence (4 bytes)
+
+in upper-case hex (34 characters), the layout the official clients use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import struct
+import time
+import uuid
+
+_EPOCH_2021 = 1609459200
+_PREFIX = b"\x01" + uuid.getnode().to_bytes(6, "big") + (os.getpid() & 0xFFFF).to_bytes(2, "big")
+_SEQ = itertools.count(int.from_bytes(os.urandom(3), "big"))
+
+
+def new_message_id() -> str:
+    seconds = int(time.time()) - _EPOCH_2021
+    return (_PREFIX + struct.pack(">II", seconds & 0xFFFFFFFF, next(_SEQ) & 0xFFFFFFFF)).hex().upper()

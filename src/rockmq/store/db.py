@@ -1,0 +1,178 @@
+"""The broker's RocksDB database: column families, ordered scans and group commit.
+
+Every state change is one WriteBatch. Writes happen on the event loop with `sync=False` (cheap,
+the WAL record reaches the OS at once, so a `kill -9` of the broker loses nothing written);
+durability against power loss comes from fsync'ing the WAL. Under the `sync` flush policy a
+caller awaits `commit()`, which registers it with the group committer: one flusher thread runs
+`flush_wal(sync=True)` (which releases the GIL) for everything written so far and then wakes all
+callers whose writes it covered, so concurrent sends share one fsync. Under `async` the same
+flush runs every `flush_interval_ms` and `commit()` returns at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Iterator
+
+from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+
+from rockmq.store.keys import prefix_end
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("meta", "log", "offsets", "inflight", "retry", "timers", "dedup", "dedup_expiry", "txn")
+
+
+def _options() -> Options:
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    opts.increase_parallelism(2)
+    return opts
+
+
+class Store:
+    """One RocksDB database per broker. Use from the event loop thread only."""
+
+    def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.flush_policy = flush
+        self._db = Rdict(str(path), options=_options(), column_families={f: _options() for f in FAMILIES})
+        self._cf = {f: self._db.get_column_family(f) for f in FAMILIES}
+        self._handles = {f: self._db.get_column_family_handle(f) for f in FAMILIES}
+        self._nosync = WriteOptions()
+        self._nosync.sync = False
+        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rockmq-fsync")
+        self._waiters: list[asyncio.Future[None]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self._interval = flush_interval_ms / 1000
+        self._periodic: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def batch(self) -> "Batch":
+        return Batch(self._handles)
+
+    def write(self, batch: "Batch") -> None:
+        """Apply a batch atomically, without waiting for an fsync."""
+        if not batch.empty:
+            self._db.write(batch.wb, self._nosync)
+
+    async def commit(self, batch: "Batch") -> None:
+        """Apply a batch atomically and return once it is durable under the flush policy."""
+        self.write(batch)
+        if self.flush_policy == "sync":
+            await self.sync()
+
+    async def sync(self) -> None:
+        """Wait until everything written so far is fsync'ed (shared with concurrent callers)."""
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.create_task(self._flush_loop())
+        await fut
+
+    async def _flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiters:
+            covered, self._waiters = self._waiters, []
+            try:
+                await loop.run_in_executor(self._flusher, self._db.flush_wal, True)
+            except Exception as e:  # a failed fsync must fail the sends it covered
+                log.error("WAL fsync failed: %s", e)
+                for fut in covered:
+                    if not fut.done():
+                        fut.set_exception(e)
+                continue
+            for fut in covered:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def start_background_flush(self) -> None:
+        """Under the async policy, fsync the WAL every flush interval."""
+        if self.flush_policy == "async" and self._periodic is None:
+            self._periodic = asyncio.create_task(self._periodic_flush())
+
+    async def _periodic_flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._interval)
+            await loop.run_in_executor(self._flusher, self._db.flush_wal, True)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def get(self, family: str, key: bytes) -> bytes | None:
+        return self._cf[family].get(key)
+
+    def scan(self, family: str, lower: bytes, upper: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with lower <= key < upper, in key order."""
+        it = self._cf[family].iter()
+        it.seek(lower)
+        n = 0
+        while it.valid():
+            key = it.key()
+            if key >= upper or (limit is not None and n >= limit):
+                return
+            yield key, it.value()
+            n += 1
+            it.next()
+
+    def scan_prefix(self, family: str, prefix: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        return self.scan(family, prefix, prefix_end(prefix), limit)
+
+    def first_key(self, family: str, lower: bytes = b"", upper: bytes | None = None) -> bytes | None:
+        for key, _ in self.scan(family, lower, upper if upper is not None else b"\xff" * 64, 1):
+            return key
+        return None
+
+    def last_key_with_prefix(self, family: str, prefix: bytes) -> bytes | None:
+        it = self._cf[family].iter()
+        it.seek(prefix_end(prefix))
+        if it.valid():
+            it.prev()
+        else:
+            it.seek_to_last()
+        if it.valid() and it.key().startswith(prefix):
+            return it.key()
+        return None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._periodic:
+            self._periodic.cancel()
+        self._db.flush_wal(True)
+        self._db.flush()
+        self._flusher.shutdown(wait=True)
+        self._db.close()
+
+
+class Batch:
+    """A WriteBatch addressed by family name."""
+
+    __slots__ = ("wb", "_handles", "empty")
+
+    def __init__(self, handles: dict) -> None:
+        self.wb = WriteBatch(raw_mode=True)
+        self._handles = handles
+        self.empty = True
+
+    def put(self, family: str, key: bytes, value: bytes) -> None:
+        self.wb.put(key, value, self._handles[family])
+        self.empty = False
+
+    def delete(self, family: str, key: bytes) -> None:
+        self.wb.delete(key, self._handles[family])
+        self.empty = False
+
+    def delete_range(self, family: str, lower: bytes, upper: bytes) -> None:
+        self.wb.delete_range(lower, upper, self._handles[family])
+        self.empty = False

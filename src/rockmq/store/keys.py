@@ -1,0 +1,170 @@
+"""Key encodings for the column families (design.md §4). Pure functions, no I/O.
+
+Integers are big-endian so that RocksDB's byte order is numeric order: a queue's log is one
+contiguous, offset-ordered key range, and checkpoints and timers sort by their deadline.
+Topics and groups are named by small integer ids assigned at creation, keeping keys short.
+"""
+
+from __future__ import annotations
+
+import struct
+
+_QUEUE = struct.Struct(">II")
+_LOG = struct.Struct(">IIQ")
+_OFFSET = struct.Struct(">IIIc")
+_INFLIGHT = struct.Struct(">QIIIQ")
+_RETRY = struct.Struct(">IIQ")
+_TIMER = struct.Struct(">QQ")
+_U64 = struct.Struct(">Q")
+
+COMMITTED = b"c"  # offset committed by a pull consumer (UpdateOffset)
+POPPED = b"p"  # next offset POP consumption reads
+
+# --- meta family ---------------------------------------------------------------------------
+
+
+def topic_meta(name: str) -> bytes:
+    return b"topic/" + name.encode()
+
+
+def group_meta(name: str) -> bytes:
+    return b"group/" + name.encode()
+
+
+TOPIC_META_PREFIX = b"topic/"
+GROUP_META_PREFIX = b"group/"
+SECRET_KEY = b"secret"
+NEXT_ID_KEY = b"next-id"
+
+# --- log family: topic_id · queue_id · offset -> stored message ---------------------------
+
+
+def log_key(topic_id: int, queue_id: int, offset: int) -> bytes:
+    return _LOG.pack(topic_id, queue_id, offset)
+
+
+def queue_prefix(topic_id: int, queue_id: int) -> bytes:
+    return _QUEUE.pack(topic_id, queue_id)
+
+
+def topic_prefix(topic_id: int) -> bytes:
+    return topic_id.to_bytes(4, "big")
+
+
+def parse_log_key(key: bytes) -> tuple[int, int, int]:
+    return _LOG.unpack(key)
+
+
+# --- offsets family: group_id · topic_id · queue_id · kind -> u64 -------------------------
+
+
+def offset_key(group_id: int, topic_id: int, queue_id: int, kind: bytes) -> bytes:
+    return _OFFSET.pack(group_id, topic_id, queue_id, kind)
+
+
+def group_prefix(group_id: int) -> bytes:
+    return group_id.to_bytes(4, "big")
+
+
+def parse_offset_key(key: bytes) -> tuple[int, int, int, bytes]:
+    return _OFFSET.unpack(key)
+
+
+def encode_u64(value: int) -> bytes:
+    return _U64.pack(value)
+
+
+def decode_u64(raw: bytes) -> int:
+    return _U64.unpack(raw)[0]
+
+
+# --- inflight family: deadline_ms · group · topic · queue · offset -> attempt --------------
+
+
+def inflight_key(deadline_ms: int, group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
+    return _INFLIGHT.pack(deadline_ms, group_id, topic_id, queue_id, offset)
+
+
+def parse_inflight_key(key: bytes) -> tuple[int, int, int, int, int]:
+    return _INFLIGHT.unpack(key)
+
+
+def deadline_bound(deadline_ms: int) -> bytes:
+    """Upper bound (exclusive) of the checkpoints/timers due before `deadline_ms`."""
+    return _U64.pack(deadline_ms)
+
+
+# --- retry family: group · topic · sequence -> (queue, offset, attempt) --------------------
+# Messages whose invisible time ran out wait here, in revive order, for their next delivery.
+
+
+def retry_key(group_id: int, topic_id: int, seq: int) -> bytes:
+    return _RETRY.pack(group_id, topic_id, seq)
+
+
+def retry_prefix(group_id: int, topic_id: int) -> bytes:
+    return _QUEUE.pack(group_id, topic_id)
+
+
+def parse_retry_key(key: bytes) -> tuple[int, int, int]:
+    return _RETRY.unpack(key)
+
+
+_RETRY_VALUE = struct.Struct(">IQI")
+
+
+def retry_value(queue_id: int, offset: int, attempt: int) -> bytes:
+    return _RETRY_VALUE.pack(queue_id, offset, attempt)
+
+
+def parse_retry_value(raw: bytes) -> tuple[int, int, int]:
+    return _RETRY_VALUE.unpack(raw)
+
+
+# --- timers family: due_ms · sequence -> delayed message ----------------------------------
+
+
+def timer_key(due_ms: int, seq: int) -> bytes:
+    return _TIMER.pack(due_ms, seq)
+
+
+def parse_timer_key(key: bytes) -> tuple[int, int]:
+    return _TIMER.unpack(key)
+
+
+# --- dedup family: topic_id · message_id -> position; expiry: ts · topic · message_id -----
+
+
+def dedup_key(topic_id: int, message_id: str) -> bytes:
+    return topic_id.to_bytes(4, "big") + message_id.encode()
+
+
+def dedup_expiry_key(stored_ms: int, topic_id: int, message_id: str) -> bytes:
+    return _U64.pack(stored_ms) + dedup_key(topic_id, message_id)
+
+
+def split_dedup_expiry_key(key: bytes) -> tuple[int, bytes]:
+    """-> (stored_ms, the dedup key it guards)."""
+    return _U64.unpack_from(key)[0], key[8:]
+
+
+_POSITION = struct.Struct(">IQ")
+
+
+def position_value(queue_id: int, offset: int) -> bytes:
+    return _POSITION.pack(queue_id, offset)
+
+
+def parse_position(raw: bytes) -> tuple[int, int]:
+    return _POSITION.unpack(raw)
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key starting with `prefix`."""
+    b = bytearray(prefix)
+    while b and b[-1] == 0xFF:
+        b.pop()
+    if not b:
+        return b"\xff" * (len(prefix) + 1)
+    b[-1] += 1
+    return bytes(b)

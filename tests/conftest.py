@@ -1,0 +1,36 @@
+"""Shared fixtures: real broker processes on ephemeral loopback ports."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from broker_process import BrokerProcess  # noqa: E402
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory):
+    """One broker shared by a test session; tests use their own topic and group names."""
+    b = BrokerProcess(tmp_path_factory.mktemp("broker"), "--max-attempts", "3").start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path):
+    """A private broker for tests that stop, restart or kill it."""
+    b = BrokerProcess(tmp_path / "data").start()
+    yield b
+    b.kill()
+
+
+@pytest.fixture
+def unique():
+    """unique('topic') -> 'topic-7': a name no other test uses."""
+    return lambda prefix: f"{prefix}-{next(_names)}-{id(object()) % 10000}"
