@@ -11,8 +11,6 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from google.protobuf.duration_pb2 import Duration
-
 from rockmq.broker.context import BrokerContext
 from rockmq.protocol import pb
 
@@ -33,10 +31,8 @@ class Session:
     outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(OUTBOX))
 
 
-def _duration(seconds: float) -> Duration:
-    d = Duration()
-    d.FromMilliseconds(int(seconds * 1000))
-    return d
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
 
 
 class Clients:
@@ -79,8 +75,8 @@ class Clients:
             policy = out.backoff_policy
             policy.Clear()
             policy.max_attempts = 3
-            policy.exponential_backoff.initial.CopyFrom(_duration(0.01))
-            policy.exponential_backoff.max.CopyFrom(_duration(1))
+            policy.exponential_backoff.initial.FromMilliseconds(_ms(0.01))
+            policy.exponential_backoff.max.FromMilliseconds(_ms(1))
             policy.exponential_backoff.multiplier = 2.0
         elif given.HasField("subscription"):
             sub = out.subscription
@@ -91,10 +87,11 @@ class Clients:
             sub.fifo = fifo
             sub.receive_batch_size = 32
             if not sub.HasField("long_polling_timeout") or sub.long_polling_timeout.ToMilliseconds() <= 0:
-                sub.long_polling_timeout.CopyFrom(_duration(20))
+                sub.long_polling_timeout.FromMilliseconds(_ms(20))
             policy = out.backoff_policy
             policy.Clear()
             policy.max_attempts = group.max_attempts if group else self.ctx.settings.max_attempts
             ladder = (FIFO_RETRY_S,) if fifo else RETRY_LADDER_S
-            policy.customized_backoff.next.extend(_duration(s) for s in ladder)
+            for s in ladder:
+                policy.customized_backoff.next.add().FromMilliseconds(_ms(s))
         return out

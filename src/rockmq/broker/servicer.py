@@ -14,7 +14,6 @@ import logging
 from typing import AsyncIterator, Callable
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
@@ -71,9 +70,9 @@ def _status_frame(response_type: type, code: int, message: str) -> bytes:
 
 
 def _now_frame(response_type: type) -> bytes:
-    ts = Timestamp()
-    ts.GetCurrentTime()
-    return response_type(delivery_timestamp=ts).SerializeToString()
+    frame = response_type()
+    frame.delivery_timestamp.GetCurrentTime()
+    return frame.SerializeToString()
 
 
 def tag_filter(expr: pb.FilterExpression) -> TagFilter:

@@ -15,8 +15,6 @@ import hashlib
 import struct
 from typing import NamedTuple
 
-from google.protobuf.duration_pb2 import Duration
-
 from rockmq.protocol import pb
 
 _HEADER = struct.Struct(">BQHH")
@@ -69,12 +67,12 @@ def decode(record: bytes) -> pb.Message:
 
 def delivery_overlay(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
     """The per-delivery system properties, to append to a record's payload."""
-    sp = pb.SystemProperties(
-        receipt_handle=receipt_handle,
-        delivery_attempt=attempt,
-        invisible_duration=Duration(seconds=invisible_ms // 1000, nanos=(invisible_ms % 1000) * 1_000_000),
-    )
-    return pb.Message(system_properties=sp).SerializeToString()
+    msg = pb.Message()
+    sp = msg.system_properties
+    sp.receipt_handle = receipt_handle
+    sp.delivery_attempt = attempt
+    sp.invisible_duration.FromMilliseconds(invisible_ms)
+    return msg.SerializeToString()
 
 
 def _varint(n: int) -> bytes:
