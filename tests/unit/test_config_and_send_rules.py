@@ -1,0 +1,53 @@
+"""Settings layering and the pure rules of the send path."""
+
+import pytest
+
+from rockmq.broker.send import delivery_ms, message_type
+from rockmq.config import ConfigError, load_settings
+from rockmq.protocol import pb
+from rockmq.protocol.message_id import new_message_id
+
+
+def test_layers_defaults_file_env_flags(tmp_path):
+    f = tmp_path / "rockmq.toml"
+    f.write_text('port = 9000\nflush = "async"\ndata_dir = "/from/file"\n')
+    s = load_settings(f, {"data_dir": "/from/flag", "host": None}, {"ROCKMQ_PORT": "9100", "ROCKMQ_MAX_ATTEMPTS": "4"})
+    assert (s.port, s.flush, s.data_dir, s.max_attempts, s.host) == (9100, "async", "/from/flag", 4, "127.0.0.1")
+
+
+def test_bad_settings_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="flush"):
+        load_settings(None, {"flush": "sometimes"}, {})
+    with pytest.raises(ConfigError, match="expected int"):
+        load_settings(None, None, {"ROCKMQ_PORT": "eighty"})
+    f = tmp_path / "x.toml"
+    f.write_text("colour = 1\n")
+    with pytest.raises(ConfigError, match="unknown setting"):
+        load_settings(f, None, {})
+
+
+def test_booleans_from_environment():
+    assert load_settings(None, None, {"ROCKMQ_AUTO_CREATE_TOPICS": "false"}).auto_create_topics is False
+
+
+def test_delivery_timestamp_reads_seconds_and_the_clients_milliseconds():
+    ts = pb.SystemProperties().delivery_timestamp
+    ts.seconds, ts.nanos = 1_700_000_000, 250_000_000
+    assert delivery_ms(ts) == 1_700_000_000_250
+    ts.seconds, ts.nanos = 1_700_000_000_123, 0  # rocketmq-python-client 5.1.x puts ms here
+    assert delivery_ms(ts) == 1_700_000_000_123
+
+
+def test_message_type_inference():
+    sp = pb.SystemProperties()
+    assert message_type(sp) == "NORMAL"
+    sp.message_group = "g"
+    assert message_type(sp) == "FIFO"
+    sp.message_type = pb.TRANSACTION
+    assert message_type(sp) == "TRANSACTION"
+
+
+def test_message_ids_are_unique_and_v2_shaped():
+    ids = {new_message_id() for _ in range(10_000)}
+    assert len(ids) == 10_000
+    assert all(len(i) == 34 and i.startswith("01") for i in ids)
