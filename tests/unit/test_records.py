@@ -31,16 +31,41 @@ def test_untagged_record_has_no_tag():
     assert view.tag is None and view.message_group is None
 
 
-def test_overlay_merges_delivery_fields_into_the_stored_payload():
+def test_delivery_fields_are_spliced_into_the_one_system_properties_field():
     rec = records.seal(_message(tag="a"), 0, 5, 1, "h")
-    frame = records.message_frame(2, records.view(rec).payload + records.delivery_overlay("RH", 3, 1500))
+    frame = records.frame(2, records.view(rec).message(records.delivery_fields("RH", 3, 1500)))
     resp = rpc.ReceiveMessageResponse.FromString(frame)
     sp = resp.message.system_properties
     assert resp.WhichOneof("content") == "message"
     assert (sp.receipt_handle, sp.delivery_attempt, sp.invisible_duration.ToMilliseconds()) == ("RH", 3, 1500)
     assert (sp.tag, sp.queue_offset, resp.message.body) == ("a", 5, b"payload")
+    # Exactly one system_properties field on the wire (Node's decoder keeps only the last copy).
+    assert _count_field(records.view(rec).message(records.delivery_fields("RH", 3, 1500)), 3) == 1
+
+
+def _count_field(buf: bytes, number: int) -> int:
+    """Count occurrences of a length-delimited top-level field in a serialized message."""
+    i, n = 0, 0
+    while i < len(buf):
+        key, i = _read_varint(buf, i)
+        assert key & 7 == 2
+        length, i = _read_varint(buf, i)
+        n += key >> 3 == number
+        i += length
+    return n
+
+
+def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, i
 
 
 def test_message_frame_handles_long_payloads():
     payload = pb.Message(body=b"x" * 300_000).SerializeToString()
-    assert rpc.PullMessageResponse.FromString(records.message_frame(2, payload)).message.body == b"x" * 300_000
+    assert rpc.PullMessageResponse.FromString(records.frame(2, payload)).message.body == b"x" * 300_000

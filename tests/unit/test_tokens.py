@@ -8,7 +8,7 @@ SECRET = b"s" * 32
 
 
 def test_receipt_round_trip():
-    r = receipt.Receipt(group_id=1, topic_id=2, queue_id=3, offset=4, deadline_ms=5_000_000, attempt=2)
+    r = receipt.Receipt(group_id=1, topic_id=2, queue_id=3, offset=4, attempt=2, version=77)
     handle = receipt.encode(r, SECRET)
     assert handle.isascii() and receipt.decode(handle, SECRET) == r
 

@@ -46,6 +46,10 @@ class Clients:
             s.last_seen = time.monotonic()
         return s
 
+    def last_seen(self, client_id: str) -> float | None:
+        s = self.sessions.get(client_id)
+        return s.last_seen if s is not None else None
+
     def register(self, client_id: str) -> Session:
         s = self.sessions.get(client_id)
         if s is None:

@@ -1,10 +1,12 @@
 """POP consumption: receive, ack, change of invisible time, dead-lettering and revive.
 
 State per (group, topic, queue): a pop offset (next entry to hand out) in the offsets family.
-Every message handed out gets a checkpoint in the inflight family keyed by its visibility
-deadline; ack deletes it, ChangeInvisibleDuration moves it. The revive loop sleeps until the
-earliest deadline and moves expired checkpoints to the retry family (served first by the next
-receive, with delivery_attempt + 1) or, once the group's max attempts were delivered, to
+Every message handed out gets a checkpoint: `checkpoints` maps the message to its deadline,
+attempt and version (what a receipt handle is checked against), and `inflight` holds the same
+checkpoint keyed by deadline. Ack deletes it, ChangeInvisibleDuration moves it (new version,
+new handle), auto-renew extends it (same handle). The revive loop sleeps until the earliest
+deadline and moves expired checkpoints to the retry family (served first by the next receive,
+with delivery_attempt + 1) or, once the group's max attempts were delivered, to
 `%DLQ%<group>`. All of it lives in RocksDB: a backlog of in-flight messages costs no memory.
 """
 
@@ -20,6 +22,7 @@ from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.fifo import FifoLocks
 from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.renew import Renewals
 from rockmq.filter.tags import TagFilter
 from rockmq.protocol import pb, receipt, records, tokens
 from rockmq.store import keys
@@ -30,7 +33,6 @@ log = logging.getLogger(__name__)
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
 SCAN_LIMIT = 2048  # log entries one receive may skip per queue (filtered out)
 REVIVE_BATCH = 1000
-ATTEMPT = 4  # bytes of the attempt counter in a checkpoint value
 
 
 class PopService:
@@ -41,6 +43,8 @@ class PopService:
         self._cursor: dict[tuple[int, int], int] = {}
         self._retry_seq = time.time_ns()
         self.reviver = DeadlineLoop("revive", self.revive_due, REVIVE_BATCH)
+        self._version = time.time_ns() & 0xFFFFFFFF
+        self.renewals = Renewals(self)
         self.waiting = 0
         self._rebuild_fifo_locks()
 
@@ -48,8 +52,8 @@ class PopService:
 
     def _rebuild_fifo_locks(self) -> None:
         groups = self.ctx.meta.groups_by_id
-        for key, _ in self.ctx.store.scan("inflight", b"", b"\xff" * 32):
-            _, gid, tid, qid, _ = keys.parse_inflight_key(key)
+        for key, _ in self.ctx.store.scan("checkpoints", b"", b"\xff" * 32):
+            gid, tid, qid, _ = keys.parse_checkpoint_key(key)
             if gid in groups and groups[gid].fifo:
                 self.fifo.delivered((gid, tid, qid), first_time=True)
         for key, value in self.ctx.store.scan("retry", b"", b"\xff" * 32):
@@ -72,10 +76,9 @@ class PopService:
     def inflight_count(self, group_id: int) -> dict[tuple[int, int], int]:
         """Checkpoints + waiting redeliveries of a group per (topic, queue) (admin view)."""
         counts: dict[tuple[int, int], int] = {}
-        for key, _ in self.ctx.store.scan("inflight", b"", b"\xff" * 32):
-            _, gid, tid, qid, _ = keys.parse_inflight_key(key)
-            if gid == group_id:
-                counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
+        for key, _ in self.ctx.store.scan_prefix("checkpoints", keys.group_prefix(group_id)):
+            _, tid, qid, _ = keys.parse_checkpoint_key(key)
+            counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
         for key, value in self.ctx.store.scan_prefix("retry", keys.group_prefix(group_id)):
             tid = keys.parse_retry_key(key)[1]
             qid = keys.parse_retry_value(value)[0]
@@ -85,10 +88,11 @@ class PopService:
     # --- receive ---------------------------------------------------------------------------
 
     async def receive(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
-                      invisible_ms: int, poll_s: float) -> list[bytes]:
+                      invisible_ms: int, poll_s: float, renew_for: str | None = None) -> list[bytes]:
         """Hand out up to batch_size messages, waiting up to poll_s for the first one.
 
-        Returns ReceiveMessageResponse{message} frames, ready to stream.
+        Returns ReceiveMessageResponse{message} frames, ready to stream. With `renew_for` (a
+        client id), the broker keeps extending the invisible time while that client is alive.
         """
         if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
             raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in (0, 12 h], not {invisible_ms} ms")
@@ -97,7 +101,7 @@ class PopService:
         until = loop.time() + poll_s
         while True:
             arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
-            frames = self._receive_once(group, topic, accept, batch_size, invisible_ms)
+            frames = self._receive_once(group, topic, accept, batch_size, invisible_ms, renew_for)
             left = until - loop.time()
             if frames or left <= 0 or self.waiting >= self.ctx.settings.max_waiting_receives:
                 return frames
@@ -110,20 +114,23 @@ class PopService:
                 self.waiting -= 1
 
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
-                      invisible_ms: int) -> list[bytes]:
+                      invisible_ms: int, renew_for: str | None = None) -> list[bytes]:
         ctx = self.ctx
         deadline = now_ms() + invisible_ms
         batch = ctx.store.batch()
         frames: list[bytes] = []
         gid, tid = group.id, topic.id
 
-        def deliver(qid: int, offset: int, payload: bytes, attempt: int) -> None:
-            batch.put("inflight", keys.inflight_key(deadline, gid, tid, qid, offset), attempt.to_bytes(ATTEMPT, "big"))
-            handle = receipt.encode(receipt.Receipt(gid, tid, qid, offset, deadline, attempt), ctx.secret)
-            frames.append(records.message_frame(2, payload + records.delivery_overlay(handle, attempt, invisible_ms)))
+        def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
+            version = self._next_version()
+            self._put_checkpoint(batch, gid, tid, qid, offset, deadline, attempt, version)
+            handle = receipt.encode(receipt.Receipt(gid, tid, qid, offset, attempt, version), ctx.secret)
+            frames.append(records.frame(2, view.message(records.delivery_fields(handle, attempt, invisible_ms))))
+            if renew_for is not None:
+                self.renewals.track(renew_for, keys.checkpoint_key(gid, tid, qid, offset))
 
         # 1. Messages whose invisible time ran out come back first.
-        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), 4 * batch_size if not group.fifo else None))
+        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), None if group.fifo else 4 * batch_size))
         if group.fifo:  # per queue, in offset order, only once nothing of the queue is in flight
             retries = [r for r in retries if self.fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
             retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
@@ -138,7 +145,7 @@ class PopService:
                 if group.fifo:
                     self.fifo.settled((gid, tid, qid), was_inflight=False)
                 continue
-            deliver(qid, offset, view.payload, attempt + 1)
+            deliver(qid, offset, view, attempt + 1)
             if group.fifo:
                 self.fifo.delivered((gid, tid, qid), first_time=False)
 
@@ -163,7 +170,7 @@ class PopService:
                 view = records.view(record)
                 if not accept(view.tag):  # a filtered-out message counts as consumed
                     continue
-                deliver(qid, offset, view.payload, 1)
+                deliver(qid, offset, view, 1)
                 if group.fifo:
                     self.fifo.delivered((gid, tid, qid), first_time=True)
             if position != begin:
@@ -174,40 +181,58 @@ class PopService:
             self.reviver.note(deadline)
         return frames
 
-    # --- ack, change invisible time, dead letter -------------------------------------------
+    # --- checkpoints -----------------------------------------------------------------------
 
-    def _checkpoint(self, group: GroupConfig, topic: TopicConfig, handle: str) -> tuple[receipt.Receipt, bytes, bytes]:
-        """The live checkpoint a handle names: -> (receipt, key, value), or INVALID_RECEIPT_HANDLE."""
+    def _next_version(self) -> int:
+        self._version = (self._version + 1) & 0xFFFFFFFF
+        return self._version
+
+    @staticmethod
+    def _put_checkpoint(batch, gid: int, tid: int, qid: int, offset: int, deadline: int, attempt: int, version: int) -> None:
+        batch.put("checkpoints", keys.checkpoint_key(gid, tid, qid, offset), keys.checkpoint_value(deadline, attempt, version))
+        batch.put("inflight", keys.inflight_key(deadline, gid, tid, qid, offset), b"")
+
+    @staticmethod
+    def _delete_checkpoint(batch, gid: int, tid: int, qid: int, offset: int, deadline: int) -> None:
+        batch.delete("checkpoints", keys.checkpoint_key(gid, tid, qid, offset))
+        batch.delete("inflight", keys.inflight_key(deadline, gid, tid, qid, offset))
+
+    def _checkpoint(self, group: GroupConfig, topic: TopicConfig, handle: str) -> tuple[receipt.Receipt, int]:
+        """The live checkpoint a handle names: -> (receipt, deadline), or INVALID_RECEIPT_HANDLE."""
         try:
             r = receipt.decode(handle, self.ctx.secret)
         except (tokens.InvalidToken, ValueError) as e:
             raise BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}") from None
         if r.group_id != group.id or r.topic_id != topic.id:
             raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic")
-        if r.deadline_ms <= now_ms():
+        raw = self.ctx.store.get("checkpoints", keys.checkpoint_key(r.group_id, r.topic_id, r.queue_id, r.offset))
+        if raw is None:
+            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: the message was acknowledged or redelivered")
+        deadline, attempt, version = keys.parse_checkpoint_value(raw)
+        if (attempt, version) != (r.attempt, r.version):
+            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: a newer one was issued for this message")
+        if deadline <= now_ms():
             raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out")
-        key = keys.inflight_key(r.deadline_ms, r.group_id, r.topic_id, r.queue_id, r.offset)
-        value = self.ctx.store.get("inflight", key)
-        if value is None:
-            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: already acknowledged or superseded")
-        return r, key, value
+        return r, deadline
+
+    # --- ack, change invisible time, dead letter -------------------------------------------
 
     def ack(self, group: GroupConfig, topic: TopicConfig, handles: list[str]) -> list[BrokerError | None]:
         """Acknowledge deliveries; one result per handle (None = OK)."""
         batch = self.ctx.store.batch()
         results: list[BrokerError | None] = []
-        done: set[bytes] = set()
+        done: set[tuple[int, int]] = set()
         released = False
         for handle in handles:
             try:
-                r, key, _ = self._checkpoint(group, topic, handle)
-                if key in done:
+                r, deadline = self._checkpoint(group, topic, handle)
+                if (r.queue_id, r.offset) in done:
                     raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request")
             except BrokerError as e:
                 results.append(e)
                 continue
-            done.add(key)
-            batch.delete("inflight", key)
+            done.add((r.queue_id, r.offset))
+            self._delete_checkpoint(batch, group.id, topic.id, r.queue_id, r.offset, deadline)
             if group.fifo:
                 self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
                 released = True
@@ -221,21 +246,39 @@ class PopService:
         """Move a delivery's visibility deadline to now + invisible_ms; returns the new handle."""
         if not 0 <= invisible_ms <= MAX_INVISIBLE_MS:
             raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in [0, 12 h], not {invisible_ms} ms")
-        r, key, value = self._checkpoint(group, topic, handle)
-        deadline = now_ms() + invisible_ms
-        if deadline == r.deadline_ms:
-            deadline += 1  # a new handle must differ from the old one
+        r, deadline = self._checkpoint(group, topic, handle)
+        new_deadline = now_ms() + invisible_ms
         batch = self.ctx.store.batch()
-        batch.delete("inflight", key)
-        batch.put("inflight", keys.inflight_key(deadline, r.group_id, r.topic_id, r.queue_id, r.offset), value)
+        self._delete_checkpoint(batch, r.group_id, r.topic_id, r.queue_id, r.offset, deadline)
+        version = self._next_version()
+        self._put_checkpoint(batch, r.group_id, r.topic_id, r.queue_id, r.offset, new_deadline, r.attempt, version)
         self.ctx.store.write(batch)
-        self.reviver.note(deadline)
-        return receipt.encode(r._replace(deadline_ms=deadline), self.ctx.secret)
+        self.reviver.note(new_deadline)
+        return receipt.encode(r._replace(version=version), self.ctx.secret)
+
+    def extend(self, checkpoint_key: bytes, invisible_ms: int, ahead_ms: int) -> bool:
+        """Auto-renew: push a live checkpoint's deadline to now + invisible_ms when it is due
+        within ahead_ms. The handle the client holds stays valid. False once it is gone."""
+        raw = self.ctx.store.get("checkpoints", checkpoint_key)
+        if raw is None:
+            return False
+        deadline, attempt, version = keys.parse_checkpoint_value(raw)
+        now = now_ms()
+        if deadline <= now:
+            return False  # expired already: revive owns it
+        if deadline - now > ahead_ms:
+            return True
+        gid, tid, qid, offset = keys.parse_checkpoint_key(checkpoint_key)
+        batch = self.ctx.store.batch()
+        self._delete_checkpoint(batch, gid, tid, qid, offset, deadline)
+        self._put_checkpoint(batch, gid, tid, qid, offset, now + invisible_ms, attempt, version)
+        self.ctx.store.write(batch)
+        return True
 
     async def forward_to_dlq(self, group: GroupConfig, topic: TopicConfig, handle: str) -> None:
-        r, key, _ = self._checkpoint(group, topic, handle)
+        r, deadline = self._checkpoint(group, topic, handle)
         batch = self.ctx.store.batch()
-        batch.delete("inflight", key)
+        self._delete_checkpoint(batch, group.id, topic.id, r.queue_id, r.offset, deadline)
         self._dead_letter(batch, group, topic, r.queue_id, r.offset)
         await self.ctx.store.commit(batch)
         if group.fifo:
@@ -261,14 +304,15 @@ class PopService:
         batch = ctx.store.batch()
         touched: set[int] = set()
         moved = 0
-        for key, value in ctx.store.scan("inflight", b"", keys.deadline_bound(now_ms() + 1), REVIVE_BATCH):
+        for key, _ in ctx.store.scan("inflight", b"", keys.deadline_bound(now_ms() + 1), REVIVE_BATCH):
             moved += 1
-            batch.delete("inflight", key)
-            _, gid, tid, qid, offset = keys.parse_inflight_key(key)
+            deadline, gid, tid, qid, offset = keys.parse_inflight_key(key)
+            raw = ctx.store.get("checkpoints", keys.checkpoint_key(gid, tid, qid, offset))
+            self._delete_checkpoint(batch, gid, tid, qid, offset, deadline)
             group, topic = ctx.meta.groups_by_id.get(gid), ctx.meta.topics_by_id.get(tid)
-            if group is None or topic is None:
+            if group is None or topic is None or raw is None:
                 continue
-            attempt = int.from_bytes(value[:ATTEMPT], "big")
+            attempt = keys.parse_checkpoint_value(raw)[1]
             if attempt >= group.max_attempts:
                 self._dead_letter(batch, group, topic, qid, offset)
                 if group.fifo:

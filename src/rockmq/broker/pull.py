@@ -48,7 +48,7 @@ class PullService:
                 position = off + 1
                 view = records.view(record)
                 if accept(view.tag):
-                    frames.append(records.message_frame(2, view.payload))
+                    frames.append(records.frame(2, view.message()))
             left = until - loop.time()
             if frames or position != offset or left <= 0:
                 return frames, position

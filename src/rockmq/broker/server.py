@@ -34,6 +34,7 @@ class Broker:
         self.puller = PullService(self.ctx)
         self.clients = Clients(self.ctx)
         self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
+        self.pop.renewals.last_seen = self.clients.last_seen
         self.server: grpc.aio.Server | None = None
         self.port = 0
         self._tasks: list[asyncio.Task] = []
@@ -56,7 +57,7 @@ class Broker:
         await self.server.start()
         self.ctx.store.start_background_flush()
         self._tasks = [asyncio.create_task(t) for t in
-                       (self.timers.loop.run(), self.pop.reviver.run(), self._sweep_dedup())]
+                       (self.timers.loop.run(), self.pop.reviver.run(), self.pop.renewals.run(), self._sweep_dedup())]
         return self.port
 
     async def _sweep_dedup(self) -> None:

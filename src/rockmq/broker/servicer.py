@@ -21,6 +21,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
+from rockmq.broker.renew import RENEWED_INVISIBLE_MS
 from rockmq.broker.send import SendService
 from rockmq.broker.timers import TimerService
 from rockmq.filter.tags import IllegalExpression, TagFilter, compile_tags
@@ -28,7 +29,6 @@ from rockmq.protocol import pb, rpc
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
-DEFAULT_INVISIBLE_MS = 60_000  # auto_renew consumers that name no invisible time
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
 
 
@@ -168,7 +168,9 @@ class MessagingServicer:
 
     @unary(rpc.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request, context):
-        self.clients.drop(client_id(context))
+        cid = client_id(context)
+        self.clients.drop(cid)
+        self.pop.renewals.forget(cid)
         return rpc.NotifyClientTerminationResponse(status=OK)
 
     async def Telemetry(self, requests: AsyncIterator, context) -> AsyncIterator:
@@ -245,14 +247,17 @@ class MessagingServicer:
             group = self.ctx.group_for(request.group.name)
             topic = self.ctx.meta.topic(request.message_queue.topic.name)
             accept = tag_filter(request.filter_expression)
+            renew_for = None
             if request.HasField("invisible_duration"):
                 invisible_ms = request.invisible_duration.ToMilliseconds()
-            elif request.auto_renew:
-                invisible_ms = DEFAULT_INVISIBLE_MS
+            elif request.auto_renew:  # PushConsumers: the broker renews while the client lives
+                invisible_ms = RENEWED_INVISIBLE_MS
+                renew_for = client_id(context)
+                self.clients.register(renew_for)
             else:
                 raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
             frames = await self.pop.receive(group, topic, accept, request.batch_size or 32, invisible_ms,
-                                            self._poll_seconds(request, context))
+                                            self._poll_seconds(request, context), renew_for)
         except BrokerError as e:
             yield _status_frame(R, e.code, e.message)
             yield _now_frame(R)

@@ -1,8 +1,10 @@
 """Receipt handles: signed tokens naming one delivery of one message to one group.
 
 A handle encodes where the message is (topic, queue, offset), which group received it, the
-delivery attempt and the visibility deadline — exactly what locates its in-flight checkpoint.
-A handle whose checkpoint is gone (acked, revived, moved by ChangeInvisibleDuration) is stale.
+delivery attempt and the checkpoint version — exactly what locates and checks its in-flight
+checkpoint. The deadline is not in it: the broker may extend it (auto-renew) without
+invalidating the handle. A handle whose checkpoint is gone (acked, revived) or carries another
+version (ChangeInvisibleDuration issued a new handle) is stale.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import NamedTuple
 
 from rockmq.protocol import tokens
 
-_BODY = struct.Struct(">BIIIQQI")
+_BODY = struct.Struct(">BIIIQII")
 VERSION = 1
 
 
@@ -21,8 +23,8 @@ class Receipt(NamedTuple):
     topic_id: int
     queue_id: int
     offset: int
-    deadline_ms: int
     attempt: int
+    version: int
 
 
 def encode(r: Receipt, secret: bytes) -> str:

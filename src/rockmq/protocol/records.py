@@ -1,12 +1,16 @@
-"""The stored message record: a small header plus the v2 `Message` exactly as it is delivered.
+"""The stored message record: a small header plus the v2 `Message` in two ready-made parts.
 
-    record = version:u8 · store_ms:u64 · tag_len:u16 · group_len:u16 · tag · message_group · payload
+    record = version:u8 · store_ms:u64 · tag_len:u16 · group_len:u16 · rest_len:u32
+             · tag · message_group · rest · system_properties
 
-`payload` is a serialized `apache.rocketmq.v2.Message` whose system properties were completed at
-store time (queue id and offset, store time and host, body digest and encoding). Delivering it
-costs no parse: protobuf merges concatenated encodings, so the per-delivery fields (receipt
-handle, attempt, invisible time) are appended as a small overlay. The header lets the broker
-filter by tag and order by message group without parsing the payload.
+`rest` is the serialized `apache.rocketmq.v2.Message` without its system properties (topic,
+user properties, body) and `system_properties` the serialized `SystemProperties`, completed at
+store time (queue id and offset, store time and host, body digest and encoding). Delivering a
+message costs no parse: the per-delivery fields (receipt handle, attempt, invisible time) are
+encoded alone and spliced into the system-properties field, which appears exactly once on the
+wire (some decoders, such as the Node.js client's, keep only the last copy of a repeated
+message field). The header lets the broker filter by tag and order by message group without
+parsing anything.
 """
 
 from __future__ import annotations
@@ -17,20 +21,29 @@ from typing import NamedTuple
 
 from rockmq.protocol import pb
 
-_HEADER = struct.Struct(">BQHH")
+_HEADER = struct.Struct(">BQHHI")
 VERSION = 1
+_SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
+_DELIVERY_FIELDS = ("receipt_handle", "delivery_attempt", "invisible_duration")
 
 
 class RecordView(NamedTuple):
     store_ms: int
     tag: str | None
     message_group: str | None
-    payload: bytes
+    rest: bytes
+    system_properties: bytes
+
+    def message(self, delivery: bytes = b"") -> bytes:
+        """The serialized Message, with `delivery` (see `delivery_fields`) spliced in."""
+        return self.rest + frame(_SYSTEM_PROPERTIES, self.system_properties + delivery)
 
 
 def seal(msg: pb.Message, queue_id: int, offset: int, store_ms: int, store_host: str) -> bytes:
     """Complete a received message's system properties and encode it as a record."""
     sp = msg.system_properties
+    for name in _DELIVERY_FIELDS:
+        sp.ClearField(name)
     sp.queue_id = queue_id
     sp.queue_offset = offset
     sp.store_timestamp.FromMilliseconds(store_ms)
@@ -46,15 +59,19 @@ def encode(msg: pb.Message, store_ms: int) -> bytes:
     sp = msg.system_properties
     tag = sp.tag.encode() if sp.HasField("tag") else b""
     group = sp.message_group.encode() if sp.HasField("message_group") else b""
-    return _HEADER.pack(VERSION, store_ms, len(tag), len(group)) + tag + group + msg.SerializeToString()
+    sp_bytes = sp.SerializeToString()
+    rest = pb.Message(topic=msg.topic, user_properties=msg.user_properties, body=msg.body).SerializeToString()
+    return _HEADER.pack(VERSION, store_ms, len(tag), len(group), len(rest)) + tag + group + rest + sp_bytes
 
 
 def view(record: bytes) -> RecordView:
-    _, store_ms, tag_len, group_len = _HEADER.unpack_from(record)
-    start = _HEADER.size
-    tag = record[start : start + tag_len].decode() if tag_len else None
-    group = record[start + tag_len : start + tag_len + group_len].decode() if group_len else None
-    return RecordView(store_ms, tag, group, record[start + tag_len + group_len :])
+    _, store_ms, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
+    a = _HEADER.size
+    b = a + tag_len
+    c = b + group_len
+    d = c + rest_len
+    return RecordView(store_ms, record[a:b].decode() if tag_len else None,
+                      record[b:c].decode() if group_len else None, record[c:d], record[d:])
 
 
 def store_ms(record: bytes) -> int:
@@ -62,17 +79,16 @@ def store_ms(record: bytes) -> int:
 
 
 def decode(record: bytes) -> pb.Message:
-    return pb.Message.FromString(view(record).payload)
+    return pb.Message.FromString(view(record).message())
 
 
-def delivery_overlay(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
-    """The per-delivery system properties, to append to a record's payload."""
-    msg = pb.Message()
-    sp = msg.system_properties
+def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
+    """The per-delivery system properties, encoded alone, for `RecordView.message()`."""
+    sp = pb.SystemProperties()
     sp.receipt_handle = receipt_handle
     sp.delivery_attempt = attempt
     sp.invisible_duration.FromMilliseconds(invisible_ms)
-    return msg.SerializeToString()
+    return sp.SerializeToString()
 
 
 def _varint(n: int) -> bytes:
@@ -87,10 +103,10 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def message_frame(field_number: int, message: bytes) -> bytes:
+def frame(field_number: int, message: bytes) -> bytes:
     """Encode `message` (already serialized) as a length-delimited field of an outer message.
 
-    Used to stream `ReceiveMessageResponse{message}` / `PullMessageResponse{message}` straight
+    Used to build `ReceiveMessageResponse{message}` / `PullMessageResponse{message}` straight
     from stored bytes.
     """
     return _varint((field_number << 3) | 2) + _varint(len(message)) + message

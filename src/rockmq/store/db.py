@@ -23,7 +23,7 @@ from rockmq.store.keys import prefix_end
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("meta", "log", "offsets", "inflight", "retry", "timers", "dedup", "dedup_expiry", "txn")
+FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timers", "dedup", "dedup_expiry", "txn")
 
 
 def _options() -> Options:

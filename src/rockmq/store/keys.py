@@ -11,6 +11,7 @@ import struct
 
 _QUEUE = struct.Struct(">II")
 _LOG = struct.Struct(">IIQ")
+_GTQ = struct.Struct(">III")
 _OFFSET = struct.Struct(">IIIc")
 _INFLIGHT = struct.Struct(">QIIIQ")
 _RETRY = struct.Struct(">IIQ")
@@ -78,7 +79,8 @@ def decode_u64(raw: bytes) -> int:
     return _U64.unpack(raw)[0]
 
 
-# --- inflight family: deadline_ms · group · topic · queue · offset -> attempt --------------
+# --- inflight family: deadline_ms · group · topic · queue · offset -> (empty) ---------------
+# The same checkpoints ordered by deadline, for revive.
 
 
 def inflight_key(deadline_ms: int, group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
@@ -92,6 +94,28 @@ def parse_inflight_key(key: bytes) -> tuple[int, int, int, int, int]:
 def deadline_bound(deadline_ms: int) -> bytes:
     """Upper bound (exclusive) of the checkpoints/timers due before `deadline_ms`."""
     return _U64.pack(deadline_ms)
+
+
+# --- checkpoints family: group · topic · queue · offset -> deadline · attempt · version ------
+# The index from a delivered message to its live checkpoint; receipt handles name this key.
+
+_CHECKPOINT = struct.Struct(">QII")
+
+
+def checkpoint_key(group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
+    return _GTQ.pack(group_id, topic_id, queue_id) + offset.to_bytes(8, "big")
+
+
+def parse_checkpoint_key(key: bytes) -> tuple[int, int, int, int]:
+    return (*_GTQ.unpack_from(key), int.from_bytes(key[12:], "big"))
+
+
+def checkpoint_value(deadline_ms: int, attempt: int, version: int) -> bytes:
+    return _CHECKPOINT.pack(deadline_ms, attempt, version)
+
+
+def parse_checkpoint_value(raw: bytes) -> tuple[int, int, int]:
+    return _CHECKPOINT.unpack(raw)
 
 
 # --- retry family: group · topic · sequence -> (queue, offset, attempt) --------------------

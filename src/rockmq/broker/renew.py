@@ -1,0 +1,73 @@
+"""Auto-renew of invisible time for consumers that ask for it (PushConsumers).
+
+A receive with `auto_renew` and no invisible duration gets 60 s, and the broker keeps
+extending it while the receiving client is alive (it heartbeats), so slow processing does not
+cause a redelivery; the client's receipt handle stays valid. Once the client acks, nacks
+(ChangeInvisibleDuration), terminates or goes silent, renewal stops and the normal invisible
+time applies. Tracking is in memory and bounded; after a broker restart it is not renewed again
+(the message is redelivered at its deadline: at least once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from rockmq.broker.pop import PopService
+
+log = logging.getLogger(__name__)
+
+RENEWED_INVISIBLE_MS = 60_000  # invisible time of an auto-renewed delivery, and each extension
+CHECK_EVERY_S = 5.0
+RENEW_AHEAD_MS = 20_000  # extend a deadline when it is this close
+MAX_TRACKED = 200_000
+CLIENT_SILENCE_S = 30.0  # a client not heard from for this long is gone
+
+
+class Renewals:
+    def __init__(self, pop: "PopService") -> None:
+        self.pop = pop
+        self._tracked: dict[str, set[bytes]] = {}
+        self._count = 0
+        self.last_seen: Callable[[str], float | None] = lambda cid: None  # set by the broker
+
+    def track(self, client_id: str, checkpoint_key: bytes) -> None:
+        if self._count >= MAX_TRACKED:
+            return  # bounded: beyond this, messages rely on their 60 s invisible time alone
+        keys = self._tracked.setdefault(client_id, set())
+        if checkpoint_key not in keys:
+            keys.add(checkpoint_key)
+            self._count += 1
+
+    def forget(self, client_id: str) -> None:
+        self._count -= len(self._tracked.pop(client_id, ()))
+
+    def renew_once(self) -> int:
+        renewed = 0
+        now = time.monotonic()
+        for cid in list(self._tracked):
+            seen = self.last_seen(cid)
+            if seen is None or now - seen > CLIENT_SILENCE_S:
+                self.forget(cid)
+                continue
+            keys = self._tracked[cid]
+            for key in list(keys):
+                if self.pop.extend(key, RENEWED_INVISIBLE_MS, RENEW_AHEAD_MS):
+                    renewed += 1
+                else:
+                    keys.discard(key)
+                    self._count -= 1
+            if not keys:
+                del self._tracked[cid]
+        return renewed
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(CHECK_EVERY_S)
+            try:
+                self.renew_once()
+            except Exception:
+                log.exception("auto-renew failed")

@@ -1,0 +1,144 @@
+"""Helpers for driving the official RocketMQ 5 Python client (`rocketmq`, PyPI rocketmq-python-client).
+
+Every client is a context manager that always shuts down, so no client thread outlives a test.
+Every wait is bounded: `receive_until` and `wait_for` take a deadline in seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
+                      MessageListener, Producer, PushConsumer, SimpleConsumer)
+
+REQUEST_TIMEOUT_S = 3
+AWAIT_S = 1  # SimpleConsumer long-polling time: whole seconds (the client puts it in Duration.seconds)
+INVALID_RECEIPT_HANDLE = 40013
+
+# Message.message_type codes as the client reports them
+NORMAL, FIFO, DELAY = 1, 2, 3
+
+
+def config(endpoint: str) -> ClientConfiguration:
+    return ClientConfiguration(endpoint, Credentials(), request_timeout=REQUEST_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def producer(endpoint: str, *topics: str) -> Iterator[Producer]:
+    p = Producer(config(endpoint), tuple(topics) or None)
+    p.startup()
+    try:
+        yield p
+    finally:
+        p.shutdown()
+
+
+@contextlib.contextmanager
+def simple_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
+                    await_s: int = AWAIT_S) -> Iterator[SimpleConsumer]:
+    subs = {topic: FilterExpression(expr) for topic, expr in subscriptions.items()}
+    c = SimpleConsumer(config(endpoint), group, subs, await_duration=await_s)
+    c.startup()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+@contextlib.contextmanager
+def push_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
+                  listener: MessageListener) -> Iterator[PushConsumer]:
+    subs = {topic: FilterExpression(expr) for topic, expr in subscriptions.items()}
+    c = PushConsumer(config(endpoint), group, listener, subs, consumption_thread_count=4)
+    c.startup()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+def make_message(topic: str, body: bytes, *, tag: str | None = None, keys: Iterable[str] = (),
+                 properties: dict[str, str] | None = None, message_group: str | None = None,
+                 delivery_timestamp: int | None = None) -> Message:
+    m = Message()
+    m.topic = topic
+    m.body = body
+    if tag is not None:
+        m.tag = tag
+    for k in keys:  # the `keys` setter adds one key per assignment
+        m.keys = k
+    for k, v in (properties or {}).items():
+        m.add_property(k, v)
+    if message_group is not None:
+        m.message_group = message_group
+    if delivery_timestamp is not None:
+        m.delivery_timestamp = delivery_timestamp
+    return m
+
+
+def send(p: Producer, topic: str, body: bytes, **kw) -> Message:
+    """Send one message; returns the sent Message with message_id filled from the receipt."""
+    m = make_message(topic, body, **kw)
+    receipt = p.send(m)
+    assert receipt.message_id, "send receipt without message id"
+    assert receipt.message_id == m.message_id, (receipt.message_id, m.message_id)
+    return m
+
+
+def receive_until(consumer: SimpleConsumer, done: Callable[[list[Message]], bool], timeout: float,
+                  invisible_s: int = 30, batch: int = 32) -> list[Message]:
+    """Receive repeatedly until done(all received so far) or timeout seconds; returns everything received."""
+    got: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while not done(got) and time.monotonic() < deadline:
+        got.extend(consumer.receive(batch, invisible_s))
+    return got
+
+
+def receive_for(consumer: SimpleConsumer, seconds: float, invisible_s: int = 30, batch: int = 32) -> list[Message]:
+    """Everything received during about `seconds` (at least one receive call)."""
+    got: list[Message] = []
+    deadline = time.monotonic() + seconds
+    while True:
+        got.extend(consumer.receive(batch, invisible_s))
+        if time.monotonic() >= deadline:
+            return got
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return predicate()
+        time.sleep(step)
+    return True
+
+
+class RecordingListener(MessageListener):
+    """Records every consume call; `behaviour(message, calls_so_far_for_its_id)` decides the outcome.
+
+    behaviour returns a ConsumeResult or raises.
+    """
+
+    def __init__(self, behaviour: Callable[[Message, int], ConsumeResult]) -> None:
+        self.behaviour = behaviour
+        self.lock = threading.Lock()
+        self.calls: list[tuple[str, bytes, int, float]] = []  # message_id, body, delivery_attempt, monotonic time
+
+    def consume(self, message: Message) -> ConsumeResult:
+        with self.lock:
+            previous = sum(1 for c in self.calls if c[0] == message.message_id)
+            self.calls.append((message.message_id, message.body, message.delivery_attempt, time.monotonic()))
+        return self.behaviour(message, previous)
+
+    def calls_for(self, message_id: str) -> list[tuple[str, bytes, int, float]]:
+        with self.lock:
+            return [c for c in self.calls if c[0] == message_id]
+
+
+__all__ = ["ConsumeResult", "Message", "RecordingListener", "config", "make_message", "producer",
+           "push_consumer", "receive_for", "receive_until", "send", "simple_consumer", "wait_for",
+           "INVALID_RECEIPT_HANDLE", "NORMAL", "FIFO", "DELAY", "AWAIT_S"]

@@ -1,0 +1,188 @@
+"""Small raw-gRPC helpers for the integration tests: build messages, send, receive, ack, pull.
+
+Every call carries a deadline, so no test can hang on a broker that stopped answering.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import grpc
+
+from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
+from rockmq.protocol.message_id import new_message_id
+
+CLIENT_ID = "rockmq-tests@" + socket.gethostname()
+META = (("x-mq-client-id", CLIENT_ID), ("x-mq-language", "PYTHON"))
+RPC_TIMEOUT = 10.0
+
+
+class Conn:
+    """One channel to a broker: the messaging stub plus the admin stub."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.channel = grpc.insecure_channel(endpoint)
+        self.mq = svc.MessagingServiceStub(self.channel)
+        self.admin = admin_grpc.AdminStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    # --- admin -----------------------------------------------------------------------------
+
+    def create_topic(self, name: str, queues: int = 1, types: tuple[str, ...] = ()) -> admin.TopicInfo:
+        return self.admin.CreateTopic(admin.CreateTopicRequest(name=name, queue_count=queues, message_types=list(types)),
+                                      timeout=RPC_TIMEOUT)
+
+    def create_group(self, name: str, fifo: bool = False, max_attempts: int = 0) -> admin.GroupInfo:
+        return self.admin.CreateGroup(admin.CreateGroupRequest(name=name, fifo=fifo, max_attempts=max_attempts),
+                                      timeout=RPC_TIMEOUT)
+
+    def describe_topic(self, name: str) -> admin.TopicInfo:
+        return self.admin.DescribeTopic(admin.TopicRequest(name=name), timeout=RPC_TIMEOUT)
+
+    def describe_group(self, name: str) -> admin.GroupInfo:
+        return self.admin.DescribeGroup(admin.GroupRequest(name=name), timeout=RPC_TIMEOUT)
+
+    # --- messaging -------------------------------------------------------------------------
+
+    def send(self, *messages: pb.Message) -> rpc.SendMessageResponse:
+        return self.mq.SendMessage(rpc.SendMessageRequest(messages=list(messages)), metadata=META, timeout=RPC_TIMEOUT)
+
+    def send_ok(self, *messages: pb.Message) -> list[rpc.SendResultEntry]:
+        reply = self.send(*messages)
+        assert reply.status.code == pb.OK, reply
+        assert len(reply.entries) == len(messages), reply
+        assert all(e.status.code == pb.OK for e in reply.entries), reply
+        return list(reply.entries)
+
+    def receive_frames(self, group: str, topic: str, *, batch: int = 32, invisible_ms: int | None = 30_000,
+                       poll_s: float = 0.0, tag: str = "*", timeout: float | None = None,
+                       auto_renew: bool = False) -> list[rpc.ReceiveMessageResponse]:
+        req = rpc.ReceiveMessageRequest(group=pb.Resource(name=group),
+                                        message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
+                                        filter_expression=pb.FilterExpression(type=pb.TAG, expression=tag),
+                                        batch_size=batch, auto_renew=auto_renew)
+        if invisible_ms is not None:
+            req.invisible_duration.FromMilliseconds(invisible_ms)
+        req.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
+        return list(self.mq.ReceiveMessage(req, metadata=META, timeout=timeout or poll_s + RPC_TIMEOUT))
+
+    def receive(self, group: str, topic: str, **kw) -> tuple[int, list[pb.Message]]:
+        """-> (status code, messages); checks the stream shape: status, messages, delivery_timestamp."""
+        frames = self.receive_frames(group, topic, **kw)
+        kinds = [f.WhichOneof("content") for f in frames]
+        assert kinds and kinds[0] == "status", kinds
+        assert kinds[-1] == "delivery_timestamp", kinds
+        assert all(k == "message" for k in kinds[1:-1]), kinds
+        return frames[0].status.code, [f.message for f in frames[1:-1]]
+
+    def receive_n(self, group: str, topic: str, n: int, *, within: float = 10.0, **kw) -> list[pb.Message]:
+        """Receive until n messages came (or `within` seconds passed); returns what came."""
+        got: list[pb.Message] = []
+        until = time.monotonic() + within
+        while len(got) < n:
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            code, msgs = self.receive(group, topic, batch=n - len(got), poll_s=min(left, 2.0), **kw)
+            assert code in (pb.OK, pb.MESSAGE_NOT_FOUND), pb.Code.Name(code)
+            got.extend(msgs)
+        return got
+
+    def ack(self, group: str, topic: str, *messages_or_handles) -> rpc.AckMessageResponse:
+        entries = []
+        for m in messages_or_handles:
+            if isinstance(m, str):
+                entries.append(rpc.AckMessageEntry(message_id="", receipt_handle=m))
+            else:
+                entries.append(rpc.AckMessageEntry(message_id=m.system_properties.message_id,
+                                                   receipt_handle=m.system_properties.receipt_handle))
+        return self.mq.AckMessage(rpc.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic),
+                                                        entries=entries), metadata=META, timeout=RPC_TIMEOUT)
+
+    def change_invisible(self, group: str, topic: str, handle: str, *, ms: int | None = None, seconds: int | None = None,
+                         message_id: str = "") -> rpc.ChangeInvisibleDurationResponse:
+        req = rpc.ChangeInvisibleDurationRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic),
+                                                 receipt_handle=handle, message_id=message_id)
+        if seconds is not None:
+            req.invisible_duration.seconds = seconds  # may be negative
+        else:
+            req.invisible_duration.FromMilliseconds(ms)
+        return self.mq.ChangeInvisibleDuration(req, metadata=META, timeout=RPC_TIMEOUT)
+
+    def pull(self, group: str, topic: str, queue_id: int, offset: int, *, batch: int = 32, poll_s: float = 0.0,
+             tag: str = "*", timeout: float | None = None) -> tuple[int, list[pb.Message], int | None]:
+        """-> (status code, messages, next_offset or None); checks the stream shape."""
+        req = rpc.PullMessageRequest(group=pb.Resource(name=group),
+                                     message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id),
+                                     offset=offset, batch_size=batch,
+                                     filter_expression=pb.FilterExpression(type=pb.TAG, expression=tag))
+        req.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
+        frames = list(self.mq.PullMessage(req, metadata=META, timeout=timeout or poll_s + RPC_TIMEOUT))
+        kinds = [f.WhichOneof("content") for f in frames]
+        assert kinds and kinds[0] == "status", kinds
+        code = frames[0].status.code
+        if code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+            assert len(frames) == 1, kinds
+            return code, [], None
+        assert kinds[-1] == "next_offset", kinds
+        assert all(k == "message" for k in kinds[1:-1]), kinds
+        return code, [f.message for f in frames[1:-1]], frames[-1].next_offset
+
+    def pull_all(self, topic: str, queue_id: int, group: str = "pull-all-reader") -> list[pb.Message]:
+        """Every message of a queue, from its min offset to its end."""
+        end = self.query_offset(topic, queue_id, pb.END).offset
+        offset = self.query_offset(topic, queue_id, pb.BEGINNING).offset
+        out: list[pb.Message] = []
+        while offset < end:
+            code, msgs, nxt = self.pull(group, topic, queue_id, offset, batch=1024)
+            assert code == pb.OK, pb.Code.Name(code)
+            assert nxt is not None and nxt > offset, (offset, nxt)
+            out.extend(msgs)
+            offset = nxt
+        return out
+
+    def query_offset(self, topic: str, queue_id: int, policy: int, ts_ms: int | None = None) -> rpc.QueryOffsetResponse:
+        req = rpc.QueryOffsetRequest(message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id),
+                                     query_offset_policy=policy)
+        if ts_ms is not None:
+            req.timestamp.FromMilliseconds(ts_ms)
+        return self.mq.QueryOffset(req, metadata=META, timeout=RPC_TIMEOUT)
+
+    def get_offset(self, group: str, topic: str, queue_id: int) -> rpc.GetOffsetResponse:
+        req = rpc.GetOffsetRequest(group=pb.Resource(name=group),
+                                   message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id))
+        return self.mq.GetOffset(req, metadata=META, timeout=RPC_TIMEOUT)
+
+    def update_offset(self, group: str, topic: str, queue_id: int, offset: int) -> rpc.UpdateOffsetResponse:
+        req = rpc.UpdateOffsetRequest(group=pb.Resource(name=group),
+                                      message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id),
+                                      offset=offset)
+        return self.mq.UpdateOffset(req, metadata=META, timeout=RPC_TIMEOUT)
+
+    def query_route(self, topic: str) -> rpc.QueryRouteResponse:
+        return self.mq.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name=topic)), metadata=META, timeout=RPC_TIMEOUT)
+
+
+def message(topic: str, body: bytes | str, *, tag: str | None = None, keys: tuple[str, ...] = (),
+            message_id: str | None = None, group: str | None = None) -> pb.Message:
+    if isinstance(body, str):
+        body = body.encode()
+    msg = pb.Message(topic=pb.Resource(name=topic), body=body)
+    sp = msg.system_properties
+    sp.message_id = new_message_id() if message_id is None else message_id
+    sp.keys.extend(keys)
+    sp.born_host = socket.gethostname()
+    sp.born_timestamp.GetCurrentTime()
+    sp.message_type = pb.FIFO if group else pb.NORMAL
+    if tag is not None:
+        sp.tag = tag
+    if group:
+        sp.message_group = group
+    return msg
+
+
+def code_name(code: int) -> str:
+    return pb.Code.Name(code)
