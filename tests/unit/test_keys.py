@@ -34,9 +34,8 @@ def test_prefix_end_bounds_exactly_the_prefix():
     assert keys.prefix_end(b"\x01\xff") == b"\x02"
 
 
-def test_dedup_expiry_key_names_its_dedup_key():
-    k = keys.dedup_expiry_key(1234, 9, "ABC")
-    assert keys.split_dedup_expiry_key(k) == (1234, keys.dedup_key(9, "ABC"))
+def test_dedup_keys_sort_by_bucket_first():
+    assert keys.dedup_key(5, 999, "ZZZ") < keys.dedup_bucket_start(6) <= keys.dedup_key(6, 0, "A")
 
 
 def test_retry_value_round_trip():

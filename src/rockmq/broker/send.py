@@ -113,12 +113,11 @@ class SendService:
             except BrokerError as e:
                 results.append(SendResult(e.code, e.message, mid))
                 continue
-            dkey = keys.dedup_key(topic.id, mid)
             earlier = seen.get((topic.id, mid))
             if earlier is not None:
                 results.append(earlier)
                 continue
-            previous = ctx.store.get("dedup", dkey)
+            previous = self._dedup_lookup(topic.id, mid, now)
             if previous is not None:  # a client retry of a message we already stored
                 _, offset = keys.parse_position(previous)
                 results.append(SendResult(pb.OK, "OK (duplicate of an earlier send)", mid, offset))
@@ -135,8 +134,8 @@ class SendService:
                 allocated.setdefault((topic.id, queue_id), ctx.logs.max_offset(topic.id, queue_id))
                 result.offset = ctx.logs.append(batch, topic, queue_id, msg, now)
                 touched.add(topic.id)
-            batch.put("dedup", dkey, keys.position_value(msg.system_properties.queue_id, result.offset))
-            batch.put("dedup_expiry", keys.dedup_expiry_key(now, topic.id, mid), b"")
+            batch.put("dedup", keys.dedup_key(self._bucket(now), topic.id, mid),
+                      keys.position_value(msg.system_properties.queue_id, result.offset))
             seen[(topic.id, mid)] = result
             results.append(result)
         try:
@@ -183,14 +182,22 @@ class SendService:
         if commit and topic is not None:
             ctx.logs.notify(topic.id)
 
-    async def expire_dedup(self) -> int:
-        """Drop dedup entries older than the window; returns how many."""
-        bound = keys.deadline_bound(now_ms() - self.ctx.settings.dedup_window_s * 1000)
+    # --- de-duplication: entries live in time buckets of half the window ------------------
+
+    def _bucket(self, ms: int) -> int:
+        return ms // (self.ctx.settings.dedup_window_s * 500)
+
+    def _dedup_lookup(self, topic_id: int, message_id: str, now: int) -> bytes | None:
+        """The stored position of (topic, message id) if it was sent within the window."""
+        current = self._bucket(now)
+        for bucket in (current, current - 1, current - 2):
+            found = self.ctx.store.get("dedup", keys.dedup_key(bucket, topic_id, message_id))
+            if found is not None:
+                return found
+        return None
+
+    def expire_dedup(self) -> None:
+        """Drop buckets older than the window (one range tombstone)."""
         batch = self.ctx.store.batch()
-        n = 0
-        for key, _ in self.ctx.store.scan("dedup_expiry", b"", bound, 10_000):
-            batch.delete("dedup_expiry", key)
-            batch.delete("dedup", keys.split_dedup_expiry_key(key)[1])
-            n += 1
+        batch.delete_range("dedup", b"", keys.dedup_bucket_start(self._bucket(now_ms()) - 2))
         self.ctx.store.write(batch)
-        return n

@@ -21,7 +21,7 @@ from rockmq.protocol import admin_grpc
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 64 * 1024 * 1024  # bigger than any valid request: oversize bodies get a RocketMQ status
-DEDUP_SWEEP_S = 30
+DEDUP_SWEEP_S = 10
 
 
 class Broker:
@@ -64,7 +64,7 @@ class Broker:
         while True:
             await asyncio.sleep(DEDUP_SWEEP_S)
             try:
-                await self.sender.expire_dedup()
+                self.sender.expire_dedup()
             except Exception:
                 log.exception("dedup sweep failed")
 

@@ -17,20 +17,38 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import BlockBasedOptions, Options, Rdict, WriteBatch, WriteOptions
 
 from rockmq.store.keys import prefix_end
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timers", "dedup", "dedup_expiry", "txn")
+FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timers", "dedup", "txn")
 
 
-def _options() -> Options:
+MiB = 1024 * 1024
+# Memory is bounded: all memtables together stay under TOTAL_MEMTABLES; the log family gets
+# the big ones, the bookkeeping families small ones.
+TOTAL_MEMTABLES = 128 * MiB
+MEMTABLE = {"log": 32 * MiB}
+SMALL_MEMTABLE = 8 * MiB
+BLOOM_FAMILIES = ("dedup", "checkpoints")
+
+
+def _options(family: str | None = None) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
     opts.increase_parallelism(2)
+    if family is None:
+        opts.set_db_write_buffer_size(TOTAL_MEMTABLES)
+    else:
+        opts.set_write_buffer_size(MEMTABLE.get(family, SMALL_MEMTABLE))
+        opts.set_max_write_buffer_number(3)
+        if family in BLOOM_FAMILIES:  # most lookups there miss: answer them from the filter
+            table = BlockBasedOptions()
+            table.set_bloom_filter(10, False)
+            opts.set_block_based_table_factory(table)
     return opts
 
 
@@ -41,7 +59,7 @@ class Store:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.flush_policy = flush
-        self._db = Rdict(str(path), options=_options(), column_families={f: _options() for f in FAMILIES})
+        self._db = Rdict(str(path), options=_options(), column_families={f: _options(f) for f in FAMILIES})
         self._cf = {f: self._db.get_column_family(f) for f in FAMILIES}
         self._handles = {f: self._db.get_column_family_handle(f) for f in FAMILIES}
         self._nosync = WriteOptions()

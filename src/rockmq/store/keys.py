@@ -156,20 +156,16 @@ def parse_timer_key(key: bytes) -> tuple[int, int]:
     return _TIMER.unpack(key)
 
 
-# --- dedup family: topic_id · message_id -> position; expiry: ts · topic · message_id -----
+# --- dedup family: bucket · topic_id · message_id -> position ------------------------------
+# Buckets are windows of time; expiring old entries is one delete_range over old buckets.
 
 
-def dedup_key(topic_id: int, message_id: str) -> bytes:
-    return topic_id.to_bytes(4, "big") + message_id.encode()
+def dedup_key(bucket: int, topic_id: int, message_id: str) -> bytes:
+    return _QUEUE.pack(bucket, topic_id) + message_id.encode()
 
 
-def dedup_expiry_key(stored_ms: int, topic_id: int, message_id: str) -> bytes:
-    return _U64.pack(stored_ms) + dedup_key(topic_id, message_id)
-
-
-def split_dedup_expiry_key(key: bytes) -> tuple[int, bytes]:
-    """-> (stored_ms, the dedup key it guards)."""
-    return _U64.unpack_from(key)[0], key[8:]
+def dedup_bucket_start(bucket: int) -> bytes:
+    return bucket.to_bytes(4, "big")
 
 
 _POSITION = struct.Struct(">IQ")
