@@ -12,9 +12,9 @@ import time
 
 import grpc
 import pytest
+from broker_process import BrokerProcess  # tests/ is on sys.path (tests/conftest.py)
 from mqwire import META, Conn, code_name, message
 
-from broker_process import BrokerProcess  # tests/ is on sys.path (tests/conftest.py)
 from rockmq.protocol import admin, pb, rpc
 
 MiB = 1024 * 1024
@@ -90,6 +90,7 @@ def test_unknown_topic_when_auto_create_is_off(tmp_path):
         assert_code(c.query_route("no-such-topic").status.code, pb.TOPIC_NOT_FOUND)
         code, msgs = c.receive("some-group", "no-such-topic")
         assert_code(code, pb.TOPIC_NOT_FOUND)
+        assert not msgs
         assert "no-such-topic" not in [t.name for t in c.admin.ListTopics(admin.ListTopicsRequest(), timeout=10).topics]
         # A created topic works as usual.
         c.create_topic("made-by-admin", queues=1)
@@ -123,6 +124,7 @@ def test_receive_illegal_invisible_time(conn, unique, invisible_ms):
     conn.send_ok(message(topic, "body"))
     code, msgs = conn.receive(group, topic, invisible_ms=invisible_ms)  # None: no duration and no auto_renew
     assert_code(code, pb.ILLEGAL_INVISIBLE_TIME)
+    assert not msgs
     # Nothing was handed out: a valid receive gets the message, first attempt.
     got = conn.receive_n(group, topic, 1, within=5)
     assert len(got) == 1 and got[0].system_properties.delivery_attempt == 1
@@ -158,10 +160,10 @@ def forged_like(handle: str) -> str:
     return _b64(raw)
 
 
-def forged_later_deadline(handle: str) -> str:
-    """Tamper with the body (push the visibility deadline), keep the old MAC: must not verify."""
+def tampered_body(handle: str) -> str:
+    """Change the signed body (the group id's high byte), keep the old MAC: must not verify."""
     raw = _raw(handle)
-    raw[28] ^= 0x01  # receipt body >BIIIQQI: the deadline's last byte
+    raw[1] ^= 0x01
     return _b64(raw)
 
 
@@ -181,7 +183,7 @@ def bad_handles(valid: str) -> dict[str, str]:
         "garbage": "not a receipt handle!!",
         "short-base64": base64.urlsafe_b64encode(b"short").decode(),
         "forged-mac": forged_like(valid),
-        "tampered-body": forged_later_deadline(valid),
+        "tampered-body": tampered_body(valid),
         "zeros-right-length": _b64(bytes(len(_raw(valid)))),
     }
 

@@ -81,6 +81,11 @@ def test_topic_create_list_describe_delete(broker, conn, unique):
     assert topic not in {r[0] for r in table(ok(broker.cli("topic", "list")), "TOPIC")}
     assert_one_line_error(broker.cli("topic", "describe", topic), 1, topic)
 
+    # Created again under the same name: a clean slate.
+    ok(broker.cli("topic", "create", topic, "--queues", "2"))
+    assert table(ok(broker.cli("topic", "describe", topic)), "QUEUE") == [["0", "0", "0", "0"], ["1", "0", "0", "0"]]
+    assert conn.send_ok(message(topic, "new life"))[0].offset == 0
+
 
 def test_topic_create_defaults(broker, unique):
     topic = unique("cli-default")
@@ -228,11 +233,17 @@ def test_send_refused_by_broker(broker, unique):
     assert_one_line_error(broker.cli("message", "send", unique("cli-empty"), ""), 1, "MESSAGE_BODY_EMPTY")
 
 
+def test_tail_missing_topic(broker, unique):
+    name = unique("cli-tail-missing")
+    assert_one_line_error(broker.cli("message", "tail", name, "--group", "g", "--count", "1", "--timeout", "2"), 1,
+                          "TOPIC_NOT_FOUND")
+
+
 @pytest.mark.parametrize("args", [("topic", "list"), ("group", "list"), ("topic", "describe", "t"),
                                   ("message", "send", "t", "body")])
 def test_unreachable_endpoint(args):
     endpoint = f"127.0.0.1:{closed_port()}"
     cmd = [sys.executable, "-m", "rockmq", *args, "--endpoint", endpoint]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
     line = assert_one_line_error(result, 3)
     assert endpoint in line, line
