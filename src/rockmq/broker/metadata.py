@@ -26,9 +26,6 @@ class TopicConfig:
     queues: int
     message_types: list[str] = field(default_factory=lambda: list(MESSAGE_TYPES))
 
-    def accepts(self, message_type: str) -> bool:
-        return message_type in self.message_types
-
     @property
     def wire_types(self) -> list[int]:
         return [pb.MessageType.Value(t) for t in self.message_types]

@@ -91,7 +91,7 @@ class PopService:
                       invisible_ms: int, poll_s: float, renew_for: str | None = None) -> list[bytes]:
         """Hand out up to batch_size messages, waiting up to poll_s for the first one.
 
-        Returns ReceiveMessageResponse{message} frames, ready to stream. With `renew_for` (a
+        Returns serialized v2 Messages (receipt handle and attempt set). With `renew_for` (a
         client id), the broker keeps extending the invisible time while that client is alive.
         """
         if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
@@ -101,10 +101,10 @@ class PopService:
         until = loop.time() + poll_s
         while True:
             arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
-            frames = self._receive_once(group, topic, accept, batch_size, invisible_ms, renew_for)
+            out = self._receive_once(group, topic, accept, batch_size, invisible_ms, renew_for)
             left = until - loop.time()
-            if frames or left <= 0 or self.waiting >= self.ctx.settings.max_waiting_receives:
-                return frames
+            if out or left <= 0 or self.waiting >= self.ctx.settings.max_waiting_receives:
+                return out
             self.waiting += 1
             try:
                 await asyncio.wait_for(arrival.wait(), left)
@@ -118,16 +118,16 @@ class PopService:
         ctx = self.ctx
         deadline = now_ms() + invisible_ms
         batch = ctx.store.batch()
-        frames: list[bytes] = []
+        out: list[bytes] = []
         gid, tid = group.id, topic.id
 
         def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
             version = self._next_version()
             self._put_checkpoint(batch, gid, tid, qid, offset, deadline, attempt, version)
             handle = receipt.encode(receipt.Receipt(gid, tid, qid, offset, attempt, version), ctx.secret)
-            frames.append(records.frame(2, view.message(records.delivery_fields(handle, attempt, invisible_ms))))
+            out.append(view.message(records.delivery_fields(handle, attempt, invisible_ms)))
             if renew_for is not None:
-                self.renewals.track(renew_for, keys.checkpoint_key(gid, tid, qid, offset))
+                self.renewals.track(renew_for, keys.checkpoint_key(gid, tid, qid, offset), version)
 
         # 1. Messages whose invisible time ran out come back first.
         retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), None if group.fifo else 4 * batch_size))
@@ -135,7 +135,7 @@ class PopService:
             retries = [r for r in retries if self.fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
             retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
         for key, value in retries:
-            if len(frames) >= batch_size:
+            if len(out) >= batch_size:
                 break
             qid, offset, attempt = keys.parse_retry_value(value)
             batch.delete("retry", key)
@@ -154,7 +154,7 @@ class PopService:
         start = self._cursor.get((gid, tid), 0)
         self._cursor[(gid, tid)] = (start + 1) % n
         for i in range(n):
-            if len(frames) >= batch_size:
+            if len(out) >= batch_size:
                 break
             qid = (start + i) % n
             if group.fifo and self.fifo.held((gid, tid, qid)):
@@ -164,7 +164,7 @@ class PopService:
                 continue
             position = begin
             for offset, record in ctx.logs.scan(tid, qid, begin, SCAN_LIMIT):
-                if len(frames) >= batch_size:
+                if len(out) >= batch_size:
                     break
                 position = offset + 1
                 view = records.view(record)
@@ -177,9 +177,9 @@ class PopService:
                 self._pop_offsets[(gid, tid, qid)] = position
                 batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
         ctx.store.write(batch)
-        if frames:
+        if out:
             self.reviver.note(deadline)
-        return frames
+        return out
 
     # --- checkpoints -----------------------------------------------------------------------
 
@@ -256,13 +256,16 @@ class PopService:
         self.reviver.note(new_deadline)
         return receipt.encode(r._replace(version=version), self.ctx.secret)
 
-    def extend(self, checkpoint_key: bytes, invisible_ms: int, ahead_ms: int) -> bool:
+    def extend(self, checkpoint_key: bytes, version: int, invisible_ms: int, ahead_ms: int) -> bool:
         """Auto-renew: push a live checkpoint's deadline to now + invisible_ms when it is due
-        within ahead_ms. The handle the client holds stays valid. False once it is gone."""
+        within ahead_ms. The handle the client holds stays valid. False once the delivery is
+        gone or was nacked (ChangeInvisibleDuration gave it a new version)."""
         raw = self.ctx.store.get("checkpoints", checkpoint_key)
         if raw is None:
             return False
-        deadline, attempt, version = keys.parse_checkpoint_value(raw)
+        deadline, attempt, current = keys.parse_checkpoint_value(raw)
+        if current != version:
+            return False
         now = now_ms()
         if deadline <= now:
             return False  # expired already: revive owns it
@@ -290,11 +293,12 @@ class PopService:
         if record is None:  # removed by retention: nothing left to keep
             return
         msg = records.decode(record)
+        message_id = msg.system_properties.message_id
         msg.system_properties.dead_letter_queue.topic = topic.name
-        msg.system_properties.dead_letter_queue.message_id = msg.system_properties.message_id
+        msg.system_properties.dead_letter_queue.message_id = message_id
         dlq = self.ctx.dlq_topic(group)
         self.ctx.logs.append(batch, dlq, 0, msg)
-        log.info("message %s of %s moved to %s", msg.system_properties.message_id, topic.name, dlq.name)
+        log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
 
     # --- revive ----------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ class PullService:
 
     async def pull(self, topic: TopicConfig, queue_id: int, offset: int, batch_size: int, accept: TagFilter,
                    poll_s: float) -> tuple[list[bytes], int]:
-        """Messages from `offset` on -> (PullMessageResponse{message} frames, next offset)."""
+        """Messages from `offset` on -> (serialized v2 Messages, next offset)."""
         self._check_queue(topic, queue_id)
         logs = self.ctx.logs
         lo, hi = logs.min_offset(topic.id, queue_id), logs.max_offset(topic.id, queue_id)
@@ -40,18 +40,18 @@ class PullService:
         until = loop.time() + poll_s
         while True:
             arrival = logs.signal(topic.id)
-            frames: list[bytes] = []
+            out: list[bytes] = []
             position = offset
             for off, record in logs.scan(topic.id, queue_id, offset, SCAN_LIMIT):
-                if len(frames) >= batch_size:
+                if len(out) >= batch_size:
                     break
                 position = off + 1
                 view = records.view(record)
                 if accept(view.tag):
-                    frames.append(records.frame(2, view.message()))
+                    out.append(view.message())
             left = until - loop.time()
-            if frames or position != offset or left <= 0:
-                return frames, position
+            if out or position != offset or left <= 0:
+                return out, position
             try:
                 await asyncio.wait_for(arrival.wait(), left)
             except asyncio.TimeoutError:

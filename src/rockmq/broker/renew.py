@@ -30,17 +30,18 @@ CLIENT_SILENCE_S = 30.0  # a client not heard from for this long is gone
 class Renewals:
     def __init__(self, pop: "PopService") -> None:
         self.pop = pop
-        self._tracked: dict[str, set[bytes]] = {}
+        self._tracked: dict[str, dict[bytes, int]] = {}  # client -> checkpoint key -> version
         self._count = 0
         self.last_seen: Callable[[str], float | None] = lambda cid: None  # set by the broker
 
-    def track(self, client_id: str, checkpoint_key: bytes) -> None:
+    def track(self, client_id: str, checkpoint_key: bytes, version: int) -> None:
+        """Renew this delivery while it keeps this version (a nack issues a new one)."""
         if self._count >= MAX_TRACKED:
             return  # bounded: beyond this, messages rely on their 60 s invisible time alone
-        keys = self._tracked.setdefault(client_id, set())
+        keys = self._tracked.setdefault(client_id, {})
         if checkpoint_key not in keys:
-            keys.add(checkpoint_key)
             self._count += 1
+        keys[checkpoint_key] = version
 
     def forget(self, client_id: str) -> None:
         self._count -= len(self._tracked.pop(client_id, ()))
@@ -54,11 +55,11 @@ class Renewals:
                 self.forget(cid)
                 continue
             keys = self._tracked[cid]
-            for key in list(keys):
-                if self.pop.extend(key, RENEWED_INVISIBLE_MS, RENEW_AHEAD_MS):
+            for key, version in list(keys.items()):
+                if self.pop.extend(key, version, RENEWED_INVISIBLE_MS, RENEW_AHEAD_MS):
                     renewed += 1
                 else:
-                    keys.discard(key)
+                    del keys[key]
                     self._count -= 1
             if not keys:
                 del self._tracked[cid]

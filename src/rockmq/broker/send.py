@@ -55,61 +55,68 @@ class SendService:
         self.ctx = ctx
         self.timers = timers
 
-    def _validate(self, msg: pb.Message) -> tuple[TopicConfig, str]:
+    def _validate(self, msg: pb.Message, topics: dict[str, TopicConfig]) -> tuple[TopicConfig, str]:
+        """The message's topic and type, or a BrokerError naming what is wrong. Hot path."""
         s = self.ctx.settings
         sp = msg.system_properties
-        if not sp.message_id:
-            raise BrokerError(pb.ILLEGAL_MESSAGE_ID, "message_id is empty")
-        if len(sp.message_id) > 128:
-            raise BrokerError(pb.ILLEGAL_MESSAGE_ID, "message_id is longer than 128 characters")
-        topic = self.ctx.topic_for_write(msg.topic.name)
-        if topic.name.startswith("%DLQ%"):
-            raise BrokerError(pb.FORBIDDEN, f"topic {topic.name!r} is a dead-letter topic: it takes no sends")
-        if not msg.body:
+        mid = sp.message_id
+        if not mid or len(mid) > 128:
+            raise BrokerError(pb.ILLEGAL_MESSAGE_ID, "message_id must be 1-128 characters")
+        name = msg.topic.name
+        topic = topics.get(name)
+        if topic is None:
+            topic = topics[name] = self.ctx.topic_for_write(name)
+            if name.startswith("%DLQ%"):
+                raise BrokerError(pb.FORBIDDEN, f"topic {name!r} is a dead-letter topic: it takes no sends")
+        size = len(msg.body)
+        if not size:
             raise BrokerError(pb.MESSAGE_BODY_EMPTY, "message body is empty")
-        if len(msg.body) > s.max_body_size:
-            raise BrokerError(pb.MESSAGE_BODY_TOO_LARGE,
-                              f"message body is {len(msg.body)} bytes, over the {s.max_body_size}-byte limit")
+        if size > s.max_body_size:
+            raise BrokerError(pb.MESSAGE_BODY_TOO_LARGE, f"message body is {size} bytes, over the {s.max_body_size}-byte limit")
         if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
             raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}: must be non-blank without '|'")
-        if any(not k.strip() for k in sp.keys):
+        if sp.keys and any(not k.strip() for k in sp.keys):
             raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
-        if sp.HasField("message_group") and not sp.message_group.strip():
+        grouped = sp.HasField("message_group")
+        if grouped and not sp.message_group.strip():
             raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
-        size = sum(len(k) + len(v) for k, v in msg.user_properties.items())
-        if size > s.max_properties_size:
-            raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
-                              f"user properties take {size} bytes, over the {s.max_properties_size}-byte limit")
-        if any(not k for k in msg.user_properties):
-            raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
+        props = msg.user_properties
+        if props:
+            if sum(len(k) + len(v) for k, v in props.items()) > s.max_properties_size:
+                raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
+                                  f"user properties are over the {s.max_properties_size}-byte limit")
+            if "" in props:
+                raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
         mtype = message_type(sp)
-        if not topic.accepts(mtype):
+        if mtype not in topic.message_types:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                              f"topic {topic.name!r} does not accept {mtype} messages (accepts {', '.join(topic.message_types)})")
-        if mtype == "FIFO" and not sp.HasField("message_group"):
+                              f"topic {name!r} does not accept {mtype} messages (accepts {', '.join(topic.message_types)})")
+        if mtype == "FIFO" and not grouped:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message needs a message group")
-        if mtype == "DELAY" and not sp.HasField("delivery_timestamp"):
+        delayed = sp.HasField("delivery_timestamp")
+        if mtype == "DELAY" and not delayed:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
-        if sp.HasField("delivery_timestamp"):
-            due = delivery_ms(sp.delivery_timestamp)
-            if due - now_ms() > s.max_delay_s * 1000:
-                raise BrokerError(pb.ILLEGAL_DELIVERY_TIME,
-                                  f"delivery time is more than the maximum delay ({s.max_delay_s} s) away")
+        if delayed and delivery_ms(sp.delivery_timestamp) - now_ms() > s.max_delay_s * 1000:
+            raise BrokerError(pb.ILLEGAL_DELIVERY_TIME, f"delivery time is more than the maximum delay ({s.max_delay_s} s) away")
         return topic, mtype
 
     async def send(self, messages: list[pb.Message]) -> list[SendResult]:
         """Store a request's messages; each gets its own result. Durable when this returns."""
         ctx = self.ctx
+        logs = ctx.logs
         now = now_ms()
+        bucket = self._bucket(now)
         batch = ctx.store.batch()
         results: list[SendResult] = []
+        topics: dict[str, TopicConfig] = {}
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
         for msg in messages:
-            mid = msg.system_properties.message_id
+            sp = msg.system_properties
+            mid = sp.message_id
             try:
-                topic, mtype = self._validate(msg)
+                topic, mtype = self._validate(msg, topics)
             except BrokerError as e:
                 results.append(SendResult(e.code, e.message, mid))
                 continue
@@ -117,35 +124,33 @@ class SendService:
             if earlier is not None:
                 results.append(earlier)
                 continue
-            previous = self._dedup_lookup(topic.id, mid, now)
+            previous = self._dedup_lookup(bucket, topic.id, mid)
             if previous is not None:  # a client retry of a message we already stored
-                _, offset = keys.parse_position(previous)
-                results.append(SendResult(pb.OK, "OK (duplicate of an earlier send)", mid, offset))
+                results.append(SendResult(pb.OK, "OK (duplicate of an earlier send)", mid, keys.parse_position(previous)[1]))
                 continue
             result = SendResult(pb.OK, "OK", mid)
-            sp = msg.system_properties
+            queue_id = -1
             if mtype == "TRANSACTION":
                 result.transaction_id = uuid.uuid4().hex
                 batch.put("txn", result.transaction_id.encode(), topic.id.to_bytes(4, "big") + msg.SerializeToString())
             elif sp.HasField("delivery_timestamp") and delivery_ms(sp.delivery_timestamp) > now:
                 result.recall_handle = self.timers.schedule(batch, topic, msg, delivery_ms(sp.delivery_timestamp))
             else:
-                queue_id = ctx.logs.choose_queue(topic, msg)
-                allocated.setdefault((topic.id, queue_id), ctx.logs.max_offset(topic.id, queue_id))
-                result.offset = ctx.logs.append(batch, topic, queue_id, msg, now)
+                queue_id = logs.choose_queue(topic, msg)
+                allocated.setdefault((topic.id, queue_id), logs.max_offset(topic.id, queue_id))
+                result.offset = logs.append(batch, topic, queue_id, msg, now)
                 touched.add(topic.id)
-            batch.put("dedup", keys.dedup_key(self._bucket(now), topic.id, mid),
-                      keys.position_value(msg.system_properties.queue_id, result.offset))
+            batch.put("dedup", keys.dedup_key(bucket, topic.id, mid), keys.position_value(queue_id & 0xFFFFFFFF, result.offset))
             seen[(topic.id, mid)] = result
             results.append(result)
         try:
             await self._commit(batch)
         except Exception:
             for (tid, qid), first in allocated.items():
-                ctx.logs.rollback(tid, qid, first)
+                logs.rollback(tid, qid, first)
             raise
         for topic_id in touched:
-            ctx.logs.notify(topic_id)
+            logs.notify(topic_id)
         return results
 
     async def _commit(self, batch) -> None:
@@ -182,22 +187,19 @@ class SendService:
         if commit and topic is not None:
             ctx.logs.notify(topic.id)
 
-    # --- de-duplication: entries live in time buckets of half the window ------------------
+    # --- de-duplication: entries live in buckets one window long; the last two are checked --
 
     def _bucket(self, ms: int) -> int:
-        return ms // (self.ctx.settings.dedup_window_s * 500)
+        return ms // (self.ctx.settings.dedup_window_s * 1000)
 
-    def _dedup_lookup(self, topic_id: int, message_id: str, now: int) -> bytes | None:
-        """The stored position of (topic, message id) if it was sent within the window."""
-        current = self._bucket(now)
-        for bucket in (current, current - 1, current - 2):
-            found = self.ctx.store.get("dedup", keys.dedup_key(bucket, topic_id, message_id))
-            if found is not None:
-                return found
-        return None
+    def _dedup_lookup(self, bucket: int, topic_id: int, message_id: str) -> bytes | None:
+        """The stored position of (topic, message id) if it was sent in this window or the last."""
+        get = self.ctx.store.get
+        return get("dedup", keys.dedup_key(bucket, topic_id, message_id)) or get(
+            "dedup", keys.dedup_key(bucket - 1, topic_id, message_id))
 
     def expire_dedup(self) -> None:
-        """Drop buckets older than the window (one range tombstone)."""
+        """Drop buckets older than the last window (one range tombstone)."""
         batch = self.ctx.store.batch()
-        batch.delete_range("dedup", b"", keys.dedup_bucket_start(self._bucket(now_ms()) - 2))
+        batch.delete_range("dedup", b"", keys.dedup_bucket_start(self._bucket(now_ms()) - 1))
         self.ctx.store.write(batch)

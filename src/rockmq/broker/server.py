@@ -9,6 +9,7 @@ import signal
 import grpc
 
 from rockmq.broker.admin import AdminServicer
+from rockmq.broker.batch_servicer import BatchServicer
 from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.pop import PopService
@@ -17,7 +18,7 @@ from rockmq.broker.send import SendService
 from rockmq.broker.servicer import MessagingServicer
 from rockmq.broker.timers import TimerService
 from rockmq.config import Settings
-from rockmq.protocol import admin_grpc
+from rockmq.protocol import admin_grpc, batch_grpc
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 64 * 1024 * 1024  # bigger than any valid request: oversize bodies get a RocketMQ status
@@ -49,6 +50,7 @@ class Broker:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.clients)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin_grpc.add_AdminServicer_to_server(AdminServicer(self.ctx, self.pop), self.server)
+        batch_grpc.add_BatchMessagingServicer_to_server(BatchServicer(self.ctx, self.pop, self.puller), self.server)
         self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
         if self.port == 0:
             raise OSError(f"cannot listen on {s.host}:{s.port}")

@@ -25,11 +25,12 @@ from rockmq.broker.renew import RENEWED_INVISIBLE_MS
 from rockmq.broker.send import SendService
 from rockmq.broker.timers import TimerService
 from rockmq.filter.tags import IllegalExpression, TagFilter, compile_tags
-from rockmq.protocol import pb, rpc
+from rockmq.protocol import pb, records, rpc
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
+MESSAGE_FIELD = 2  # ReceiveMessageResponse.message / PullMessageResponse.message
 
 
 def status(code: int, message: str = "OK") -> pb.Status:
@@ -63,6 +64,16 @@ def unary(response_type: type) -> Callable:
         return handler
 
     return wrap
+
+
+def multi_status(statuses: list[pb.Status]) -> pb.Status:
+    """The top-level status of a request with per-entry results."""
+    if not statuses:
+        return OK
+    first = statuses[0]
+    if all(st.code == first.code for st in statuses):
+        return first
+    return status(pb.MULTIPLE_RESULTS, "entries differ; see each")
 
 
 def _status_frame(response_type: type, code: int, message: str) -> bytes:
@@ -221,9 +232,7 @@ class MessagingServicer:
         results = await self.sender.send(list(request.messages))
         entries = [rpc.SendResultEntry(status=status(r.code, r.message), message_id=r.message_id, offset=r.offset,
                                        transaction_id=r.transaction_id, recall_handle=r.recall_handle) for r in results]
-        codes = {r.code for r in results}
-        top = entries[0].status if len(codes) == 1 else status(pb.MULTIPLE_RESULTS, "entries differ; see each")
-        return rpc.SendMessageResponse(status=top, entries=entries)
+        return rpc.SendMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
 
     @unary(rpc.EndTransactionResponse)
     async def EndTransaction(self, request, context):
@@ -256,8 +265,8 @@ class MessagingServicer:
                 self.clients.register(renew_for)
             else:
                 raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
-            frames = await self.pop.receive(group, topic, accept, request.batch_size or 32, invisible_ms,
-                                            self._poll_seconds(request, context), renew_for)
+            messages = await self.pop.receive(group, topic, accept, request.batch_size or 32, invisible_ms,
+                                              self._poll_seconds(request, context), renew_for)
         except BrokerError as e:
             yield _status_frame(R, e.code, e.message)
             yield _now_frame(R)
@@ -267,12 +276,12 @@ class MessagingServicer:
             yield _status_frame(R, pb.INTERNAL_ERROR, "internal error; see the broker log")
             yield _now_frame(R)
             return
-        if not frames:
+        if not messages:
             yield _status_frame(R, pb.MESSAGE_NOT_FOUND, "no new message")
         else:
             yield _status_frame(R, pb.OK, "OK")
-            for frame in frames:
-                yield frame
+            for message in messages:
+                yield records.frame(MESSAGE_FIELD, message)
         yield _now_frame(R)
 
     def _poll_seconds(self, request, context) -> float:
@@ -292,9 +301,7 @@ class MessagingServicer:
         entries = [rpc.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle,
                                              status=OK if r is None else status(r.code, r.message))
                    for e, r in zip(request.entries, results)]
-        codes = {en.status.code for en in entries}
-        top = entries[0].status if len(codes) == 1 else status(pb.MULTIPLE_RESULTS, "entries differ; see each")
-        return rpc.AckMessageResponse(status=top if entries else OK, entries=entries)
+        return rpc.AckMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
 
     async def ChangeInvisibleDuration(self, request, context):
         try:
@@ -325,9 +332,9 @@ class MessagingServicer:
             check_name("group", request.group.name)
             topic = self.ctx.meta.topic(request.message_queue.topic.name)
             accept = tag_filter(request.filter_expression)
-            frames, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
-                                                         request.batch_size or 32, accept,
-                                                         self._poll_seconds(request, context))
+            messages, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
+                                                           request.batch_size or 32, accept,
+                                                           self._poll_seconds(request, context))
         except BrokerError as e:
             yield _status_frame(R, e.code, e.message)
             return
@@ -335,9 +342,9 @@ class MessagingServicer:
             log.exception("PullMessage failed")
             yield _status_frame(R, pb.INTERNAL_ERROR, "internal error; see the broker log")
             return
-        yield _status_frame(R, pb.OK if frames else pb.MESSAGE_NOT_FOUND, "OK" if frames else "no new message")
-        for frame in frames:
-            yield frame
+        yield _status_frame(R, pb.OK if messages else pb.MESSAGE_NOT_FOUND, "OK" if messages else "no new message")
+        for message in messages:
+            yield records.frame(MESSAGE_FIELD, message)
         yield R(next_offset=next_offset).SerializeToString()
 
     @unary(rpc.UpdateOffsetResponse)

@@ -1,7 +1,8 @@
 """Wire definitions and pure codecs: RocketMQ v2 messages <-> rockmq records. No I/O.
 
-`pb` (definition + service messages), `svc` (gRPC stubs) and `admin` are the generated modules,
-registered in rockmq's private descriptor pool (see `_pool`).
+`pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin` and
+`batch` (rockmq's own services) are the generated modules, registered in rockmq's private
+descriptor pool (see `_pool`).
 """
 
 from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as pb
@@ -9,5 +10,7 @@ from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as rpc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2 as admin
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2_grpc as admin_grpc
+from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch
+from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
 
-__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc"]
+__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc"]

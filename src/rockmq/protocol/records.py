@@ -24,7 +24,6 @@ from rockmq.protocol import pb
 _HEADER = struct.Struct(">BQHHI")
 VERSION = 1
 _SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
-_DELIVERY_FIELDS = ("receipt_handle", "delivery_attempt", "invisible_duration")
 
 
 class RecordView(NamedTuple):
@@ -40,27 +39,25 @@ class RecordView(NamedTuple):
 
 
 def seal(msg: pb.Message, queue_id: int, offset: int, store_ms: int, store_host: str) -> bytes:
-    """Complete a received message's system properties and encode it as a record."""
+    """Complete a received message's system properties and encode it as a record.
+
+    Consumes `msg`: its system properties are moved into the record (and cleared from it).
+    """
     sp = msg.system_properties
-    for name in _DELIVERY_FIELDS:
-        sp.ClearField(name)
     sp.queue_id = queue_id
     sp.queue_offset = offset
     sp.store_timestamp.FromMilliseconds(store_ms)
     sp.store_host = store_host
-    if sp.body_encoding == pb.ENCODING_UNSPECIFIED:
+    if not sp.body_encoding:
         sp.body_encoding = pb.IDENTITY
-    sp.body_digest.type = pb.MD5
-    sp.body_digest.checksum = hashlib.md5(msg.body).hexdigest().upper()
-    return encode(msg, store_ms)
-
-
-def encode(msg: pb.Message, store_ms: int) -> bytes:
-    sp = msg.system_properties
+    digest = sp.body_digest
+    digest.type = pb.MD5
+    digest.checksum = hashlib.md5(msg.body).hexdigest().upper()
     tag = sp.tag.encode() if sp.HasField("tag") else b""
     group = sp.message_group.encode() if sp.HasField("message_group") else b""
     sp_bytes = sp.SerializeToString()
-    rest = pb.Message(topic=msg.topic, user_properties=msg.user_properties, body=msg.body).SerializeToString()
+    msg.ClearField("system_properties")
+    rest = msg.SerializeToString()
     return _HEADER.pack(VERSION, store_ms, len(tag), len(group), len(rest)) + tag + group + rest + sp_bytes
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 
 _MAC_LEN = 10
@@ -18,8 +17,12 @@ class InvalidToken(ValueError):
     """The token is not one this broker issued."""
 
 
+def _mac(secret: bytes, body: bytes) -> bytes:
+    return hmac.digest(secret, body, "sha256")[:_MAC_LEN]
+
+
 def seal(body: bytes, secret: bytes) -> str:
-    mac = hmac.new(secret, body, hashlib.sha256).digest()[:_MAC_LEN]
+    mac = _mac(secret, body)
     return base64.urlsafe_b64encode(body + mac).decode().rstrip("=")
 
 
@@ -31,6 +34,6 @@ def unseal(token: str, secret: bytes, body_size: int) -> bytes:
     if len(raw) != body_size + _MAC_LEN:
         raise InvalidToken("wrong length")
     body, mac = raw[:body_size], raw[body_size:]
-    if not hmac.compare_digest(mac, hmac.new(secret, body, hashlib.sha256).digest()[:_MAC_LEN]):
+    if not hmac.compare_digest(mac, _mac(secret, body)):
         raise InvalidToken("not issued by this broker")
     return body

@@ -45,6 +45,9 @@ def _options(family: str | None = None) -> Options:
     else:
         opts.set_write_buffer_size(MEMTABLE.get(family, SMALL_MEMTABLE))
         opts.set_max_write_buffer_number(3)
+        if family == "log":  # bodies go to blob files: compaction moves keys, not payloads
+            opts.set_enable_blob_files(True)
+            opts.set_min_blob_size(256)
         if family in BLOOM_FAMILIES:  # most lookups there miss: answer them from the filter
             table = BlockBasedOptions()
             table.set_bloom_filter(10, False)

@@ -1,0 +1,61 @@
+"""rockmq's BatchMessaging servicer: POP receive, ack and pull with many messages per reply.
+
+The same services as MessagingService, minus the one-message-per-response streaming: for
+rockmq's own client, the Spark source and the benchmark.
+"""
+
+from __future__ import annotations
+
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import check_name
+from rockmq.broker.pop import PopService
+from rockmq.broker.pull import PullService
+from rockmq.broker.servicer import OK, multi_status, status, tag_filter, unary
+from rockmq.protocol import batch, batch_grpc, pb
+
+MAX_POLL_MS = 30_000
+
+
+class BatchServicer(batch_grpc.BatchMessagingServicer):
+    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService) -> None:
+        self.ctx = ctx
+        self.pop = pop
+        self.puller = pull
+
+    @staticmethod
+    def _poll_seconds(request, context) -> float:
+        poll = min(max(request.long_polling_timeout_ms, 0), MAX_POLL_MS) / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:
+            poll = min(poll, remaining - 0.5)
+        return max(0.0, poll)
+
+    @unary(batch.ReceiveResponse)
+    async def Receive(self, request, context):
+        group = self.ctx.group_for(request.group)
+        topic = self.ctx.meta.topic(request.topic)
+        messages = await self.pop.receive(group, topic, tag_filter(request.filter_expression), request.batch_size or 32,
+                                          request.invisible_duration_ms, self._poll_seconds(request, context))
+        code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
+        return batch.ReceiveResponse(status=code, messages=messages)
+
+    @unary(batch.AckResponse)
+    async def Ack(self, request, context):
+        group = self.ctx.meta.group(request.group)
+        topic = self.ctx.meta.topic(request.topic)
+        results = self.pop.ack(group, topic, list(request.receipt_handles))
+        entries = [OK if r is None else status(r.code, r.message) for r in results]
+        return batch.AckResponse(status=multi_status(entries), entries=entries)
+
+    @unary(batch.PullResponse)
+    async def Pull(self, request, context):
+        check_name("group", request.group)
+        topic = self.ctx.meta.topic(request.topic)
+        if request.batch_size < 0:
+            raise BrokerError(pb.BAD_REQUEST, "batch_size must not be negative")
+        messages, next_offset = await self.puller.pull(topic, request.queue_id, request.offset, request.batch_size or 32,
+                                                       tag_filter(request.filter_expression),
+                                                       self._poll_seconds(request, context))
+        code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
+        return batch.PullResponse(status=code, messages=messages, next_offset=next_offset)
