@@ -51,6 +51,8 @@ LONG_POLL_SECONDS = 1
 CONNECT_TIMEOUT = 5.0  # loopback: a broker that is up answers at once
 START_TIMEOUT = 60.0  # spawned workers import grpc first; slow on a loaded 2-core box
 MAX_ERROR_SAMPLES = 5
+SOAK_SAMPLE_S = 10.0
+SOAK_RECEIVE_BATCH = 128
 DEFAULT_CONCURRENCY = {"produce-batch": 8, "produce-single": 64, "consume": 8, "consume-batch": 4}
 
 
@@ -79,7 +81,7 @@ class Options:
 class Job:
     """What one worker process runs: a load kind plus its share of the load."""
 
-    kind: str  # "produce" | "consume" | "consume-batch" | "latency"
+    kind: str  # "produce" | "consume" | "consume-batch" | "latency" | "soak"
     opts: Options
     batch: int
     concurrency: int
@@ -101,6 +103,8 @@ class Tally:
     finished: float = 0.0
     client_cpu_pct: float = 0.0
     broker_cpu_pct: float | None = None
+    consumed: int = 0  # soak: messages received and acked while producing
+    rss_mib: list[float] = field(default_factory=list)  # soak: broker RSS every SOAK_SAMPLE_S
 
     def fail(self, what: str, count: int = 1) -> None:
         """Count `count` failed messages and keep the reason."""
@@ -123,6 +127,8 @@ class Tally:
         self.started = min(self.started, other.started)
         self.finished = max(self.finished, other.finished)
         self.client_cpu_pct += other.client_cpu_pct
+        self.consumed += other.consumed
+        self.rss_mib.extend(other.rss_mib)
         if other.broker_cpu_pct is not None:
             self.broker_cpu_pct = other.broker_cpu_pct
 
@@ -378,6 +384,40 @@ async def run_consume(client: Client, job: Job, tally: Tally) -> None:
     tally.finished = max(tally.finished, tally.started)
 
 
+async def run_soak(client: Client, job: Job, tally: Tally) -> None:
+    """Produce and consume at once for the whole duration, sampling the broker's RSS.
+
+    Shows that memory stays flat under sustained load: nothing in the broker grows with the
+    number of messages stored, in flight or acknowledged.
+    """
+    deadline = tally.started + job.opts.duration
+    consumed = Tally()
+
+    async def producer() -> None:
+        while time.monotonic() < deadline:
+            await send(client, tally, job.batch)
+
+    async def consumer() -> None:
+        while time.monotonic() < deadline:
+            handles = await receive_batched(client, consumed, SOAK_RECEIVE_BATCH)
+            if handles:
+                await ack_batched(client, consumed, handles)
+
+    async def sampler() -> None:
+        while time.monotonic() < deadline:
+            sample = broker_sample(job.probe_pid) if job.probe_pid else None
+            if sample:
+                tally.rss_mib.append(round(sample[0] / 1024, 1))
+            await asyncio.sleep(min(SOAK_SAMPLE_S, max(0.0, deadline - time.monotonic())))
+
+    await asyncio.gather(*(producer() for _ in range(2)), *(consumer() for _ in range(2)), sampler())
+    tally.consumed = consumed.ok
+    tally.errors += consumed.errors
+    for sample in consumed.samples:
+        tally.note(sample)
+    tally.finished = time.monotonic()
+
+
 async def run_latency(client: Client, job: Job, tally: Tally) -> None:
     """Send one message per RPC on a fixed schedule and record each round trip.
 
@@ -412,6 +452,7 @@ RUNNERS: dict[str, Callable[[Client, Job, Tally], Awaitable[None]]] = {
     "produce": run_produce,
     "consume": run_consume,
     "consume-batch": run_consume,
+    "soak": run_soak,
     "latency": run_latency,
 }
 
@@ -597,6 +638,11 @@ def run_scenario(opts: Options, scenario: str) -> dict[str, Any]:
         figures = consume(opts, scenario)
     elif scenario == "latency":
         figures = latency(opts)
+    elif scenario == "soak":
+        tally = run_workers(base_job(opts, "soak", "soak", opts.batch), 1)
+        figures = figures_of(tally)
+        figures["consumed_per_s"] = round(tally.consumed / tally.seconds, 1)
+        figures["rss_mib_samples"] = tally.rss_mib
     else:
         figures = produce(opts, scenario)
     after = broker_sample(opts.broker_pid) if opts.broker_pid else None
@@ -608,7 +654,13 @@ def run_scenario(opts: Options, scenario: str) -> dict[str, Any]:
 def render(scenario: str, f: dict[str, Any]) -> list[str]:
     """Human-readable lines: the headline figure first, then CPU/RSS and error samples."""
     tail = f"{f['errors']:,} errors, {f['messages']:,} msgs in {f['seconds']:.1f} s"
-    if scenario == "latency":
+    if scenario == "soak":
+        rss = f["rss_mib_samples"]
+        head = (f"soak: produced {f['messages_per_s']:,.0f} msg/s and consumed {f['consumed_per_s']:,.0f} msg/s "
+                f"at once ({tail})")
+        if rss:
+            head += f"\n  broker RSS MiB every {SOAK_SAMPLE_S:.0f} s: {', '.join(map(str, rss))} (max {max(rss)})"
+    elif scenario == "latency":
         head = (
             f"latency: p50 {f['p50_ms']:.2f} ms, p90 {f['p90_ms']:.2f} ms, p99 {f['p99_ms']:.2f} ms, "
             f"max {f['max_ms']:.2f} ms ({f['messages_per_s']:,.0f} of {f['target_rate']:,.0f} msg/s, {tail})"
@@ -632,7 +684,8 @@ def parse_args(argv: list[str] | None) -> Options:
     """Flags to Options; refuse non-positive sizes and rates early rather than mid-run."""
     parser = argparse.ArgumentParser(prog="rockmq bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--endpoint", default="127.0.0.1:8081", help="broker gRPC address (host:port)")
-    parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
+    parser.add_argument("--scenario", choices=(*SCENARIOS, "soak", "all"), default="all",
+                        help="'all' runs every scenario but soak (a long run: give --duration 300)")
     parser.add_argument("--topic", default="bench")
     parser.add_argument("--group", default="bench-group", help="consumer group for the consume scenario")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per produce/latency run")

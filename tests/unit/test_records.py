@@ -22,7 +22,7 @@ def test_seal_completes_system_properties_and_header():
     assert (sp.queue_id, sp.queue_offset, sp.store_host) == (3, 42, "h:1")
     assert sp.store_timestamp.ToMilliseconds() == 1700000000123
     assert sp.body_encoding == pb.IDENTITY
-    assert sp.body_digest.type == pb.MD5 and sp.body_digest.checksum == hashlib.md5(b"payload").hexdigest().upper()
+    assert sp.body_digest.type == pb.SHA1 and sp.body_digest.checksum == hashlib.sha1(b"payload").hexdigest().upper()
     assert m.user_properties["k"] == "v" and m.body == b"payload"
 
 

@@ -11,7 +11,7 @@ import logging
 import grpc
 
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
+from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop import PopService
 from rockmq.protocol import admin, admin_grpc, pb
@@ -32,11 +32,10 @@ def _admin_call(fn):
     async def handler(self, request, context):
         try:
             return fn(self, request)
+        except AlreadyExists as e:
+            await context.abort(grpc.StatusCode.ALREADY_EXISTS, e.message)
         except BrokerError as e:
-            code = _GRPC_CODES.get(e.code, grpc.StatusCode.INVALID_ARGUMENT)
-            if "already exists" in e.message:
-                code = grpc.StatusCode.ALREADY_EXISTS
-            await context.abort(code, e.message)
+            await context.abort(_GRPC_CODES.get(e.code, grpc.StatusCode.INVALID_ARGUMENT), e.message)
         except Exception:
             log.exception("admin %s failed", fn.__name__)
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the broker log")

@@ -17,3 +17,10 @@ class BrokerError(Exception):
 
     def __repr__(self) -> str:
         return f"BrokerError({pb.Code.Name(self.code)}, {self.message!r})"
+
+
+class AlreadyExists(BrokerError):
+    """Creating a topic or group that exists (the admin service answers ALREADY_EXISTS)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(pb.BAD_REQUEST, message)

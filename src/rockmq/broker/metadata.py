@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from rockmq.broker.errors import BrokerError
+from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.protocol import pb
 from rockmq.store import Store, keys
 
@@ -91,7 +91,7 @@ class Metadata:
     def create_topic(self, name: str, queues: int, types: list[str] | None = None) -> TopicConfig:
         check_name("topic", name)
         if name in self.topics:
-            raise BrokerError(pb.BAD_REQUEST, f"topic {name!r} already exists")
+            raise AlreadyExists(f"topic {name!r} already exists")
         if not 1 <= queues <= 1024:
             raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..1024, not {queues}")
         batch = self.store.batch()
@@ -122,7 +122,7 @@ class Metadata:
     def create_group(self, name: str, fifo: bool, max_attempts: int) -> GroupConfig:
         check_name("group", name)
         if name in self.groups:
-            raise BrokerError(pb.BAD_REQUEST, f"group {name!r} already exists")
+            raise AlreadyExists(f"group {name!r} already exists")
         if not 1 <= max_attempts <= 1000:
             raise BrokerError(pb.BAD_REQUEST, f"max attempts must be 1..1000, not {max_attempts}")
         batch = self.store.batch()

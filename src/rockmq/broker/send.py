@@ -22,7 +22,7 @@ _RESOLVED = b"\xff"  # txn value of a resolved transaction: marker + C(ommit) / 
 _TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 
 
-@dataclass
+@dataclass(slots=True)
 class SendResult:
     code: int
     message: str
@@ -126,7 +126,7 @@ class SendService:
                 continue
             previous = self._dedup_lookup(bucket, topic.id, mid)
             if previous is not None:  # a client retry of a message we already stored
-                results.append(SendResult(pb.OK, "OK (duplicate of an earlier send)", mid, keys.parse_position(previous)[1]))
+                results.append(SendResult(pb.OK, "OK", mid, keys.parse_position(previous)[1]))
                 continue
             result = SendResult(pb.OK, "OK", mid)
             queue_id = -1

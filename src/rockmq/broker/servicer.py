@@ -230,8 +230,9 @@ class MessagingServicer:
         if not request.messages:
             raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
         results = await self.sender.send(list(request.messages))
-        entries = [rpc.SendResultEntry(status=status(r.code, r.message), message_id=r.message_id, offset=r.offset,
-                                       transaction_id=r.transaction_id, recall_handle=r.recall_handle) for r in results]
+        entries = [rpc.SendResultEntry(status=OK if r.code == pb.OK else status(r.code, r.message), message_id=r.message_id,
+                                       offset=r.offset, transaction_id=r.transaction_id, recall_handle=r.recall_handle)
+                   for r in results]
         return rpc.SendMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
 
     @unary(rpc.EndTransactionResponse)

@@ -5,7 +5,7 @@
 
 `rest` is the serialized `apache.rocketmq.v2.Message` without its system properties (topic,
 user properties, body) and `system_properties` the serialized `SystemProperties`, completed at
-store time (queue id and offset, store time and host, body digest and encoding). Delivering a
+store time (queue id and offset, store time and host, SHA-1 body digest and encoding). Delivering a
 message costs no parse: the per-delivery fields (receipt handle, attempt, invisible time) are
 encoded alone and spliced into the system-properties field, which appears exactly once on the
 wire (some decoders, such as the Node.js client's, keep only the last copy of a repeated
@@ -51,8 +51,8 @@ def seal(msg: pb.Message, queue_id: int, offset: int, store_ms: int, store_host:
     if not sp.body_encoding:
         sp.body_encoding = pb.IDENTITY
     digest = sp.body_digest
-    digest.type = pb.MD5
-    digest.checksum = hashlib.md5(msg.body).hexdigest().upper()
+    digest.type = pb.SHA1  # faster than MD5 here (SHA extensions); every official client checks it
+    digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
     tag = sp.tag.encode() if sp.HasField("tag") else b""
     group = sp.message_group.encode() if sp.HasField("message_group") else b""
     sp_bytes = sp.SerializeToString()
