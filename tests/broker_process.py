@@ -34,7 +34,7 @@ class BrokerProcess:
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
         cmd = [sys.executable, "-m", "rockmq", "serve", "--host", "127.0.0.1",
                "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
@@ -76,7 +76,7 @@ class BrokerProcess:
             self.proc.wait()
         self.proc = None
 
-    def restart(self) -> "BrokerProcess":
+    def restart(self) -> BrokerProcess:
         self.stop()
         return self.start()
 

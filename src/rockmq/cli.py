@@ -13,7 +13,7 @@ import logging
 import socket
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
 
@@ -70,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     with_endpoint(group.add_parser("list", help="list consumer groups"))
     with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages")).add_argument("name")
 
-    message = sub.add_parser("message", help="send and tail messages").add_subparsers(dest="action", required=True, metavar="ACTION")
+    message = sub.add_parser("message", help="send and tail messages")
+    message = message.add_subparsers(dest="action", required=True, metavar="ACTION")
     ms = with_endpoint(message.add_parser("send", help="send one message"))
     ms.add_argument("topic")
     ms.add_argument("body")
@@ -133,7 +134,8 @@ def cmd_topic(args: argparse.Namespace) -> int:
     stub = _admin(args)
     if args.action == "create":
         types = [t for t in args.types.split(",") if t.strip()]
-        info = stub.CreateTopic(admin.CreateTopicRequest(name=args.name, queue_count=args.queues, message_types=types), timeout=10)
+        request = admin.CreateTopicRequest(name=args.name, queue_count=args.queues, message_types=types)
+        info = stub.CreateTopic(request, timeout=10)
         print(f"created topic {info.name} with {info.queue_count} queues ({', '.join(info.message_types)})")
     elif args.action == "list":
         topics = stub.ListTopics(admin.ListTopicsRequest(), timeout=10).topics
@@ -154,7 +156,8 @@ def cmd_group(args: argparse.Namespace) -> int:
 
     stub = _admin(args)
     if args.action == "create":
-        info = stub.CreateGroup(admin.CreateGroupRequest(name=args.name, fifo=args.fifo, max_attempts=args.max_attempts), timeout=10)
+        request = admin.CreateGroupRequest(name=args.name, fifo=args.fifo, max_attempts=args.max_attempts)
+        info = stub.CreateGroup(request, timeout=10)
         print(f"created group {info.name} ({'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts})")
     elif args.action == "list":
         groups = stub.ListGroups(admin.ListGroupsRequest(), timeout=10).groups

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 class ConfigError(ValueError):

@@ -11,8 +11,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
-                      MessageListener, Producer, PushConsumer, SimpleConsumer)
+from rocketmq import (
+    ClientConfiguration,
+    ConsumeResult,
+    Credentials,
+    FilterExpression,
+    Message,
+    MessageListener,
+    Producer,
+    PushConsumer,
+    SimpleConsumer,
+)
 
 REQUEST_TIMEOUT_S = 3
 AWAIT_S = 1  # SimpleConsumer long-polling time: whole seconds (the client puts it in Duration.seconds)

@@ -11,9 +11,22 @@ import time
 from collections import defaultdict
 
 import pytest
-from official_client import (AWAIT_S, DELAY, FIFO, INVALID_RECEIPT_HANDLE, NORMAL, ConsumeResult,
-                             RecordingListener, producer, push_consumer, receive_for, receive_until, send,
-                             simple_consumer, wait_for)
+from official_client import (
+    AWAIT_S,
+    DELAY,
+    FIFO,
+    INVALID_RECEIPT_HANDLE,
+    NORMAL,
+    ConsumeResult,
+    RecordingListener,
+    producer,
+    push_consumer,
+    receive_for,
+    receive_until,
+    send,
+    simple_consumer,
+    wait_for,
+)
 from rocketmq.v5.exception import BadRequestException
 
 
@@ -172,8 +185,9 @@ def test_tag_filters(broker, unique):
     }
     for expression, names in cases.items():
         want = {sent[n].message_id for n in names}
+        wanted = len(want)
         with simple_consumer(broker.endpoint, unique("py-tags-g"), {topic: expression}) as c:
-            got = receive_until(c, lambda g: len(g) >= len(want), timeout=10)
+            got = receive_until(c, lambda g, wanted=wanted: len(g) >= wanted, timeout=10)
             for m in got:
                 c.ack(m)
             got += receive_for(c, 1.0)  # nothing else may follow

@@ -89,7 +89,8 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @_admin_call
     def ListTopics(self, request):
-        return admin.ListTopicsResponse(topics=[self._topic_info(t, False) for t in sorted(self.ctx.meta.topics.values(), key=lambda t: t.name)])
+        topics = sorted(self.ctx.meta.topics.values(), key=lambda t: t.name)
+        return admin.ListTopicsResponse(topics=[self._topic_info(t, False) for t in topics])
 
     @_admin_call
     def DescribeTopic(self, request):
@@ -108,7 +109,8 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @_admin_call
     def ListGroups(self, request):
-        return admin.ListGroupsResponse(groups=[self._group_info(g, False) for g in sorted(self.ctx.meta.groups.values(), key=lambda g: g.name)])
+        groups = sorted(self.ctx.meta.groups.values(), key=lambda g: g.name)
+        return admin.ListGroupsResponse(groups=[self._group_info(g, False) for g in groups])
 
     @_admin_call
     def DescribeGroup(self, request):

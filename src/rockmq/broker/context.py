@@ -20,7 +20,7 @@ class BrokerContext:
     secret: bytes
 
     @classmethod
-    def open(cls, settings: Settings) -> "BrokerContext":
+    def open(cls, settings: Settings) -> BrokerContext:
         store = Store(settings.data_path, settings.flush, settings.flush_interval_ms)
         secret = store.get("meta", keys.SECRET_KEY)
         if secret is None:  # signs receipt and recall handles; stable across restarts

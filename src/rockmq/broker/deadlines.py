@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from rockmq.broker.clock import now_ms
 
@@ -47,5 +47,5 @@ class DeadlineLoop:
             delay = 3600.0 if nxt is None else max(0.0, (nxt - now_ms()) / 1000)
             try:
                 await asyncio.wait_for(self._wake.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass

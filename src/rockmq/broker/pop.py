@@ -108,7 +108,7 @@ class PopService:
             self.waiting += 1
             try:
                 await asyncio.wait_for(arrival.wait(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             finally:
                 self.waiting -= 1

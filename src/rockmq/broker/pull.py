@@ -54,7 +54,7 @@ class PullService:
                 return out, position
             try:
                 await asyncio.wait_for(arrival.wait(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def update_offset(self, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig

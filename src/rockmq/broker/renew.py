@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rockmq.broker.pop import PopService
@@ -28,7 +29,7 @@ CLIENT_SILENCE_S = 30.0  # a client not heard from for this long is gone
 
 
 class Renewals:
-    def __init__(self, pop: "PopService") -> None:
+    def __init__(self, pop: PopService) -> None:
         self.pop = pop
         self._tracked: dict[str, dict[bytes, int]] = {}  # client -> checkpoint key -> version
         self._count = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 
@@ -95,6 +95,14 @@ def tag_filter(expr: pb.FilterExpression) -> TagFilter:
         raise BrokerError(pb.ILLEGAL_FILTER_EXPRESSION, str(e)) from None
 
 
+UNARY_METHODS = {
+    name: (getattr(rpc, f"{name}Request"), getattr(rpc, f"{name}Response"))
+    for name in ("QueryRoute", "Heartbeat", "SendMessage", "QueryAssignment", "AckMessage", "ForwardMessageToDeadLetterQueue",
+                 "UpdateOffset", "GetOffset", "QueryOffset", "EndTransaction", "NotifyClientTermination",
+                 "ChangeInvisibleDuration", "RecallMessage", "SyncLiteSubscription")
+}
+
+
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, clients: Clients) -> None:
@@ -106,35 +114,15 @@ class MessagingServicer:
         self.clients = clients
 
     def handler(self) -> grpc.GenericRpcHandler:
-        raw = lambda frame: frame  # noqa: E731 - frames are already encoded
-        u = grpc.unary_unary_rpc_method_handler
         methods = {
-            "QueryRoute": u(self.QueryRoute, rpc.QueryRouteRequest.FromString, rpc.QueryRouteResponse.SerializeToString),
-            "Heartbeat": u(self.Heartbeat, rpc.HeartbeatRequest.FromString, rpc.HeartbeatResponse.SerializeToString),
-            "SendMessage": u(self.SendMessage, rpc.SendMessageRequest.FromString, rpc.SendMessageResponse.SerializeToString),
-            "QueryAssignment": u(self.QueryAssignment, rpc.QueryAssignmentRequest.FromString,
-                                 rpc.QueryAssignmentResponse.SerializeToString),
-            "ReceiveMessage": grpc.unary_stream_rpc_method_handler(self.ReceiveMessage, rpc.ReceiveMessageRequest.FromString, raw),
-            "AckMessage": u(self.AckMessage, rpc.AckMessageRequest.FromString, rpc.AckMessageResponse.SerializeToString),
-            "ForwardMessageToDeadLetterQueue": u(self.ForwardMessageToDeadLetterQueue,
-                                                 rpc.ForwardMessageToDeadLetterQueueRequest.FromString,
-                                                 rpc.ForwardMessageToDeadLetterQueueResponse.SerializeToString),
-            "PullMessage": grpc.unary_stream_rpc_method_handler(self.PullMessage, rpc.PullMessageRequest.FromString, raw),
-            "UpdateOffset": u(self.UpdateOffset, rpc.UpdateOffsetRequest.FromString, rpc.UpdateOffsetResponse.SerializeToString),
-            "GetOffset": u(self.GetOffset, rpc.GetOffsetRequest.FromString, rpc.GetOffsetResponse.SerializeToString),
-            "QueryOffset": u(self.QueryOffset, rpc.QueryOffsetRequest.FromString, rpc.QueryOffsetResponse.SerializeToString),
-            "EndTransaction": u(self.EndTransaction, rpc.EndTransactionRequest.FromString,
-                                rpc.EndTransactionResponse.SerializeToString),
-            "Telemetry": grpc.stream_stream_rpc_method_handler(self.Telemetry, rpc.TelemetryCommand.FromString,
-                                                              rpc.TelemetryCommand.SerializeToString),
-            "NotifyClientTermination": u(self.NotifyClientTermination, rpc.NotifyClientTerminationRequest.FromString,
-                                         rpc.NotifyClientTerminationResponse.SerializeToString),
-            "ChangeInvisibleDuration": u(self.ChangeInvisibleDuration, rpc.ChangeInvisibleDurationRequest.FromString,
-                                         rpc.ChangeInvisibleDurationResponse.SerializeToString),
-            "RecallMessage": u(self.RecallMessage, rpc.RecallMessageRequest.FromString, rpc.RecallMessageResponse.SerializeToString),
-            "SyncLiteSubscription": u(self.SyncLiteSubscription, rpc.SyncLiteSubscriptionRequest.FromString,
-                                      rpc.SyncLiteSubscriptionResponse.SerializeToString),
+            name: grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, response.SerializeToString)
+            for name, (request, response) in UNARY_METHODS.items()
         }
+        raw = lambda frame: frame  # noqa: E731 - streamed frames are already encoded
+        for name, request in (("ReceiveMessage", rpc.ReceiveMessageRequest), ("PullMessage", rpc.PullMessageRequest)):
+            methods[name] = grpc.unary_stream_rpc_method_handler(getattr(self, name), request.FromString, raw)
+        methods["Telemetry"] = grpc.stream_stream_rpc_method_handler(
+            self.Telemetry, rpc.TelemetryCommand.FromString, rpc.TelemetryCommand.SerializeToString)
         return grpc.method_handlers_generic_handler(SERVICE, methods)
 
     # --- routing and client lifecycle ------------------------------------------------------

@@ -5,7 +5,7 @@ An untagged message matches only `*`. Pure logic, compiled once per subscription
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 TagFilter = Callable[[str | None], bool]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
 
-from rocksdict import BlockBasedOptions, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
 
 from rockmq.store.keys import prefix_end
 
@@ -27,15 +27,17 @@ FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timer
 
 
 MiB = 1024 * 1024
-# Memory is bounded: all memtables together stay under TOTAL_MEMTABLES; the log family gets
-# the big ones, the bookkeeping families small ones.
+# Memory is bounded: all memtables together stay under TOTAL_MEMTABLES (the log family gets
+# the big ones, the bookkeeping families small ones) and every block read, index and filter
+# included, goes through one BLOCK_CACHE.
 TOTAL_MEMTABLES = 128 * MiB
 MEMTABLE = {"log": 32 * MiB}
 SMALL_MEMTABLE = 8 * MiB
 BLOOM_FAMILIES = ("dedup", "checkpoints")
+BLOCK_CACHE = 64 * MiB
 
 
-def _options(family: str | None = None) -> Options:
+def _options(cache: Cache, family: str | None = None) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
@@ -48,10 +50,15 @@ def _options(family: str | None = None) -> Options:
         if family == "log":  # bodies go to blob files: compaction moves keys, not payloads
             opts.set_enable_blob_files(True)
             opts.set_min_blob_size(256)
+        table = BlockBasedOptions()
+        # Index and filter blocks live in the one bounded cache, not beside it: memory stays
+        # flat however much data the broker holds.
+        table.set_block_cache(cache)
+        table.set_cache_index_and_filter_blocks(True)
+        table.set_pin_l0_filter_and_index_blocks_in_cache(True)
         if family in BLOOM_FAMILIES:  # most lookups there miss: answer them from the filter
-            table = BlockBasedOptions()
             table.set_bloom_filter(10, False)
-            opts.set_block_based_table_factory(table)
+        opts.set_block_based_table_factory(table)
     return opts
 
 
@@ -62,7 +69,8 @@ class Store:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.flush_policy = flush
-        self._db = Rdict(str(path), options=_options(), column_families={f: _options(f) for f in FAMILIES})
+        cache = Cache(BLOCK_CACHE)
+        self._db = Rdict(str(path), options=_options(cache), column_families={f: _options(cache, f) for f in FAMILIES})
         self._cf = {f: self._db.get_column_family(f) for f in FAMILIES}
         self._handles = {f: self._db.get_column_family_handle(f) for f in FAMILIES}
         self._nosync = WriteOptions()
@@ -76,15 +84,15 @@ class Store:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def batch(self) -> "Batch":
+    def batch(self) -> Batch:
         return Batch(self._handles)
 
-    def write(self, batch: "Batch") -> None:
+    def write(self, batch: Batch) -> None:
         """Apply a batch atomically, without waiting for an fsync."""
         if not batch.empty:
             self._db.write(batch.wb, self._nosync)
 
-    async def commit(self, batch: "Batch") -> None:
+    async def commit(self, batch: Batch) -> None:
         """Apply a batch atomically and return once it is durable under the flush policy."""
         self.write(batch)
         if self.flush_policy == "sync":
