@@ -53,7 +53,7 @@ START_TIMEOUT = 60.0  # spawned workers import grpc first; slow on a loaded 2-co
 MAX_ERROR_SAMPLES = 5
 SOAK_SAMPLE_S = 10.0
 SOAK_RECEIVE_BATCH = 128
-DEFAULT_CONCURRENCY = {"produce-batch": 8, "produce-single": 64, "consume": 8, "consume-batch": 4}
+DEFAULT_CONCURRENCY = {"produce-batch": 32, "produce-single": 64, "consume": 8, "consume-batch": 4}
 
 
 @dataclass(frozen=True)

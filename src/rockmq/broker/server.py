@@ -59,7 +59,6 @@ class Broker:
         # The endpoint the broker advertises must be the port it really got (port 0 = any free one).
         self.ctx.logs.store_host = f"{s.host}:{self.port}"
         await self.server.start()
-        self.ctx.store.start_background_flush()
         self._tasks = [asyncio.create_task(t) for t in
                        (self.timers.loop.run(), self.pop.reviver.run(), self.pop.renewals.run(), self._sweep_dedup())]
         return self.port

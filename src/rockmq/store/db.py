@@ -5,16 +5,18 @@ the WAL record reaches the OS at once, so a `kill -9` of the broker loses nothin
 durability against power loss comes from fsync'ing the WAL. Under the `sync` flush policy a
 caller awaits `commit()`, which registers it with the group committer: one flusher thread runs
 `flush_wal(sync=True)` (which releases the GIL) for everything written so far and then wakes all
-callers whose writes it covered, so concurrent sends share one fsync. Under `async` the same
-flush runs every `flush_interval_ms` and `commit()` returns at once.
+callers whose writes it covered, so concurrent sends share one fsync and the event loop never
+waits on the disk. Under `async` the thread flushes every `flush_interval_ms` and `commit()`
+returns at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
@@ -75,11 +77,8 @@ class Store:
         self._handles = {f: self._db.get_column_family_handle(f) for f in FAMILIES}
         self._nosync = WriteOptions()
         self._nosync.sync = False
-        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rockmq-fsync")
-        self._waiters: list[asyncio.Future[None]] = []
-        self._flushing: asyncio.Task[None] | None = None
-        self._interval = flush_interval_ms / 1000
-        self._periodic: asyncio.Task[None] | None = None
+        interval = None if flush == "sync" else flush_interval_ms / 1000
+        self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval)
         self._closed = False
 
     # --- writes ------------------------------------------------------------------------------
@@ -100,38 +99,7 @@ class Store:
 
     async def sync(self) -> None:
         """Wait until everything written so far is fsync'ed (shared with concurrent callers)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        if self._flushing is None or self._flushing.done():
-            self._flushing = asyncio.create_task(self._flush_loop())
-        await fut
-
-    async def _flush_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self._waiters:
-            covered, self._waiters = self._waiters, []
-            try:
-                await loop.run_in_executor(self._flusher, self._db.flush_wal, True)
-            except Exception as e:  # a failed fsync must fail the sends it covered
-                log.error("WAL fsync failed: %s", e)
-                for fut in covered:
-                    if not fut.done():
-                        fut.set_exception(e)
-                continue
-            for fut in covered:
-                if not fut.done():
-                    fut.set_result(None)
-
-    def start_background_flush(self) -> None:
-        """Under the async policy, fsync the WAL every flush interval."""
-        if self.flush_policy == "async" and self._periodic is None:
-            self._periodic = asyncio.create_task(self._periodic_flush())
-
-    async def _periodic_flush(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(self._interval)
-            await loop.run_in_executor(self._flusher, self._db.flush_wal, True)
+        await self._committer.sync()
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -176,12 +144,76 @@ class Store:
         if self._closed:
             return
         self._closed = True
-        if self._periodic:
-            self._periodic.cancel()
+        self._committer.stop()
         self._db.flush_wal(True)
         self._db.flush()
-        self._flusher.shutdown(wait=True)
         self._db.close()
+
+
+class GroupCommit:
+    """One flusher thread that fsyncs the WAL for everything written so far, then completes
+    every waiter the flush covered. With an interval it flushes periodically instead (the
+    `async` policy). A dedicated thread, not an executor, keeps the hand-off to two wake-ups."""
+
+    def __init__(self, flush: Callable[[], None], interval_s: float | None) -> None:
+        self._flush = flush
+        self._interval = interval_s
+        self._cv = threading.Condition()
+        self._requested = 0
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="rockmq-fsync", daemon=True)
+        self._thread.start()
+
+    async def sync(self) -> None:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        with self._cv:
+            self._loop = loop
+            self._requested += 1
+            self._waiters.append((self._requested, fut))
+            self._cv.notify()
+        await fut
+
+    def _run(self) -> None:
+        flushed = 0
+        while True:
+            with self._cv:
+                if self._interval is None:
+                    self._cv.wait_for(lambda done=flushed: self._stopped or self._requested != done)
+                else:
+                    self._cv.wait_for(lambda: self._stopped, timeout=self._interval)
+                if self._stopped:
+                    return
+                target, covered = self._requested, []
+                while self._waiters and self._waiters[0][0] <= target:
+                    covered.append(self._waiters.popleft()[1])
+                loop = self._loop
+            error: Exception | None = None
+            try:
+                self._flush()
+            except Exception as e:  # a failed fsync must fail the sends it covered
+                log.error("WAL fsync failed: %s", e)
+                error = e
+            flushed = target
+            if covered and loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(_complete, covered, error)
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stopped = True
+            self._cv.notify()
+        self._thread.join()
+
+
+def _complete(futures: list[asyncio.Future[None]], error: Exception | None) -> None:
+    for fut in futures:
+        if not fut.done():
+            if error is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error)
 
 
 class Batch:
