@@ -87,6 +87,7 @@ async def serve(settings: Settings) -> None:
     sys.setswitchinterval(0.0005)
     broker = Broker(settings)
     port = await broker.start()
+    gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
     print(f"rockmq broker listening on {settings.host}:{port} (data in {settings.data_dir}, flush {settings.flush})",
           flush=True)
     stop = asyncio.Event()

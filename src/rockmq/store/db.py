@@ -43,9 +43,12 @@ def _options(cache: Cache, family: str | None = None) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
-    opts.increase_parallelism(2)
     if family is None:
         opts.set_db_write_buffer_size(TOTAL_MEMTABLES)
+        # Flushes and compactions write out in small synced steps, so a memtable flush never
+        # lands one big fsync in front of the WAL fsync a send is waiting for.
+        opts.set_bytes_per_sync(MiB)
+        opts.increase_parallelism(2)
     else:
         opts.set_write_buffer_size(MEMTABLE.get(family, SMALL_MEMTABLE))
         opts.set_max_write_buffer_number(3)
