@@ -156,13 +156,19 @@ class Store:
 class GroupCommit:
     """One flusher thread that fsyncs the WAL for everything written so far, then completes
     every waiter the flush covered. With an interval it flushes periodically instead (the
-    `async` policy). A dedicated thread, not an executor, keeps the hand-off to two wake-ups."""
+    `async` policy). A dedicated thread, not an executor, keeps the hand-off to two wake-ups.
+
+    Waiters are handed to the thread once per event-loop iteration (`call_soon`), after every
+    request that became ready in that iteration has written its batch: under load many sends
+    share one fsync, and an idle broker still flushes at once."""
 
     def __init__(self, flush: Callable[[], None], interval_s: float | None) -> None:
         self._flush = flush
         self._interval = interval_s
         self._cv = threading.Condition()
-        self._requested = 0
+        self._registered = 0  # waiters registered (event-loop thread only)
+        self._requested = 0  # waiters handed to the flusher thread
+        self._kick_pending = False
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
@@ -172,12 +178,20 @@ class GroupCommit:
     async def sync(self) -> None:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
+        self._registered += 1
         with self._cv:
             self._loop = loop
-            self._requested += 1
-            self._waiters.append((self._requested, fut))
-            self._cv.notify()
+            self._waiters.append((self._registered, fut))
+        if not self._kick_pending:
+            self._kick_pending = True
+            loop.call_soon(self._kick)
         await fut
+
+    def _kick(self) -> None:
+        self._kick_pending = False
+        with self._cv:
+            self._requested = self._registered
+            self._cv.notify()
 
     def _run(self) -> None:
         flushed = 0
