@@ -51,14 +51,16 @@ class PopService:
     # --- state -----------------------------------------------------------------------------
 
     def _rebuild_fifo_locks(self) -> None:
-        groups = self.ctx.meta.groups_by_id
-        for key, _ in self.ctx.store.scan("checkpoints", b"", b"\xff" * 32):
-            gid, tid, qid, _ = keys.parse_checkpoint_key(key)
-            if gid in groups and groups[gid].fifo:
+        """After a restart: the FIFO groups' in-flight and waiting messages hold their queues."""
+        for group in self.ctx.meta.groups.values():
+            if not group.fifo:
+                continue
+            prefix = keys.group_prefix(group.id)
+            for key, _ in self.ctx.store.scan_prefix("checkpoints", prefix):
+                gid, tid, qid, _ = keys.parse_checkpoint_key(key)
                 self.fifo.delivered((gid, tid, qid), first_time=True)
-        for key, value in self.ctx.store.scan("retry", b"", b"\xff" * 32):
-            gid, tid, _ = keys.parse_retry_key(key)
-            if gid in groups and groups[gid].fifo:
+            for key, value in self.ctx.store.scan_prefix("retry", prefix):
+                gid, tid, _ = keys.parse_retry_key(key)
                 qid = keys.parse_retry_value(value)[0]
                 self.fifo.delivered((gid, tid, qid), first_time=True)
                 self.fifo.revived((gid, tid, qid))
