@@ -18,8 +18,8 @@ figure only measures the broker when the client has CPU to spare.
 from __future__ import annotations
 
 import argparse
-import gc
 import asyncio
+import gc
 import ipaddress
 import json
 import math
