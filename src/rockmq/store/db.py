@@ -75,7 +75,11 @@ class Store:
         self.path = path
         self.flush_policy = flush
         cache = Cache(BLOCK_CACHE)
-        self._db = Rdict(str(path), options=_options(cache), column_families={f: _options(cache, f) for f in FAMILIES})
+        # RocksDB must open every family a database has; one an older version left is opened too.
+        existing = Rdict.list_cf(str(path)) if (path / "CURRENT").exists() else []
+        names = [*FAMILIES, *(f for f in existing if f not in FAMILIES and f != "default")]
+        families = {f: _options(cache, f) for f in names}
+        self._db = Rdict(str(path), options=_options(cache), column_families=families)
         self._cf = {f: self._db.get_column_family(f) for f in FAMILIES}
         self._handles = {f: self._db.get_column_family_handle(f) for f in FAMILIES}
         self._nosync = WriteOptions()
