@@ -504,8 +504,8 @@ async def run_job(job: Job, barrier: threading.Barrier | None) -> Tally:
 def run_loop(coro: Coroutine[Any, Any, Tally]) -> Tally:
     """Run on uvloop when available: grpc.aio does ~20% more calls per second on it.
 
-    The load generator's own garbage collection pauses would show up as broker latency, so
-    it collects rarely and never rescans what existed before the run.
+    The load generator collects young garbage rarely and never rescans what existed before
+    the run, so its own pauses do not show up as broker latency.
     """
     gc.set_threshold(50_000, 20, 20)
     gc.freeze()

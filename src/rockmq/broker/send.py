@@ -54,6 +54,7 @@ class SendService:
     def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
         self.ctx = ctx
         self.timers = timers
+        self._expired_below: int | None = None  # dedup buckets below this one are dropped
 
     def _validate(self, msg: pb.Message, topics: dict[str, TopicConfig]) -> tuple[TopicConfig, str]:
         """The message's topic and type, or a BrokerError naming what is wrong. Hot path."""
@@ -198,8 +199,14 @@ class SendService:
         return get("dedup", keys.dedup_key(bucket, topic_id, message_id)) or get(
             "dedup", keys.dedup_key(bucket - 1, topic_id, message_id))
 
-    def expire_dedup(self) -> None:
-        """Drop buckets older than the last window (one range tombstone)."""
+    def expire_dedup(self) -> bool:
+        """Drop buckets older than the last window: one range tombstone each time a bucket ends
+        (every lookup pays for the tombstones it must skip, so never write one twice)."""
+        oldest_kept = self._bucket(now_ms()) - 1
+        if oldest_kept == self._expired_below:
+            return False
         batch = self.ctx.store.batch()
-        batch.delete_range("dedup", b"", keys.dedup_bucket_start(self._bucket(now_ms()) - 1))
+        batch.delete_range("dedup", b"", keys.dedup_bucket_start(oldest_kept))
         self.ctx.store.write(batch)
+        self._expired_below = oldest_kept
+        return True

@@ -80,8 +80,6 @@ class Broker:
 
 
 async def serve(settings: Settings) -> None:
-    # Requests allocate many short-lived protobuf objects; collect young garbage less often.
-    gc.set_threshold(50_000, 20, 20)
     # The fsync thread must get the GIL back quickly to complete the sends it covered; the
     # default 5 ms switch interval shows up directly in the send latency tail.
     sys.setswitchinterval(0.0005)
