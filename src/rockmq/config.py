@@ -39,6 +39,10 @@ class Settings:
     dedup_window_s: int = 600
     max_delay_s: int = 365 * 24 * 3600
     max_long_polling_s: float = 30.0
+    # PushConsumers (auto_renew): invisible time of each delivery and of each extension, which
+    # the broker keeps renewing while the client is heard from within client_silence_s.
+    auto_renew_invisible_ms: int = 60_000
+    client_silence_s: float = 30.0
     max_waiting_receives: int = 10_000
     log_level: str = "INFO"
 

@@ -44,7 +44,7 @@ class PopService:
         self._retry_seq = time.time_ns()
         self.reviver = DeadlineLoop("revive", self.revive_due, REVIVE_BATCH)
         self._version = time.time_ns() & 0xFFFFFFFF
-        self.renewals = Renewals(self)
+        self.renewals = Renewals(self, ctx.settings.auto_renew_invisible_ms, ctx.settings.client_silence_s)
         self.waiting = 0
         self._rebuild_fifo_locks()
 

@@ -1,7 +1,8 @@
 """Auto-renew of invisible time for consumers that ask for it (PushConsumers).
 
-A receive with `auto_renew` and no invisible duration gets 60 s, and the broker keeps
-extending it while the receiving client is alive (it heartbeats), so slow processing does not
+A receive with `auto_renew` and no invisible duration gets `auto_renew_invisible_ms` (60 s),
+and the broker keeps extending it while the receiving client is alive (heard from within
+`client_silence_s`: it heartbeats every 10 s), so slow processing does not
 cause a redelivery; the client's receipt handle stays valid. Once the client acks, nacks
 (ChangeInvisibleDuration), terminates or goes silent, renewal stops and the normal invisible
 time applies. Tracking is in memory and bounded; after a broker restart it is not renewed again
@@ -21,16 +22,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RENEWED_INVISIBLE_MS = 60_000  # invisible time of an auto-renewed delivery, and each extension
-CHECK_EVERY_S = 5.0
-RENEW_AHEAD_MS = 20_000  # extend a deadline when it is this close
 MAX_TRACKED = 200_000
-CLIENT_SILENCE_S = 30.0  # a client not heard from for this long is gone
 
 
 class Renewals:
-    def __init__(self, pop: PopService) -> None:
+    def __init__(self, pop: PopService, invisible_ms: int, client_silence_s: float) -> None:
         self.pop = pop
+        self.invisible_ms = invisible_ms
+        self.client_silence_s = client_silence_s
+        # Look four times per invisible time; extend what is due within the next third of it.
+        self._check_every_s = invisible_ms / 4000
+        self._ahead_ms = invisible_ms // 3
         self._tracked: dict[str, dict[bytes, int]] = {}  # client -> checkpoint key -> version
         self._count = 0
         self.last_seen: Callable[[str], float | None] = lambda cid: None  # set by the broker
@@ -52,12 +54,12 @@ class Renewals:
         now = time.monotonic()
         for cid in list(self._tracked):
             seen = self.last_seen(cid)
-            if seen is None or now - seen > CLIENT_SILENCE_S:
+            if seen is None or now - seen > self.client_silence_s:
                 self.forget(cid)
                 continue
             keys = self._tracked[cid]
             for key, version in list(keys.items()):
-                if self.pop.extend(key, version, RENEWED_INVISIBLE_MS, RENEW_AHEAD_MS):
+                if self.pop.extend(key, version, self.invisible_ms, self._ahead_ms):
                     renewed += 1
                 else:
                     del keys[key]
@@ -68,7 +70,7 @@ class Renewals:
 
     async def run(self) -> None:
         while True:
-            await asyncio.sleep(CHECK_EVERY_S)
+            await asyncio.sleep(self._check_every_s)
             try:
                 self.renew_once()
             except Exception:

@@ -21,7 +21,6 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
-from rockmq.broker.renew import RENEWED_INVISIBLE_MS
 from rockmq.broker.send import SendService
 from rockmq.broker.timers import TimerService
 from rockmq.filter.tags import IllegalExpression, TagFilter, compile_tags
@@ -249,7 +248,7 @@ class MessagingServicer:
             if request.HasField("invisible_duration"):
                 invisible_ms = request.invisible_duration.ToMilliseconds()
             elif request.auto_renew:  # PushConsumers: the broker renews while the client lives
-                invisible_ms = RENEWED_INVISIBLE_MS
+                invisible_ms = self.pop.renewals.invisible_ms
                 renew_for = client_id(context)
                 self.clients.register(renew_for)
             else:
