@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from broker_process import BrokerProcess
 from mqwire import META, Conn, message
 
-from broker_process import BrokerProcess
 from rockmq.protocol import pb, rpc
 
 INVISIBLE_MS = 1500
