@@ -44,6 +44,8 @@ class Settings:
     auto_renew_invisible_ms: int = 60_000
     client_silence_s: float = 30.0
     max_waiting_receives: int = 10_000
+    # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
+    max_concurrent_rpcs: int = 20_000
     log_level: str = "INFO"
 
     def __post_init__(self) -> None:

@@ -44,7 +44,7 @@ class Broker:
 
     async def start(self) -> int:
         s = self.settings
-        self.server = grpc.aio.server(options=[
+        self.server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
