@@ -53,8 +53,14 @@ class Settings:
             raise ConfigError(f"flush must be 'sync' or 'async', not {self.flush!r}")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port out of range: {self.port}")
-        if self.default_queues < 1 or self.max_attempts < 1:
-            raise ConfigError("default_queues and max_attempts must be at least 1")
+        at_least_one = ("default_queues", "max_attempts", "max_body_size", "dedup_window_s", "max_delay_s",
+                        "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs")
+        for name in at_least_one:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.auto_renew_invisible_ms < 100 or self.client_silence_s <= 0 or self.max_long_polling_s <= 0:
+            raise ConfigError("auto_renew_invisible_ms must be at least 100, client_silence_s and "
+                              "max_long_polling_s above 0")
 
     @property
     def data_path(self) -> Path:

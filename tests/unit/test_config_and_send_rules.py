@@ -51,3 +51,10 @@ def test_message_ids_are_unique_and_v2_shaped():
     ids = {new_message_id() for _ in range(10_000)}
     assert len(ids) == 10_000
     assert all(len(i) == 34 and i.startswith("01") for i in ids)
+
+
+@pytest.mark.parametrize("name, value", [("dedup_window_s", "0"), ("auto_renew_invisible_ms", "5"),
+                                         ("max_concurrent_rpcs", "0"), ("client_silence_s", "0")])
+def test_settings_out_of_range_are_refused(name, value):
+    with pytest.raises(ConfigError, match=name):
+        load_settings(None, None, {f"ROCKMQ_{name.upper()}": value})

@@ -40,3 +40,9 @@ def test_dedup_keys_sort_by_bucket_first():
 
 def test_retry_value_round_trip():
     assert keys.parse_retry_value(keys.retry_value(3, 99, 2)) == (3, 99, 2)
+
+
+def test_dedup_value_round_trip():
+    assert keys.parse_dedup_value(keys.dedup_value(3, 99)) == (3, 99, "", "")
+    assert keys.parse_dedup_value(keys.dedup_value(0xFFFFFFFF, 0, "txn-1", "")) == (0xFFFFFFFF, 0, "txn-1", "")
+    assert keys.parse_dedup_value(keys.dedup_value(1, 2, "", "RH")) == (1, 2, "", "RH")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
+from rockmq.broker.metadata import DLQ_PREFIX, GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import QueueLogs
 from rockmq.config import Settings
 from rockmq.store import Store, keys
@@ -18,18 +18,28 @@ class BrokerContext:
     meta: Metadata
     logs: QueueLogs
     secret: bytes
+    # Counts broker starts. Sequence numbers in keys (timers, retries) start at epoch << 40, so
+    # they never repeat across restarts, whatever the wall clock does.
+    epoch: int
+
+    @property
+    def sequence_start(self) -> int:
+        return self.epoch << 40
 
     @classmethod
     def open(cls, settings: Settings) -> BrokerContext:
         store = Store(settings.data_path, settings.flush, settings.flush_interval_ms)
+        batch = store.batch()
         secret = store.get("meta", keys.SECRET_KEY)
         if secret is None:  # signs receipt and recall handles; stable across restarts
             secret = os.urandom(32)
-            batch = store.batch()
             batch.put("meta", keys.SECRET_KEY, secret)
-            store.write(batch)
+        raw = store.get("meta", keys.EPOCH_KEY)
+        epoch = (keys.decode_u64(raw) if raw else 0) + 1
+        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
+        store.write(batch)
         logs = QueueLogs(store, f"{settings.host}:{settings.port}")
-        return cls(settings, store, Metadata(store), logs, secret)
+        return cls(settings, store, Metadata(store), logs, secret, epoch)
 
     def topic_for_write(self, name: str) -> TopicConfig:
         """The named topic, created with the defaults if auto-creation is on."""
@@ -46,5 +56,5 @@ class BrokerContext:
         return group or self.meta.group(name)
 
     def dlq_topic(self, group: GroupConfig) -> TopicConfig:
-        name = f"%DLQ%{group.name}"
+        name = f"{DLQ_PREFIX}{group.name}"
         return self.meta.topics.get(name) or self.meta.create_topic(name, 1)

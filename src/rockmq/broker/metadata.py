@@ -39,10 +39,15 @@ class GroupConfig:
     max_attempts: int = 17
 
 
+# A group's dead-letter topic %DLQ%<group> must itself be a legal topic name.
+MAX_GROUP_NAME = 127 - len(DLQ_PREFIX)
+
+
 def check_name(kind: str, name: str) -> None:
-    if not NAME_RE.match(name or ""):
+    longest = 127 if kind == "topic" else MAX_GROUP_NAME
+    if not NAME_RE.match(name or "") or len(name) > longest:
         code = pb.ILLEGAL_TOPIC if kind == "topic" else pb.ILLEGAL_CONSUMER_GROUP
-        raise BrokerError(code, f"illegal {kind} name {name!r}: use 1-127 of [A-Za-z0-9_%-]")
+        raise BrokerError(code, f"illegal {kind} name {name!r}: use 1-{longest} of [A-Za-z0-9_%-]")
 
 
 def parse_types(types: list[str] | None) -> list[str]:

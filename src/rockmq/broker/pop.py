@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections.abc import Callable
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
 SCAN_LIMIT = 2048  # log entries one receive may skip per queue (filtered out)
 REVIVE_BATCH = 1000
+MAX_REPLY_BYTES = 16 * 1024 * 1024  # one receive hands out at most this much (at least one message)
+BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
+PARK_MS = 60_000  # a checkpoint revive could not handle is looked at again this much later
 
 
 class PopService:
@@ -41,9 +44,9 @@ class PopService:
         self.fifo = FifoLocks()
         self._pop_offsets: dict[tuple[int, int, int], int] = {}
         self._cursor: dict[tuple[int, int], int] = {}
-        self._retry_seq = time.time_ns()
+        self._retry_seq = ctx.sequence_start
         self.reviver = DeadlineLoop("revive", self.revive_due, REVIVE_BATCH)
-        self._version = time.time_ns() & 0xFFFFFFFF
+        self._version = (ctx.epoch << 20) & 0xFFFFFFFF
         self.renewals = Renewals(self, ctx.settings.auto_renew_invisible_ms, ctx.settings.client_silence_s)
         self.waiting = 0
         self._rebuild_fifo_locks()
@@ -103,9 +106,15 @@ class PopService:
         until = loop.time() + poll_s
         while True:
             arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
-            out = self._receive_once(group, topic, accept, batch_size, invisible_ms, renew_for)
+            out, advanced = self._receive_once(group, topic, accept, batch_size, invisible_ms, renew_for)
             left = until - loop.time()
-            if out or left <= 0 or self.waiting >= self.ctx.settings.max_waiting_receives:
+            if out or left <= 0:
+                return out
+            if advanced:  # only filtered-out messages so far: look further at once
+                await asyncio.sleep(0)
+                continue
+            if self.waiting >= self.ctx.settings.max_waiting_receives:  # hold, but do not spin
+                await asyncio.sleep(min(left, BUSY_PAUSE_S))
                 return out
             self.waiting += 1
             try:
@@ -116,72 +125,87 @@ class PopService:
                 self.waiting -= 1
 
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
-                      invisible_ms: int, renew_for: str | None = None) -> list[bytes]:
+                      invisible_ms: int, renew_for: str | None = None) -> tuple[list[bytes], bool]:
+        """One look at the retries and the queues -> (messages, whether any state advanced).
+
+        All of it is one WriteBatch; in-memory state (pop offsets, FIFO locks, renewals)
+        follows only once that batch is written.
+        """
         ctx = self.ctx
         deadline = now_ms() + invisible_ms
         batch = ctx.store.batch()
         out: list[bytes] = []
+        size = 0
+        after: list[Callable[[], None]] = []
         gid, tid = group.id, topic.id
+        fifo = self.fifo if group.fifo else None
+
+        def full() -> bool:
+            return len(out) >= batch_size or size >= MAX_REPLY_BYTES
 
         def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
+            nonlocal size
             version = self._next_version()
             self._put_checkpoint(batch, gid, tid, qid, offset, deadline, attempt, version)
             handle = receipt.encode(receipt.Receipt(gid, tid, qid, offset, attempt, version), ctx.secret)
             out.append(view.message(records.delivery_fields(handle, attempt, invisible_ms)))
+            size += len(out[-1])
+            if fifo is not None:
+                after.append(lambda k=(gid, tid, qid), first=attempt == 1: fifo.delivered(k, first_time=first))
             if renew_for is not None:
-                self.renewals.track(renew_for, keys.checkpoint_key(gid, tid, qid, offset), version)
+                key = keys.checkpoint_key(gid, tid, qid, offset)
+                after.append(lambda k=key, v=version: self.renewals.track(renew_for, k, v))
 
         # 1. Messages whose invisible time ran out come back first.
-        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), None if group.fifo else 4 * batch_size))
-        if group.fifo:  # per queue, in offset order, only once nothing of the queue is in flight
-            retries = [r for r in retries if self.fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
+        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), None if fifo else 4 * batch_size))
+        if fifo is not None:  # per queue, in offset order, only once nothing of the queue is in flight
+            retries = [r for r in retries if fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
             retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
         for key, value in retries:
-            if len(out) >= batch_size:
+            if full():
                 break
             qid, offset, attempt = keys.parse_retry_value(value)
             batch.delete("retry", key)
             record = ctx.logs.read(tid, qid, offset)
             view = records.view(record) if record is not None else None
             if view is None or not accept(view.tag):  # removed by retention, or no longer subscribed
-                if group.fifo:
-                    self.fifo.settled((gid, tid, qid), was_inflight=False)
+                if fifo is not None:
+                    after.append(lambda k=(gid, tid, qid): fifo.settled(k, was_inflight=False))
                 continue
             deliver(qid, offset, view, attempt + 1)
-            if group.fifo:
-                self.fifo.delivered((gid, tid, qid), first_time=False)
 
         # 2. New messages, rotating fairly over the topic's queues.
         n = topic.queues
         start = self._cursor.get((gid, tid), 0)
         self._cursor[(gid, tid)] = (start + 1) % n
+        positions: dict[tuple[int, int, int], int] = {}
         for i in range(n):
-            if len(out) >= batch_size:
+            if full():
                 break
             qid = (start + i) % n
-            if group.fifo and self.fifo.held((gid, tid, qid)):
+            if fifo is not None and fifo.held((gid, tid, qid)):
                 continue
             begin = self.pop_offset(gid, tid, qid)
             if begin >= ctx.logs.max_offset(tid, qid):
                 continue
             position = begin
             for offset, record in ctx.logs.scan(tid, qid, begin, SCAN_LIMIT):
-                if len(out) >= batch_size:
+                if full():
                     break
                 position = offset + 1
                 view = records.view(record)
-                if not accept(view.tag):  # a filtered-out message counts as consumed
-                    continue
-                deliver(qid, offset, view, 1)
-                if group.fifo:
-                    self.fifo.delivered((gid, tid, qid), first_time=True)
+                if accept(view.tag):  # a filtered-out message counts as consumed
+                    deliver(qid, offset, view, 1)
             if position != begin:
-                self._pop_offsets[(gid, tid, qid)] = position
+                positions[(gid, tid, qid)] = position
                 batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
         ctx.store.write(batch)
+        self._pop_offsets.update(positions)
+        for apply in after:
+            apply()
         if out:
             self.reviver.note(deadline)
-        return out
+        return out, bool(positions) or bool(retries)
 
     # --- checkpoints -----------------------------------------------------------------------
 
@@ -305,31 +329,47 @@ class PopService:
     # --- revive ----------------------------------------------------------------------------
 
     def revive_due(self) -> tuple[int, int | None]:
-        """Move up to REVIVE_BATCH expired checkpoints; -> (moved, next deadline or None)."""
+        """Move up to REVIVE_BATCH expired checkpoints; -> (moved, next deadline or None).
+
+        One entry that cannot be handled is parked for PARK_MS and logged; it never holds up
+        the others. In-memory FIFO state changes only once the batch is written.
+        """
         ctx = self.ctx
         batch = ctx.store.batch()
         touched: set[int] = set()
+        settled: list[Callable[[], None]] = []
         moved = 0
-        for key, _ in ctx.store.scan("inflight", b"", keys.deadline_bound(now_ms() + 1), REVIVE_BATCH):
+        now = now_ms()
+        for key, _ in ctx.store.scan("inflight", b"", keys.deadline_bound(now + 1), REVIVE_BATCH):
             moved += 1
             deadline, gid, tid, qid, offset = keys.parse_inflight_key(key)
             raw = ctx.store.get("checkpoints", keys.checkpoint_key(gid, tid, qid, offset))
-            self._delete_checkpoint(batch, gid, tid, qid, offset, deadline)
             group, topic = ctx.meta.groups_by_id.get(gid), ctx.meta.topics_by_id.get(tid)
             if group is None or topic is None or raw is None:
+                self._delete_checkpoint(batch, gid, tid, qid, offset, deadline)
                 continue
-            attempt = keys.parse_checkpoint_value(raw)[1]
-            if attempt >= group.max_attempts:
-                self._dead_letter(batch, group, topic, qid, offset)
-                if group.fifo:
-                    self.fifo.settled((gid, tid, qid), was_inflight=True)
-            else:
-                self._retry_seq += 1
-                batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempt))
-                if group.fifo:
-                    self.fifo.revived((gid, tid, qid))
+            _, attempt, version = keys.parse_checkpoint_value(raw)
+            try:
+                if attempt >= group.max_attempts:
+                    self._dead_letter(batch, group, topic, qid, offset)
+                    if group.fifo:
+                        settled.append(lambda k=(gid, tid, qid): self.fifo.settled(k, was_inflight=True))
+                else:
+                    self._retry_seq += 1
+                    batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempt))
+                    if group.fifo:
+                        settled.append(lambda k=(gid, tid, qid): self.fifo.revived(k))
+            except Exception:
+                log.exception("cannot revive %s:%d:%d for group %s; retrying in %d s",
+                              topic.name, qid, offset, group.name, PARK_MS // 1000)
+                self._delete_checkpoint(batch, gid, tid, qid, offset, deadline)
+                self._put_checkpoint(batch, gid, tid, qid, offset, now + PARK_MS, attempt, version)
+                continue
+            self._delete_checkpoint(batch, gid, tid, qid, offset, deadline)
             touched.add(tid)
         ctx.store.write(batch)
+        for apply in settled:
+            apply()
         for tid in touched:
             ctx.logs.notify(tid)
         first = ctx.store.first_key("inflight")

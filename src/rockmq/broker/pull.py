@@ -11,6 +11,7 @@ import asyncio
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.pop import MAX_REPLY_BYTES
 from rockmq.filter.tags import TagFilter
 from rockmq.protocol import pb, records
 from rockmq.store import keys
@@ -41,14 +42,16 @@ class PullService:
         while True:
             arrival = logs.signal(topic.id)
             out: list[bytes] = []
+            size = 0
             position = offset
             for off, record in logs.scan(topic.id, queue_id, offset, SCAN_LIMIT):
-                if len(out) >= batch_size:
+                if len(out) >= batch_size or size >= MAX_REPLY_BYTES:
                     break
                 position = off + 1
                 view = records.view(record)
                 if accept(view.tag):
                     out.append(view.message())
+                    size += len(out[-1])
             left = until - loop.time()
             if out or position != offset or left <= 0:
                 return out, position

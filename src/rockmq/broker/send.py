@@ -127,7 +127,8 @@ class SendService:
                 continue
             previous = self._dedup_lookup(bucket, topic.id, mid)
             if previous is not None:  # a client retry of a message we already stored
-                results.append(SendResult(pb.OK, "OK", mid, keys.parse_position(previous)[1]))
+                _, offset, txn_id, recall = keys.parse_dedup_value(previous)
+                results.append(SendResult(pb.OK, "OK", mid, offset, txn_id, recall))
                 continue
             result = SendResult(pb.OK, "OK", mid)
             queue_id = -1
@@ -141,26 +142,24 @@ class SendService:
                 allocated.setdefault((topic.id, queue_id), logs.max_offset(topic.id, queue_id))
                 result.offset = logs.append(batch, topic, queue_id, msg, now)
                 touched.add(topic.id)
-            batch.put("dedup", keys.dedup_key(bucket, topic.id, mid), keys.position_value(queue_id & 0xFFFFFFFF, result.offset))
+            batch.put("dedup", keys.dedup_key(bucket, topic.id, mid),
+                      keys.dedup_value(queue_id & 0xFFFFFFFF, result.offset, result.transaction_id, result.recall_handle))
             seen[(topic.id, mid)] = result
             results.append(result)
         try:
-            await self._commit(batch)
-        except Exception:
+            ctx.store.write(batch)
+        except Exception:  # nothing was written: the offsets are free again
             for (tid, qid), first in allocated.items():
                 logs.rollback(tid, qid, first)
             raise
         for topic_id in touched:
             logs.notify(topic_id)
+        # Written entries stay whatever the fsync says (a retry must find them, not a reused
+        # offset); a failed fsync fails these sends. Even a request that was all duplicates
+        # waits for the fsync covering the originals.
+        if ctx.settings.flush == "sync":
+            await ctx.store.sync()
         return results
-
-    async def _commit(self, batch) -> None:
-        # Even a request that was all duplicates waits for the fsync covering the original.
-        if batch.empty:
-            if self.ctx.settings.flush == "sync":
-                await self.ctx.store.sync()
-            return
-        await self.ctx.store.commit(batch)
 
     async def end_transaction(self, topic_name: str, message_id: str, transaction_id: str, commit: bool) -> None:
         ctx = self.ctx

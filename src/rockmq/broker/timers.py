@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
@@ -27,7 +26,7 @@ MOVE_BATCH = 1000
 class TimerService:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        self._seq = time.time_ns()
+        self._seq = ctx.sequence_start
         self.loop = DeadlineLoop("timer service", self.move_due, MOVE_BATCH)
         self.on_move = lambda topic_ids: None  # set by the broker: wake long-polling readers
 

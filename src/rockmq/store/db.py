@@ -211,15 +211,18 @@ class GroupCommit:
                 while self._waiters and self._waiters[0][0] <= target:
                     covered.append(self._waiters.popleft()[1])
                 loop = self._loop
-            error: Exception | None = None
+            error: BaseException | None = None
             try:
                 self._flush()
-            except Exception as e:  # a failed fsync must fail the sends it covered
-                log.error("WAL fsync failed: %s", e)
-                error = e
+            except BaseException as e:  # a failed fsync must fail the sends it covered, and
+                log.error("WAL fsync failed: %s", e)  # this thread must outlive it
+                error = OSError(f"WAL fsync failed: {e}")
             flushed = target
-            if covered and loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(_complete, covered, error)
+            if covered and loop is not None:
+                try:
+                    loop.call_soon_threadsafe(_complete, covered, error)
+                except RuntimeError:  # the loop is closed: nobody is waiting any more
+                    pass
 
     def stop(self) -> None:
         with self._cv:
@@ -228,7 +231,7 @@ class GroupCommit:
         self._thread.join()
 
 
-def _complete(futures: list[asyncio.Future[None]], error: Exception | None) -> None:
+def _complete(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
     for fut in futures:
         if not fut.done():
             if error is None:

@@ -35,6 +35,7 @@ def group_meta(name: str) -> bytes:
 TOPIC_META_PREFIX = b"topic/"
 GROUP_META_PREFIX = b"group/"
 SECRET_KEY = b"secret"
+EPOCH_KEY = b"epoch"
 NEXT_ID_KEY = b"next-id"
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------
@@ -156,7 +157,7 @@ def parse_timer_key(key: bytes) -> tuple[int, int]:
     return _TIMER.unpack(key)
 
 
-# --- dedup family: bucket · topic_id · message_id -> position ------------------------------
+# --- dedup family: bucket · topic_id · message_id -> position (+ txn id / recall handle) ----
 # Buckets are windows of time; expiring old entries is one delete_range over old buckets.
 
 
@@ -171,12 +172,15 @@ def dedup_bucket_start(bucket: int) -> bytes:
 _POSITION = struct.Struct(">IQ")
 
 
-def position_value(queue_id: int, offset: int) -> bytes:
-    return _POSITION.pack(queue_id, offset)
+def dedup_value(queue_id: int, offset: int, transaction_id: str = "", recall_handle: str = "") -> bytes:
+    """What a retried send must get back: its position, and its transaction id or recall handle."""
+    return _POSITION.pack(queue_id, offset) + f"{transaction_id}\n{recall_handle}".encode()
 
 
-def parse_position(raw: bytes) -> tuple[int, int]:
-    return _POSITION.unpack(raw)
+def parse_dedup_value(raw: bytes) -> tuple[int, int, str, str]:
+    queue_id, offset = _POSITION.unpack_from(raw)
+    transaction_id, _, recall_handle = raw[_POSITION.size :].decode().partition("\n")
+    return queue_id, offset, transaction_id, recall_handle
 
 
 def prefix_end(prefix: bytes) -> bytes:
