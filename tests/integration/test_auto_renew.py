@@ -71,3 +71,27 @@ def test_nack_stops_renewal(renewing_broker):
         again = conn.receive(group, topic, poll_s=0.5)[1]
     assert again and again[0].system_properties.delivery_attempt == 2
     assert time.monotonic() - t0 < INVISIBLE_MS / 1000 + 1.5
+
+
+def test_deliveries_cut_off_mid_reply_come_back_at_once(renewing_broker):
+    conn, topic, group = renewing_broker, "renew-cut", "renew-cut-g"
+    bodies = [f"{i:04d}".encode() * 16_000 for i in range(200)]  # 64 KB each: the reply outruns flow control
+    for i in range(0, 200, 20):
+        conn.send_ok(*(message(topic, b) for b in bodies[i:i + 20]))
+    heartbeat(conn, group)
+    req = rpc.ReceiveMessageRequest(group=pb.Resource(name=group),
+                                    message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
+                                    filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+                                    batch_size=200, auto_renew=True)
+    req.long_polling_timeout.FromMilliseconds(1000)
+    call = conn.mq.ReceiveMessage(req, metadata=META, timeout=10)
+    assert next(call).status.code == pb.OK
+    next(call)  # one message, then the client goes away
+    call.cancel()
+    # Still alive (heartbeating), yet what it never got must not stay invisible and renewed.
+    got = []
+    until = time.monotonic() + 3 * INVISIBLE_MS / 1000
+    while len(got) < 150 and time.monotonic() < until:
+        heartbeat(conn, group)
+        got += conn.receive(group, topic, batch=200, poll_s=0.5)[1]
+    assert len(got) >= 150, f"only {len(got)} of the cut-off deliveries came back"

@@ -282,6 +282,15 @@ class PopService:
         self.reviver.note(new_deadline)
         return receipt.encode(r._replace(version=version), self.ctx.secret)
 
+    def release(self, group: GroupConfig, topic: TopicConfig, messages: list[bytes]) -> None:
+        """Deliveries whose reply never reached the client become visible again at once (and
+        stop being auto-renewed: their version changes)."""
+        for raw in messages:
+            try:
+                self.change_invisible(group, topic, pb.Message.FromString(raw).system_properties.receipt_handle, 0)
+            except BrokerError:
+                pass  # acked or revived meanwhile
+
     def extend(self, checkpoint_key: bytes, version: int, invisible_ms: int, ahead_ms: int) -> bool:
         """Auto-renew: push a live checkpoint's deadline to now + invisible_ms when it is due
         within ahead_ms. The handle the client holds stays valid. False once the delivery is

@@ -266,11 +266,16 @@ class MessagingServicer:
             return
         if not messages:
             yield _status_frame(R, pb.MESSAGE_NOT_FOUND, "no new message")
-        else:
+            yield _now_frame(R)
+            return
+        try:
             yield _status_frame(R, pb.OK, "OK")
             for message in messages:
                 yield records.frame(MESSAGE_FIELD, message)
-        yield _now_frame(R)
+            yield _now_frame(R)
+        except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
+            self.pop.release(group, topic, messages)
+            raise
 
     def _poll_seconds(self, request, context) -> float:
         poll = self.ctx.settings.max_long_polling_s
