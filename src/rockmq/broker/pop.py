@@ -323,10 +323,11 @@ class PopService:
             self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
             self.ctx.logs.notify(topic.id)
 
-    def _dead_letter(self, batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> None:
+    def _dead_letter(self, batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> int:
+        """Copy a message to the group's dead-letter topic in `batch`; -> bytes copied."""
         record = self.ctx.logs.read(topic.id, queue_id, offset)
         if record is None:  # removed by retention: nothing left to keep
-            return
+            return 0
         msg = records.decode(record)
         message_id = msg.system_properties.message_id
         msg.system_properties.dead_letter_queue.topic = topic.name
@@ -334,6 +335,7 @@ class PopService:
         dlq = self.ctx.dlq_topic(group)
         self.ctx.logs.append(batch, dlq, 0, msg)
         log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
+        return len(record)
 
     # --- revive ----------------------------------------------------------------------------
 
@@ -347,9 +349,11 @@ class PopService:
         batch = ctx.store.batch()
         touched: set[int] = set()
         settled: list[Callable[[], None]] = []
-        moved = 0
+        moved = dead_bytes = 0
         now = now_ms()
         for key, _ in ctx.store.scan("inflight", b"", keys.deadline_bound(now + 1), REVIVE_BATCH):
+            if dead_bytes >= MAX_REPLY_BYTES:  # DLQ copies so far: the rest comes next round
+                break
             moved += 1
             deadline, gid, tid, qid, offset = keys.parse_inflight_key(key)
             raw = ctx.store.get("checkpoints", keys.checkpoint_key(gid, tid, qid, offset))
@@ -360,7 +364,7 @@ class PopService:
             _, attempt, version = keys.parse_checkpoint_value(raw)
             try:
                 if attempt >= group.max_attempts:
-                    self._dead_letter(batch, group, topic, qid, offset)
+                    dead_bytes += self._dead_letter(batch, group, topic, qid, offset)
                     if group.fifo:
                         settled.append(lambda k=(gid, tid, qid): self.fifo.settled(k, was_inflight=True))
                 else:

@@ -21,6 +21,7 @@ from rockmq.store import keys
 log = logging.getLogger(__name__)
 _RECALL = struct.Struct(">QQ")
 MOVE_BATCH = 1000
+MOVE_BYTES = 32 * 1024 * 1024  # one move's WriteBatch stays about this small
 
 
 class TimerService:
@@ -59,7 +60,11 @@ class TimerService:
         batch = ctx.store.batch()
         touched: set[int] = set()
         moved = 0
+        size = 0
         for key, value in ctx.store.scan("timers", b"", keys.deadline_bound(now + 1), MOVE_BATCH):
+            if size >= MOVE_BYTES:  # the rest is due too: the loop comes straight back for it
+                break
+            size += len(value)
             batch.delete("timers", key)
             moved += 1
             topic = ctx.meta.topics_by_id.get(int.from_bytes(value[:4], "big"))
