@@ -36,3 +36,21 @@ def test_retried_delayed_send_keeps_its_recall_handle(conn, unique):
     reply = conn.mq.RecallMessage(rpc.RecallMessageRequest(topic=pb.Resource(name=topic),
                                                            recall_handle=again.recall_handle), timeout=10)
     assert reply.status.code == pb.OK and reply.message_id == msg.system_properties.message_id
+
+
+def test_end_transaction_must_name_its_own_message(conn, unique):
+    topic = unique("txn-mismatch")
+    msg = message(topic, b"half")
+    msg.system_properties.message_type = pb.TRANSACTION
+    txn = conn.send_ok(msg)[0].transaction_id
+
+    def end(topic_name: str, message_id: str) -> int:
+        return conn.mq.EndTransaction(rpc.EndTransactionRequest(
+            topic=pb.Resource(name=topic_name), message_id=message_id, transaction_id=txn,
+            resolution=pb.ROLLBACK, source=pb.SOURCE_CLIENT), timeout=10).status.code
+
+    assert end(topic, "not-its-id") == pb.INVALID_TRANSACTION_ID
+    assert end(unique("other-topic"), msg.system_properties.message_id) == pb.INVALID_TRANSACTION_ID
+    assert end(topic, msg.system_properties.message_id) == pb.OK
+    assert end(topic, msg.system_properties.message_id) == pb.OK  # a repeat of the same resolution
+    assert conn.receive_n(unique("txn-mismatch-g"), topic, 1, within=1) == []  # rolled back

@@ -174,10 +174,14 @@ class SendService:
                 raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already resolved the other way")
             return
         topic = ctx.meta.topics_by_id.get(int.from_bytes(raw[:4], "big"))
+        msg = pb.Message.FromString(raw[4:])
+        wrong_id = message_id and msg.system_properties.message_id != message_id
+        if (topic is not None and topic.name != topic_name) or wrong_id:
+            raise BrokerError(pb.INVALID_TRANSACTION_ID,
+                              f"transaction {transaction_id!r} is not message {message_id!r} of topic {topic_name!r}")
         batch = ctx.store.batch()
         batch.put("txn", tkey, _RESOLVED + (b"C" if commit else b"R"))
         if commit and topic is not None:
-            msg = pb.Message.FromString(raw[4:])
             sp = msg.system_properties
             if sp.HasField("delivery_timestamp") and delivery_ms(sp.delivery_timestamp) > now_ms():
                 self.timers.schedule(batch, topic, msg, delivery_ms(sp.delivery_timestamp))
