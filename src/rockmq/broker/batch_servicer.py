@@ -11,10 +11,8 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
-from rockmq.broker.servicer import OK, multi_status, status, tag_filter, unary
+from rockmq.broker.servicer import OK, multi_status, poll_seconds, status, tag_filter, unary
 from rockmq.protocol import batch, batch_grpc, pb
-
-MAX_POLL_MS = 30_000
 
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
@@ -23,13 +21,8 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         self.pop = pop
         self.puller = pull
 
-    @staticmethod
-    def _poll_seconds(request, context) -> float:
-        poll = min(max(request.long_polling_timeout_ms, 0), MAX_POLL_MS) / 1000
-        remaining = context.time_remaining()
-        if remaining is not None:
-            poll = min(poll, remaining - 0.5)
-        return max(0.0, poll)
+    def _poll_seconds(self, request, context) -> float:
+        return poll_seconds(max(request.long_polling_timeout_ms, 0) / 1000, self.ctx.settings.max_long_polling_s, context)
 
     @unary(batch.ReceiveResponse)
     async def Receive(self, request, context):

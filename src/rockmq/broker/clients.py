@@ -1,13 +1,11 @@
 """Connected clients: their Telemetry settings, liveness, and the settings the broker completes.
 
 A client announces itself on the Telemetry stream with its settings; the broker answers with
-the completed settings (limits, backoff policy, subscription defaults) and keeps the stream per
-client id as the channel for server-initiated commands (transaction checks).
+the completed settings (limits, backoff policy, subscription defaults).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 
@@ -15,7 +13,6 @@ from rockmq.broker.context import BrokerContext
 from rockmq.protocol import pb
 
 MAX_CLIENTS = 100_000
-OUTBOX = 64  # commands queued for one client before we stop queueing more
 # RocketMQ's customised retry ladder for concurrent push consumers (seconds).
 RETRY_LADDER_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 FIFO_RETRY_S = 3
@@ -28,7 +25,6 @@ class Session:
     group: str = ""
     topics: tuple[str, ...] = ()
     last_seen: float = field(default_factory=time.monotonic)
-    outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(OUTBOX))
 
 
 def _ms(seconds: float) -> int:

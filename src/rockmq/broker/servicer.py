@@ -65,6 +65,15 @@ def unary(response_type: type) -> Callable:
     return wrap
 
 
+def poll_seconds(asked_s: float | None, cap_s: float, context: grpc.aio.ServicerContext) -> float:
+    """How long a long poll may wait: what the client asked (capped), ending before its deadline."""
+    poll = cap_s if asked_s is None else min(cap_s, asked_s)
+    remaining = context.time_remaining()
+    if remaining is not None:
+        poll = min(poll, remaining - DEADLINE_MARGIN_S)
+    return max(0.0, poll)
+
+
 def multi_status(statuses: list[pb.Status]) -> pb.Status:
     """The top-level status of a request with per-entry results."""
     if not statuses:
@@ -197,16 +206,8 @@ class MessagingServicer:
 
         reader = asyncio.create_task(read())
         try:
-            while True:
-                getters = [asyncio.ensure_future(replies.get()), asyncio.ensure_future(session.outbox.get())]
-                done, pending = await asyncio.wait(getters, return_when=asyncio.FIRST_COMPLETED)
-                for p in pending:
-                    p.cancel()
-                for d in done:
-                    item = d.result()
-                    if item is None:
-                        return
-                    yield item
+            while (reply := await replies.get()) is not None:
+                yield reply
         finally:
             reader.cancel()
 
@@ -278,13 +279,8 @@ class MessagingServicer:
             raise
 
     def _poll_seconds(self, request, context) -> float:
-        poll = self.ctx.settings.max_long_polling_s
-        if request.HasField("long_polling_timeout"):
-            poll = min(poll, request.long_polling_timeout.ToMilliseconds() / 1000)
-        remaining = context.time_remaining()
-        if remaining is not None:
-            poll = min(poll, remaining - DEADLINE_MARGIN_S)
-        return max(0.0, poll)
+        asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None
+        return poll_seconds(asked, self.ctx.settings.max_long_polling_s, context)
 
     @unary(rpc.AckMessageResponse)
     async def AckMessage(self, request, context):
