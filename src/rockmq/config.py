@@ -38,6 +38,11 @@ class Settings:
     max_attempts: int = 17
     dedup_window_s: int = 600
     max_delay_s: int = 365 * 24 * 3600
+    # Undecided transactions: first check after txn_check_first_s, then every
+    # txn_check_interval_s; after txn_check_max unanswered checks the broker rolls back.
+    txn_check_first_s: float = 6.0
+    txn_check_interval_s: float = 30.0
+    txn_check_max: int = 15
     max_long_polling_s: float = 30.0
     # PushConsumers (auto_renew): invisible time of each delivery and of each extension, which
     # the broker keeps renewing while the client is heard from within client_silence_s.
@@ -58,6 +63,8 @@ class Settings:
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.txn_check_first_s <= 0 or self.txn_check_interval_s <= 0 or self.txn_check_max < 0:
+            raise ConfigError("txn_check_first_s and txn_check_interval_s must be above 0, txn_check_max at least 0")
         if self.auto_renew_invisible_ms < 100 or self.client_silence_s <= 0 or self.max_long_polling_s <= 0:
             raise ConfigError("auto_renew_invisible_ms must be at least 100, client_silence_s and "
                               "max_long_polling_s above 0")

@@ -14,7 +14,7 @@ def _message(**sp) -> pb.Message:
 
 
 def test_seal_completes_system_properties_and_header():
-    rec = records.seal(_message(tag="a", message_group="g"), queue_id=3, offset=42, store_ms=1700000000123, store_host="h:1")
+    rec = records.place(records.seal(_message(tag="a", message_group="g"), "h:1"), queue_id=3, offset=42, store_ms=1700000000123)
     view = records.view(rec)
     assert (view.tag, view.message_group, view.store_ms) == ("a", "g", 1700000000123)
     m = records.decode(rec)
@@ -27,12 +27,12 @@ def test_seal_completes_system_properties_and_header():
 
 
 def test_untagged_record_has_no_tag():
-    view = records.view(records.seal(_message(), 0, 0, 1, "h"))
+    view = records.view(records.place(records.seal(_message(), "h"), 0, 0, 1))
     assert view.tag is None and view.message_group is None
 
 
 def test_delivery_fields_are_spliced_into_the_one_system_properties_field():
-    rec = records.seal(_message(tag="a"), 0, 5, 1, "h")
+    rec = records.place(records.seal(_message(tag="a"), "h"), 0, 5, 1)
     frame = records.frame(2, records.view(rec).message(records.delivery_fields("RH", 3, 1500)))
     resp = rpc.ReceiveMessageResponse.FromString(frame)
     sp = resp.message.system_properties
@@ -69,3 +69,14 @@ def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
 def test_message_frame_handles_long_payloads():
     payload = pb.Message(body=b"x" * 300_000).SerializeToString()
     assert rpc.PullMessageResponse.FromString(records.frame(2, payload)).message.body == b"x" * 300_000
+
+
+def test_placing_overrides_placement_fields_a_client_sent_and_reads_group_from_header():
+    m = _message(message_group="g")
+    m.system_properties.queue_id = 7
+    m.system_properties.store_timestamp.FromNanoseconds(123)
+    sealed = records.seal(m, "h")
+    assert records.message_group(sealed) == "g"
+    sp = records.decode(records.place(sealed, 2, 9, 5000)).system_properties
+    assert (sp.queue_id, sp.queue_offset, sp.store_timestamp.ToNanoseconds()) == (2, 9, 5_000_000_000)
+    assert records.view(records.place(sealed, 2, 9, 5000)).store_ms == 5000

@@ -1,11 +1,15 @@
 """Connected clients: their Telemetry settings, liveness, and the settings the broker completes.
 
 A client announces itself on the Telemetry stream with its settings; the broker answers with
-the completed settings (limits, backoff policy, subscription defaults).
+the completed settings (limits, backoff policy, subscription defaults). While the stream is open
+the broker can push commands down it (`outbox`): checks of orphaned transactions go to a
+producer that publishes the transaction's topic.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -25,6 +29,14 @@ class Session:
     group: str = ""
     topics: tuple[str, ...] = ()
     last_seen: float = field(default_factory=time.monotonic)
+    outbox: asyncio.Queue | None = None  # the open Telemetry stream's replies, if any
+
+    def push(self, command) -> bool:
+        """Offer a command to the client's Telemetry stream; False if closed or backed up."""
+        if self.outbox is None or self.outbox.full():
+            return False
+        self.outbox.put_nowait(command)
+        return True
 
 
 def _ms(seconds: float) -> int:
@@ -35,6 +47,8 @@ class Clients:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.sessions: dict[str, Session] = {}
+        self._publishers: dict[str, set[str]] = {}  # topic -> client ids of producers publishing it
+        self._turn = itertools.count()
 
     def touch(self, client_id: str) -> Session | None:
         s = self.sessions.get(client_id)
@@ -56,11 +70,34 @@ class Clients:
         return s
 
     def _drop_oldest(self) -> None:
-        oldest = min(self.sessions.values(), key=lambda s: s.last_seen)
-        del self.sessions[oldest.client_id]
+        self.drop(min(self.sessions.values(), key=lambda s: s.last_seen).client_id)
 
     def drop(self, client_id: str) -> None:
-        self.sessions.pop(client_id, None)
+        s = self.sessions.pop(client_id, None)
+        if s is not None:
+            self._set_publishing(s, ())
+
+    def _set_publishing(self, session: Session, topics: tuple[str, ...]) -> None:
+        for topic in session.topics:
+            ids = self._publishers.get(topic)
+            if ids is not None:
+                ids.discard(session.client_id)
+                if not ids:
+                    del self._publishers[topic]
+        session.topics = topics
+        for topic in topics:
+            self._publishers.setdefault(topic, set()).add(session.client_id)
+
+    def push_to_publisher(self, topic: str, command) -> bool:
+        """Offer a command to one producer of `topic` with an open Telemetry stream, taking
+        turns among them; False if none took it."""
+        ids = sorted(self._publishers.get(topic, ()))
+        start = next(self._turn)
+        for i in range(len(ids)):
+            s = self.sessions.get(ids[(start + i) % len(ids)])
+            if s is not None and s.push(command):
+                return True
+        return False
 
     def complete_settings(self, session: Session, given: pb.Settings) -> pb.Settings:
         """The client's settings with the broker's part filled in (see the protocol notes)."""
@@ -69,7 +106,7 @@ class Clients:
         out.metric.on = False
         session.client_type = given.client_type
         if given.HasField("publishing"):
-            session.topics = tuple(t.name for t in given.publishing.topics)
+            self._set_publishing(session, tuple(t.name for t in given.publishing.topics))
             out.publishing.max_body_size = self.ctx.settings.max_body_size
             out.publishing.validate_message_type = True
             policy = out.backoff_policy

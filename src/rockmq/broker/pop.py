@@ -333,7 +333,7 @@ class PopService:
         msg.system_properties.dead_letter_queue.topic = topic.name
         msg.system_properties.dead_letter_queue.message_id = message_id
         dlq = self.ctx.dlq_topic(group)
-        self.ctx.logs.append(batch, dlq, 0, msg)
+        self.ctx.logs.append_record(batch, dlq, 0, self.ctx.logs.seal(dlq, msg))
         log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
         return len(record)
 
@@ -351,7 +351,7 @@ class PopService:
         settled: list[Callable[[], None]] = []
         moved = dead_bytes = 0
         now = now_ms()
-        for key, _ in ctx.store.scan("inflight", b"", keys.deadline_bound(now + 1), REVIVE_BATCH):
+        for key, _ in self.reviver.due(ctx.store, "inflight", now, REVIVE_BATCH):
             if dead_bytes >= MAX_REPLY_BYTES:  # DLQ copies so far: the rest comes next round
                 break
             moved += 1
@@ -385,5 +385,4 @@ class PopService:
             apply()
         for tid in touched:
             ctx.logs.notify(tid)
-        first = ctx.store.first_key("inflight")
-        return moved, keys.parse_inflight_key(first)[0] if first else None
+        return moved, self.reviver.earliest(ctx.store, "inflight")

@@ -42,21 +42,23 @@ class QueueLogs:
                                      keys.prefix_end(keys.queue_prefix(topic_id, queue_id)))
         return keys.parse_log_key(first)[2] if first else self.max_offset(topic_id, queue_id)
 
-    def choose_queue(self, topic: TopicConfig, msg: pb.Message) -> int:
+    def choose_queue(self, topic: TopicConfig, message_group: str | None) -> int:
         """FIFO messages: a stable hash of the message group; others round robin."""
-        sp = msg.system_properties
-        if sp.HasField("message_group"):
-            return zlib.crc32(sp.message_group.encode()) % topic.queues
+        if message_group is not None:
+            return zlib.crc32(message_group.encode()) % topic.queues
         self._round_robin[topic.id] = n = self._round_robin.get(topic.id, -1) + 1
         return n % topic.queues
 
-    def append(self, batch: Batch, topic: TopicConfig, queue_id: int, msg: pb.Message, store_ms: int | None = None) -> int:
-        """Seal `msg` into the queue's next offset in `batch`; the caller writes the batch now."""
+    def seal(self, topic: TopicConfig, msg: pb.Message) -> bytes:
+        """`msg` as a record for `topic`, ready for `append_record` now or later (consumes it)."""
+        msg.topic.name = topic.name
+        return records.seal(msg, self.store_host)
+
+    def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes, store_ms: int | None = None) -> int:
+        """Place a sealed record at the queue's next offset in `batch`; the caller writes the batch now."""
         offset = self.max_offset(topic.id, queue_id)
         self._next[(topic.id, queue_id)] = offset + 1
-        msg.topic.name = topic.name
-        record = records.seal(msg, queue_id, offset, store_ms or now_ms(), self.store_host)
-        batch.put("log", keys.log_key(topic.id, queue_id, offset), record)
+        batch.put("log", keys.log_key(topic.id, queue_id, offset), records.place(sealed, queue_id, offset, store_ms or now_ms()))
         return offset
 
     def rollback(self, topic_id: int, queue_id: int, offset: int) -> None:

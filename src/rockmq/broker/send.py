@@ -1,13 +1,12 @@
-"""SendMessage and EndTransaction: validate, de-duplicate, choose the queue, append durably.
+"""SendMessage: validate, de-duplicate, choose the queue, append durably.
 
 A request's messages go into one WriteBatch (log entries + dedup entries), written at once and
 acknowledged after the group-committed fsync. Delayed messages go to the timer service, and
-transactional ones wait as half messages until EndTransaction.
+transactional ones to the transaction service as half messages.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
@@ -15,10 +14,10 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
+from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
 from rockmq.store import keys
 
-_RESOLVED = b"\xff"  # txn value of a resolved transaction: marker + C(ommit) / R(ollback)
 _TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 
 
@@ -51,9 +50,10 @@ def message_type(sp: pb.SystemProperties) -> str:
 
 
 class SendService:
-    def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
+    def __init__(self, ctx: BrokerContext, timers: TimerService, transactions: TransactionService) -> None:
         self.ctx = ctx
         self.timers = timers
+        self.transactions = transactions
         self._expired_below: int | None = None  # dedup buckets below this one are dropped
 
     def _validate(self, msg: pb.Message, topics: dict[str, TopicConfig]) -> tuple[TopicConfig, str]:
@@ -132,15 +132,15 @@ class SendService:
                 continue
             result = SendResult(pb.OK, "OK", mid)
             queue_id = -1
+            due = delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
             if mtype == "TRANSACTION":
-                result.transaction_id = uuid.uuid4().hex
-                batch.put("txn", result.transaction_id.encode(), topic.id.to_bytes(4, "big") + msg.SerializeToString())
-            elif sp.HasField("delivery_timestamp") and delivery_ms(sp.delivery_timestamp) > now:
-                result.recall_handle = self.timers.schedule(batch, topic, msg, delivery_ms(sp.delivery_timestamp))
+                result.transaction_id = self.transactions.prepare(batch, topic, msg, due)
+            elif due > now:
+                result.recall_handle = self.timers.schedule(batch, topic, msg, due)
             else:
-                queue_id = logs.choose_queue(topic, msg)
+                queue_id = logs.choose_queue(topic, sp.message_group if sp.HasField("message_group") else None)
                 allocated.setdefault((topic.id, queue_id), logs.max_offset(topic.id, queue_id))
-                result.offset = logs.append(batch, topic, queue_id, msg, now)
+                result.offset = logs.append_record(batch, topic, queue_id, logs.seal(topic, msg), now)
                 touched.add(topic.id)
             batch.put("dedup", keys.dedup_key(bucket, topic.id, mid),
                       keys.dedup_value(queue_id & 0xFFFFFFFF, result.offset, result.transaction_id, result.recall_handle))
@@ -160,36 +160,6 @@ class SendService:
         if ctx.settings.flush == "sync":
             await ctx.store.sync()
         return results
-
-    async def end_transaction(self, topic_name: str, message_id: str, transaction_id: str, commit: bool) -> None:
-        ctx = self.ctx
-        if not transaction_id:
-            raise BrokerError(pb.INVALID_TRANSACTION_ID, "transaction_id is empty")
-        tkey = transaction_id.encode()
-        raw = ctx.store.get("txn", tkey)
-        if raw is None:
-            raise BrokerError(pb.INVALID_TRANSACTION_ID, f"no pending transaction {transaction_id!r}")
-        if raw[:1] == _RESOLVED:  # a repeated EndTransaction
-            if raw[1:] != (b"C" if commit else b"R"):
-                raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already resolved the other way")
-            return
-        topic = ctx.meta.topics_by_id.get(int.from_bytes(raw[:4], "big"))
-        msg = pb.Message.FromString(raw[4:])
-        wrong_id = message_id and msg.system_properties.message_id != message_id
-        if (topic is not None and topic.name != topic_name) or wrong_id:
-            raise BrokerError(pb.INVALID_TRANSACTION_ID,
-                              f"transaction {transaction_id!r} is not message {message_id!r} of topic {topic_name!r}")
-        batch = ctx.store.batch()
-        batch.put("txn", tkey, _RESOLVED + (b"C" if commit else b"R"))
-        if commit and topic is not None:
-            sp = msg.system_properties
-            if sp.HasField("delivery_timestamp") and delivery_ms(sp.delivery_timestamp) > now_ms():
-                self.timers.schedule(batch, topic, msg, delivery_ms(sp.delivery_timestamp))
-            else:
-                ctx.logs.append(batch, topic, ctx.logs.choose_queue(topic, msg), msg)
-        await ctx.store.commit(batch)
-        if commit and topic is not None:
-            ctx.logs.notify(topic.id)
 
     # --- de-duplication: entries live in buckets one window long; the last two are checked --
 

@@ -19,6 +19,7 @@ from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
 from rockmq.broker.servicer import MessagingServicer
 from rockmq.broker.timers import TimerService
+from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
 from rockmq.protocol import admin_grpc, batch_grpc
 
@@ -32,11 +33,13 @@ class Broker:
         self.settings = settings
         self.ctx = BrokerContext.open(settings)
         self.timers = TimerService(self.ctx)
-        self.sender = SendService(self.ctx, self.timers)
+        self.transactions = TransactionService(self.ctx, self.timers)
+        self.sender = SendService(self.ctx, self.timers, self.transactions)
         self.pop = PopService(self.ctx)
         self.puller = PullService(self.ctx)
         self.clients = Clients(self.ctx)
         self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
+        self.transactions.send_check = self.clients.push_to_publisher
         self.pop.renewals.last_seen = self.clients.last_seen
         self.server: grpc.aio.Server | None = None
         self.port = 0
@@ -49,7 +52,8 @@ class Broker:
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
         ])
-        messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.clients)
+        messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
+                                      self.clients)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin_grpc.add_AdminServicer_to_server(AdminServicer(self.ctx, self.pop), self.server)
         batch_grpc.add_BatchMessagingServicer_to_server(BatchServicer(self.ctx, self.pop, self.puller), self.server)
@@ -59,8 +63,9 @@ class Broker:
         # The endpoint the broker advertises must be the port it really got (port 0 = any free one).
         self.ctx.logs.store_host = f"{s.host}:{self.port}"
         await self.server.start()
+        loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
         self._tasks = [asyncio.create_task(t) for t in
-                       (self.timers.loop.run(), self.pop.reviver.run(), self.pop.renewals.run(), self._sweep_dedup())]
+                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._sweep_dedup())]
         return self.port
 
     async def _sweep_dedup(self) -> None:

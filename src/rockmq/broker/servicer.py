@@ -23,6 +23,7 @@ from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
 from rockmq.broker.timers import TimerService
+from rockmq.broker.transactions import TransactionService
 from rockmq.filter.tags import IllegalExpression, TagFilter, compile_tags
 from rockmq.protocol import pb, records, rpc
 
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
 MESSAGE_FIELD = 2  # ReceiveMessageResponse.message / PullMessageResponse.message
+TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
 
 def status(code: int, message: str = "OK") -> pb.Status:
@@ -113,9 +115,10 @@ UNARY_METHODS = {
 
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
-                 timers: TimerService, clients: Clients) -> None:
+                 timers: TimerService, transactions: TransactionService, clients: Clients) -> None:
         self.ctx = ctx
         self.sender = send
+        self.transactions = transactions
         self.pop = pop
         self.puller = pull
         self.timers = timers
@@ -186,7 +189,8 @@ class MessagingServicer:
             yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, "the x-mq-client-id header is required"))
             return
         session = self.clients.register(cid)
-        replies: asyncio.Queue = asyncio.Queue(16)
+        replies: asyncio.Queue = asyncio.Queue(TELEMETRY_BACKLOG)
+        session.outbox = replies  # the broker's own commands (transaction checks) go here too
 
         async def read() -> None:
             try:
@@ -210,6 +214,8 @@ class MessagingServicer:
                 yield reply
         finally:
             reader.cancel()
+            if session.outbox is replies:
+                session.outbox = None
 
     # --- sending ---------------------------------------------------------------------------
 
@@ -227,7 +233,7 @@ class MessagingServicer:
     async def EndTransaction(self, request, context):
         if request.resolution not in (pb.COMMIT, pb.ROLLBACK):
             raise BrokerError(pb.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
-        await self.sender.end_transaction(request.topic.name, request.message_id, request.transaction_id,
+        await self.transactions.end(request.topic.name, request.message_id, request.transaction_id,
                                           request.resolution == pb.COMMIT)
         return rpc.EndTransactionResponse(status=OK)
 

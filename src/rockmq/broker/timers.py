@@ -1,27 +1,46 @@
 """Delayed messages: kept in the timers family by due time, moved into their queues when due.
 
-The service sleeps until the earliest due key (a new, earlier timer wakes it), then moves due
-messages in batches, each atomically: delete the timer entry and append the log entry in one
-WriteBatch. Nothing about pending timers is held in memory.
+A delayed message is sealed when it is sent (`records.seal`) and waits as `topic_id · record`
+under `due_ms · sequence`. The service sleeps until the earliest due key (a new, earlier timer
+wakes it, see `DeadlineLoop`), then moves due messages in batches, each atomically: delete the
+timer entries and append the log entries in one WriteBatch; moving costs no parse. Nothing about
+pending timers is held in memory but a count, which is stored with every change.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import struct
+from dataclasses import dataclass, field
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
-from rockmq.protocol import pb, tokens
+from rockmq.protocol import pb, records, tokens
 from rockmq.store import keys
+from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 _RECALL = struct.Struct(">QQ")
 MOVE_BATCH = 1000
 MOVE_BYTES = 32 * 1024 * 1024  # one move's WriteBatch stays about this small
+# Upper bounds (ms) of the lateness histogram's buckets; the last bucket is everything later.
+LATENESS_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
+
+
+@dataclass
+class Lateness:
+    """How late due messages entered their queues (move time minus due time), since start."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * (len(LATENESS_BOUNDS_MS) + 1))
+    max_ms: int = 0
+
+    def add(self, late_ms: int) -> None:
+        self.counts[bisect.bisect_left(LATENESS_BOUNDS_MS, late_ms)] += 1
+        self.max_ms = max(self.max_ms, late_ms)
 
 
 class TimerService:
@@ -30,11 +49,29 @@ class TimerService:
         self._seq = ctx.sequence_start
         self.loop = DeadlineLoop("timer service", self.move_due, MOVE_BATCH)
         self.on_move = lambda topic_ids: None  # set by the broker: wake long-polling readers
+        self.lateness = Lateness()
+        self.moved = 0
+        raw = ctx.store.get("meta", keys.TIMER_COUNT_KEY)
+        self.pending = keys.decode_u64(raw) if raw is not None else self._count()
 
-    def schedule(self, batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
-        """Put a delayed message into `batch`; returns its recall handle."""
+    def _count(self) -> int:
+        """Pending timers counted the slow way (a store written before the count was kept)."""
+        return sum(1 for _ in self.ctx.store.scan("timers", b"", b"\xff" * 17))
+
+    def _set_pending(self, batch: Batch, pending: int) -> None:
+        """Record the new count in `batch` (batches are written in order, so the last one wins)."""
+        self.pending = pending
+        batch.put("meta", keys.TIMER_COUNT_KEY, keys.encode_u64(pending))
+
+    def schedule(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
+        """Put a delayed message into `batch` (consumes `msg`); -> its recall handle."""
+        return self.schedule_record(batch, topic, self.ctx.logs.seal(topic, msg), due_ms)
+
+    def schedule_record(self, batch: Batch, topic: TopicConfig, sealed: bytes, due_ms: int) -> str:
+        """Put a sealed record into `batch`, due at `due_ms`; -> its recall handle."""
         self._seq += 1
-        batch.put("timers", keys.timer_key(due_ms, self._seq), topic.id.to_bytes(4, "big") + msg.SerializeToString())
+        batch.put("timers", keys.timer_key(due_ms, self._seq), topic.id.to_bytes(4, "big") + sealed)
+        self._set_pending(batch, self.pending + 1)
         self.loop.note(due_ms)
         return tokens.seal(_RECALL.pack(due_ms, self._seq), self.ctx.secret)
 
@@ -50,31 +87,38 @@ class TimerService:
             raise BrokerError(pb.NOT_FOUND, "no pending delayed message for this recall handle (delivered or recalled)")
         batch = self.ctx.store.batch()
         batch.delete("timers", key)
+        self._set_pending(batch, self.pending - 1)
         await self.ctx.store.commit(batch)
-        return pb.Message.FromString(raw[4:]).system_properties.message_id
+        return pb.SystemProperties.FromString(records.view(raw[4:]).system_properties).message_id
 
     def move_due(self) -> tuple[int, int | None]:
         """Move up to MOVE_BATCH due messages; -> (moved, due time of the next pending timer)."""
         ctx = self.ctx
+        logs = ctx.logs
         now = now_ms()
         batch = ctx.store.batch()
         touched: set[int] = set()
-        moved = 0
-        size = 0
-        for key, value in ctx.store.scan("timers", b"", keys.deadline_bound(now + 1), MOVE_BATCH):
+        moved = size = 0
+        for key, value in self.loop.due(ctx.store, "timers", now, MOVE_BATCH):
             if size >= MOVE_BYTES:  # the rest is due too: the loop comes straight back for it
                 break
             size += len(value)
             batch.delete("timers", key)
             moved += 1
+            self.lateness.add(now - keys.deadline_of(key))
             topic = ctx.meta.topics_by_id.get(int.from_bytes(value[:4], "big"))
             if topic is None:  # the topic was deleted meanwhile
                 continue
-            msg = pb.Message.FromString(value[4:])
-            ctx.logs.append(batch, topic, ctx.logs.choose_queue(topic, msg), msg)
+            sealed = value[4:]
+            logs.append_record(batch, topic, logs.choose_queue(topic, records.message_group(sealed)), sealed, now)
             touched.add(topic.id)
-        ctx.store.write(batch)
+        if moved:
+            self._set_pending(batch, self.pending - moved)
+            ctx.store.write(batch)
+            self.moved += moved
         if touched:
             self.on_move(touched)
-        nxt = ctx.store.first_key("timers")
-        return moved, keys.parse_timer_key(nxt)[0] if nxt else None
+        return moved, self.loop.earliest(ctx.store, "timers")
+
+    def next_due(self) -> int | None:
+        return self.loop.earliest(self.ctx.store, "timers")

@@ -4,8 +4,9 @@
              · tag · message_group · rest · system_properties
 
 `rest` is the serialized `apache.rocketmq.v2.Message` without its system properties (topic,
-user properties, body) and `system_properties` the serialized `SystemProperties`, completed at
-store time (queue id and offset, store time and host, SHA-1 body digest and encoding). Delivering a
+user properties, body) and `system_properties` the serialized `SystemProperties`, completed when
+the broker takes the message (`seal`: store host, SHA-1 body digest and encoding) and placed when
+it enters a queue (`place`: queue id and offset, store time). Delivering a
 message costs no parse: the per-delivery fields (receipt handle, attempt, invisible time) are
 encoded alone and spliced into the system-properties field, which appears exactly once on the
 wire (some decoders, such as the Node.js client's, keep only the last copy of a repeated
@@ -38,15 +39,15 @@ class RecordView(NamedTuple):
         return self.rest + frame(_SYSTEM_PROPERTIES, self.system_properties + delivery)
 
 
-def seal(msg: pb.Message, queue_id: int, offset: int, store_ms: int, store_host: str) -> bytes:
-    """Complete a received message's system properties and encode it as a record.
+def seal(msg: pb.Message, store_host: str) -> bytes:
+    """Encode a received message as a record not yet placed in a queue (see `place`).
 
-    Consumes `msg`: its system properties are moved into the record (and cleared from it).
+    Delayed and transactional messages wait in this form, so moving one into its queue later
+    costs no parse. Consumes `msg`: its system properties are moved into the record.
     """
     sp = msg.system_properties
-    sp.queue_id = queue_id
-    sp.queue_offset = offset
-    sp.store_timestamp.FromMilliseconds(store_ms)
+    for placed in ("queue_id", "queue_offset", "store_timestamp"):  # ours to set, in `place`
+        sp.ClearField(placed)
     sp.store_host = store_host
     if not sp.body_encoding:
         sp.body_encoding = pb.IDENTITY
@@ -58,7 +59,18 @@ def seal(msg: pb.Message, queue_id: int, offset: int, store_ms: int, store_host:
     sp_bytes = sp.SerializeToString()
     msg.ClearField("system_properties")
     rest = msg.SerializeToString()
-    return _HEADER.pack(VERSION, store_ms, len(tag), len(group), len(rest)) + tag + group + rest + sp_bytes
+    return _HEADER.pack(VERSION, 0, len(tag), len(group), len(rest)) + tag + group + rest + sp_bytes
+
+
+def place(record: bytes, queue_id: int, offset: int, store_ms: int) -> bytes:
+    """The sealed record as stored at `queue_id`/`offset`: the store time goes into the header
+    and the placement fields are appended to the system properties, which end the record (a
+    parser merges fields that appear later into the message)."""
+    _, _, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
+    placement = pb.SystemProperties(queue_id=queue_id, queue_offset=offset)
+    placement.store_timestamp.FromMilliseconds(store_ms)
+    return (_HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:]
+            + placement.SerializeToString())
 
 
 def view(record: bytes) -> RecordView:
@@ -69,6 +81,13 @@ def view(record: bytes) -> RecordView:
     d = c + rest_len
     return RecordView(store_ms, record[a:b].decode() if tag_len else None,
                       record[b:c].decode() if group_len else None, record[c:d], record[d:])
+
+
+def message_group(record: bytes) -> str | None:
+    """The record's message group, read from the header alone."""
+    _, _, tag_len, group_len, _ = _HEADER.unpack_from(record)
+    start = _HEADER.size + tag_len
+    return record[start:start + group_len].decode() if group_len else None
 
 
 def store_ms(record: bytes) -> int:

@@ -37,6 +37,7 @@ GROUP_META_PREFIX = b"group/"
 SECRET_KEY = b"secret"
 EPOCH_KEY = b"epoch"
 NEXT_ID_KEY = b"next-id"
+TIMER_COUNT_KEY = b"timers/pending"  # kept in the same batches as the timers it counts
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------
 
@@ -93,8 +94,14 @@ def parse_inflight_key(key: bytes) -> tuple[int, int, int, int, int]:
 
 
 def deadline_bound(deadline_ms: int) -> bytes:
-    """Upper bound (exclusive) of the checkpoints/timers due before `deadline_ms`."""
+    """Bound of the deadline-keyed families (inflight, timers, txnchecks): keys due before
+    `deadline_ms` sort below it."""
     return _U64.pack(deadline_ms)
+
+
+def deadline_of(key: bytes) -> int:
+    """The deadline a key of a deadline-keyed family starts with."""
+    return _U64.unpack_from(key)[0]
 
 
 # --- checkpoints family: group · topic · queue · offset -> deadline · attempt · version ------
@@ -155,6 +162,17 @@ def timer_key(due_ms: int, seq: int) -> bytes:
 
 def parse_timer_key(key: bytes) -> tuple[int, int]:
     return _TIMER.unpack(key)
+
+
+# --- txnchecks family: deadline_ms · transaction id -> nothing ------------------------------
+
+
+def txn_check_key(deadline_ms: int, transaction_id: str) -> bytes:
+    return _U64.pack(deadline_ms) + transaction_id.encode()
+
+
+def parse_txn_check_key(key: bytes) -> tuple[int, str]:
+    return _U64.unpack_from(key)[0], key[_U64.size:].decode()
 
 
 # --- dedup family: bucket · topic_id · message_id -> position (+ txn id / recall handle) ----

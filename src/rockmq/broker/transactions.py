@@ -1,0 +1,148 @@
+"""Transactional messages: half messages, EndTransaction, and checks of orphaned transactions.
+
+A TRANSACTION send stores a sealed half message in the `txn` family, invisible to consumers,
+and schedules its first check in `txnchecks` (keyed by deadline, like timers). EndTransaction
+COMMIT appends the message to its queue (or to the timers, if it is also delayed); ROLLBACK
+drops it. A transaction still undecided at its check deadline is offered to a producer of its
+topic on that producer's Telemetry stream (`recover_orphaned_transaction_command`); the producer
+answers with EndTransaction. First check after `txn_check_first_s`, then every
+`txn_check_interval_s`; once `txn_check_max` checks went unanswered the broker rolls it back.
+
+A resolved transaction leaves a small marker (C or R) so that a repeated EndTransaction gets
+the same answer; the marker is dropped after the de-duplication window, by the same check loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import uuid
+from collections.abc import Callable
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.deadlines import DeadlineLoop
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.timers import TimerService
+from rockmq.protocol import pb, records, rpc
+from rockmq.store import keys
+from rockmq.store.db import Batch
+
+log = logging.getLogger(__name__)
+
+_PENDING = b"P"  # + _HALF + sealed record
+_HALF = struct.Struct(">IQQH")  # topic_id · due_ms (0: not delayed) · next check ms · checks sent
+COMMITTED, ROLLED_BACK = b"C", b"R"
+CHECK_BATCH = 500
+
+# Hands a check to a producer of the topic; False when none is connected.
+CheckSender = Callable[[str, rpc.TelemetryCommand], bool]
+
+
+class TransactionService:
+    def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
+        self.ctx = ctx
+        self.timers = timers
+        self.loop = DeadlineLoop("transaction checks", self.check_due, CHECK_BATCH)
+        self.send_check: CheckSender = lambda topic, command: False  # set by the broker
+
+    def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
+        """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed."""
+        txn_id = uuid.uuid4().hex
+        first_check = now_ms() + int(self.ctx.settings.txn_check_first_s * 1000)
+        sealed = self.ctx.logs.seal(topic, msg)
+        batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic.id, due_ms, first_check, 0) + sealed)
+        batch.put("txnchecks", keys.txn_check_key(first_check, txn_id), b"")
+        self.loop.note(first_check)
+        return txn_id
+
+    async def end(self, topic_name: str, message_id: str, transaction_id: str, commit: bool) -> None:
+        """EndTransaction: commit or roll back a half message. Repeating the same answer is OK."""
+        ctx = self.ctx
+        if not transaction_id:
+            raise BrokerError(pb.INVALID_TRANSACTION_ID, "transaction_id is empty")
+        raw = ctx.store.get("txn", transaction_id.encode())
+        if raw is None:
+            raise BrokerError(pb.INVALID_TRANSACTION_ID, f"no pending transaction {transaction_id!r}")
+        outcome = COMMITTED if commit else ROLLED_BACK
+        if raw[:1] != _PENDING:  # a repeated EndTransaction (or one after the broker gave up)
+            if raw != outcome:
+                done = "committed" if raw == COMMITTED else "rolled back"
+                raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already {done}")
+            return
+        topic_id, due_ms, next_check, _ = _HALF.unpack_from(raw, 1)
+        sealed = raw[1 + _HALF.size:]
+        topic = ctx.meta.topics_by_id.get(topic_id)
+        wrong_id = message_id and _message_id(sealed) != message_id
+        if (topic is not None and topic.name != topic_name) or wrong_id:
+            raise BrokerError(pb.INVALID_TRANSACTION_ID,
+                              f"transaction {transaction_id!r} is not message {message_id!r} of topic {topic_name!r}")
+        batch = ctx.store.batch()
+        batch.delete("txnchecks", keys.txn_check_key(next_check, transaction_id))
+        self._resolve(batch, transaction_id, outcome)
+        if commit and topic is not None:
+            if due_ms > now_ms():
+                self.timers.schedule_record(batch, topic, sealed, due_ms)
+            else:
+                ctx.logs.append_record(batch, topic, ctx.logs.choose_queue(topic, records.message_group(sealed)), sealed)
+        await ctx.store.commit(batch)
+        if commit and topic is not None:
+            ctx.logs.notify(topic.id)
+
+    def _resolve(self, batch: Batch, transaction_id: str, outcome: bytes) -> None:
+        """Replace the half message by its outcome marker, which expires after the dedup window."""
+        batch.put("txn", transaction_id.encode(), outcome)
+        expiry = now_ms() + self.ctx.settings.dedup_window_s * 1000
+        batch.put("txnchecks", keys.txn_check_key(expiry, transaction_id), b"")
+        self.loop.note(expiry)
+
+    def check_due(self) -> tuple[int, int | None]:
+        """Handle up to CHECK_BATCH due entries: send checks, give up, drop expired markers."""
+        ctx = self.ctx
+        s = ctx.settings
+        now = now_ms()
+        batch = ctx.store.batch()
+        checks: list[tuple[str, rpc.TelemetryCommand]] = []
+        handled = 0
+        for key, _ in self.loop.due(ctx.store, "txnchecks", now, CHECK_BATCH):
+            handled += 1
+            batch.delete("txnchecks", key)
+            _, txn_id = keys.parse_txn_check_key(key)
+            raw = ctx.store.get("txn", txn_id.encode())
+            if raw is None:
+                continue
+            if raw[:1] != _PENDING:  # an outcome marker whose time is up
+                batch.delete("txn", txn_id.encode())
+                continue
+            topic_id, due_ms, _, sent = _HALF.unpack_from(raw, 1)
+            sealed = raw[1 + _HALF.size:]
+            topic = ctx.meta.topics_by_id.get(topic_id)
+            if topic is None or sent >= s.txn_check_max:
+                log.warning("transaction %s (message %s) undecided after %d checks: rolled back",
+                            txn_id, _message_id(sealed), sent)
+                self._resolve(batch, txn_id, ROLLED_BACK)
+                continue
+            nxt = now + int(s.txn_check_interval_s * 1000)
+            batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic_id, due_ms, nxt, sent + 1) + sealed)
+            batch.put("txnchecks", keys.txn_check_key(nxt, txn_id), b"")
+            checks.append((topic.name, check_command(sealed, txn_id)))
+        ctx.store.write(batch)
+        for topic_name, command in checks:
+            if not self.send_check(topic_name, command):
+                log.debug("no producer of %s connected to check transaction %s", topic_name,
+                          command.recover_orphaned_transaction_command.transaction_id)
+        return handled, self.loop.earliest(ctx.store, "txnchecks")
+
+
+def check_command(sealed: bytes, transaction_id: str) -> rpc.TelemetryCommand:
+    """The Telemetry command asking a producer to resolve a transaction."""
+    command = rpc.TelemetryCommand()
+    recover = command.recover_orphaned_transaction_command
+    recover.message.ParseFromString(records.view(sealed).message())
+    recover.transaction_id = transaction_id
+    return command
+
+
+def _message_id(sealed: bytes) -> str:
+    return pb.SystemProperties.FromString(records.view(sealed).system_properties).message_id
