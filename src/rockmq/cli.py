@@ -14,13 +14,14 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime
 
 import grpc
 
 from rockmq.config import ConfigError, load_settings
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
-EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
+EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 
 
 class CliError(Exception):
@@ -79,12 +80,22 @@ def _parser() -> argparse.ArgumentParser:
     ms.add_argument("--key", action="append", default=[], help="a message key (repeatable)")
     ms.add_argument("--group", help="message group (makes it a FIFO message)")
     ms.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    due = ms.add_mutually_exclusive_group()
+    due.add_argument("--delay", help="deliver after this delay: 1500ms, 30s, 2h, 1d (a DELAY message)")
+    due.add_argument("--deliver-at", help="deliver at this ISO 8601 time (local time unless it has a zone)")
+    mr = with_endpoint(message.add_parser("recall", help="cancel a pending delayed message"))
+    mr.add_argument("topic")
+    mr.add_argument("handle", help="the recall handle `message send --delay` printed")
     mt = with_endpoint(message.add_parser("tail", help="receive, print and acknowledge messages"))
     mt.add_argument("topic")
     mt.add_argument("--group", required=True, help="consumer group")
     mt.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
     mt.add_argument("--count", type=int, default=0, help="stop after this many messages (default: run until Ctrl-C)")
     mt.add_argument("--timeout", type=float, default=0, help="stop after this many idle seconds (default: never)")
+
+    timer = sub.add_parser("timer", help="inspect delayed messages").add_subparsers(dest="action", required=True,
+                                                                                   metavar="ACTION")
+    with_endpoint(timer.add_parser("stats", help="pending delayed messages, next due time, lateness histogram"))
 
     bench = sub.add_parser("bench", help="benchmark a running broker (see `rockmq bench --help`)", add_help=False)
     bench.add_argument("args", nargs=argparse.REMAINDER)
@@ -179,6 +190,24 @@ def _wire_status(st) -> None:
         raise CliError(f"{pb.Code.Name(st.code)}: {st.message}")
 
 
+def _due_ms(args: argparse.Namespace) -> int | None:
+    """The delivery time `--delay` / `--deliver-at` ask for, in ms since the epoch."""
+    from rockmq.when import parse_delay_ms, parse_instant_ms
+
+    try:
+        if args.delay is not None:
+            return int(time.time() * 1000) + parse_delay_ms(args.delay)
+        if args.deliver_at is not None:
+            return parse_instant_ms(args.deliver_at)
+    except ValueError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+    return None
+
+
+def _format_ms(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).astimezone().isoformat(timespec="milliseconds")
+
+
 def cmd_message(args: argparse.Namespace) -> int:
     from rockmq.protocol import pb, rpc, svc
     from rockmq.protocol.message_id import new_message_id
@@ -193,20 +222,35 @@ def cmd_message(args: argparse.Namespace) -> int:
             if not sep or not k:
                 raise CliError(f"--property expects K=V, got {kv!r}")
             props[k] = v
+        due = _due_ms(args)
+        if due is not None and args.group:
+            raise CliError("--group cannot be combined with --delay/--deliver-at: a message is FIFO or delayed", EXIT_USAGE)
         msg = pb.Message(topic=pb.Resource(name=args.topic), body=args.body.encode(), user_properties=props)
         sp = msg.system_properties
         sp.message_id = new_message_id()
         sp.keys.extend(args.key)
         sp.born_host = socket.gethostname()
         sp.born_timestamp.GetCurrentTime()
-        sp.message_type = pb.FIFO if args.group else pb.NORMAL
+        sp.message_type = pb.FIFO if args.group else pb.DELAY if due is not None else pb.NORMAL
         if args.tag is not None:
             sp.tag = args.tag
         if args.group:
             sp.message_group = args.group
+        if due is not None:
+            sp.delivery_timestamp.FromMilliseconds(due)
         reply = stub.SendMessage(rpc.SendMessageRequest(messages=[msg]), metadata=meta, timeout=10)
-        _wire_status(reply.entries[0].status if reply.entries else reply.status)
-        print(f"sent {reply.entries[0].message_id} to {args.topic} at offset {reply.entries[0].offset}")
+        entry = reply.entries[0] if reply.entries else None
+        _wire_status(entry.status if entry else reply.status)
+        if entry.recall_handle:
+            print(f"sent {entry.message_id} to {args.topic}, due at {_format_ms(due)}; recall handle {entry.recall_handle}")
+        else:
+            print(f"sent {entry.message_id} to {args.topic} at offset {entry.offset}")
+        return 0
+    if args.action == "recall":
+        reply = stub.RecallMessage(rpc.RecallMessageRequest(topic=pb.Resource(name=args.topic), recall_handle=args.handle),
+                                   metadata=meta, timeout=10)
+        _wire_status(reply.status)
+        print(f"recalled {reply.message_id} from {args.topic}")
         return 0
     # tail
     received, idle_since = 0, time.monotonic()
@@ -241,13 +285,34 @@ def cmd_message(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_timer(args: argparse.Namespace) -> int:
+    from rockmq.protocol import admin
+
+    st = _admin(args).GetTimerStats(admin.TimerStatsRequest(), timeout=10)
+    if st.next_due_ms:
+        nxt = f"{_format_ms(st.next_due_ms)} (in {max(0.0, st.next_due_ms / 1000 - time.time()):.3f} s)"
+    else:
+        nxt = "-"
+    print(f"pending delayed messages: {st.pending}")
+    print(f"next due:                 {nxt}")
+    print(f"moved since start:        {st.moved} (max lateness {st.max_lateness_ms} ms)")
+    print(f"undecided transactions:   {st.half_messages}")
+    rows, low = [], 0
+    for b in st.lateness:
+        rows.append([f"{low}-{b.le_ms} ms" if b.le_ms >= 0 else f"> {low} ms", b.count])
+        low = b.le_ms
+    _table(rows, ["LATENESS", "MESSAGES"])
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from rockmq.benchmark import main as bench_main
 
     return bench_main(args.args)
 
 
-COMMANDS = {"serve": cmd_serve, "topic": cmd_topic, "group": cmd_group, "message": cmd_message, "bench": cmd_bench}
+COMMANDS = {"serve": cmd_serve, "topic": cmd_topic, "group": cmd_group, "message": cmd_message, "timer": cmd_timer,
+            "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,8 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop import PopService
+from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
+from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import admin, admin_grpc, pb
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
@@ -44,9 +46,11 @@ def _admin_call(fn):
 
 
 class AdminServicer(admin_grpc.AdminServicer):
-    def __init__(self, ctx: BrokerContext, pop: PopService) -> None:
+    def __init__(self, ctx: BrokerContext, pop: PopService, timers: TimerService, transactions: TransactionService) -> None:
         self.ctx = ctx
         self.pop = pop
+        self.timers = timers
+        self.transactions = transactions
 
     def _topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
         info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types)
@@ -115,3 +119,12 @@ class AdminServicer(admin_grpc.AdminServicer):
     @_admin_call
     def DescribeGroup(self, request):
         return self._group_info(self.ctx.meta.group(request.name), True)
+
+    @_admin_call
+    def GetTimerStats(self, request):
+        t = self.timers
+        late = t.lateness
+        return admin.TimerStats(
+            pending=t.pending.value, next_due_ms=t.next_due() or 0, moved=t.moved, max_lateness_ms=late.max_ms,
+            lateness=[admin.LatenessBucket(le_ms=le, count=n) for le, n in zip((*LATENESS_BOUNDS_MS, -1), late.counts)],
+            half_messages=self.transactions.pending.value)

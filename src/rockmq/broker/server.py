@@ -55,7 +55,7 @@ class Broker:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
                                       self.clients)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
-        admin_grpc.add_AdminServicer_to_server(AdminServicer(self.ctx, self.pop), self.server)
+        admin_grpc.add_AdminServicer_to_server(AdminServicer(self.ctx, self.pop, self.timers, self.transactions), self.server)
         batch_grpc.add_BatchMessagingServicer_to_server(BatchServicer(self.ctx, self.pop, self.puller), self.server)
         self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
         if self.port == 0:

@@ -21,6 +21,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.protocol import pb, records, tokens
 from rockmq.store import keys
+from rockmq.store.counts import StoredCount
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
@@ -51,17 +52,8 @@ class TimerService:
         self.on_move = lambda topic_ids: None  # set by the broker: wake long-polling readers
         self.lateness = Lateness()
         self.moved = 0
-        raw = ctx.store.get("meta", keys.TIMER_COUNT_KEY)
-        self.pending = keys.decode_u64(raw) if raw is not None else self._count()
-
-    def _count(self) -> int:
-        """Pending timers counted the slow way (a store written before the count was kept)."""
-        return sum(1 for _ in self.ctx.store.scan("timers", b"", b"\xff" * 17))
-
-    def _set_pending(self, batch: Batch, pending: int) -> None:
-        """Record the new count in `batch` (batches are written in order, so the last one wins)."""
-        self.pending = pending
-        batch.put("meta", keys.TIMER_COUNT_KEY, keys.encode_u64(pending))
+        self.pending = StoredCount(ctx.store, keys.TIMER_COUNT_KEY,
+                                   lambda: sum(1 for _ in ctx.store.scan("timers", b"", b"\xff" * 17)))
 
     def schedule(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
         """Put a delayed message into `batch` (consumes `msg`); -> its recall handle."""
@@ -71,7 +63,7 @@ class TimerService:
         """Put a sealed record into `batch`, due at `due_ms`; -> its recall handle."""
         self._seq += 1
         batch.put("timers", keys.timer_key(due_ms, self._seq), topic.id.to_bytes(4, "big") + sealed)
-        self._set_pending(batch, self.pending + 1)
+        self.pending.add(batch, 1)
         self.loop.note(due_ms)
         return tokens.seal(_RECALL.pack(due_ms, self._seq), self.ctx.secret)
 
@@ -87,7 +79,7 @@ class TimerService:
             raise BrokerError(pb.NOT_FOUND, "no pending delayed message for this recall handle (delivered or recalled)")
         batch = self.ctx.store.batch()
         batch.delete("timers", key)
-        self._set_pending(batch, self.pending - 1)
+        self.pending.add(batch, -1)
         await self.ctx.store.commit(batch)
         return pb.SystemProperties.FromString(records.view(raw[4:]).system_properties).message_id
 
@@ -113,7 +105,7 @@ class TimerService:
             logs.append_record(batch, topic, logs.choose_queue(topic, records.message_group(sealed)), sealed, now)
             touched.add(topic.id)
         if moved:
-            self._set_pending(batch, self.pending - moved)
+            self.pending.add(batch, -moved)
             ctx.store.write(batch)
             self.moved += moved
         if touched:

@@ -27,6 +27,7 @@ from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records, rpc
 from rockmq.store import keys
+from rockmq.store.counts import StoredCount
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class TransactionService:
         self.timers = timers
         self.loop = DeadlineLoop("transaction checks", self.check_due, CHECK_BATCH)
         self.send_check: CheckSender = lambda topic, command: False  # set by the broker
+        self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
+            1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] == _PENDING))
 
     def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
         """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed."""
@@ -54,6 +57,7 @@ class TransactionService:
         sealed = self.ctx.logs.seal(topic, msg)
         batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic.id, due_ms, first_check, 0) + sealed)
         batch.put("txnchecks", keys.txn_check_key(first_check, txn_id), b"")
+        self.pending.add(batch, 1)
         self.loop.note(first_check)
         return txn_id
 
@@ -93,6 +97,7 @@ class TransactionService:
     def _resolve(self, batch: Batch, transaction_id: str, outcome: bytes) -> None:
         """Replace the half message by its outcome marker, which expires after the dedup window."""
         batch.put("txn", transaction_id.encode(), outcome)
+        self.pending.add(batch, -1)
         expiry = now_ms() + self.ctx.settings.dedup_window_s * 1000
         batch.put("txnchecks", keys.txn_check_key(expiry, transaction_id), b"")
         self.loop.note(expiry)

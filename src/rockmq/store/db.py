@@ -155,6 +155,9 @@ class Store:
         self._db.flush_wal(True)
         self._db.flush()
         self._db.close()
+        # Column-family objects keep the database (and its LOCK file) alive until they go too.
+        self._cf.clear()
+        self._handles.clear()
 
 
 class GroupCommit:

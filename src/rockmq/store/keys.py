@@ -37,7 +37,8 @@ GROUP_META_PREFIX = b"group/"
 SECRET_KEY = b"secret"
 EPOCH_KEY = b"epoch"
 NEXT_ID_KEY = b"next-id"
-TIMER_COUNT_KEY = b"timers/pending"  # kept in the same batches as the timers it counts
+TIMER_COUNT_KEY = b"count/timers"  # pending delayed messages (store/counts.py)
+HALF_COUNT_KEY = b"count/half"  # undecided transactions
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------
 

@@ -115,3 +115,31 @@ class ListGroupsResponse(_message.Message):
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     groups: _containers.RepeatedCompositeFieldContainer[GroupInfo]
     def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ...) -> None: ...
+
+class TimerStatsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TimerStats(_message.Message):
+    __slots__ = ("pending", "next_due_ms", "moved", "lateness", "max_lateness_ms", "half_messages")
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    NEXT_DUE_MS_FIELD_NUMBER: _ClassVar[int]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    LATENESS_FIELD_NUMBER: _ClassVar[int]
+    MAX_LATENESS_MS_FIELD_NUMBER: _ClassVar[int]
+    HALF_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    pending: int
+    next_due_ms: int
+    moved: int
+    lateness: _containers.RepeatedCompositeFieldContainer[LatenessBucket]
+    max_lateness_ms: int
+    half_messages: int
+    def __init__(self, pending: _Optional[int] = ..., next_due_ms: _Optional[int] = ..., moved: _Optional[int] = ..., lateness: _Optional[_Iterable[_Union[LatenessBucket, _Mapping]]] = ..., max_lateness_ms: _Optional[int] = ..., half_messages: _Optional[int] = ...) -> None: ...
+
+class LatenessBucket(_message.Message):
+    __slots__ = ("le_ms", "count")
+    LE_MS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    le_ms: int
+    count: int
+    def __init__(self, le_ms: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,151 @@
+"""The timer machinery on a real store: deadline loop wake-ups, atomic moves, counts, the floor."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.deadlines import DeadlineLoop
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.timers import LATENESS_BOUNDS_MS, Lateness, TimerService
+from rockmq.config import Settings
+from rockmq.protocol import pb, records
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    c = BrokerContext.open(Settings(data_dir=str(tmp_path / "data")))
+    yield c
+    c.store.close()
+
+
+def _message(topic: str, body: bytes, group: str | None = None) -> pb.Message:
+    m = pb.Message(topic=pb.Resource(name=topic), body=body)
+    m.system_properties.message_id = body.decode()
+    if group:
+        m.system_properties.message_group = group
+    return m
+
+
+def _schedule(ctx: BrokerContext, timers: TimerService, topic, body: bytes, due: int) -> str:
+    batch = ctx.store.batch()
+    handle = timers.schedule(batch, topic, _message(topic.name, body), due)
+    ctx.store.write(batch)
+    return handle
+
+
+def test_lateness_histogram_buckets():
+    late = Lateness()
+    for ms in (0, 1, 2, 19, 20, 21, 6000):
+        late.add(ms)
+    by_bound = dict(zip((*LATENESS_BOUNDS_MS, -1), late.counts))
+    assert by_bound[1] == 2 and by_bound[2] == 1 and by_bound[20] == 2 and by_bound[50] == 1 and by_bound[-1] == 1
+    assert late.max_ms == 6000 and sum(late.counts) == 7
+
+
+def test_move_is_atomic_ordered_and_leaves_later_timers(ctx):
+    timers = TimerService(ctx)
+    topic = ctx.meta.create_topic("t", 2)
+    now = now_ms()
+    _schedule(ctx, timers, topic, b"b-due", now - 5)
+    _schedule(ctx, timers, topic, b"a-due", now - 10)
+    _schedule(ctx, timers, topic, b"later", now + 60_000)
+    assert timers.pending.value == 3
+    moved, nxt = timers.move_due()
+    assert moved == 2 and nxt == now + 60_000 and timers.pending.value == 1
+    stored = [records.decode(v) for q in range(2) for _, v in ctx.logs.scan(topic.id, q, 0, 10)]
+    assert sorted(m.body for m in stored) == [b"a-due", b"b-due"]
+    for m in stored:
+        sp = m.system_properties
+        assert sp.HasField("store_timestamp") and sp.HasField("queue_offset") and sp.body_digest.checksum
+    assert timers.moved == 2 and timers.lateness.max_ms >= 5
+    assert timers.move_due() == (0, now + 60_000)
+
+
+def test_fifo_timers_go_to_their_groups_queue(ctx):
+    timers = TimerService(ctx)
+    topic = ctx.meta.create_topic("fifo", 4)
+    batch = ctx.store.batch()
+    for i in range(3):
+        timers.schedule(batch, topic, _message("fifo", f"m{i}".encode(), group="g1"), now_ms() - 1)
+    ctx.store.write(batch)
+    timers.move_due()
+    queue = ctx.logs.choose_queue(topic, "g1")
+    assert [records.decode(v).body for _, v in ctx.logs.scan(topic.id, queue, 0, 10)] == [b"m0", b"m1", b"m2"]
+
+
+def test_count_survives_reopen_and_recall_updates_it(tmp_path):
+    settings = Settings(data_dir=str(tmp_path / "data"))
+    ctx = BrokerContext.open(settings)
+    timers = TimerService(ctx)
+    topic = ctx.meta.create_topic("t", 1)
+    handles = [_schedule(ctx, timers, topic, f"m{i}".encode(), now_ms() + 3_600_000) for i in range(5)]
+    assert asyncio.run(timers.recall(handles[0])) == "m0"
+    with pytest.raises(BrokerError) as e:
+        asyncio.run(timers.recall(handles[0]))
+    assert e.value.code == pb.NOT_FOUND
+    ctx.store.close()
+
+    ctx = BrokerContext.open(settings)
+    try:
+        timers = TimerService(ctx)
+        assert timers.pending.value == 4
+        assert timers.next_due() is not None
+    finally:
+        ctx.store.close()
+
+
+def test_scans_start_at_the_floor_and_a_past_timer_lowers_it(ctx):
+    timers = TimerService(ctx)
+    topic = ctx.meta.create_topic("t", 1)
+    now = now_ms()
+    for i in range(2000):  # more than one move batch, all due
+        _schedule(ctx, timers, topic, f"m{i}".encode(), now - 2000 + i % 1000)
+    moved = 0
+    while True:
+        n, nxt = timers.move_due()
+        moved += n
+        if nxt is None:
+            break
+        timers.loop._floor = nxt  # what DeadlineLoop.run does after each step
+    assert moved == 2000 and timers.pending.value == 0
+    timers.loop._floor = now_ms()  # nothing pending: the loop moves its floor up to now
+    _schedule(ctx, timers, topic, b"from the past", now - 60_000)
+    assert timers.next_due() == now - 60_000, "a timer written below the floor was not seen"
+    assert timers.move_due()[0] == 1
+
+
+def test_deadline_loop_sleeps_until_due_and_wakes_early_on_note():
+    async def scenario() -> list[int]:
+        calls: list[int] = []
+        pending: list[int] = []
+
+        def step() -> tuple[int, int | None]:
+            calls.append(now_ms())
+            due = [d for d in pending if d <= now_ms()]
+            for d in due:
+                pending.remove(d)
+            return len(due), min(pending) if pending else None
+
+        loop = DeadlineLoop("test", step, 100)
+        task = asyncio.create_task(loop.run())
+        await asyncio.sleep(0.2)
+        idle_calls = len(calls)  # nothing pending: one step, then sleep
+        pending.append(now_ms() + 5_000)
+        loop.note(pending[-1])
+        await asyncio.sleep(0.05)
+        soon = now_ms() + 100
+        pending.append(soon)
+        loop.note(soon)  # earlier than what it sleeps for: must wake for it
+        while soon in pending and now_ms() < soon + 1000:
+            await asyncio.sleep(0.005)
+        task.cancel()
+        assert idle_calls == 1, f"the idle loop stepped {idle_calls} times (a fixed tick?)"
+        assert soon not in pending, "the earlier deadline was not handled"
+        return calls
+
+    calls = asyncio.run(scenario())
+    assert len(calls) <= 5, f"too many steps for two deadlines: {len(calls)}"
