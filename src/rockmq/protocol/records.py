@@ -25,6 +25,8 @@ from rockmq.protocol import pb
 _HEADER = struct.Struct(">BQHHI")
 VERSION = 1
 _SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
+# Keys of the SystemProperties fields `place` appends: (field number << 3) | wire type.
+_STORE_TIMESTAMP, _QUEUE_ID, _QUEUE_OFFSET = bytes([9 << 3 | 2]), bytes([13 << 3]), bytes([14 << 3])
 
 
 class RecordView(NamedTuple):
@@ -67,10 +69,11 @@ def place(record: bytes, queue_id: int, offset: int, store_ms: int) -> bytes:
     and the placement fields are appended to the system properties, which end the record (a
     parser merges fields that appear later into the message)."""
     _, _, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
-    placement = pb.SystemProperties(queue_id=queue_id, queue_offset=offset)
-    placement.store_timestamp.FromMilliseconds(store_ms)
-    return (_HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:]
-            + placement.SerializeToString())
+    seconds, millis = divmod(store_ms, 1000)
+    timestamp = b"\x08" + _varint(seconds) + (b"\x10" + _varint(millis * 1_000_000) if millis else b"")
+    placement = (_QUEUE_ID + _varint(queue_id & 0xFFFFFFFFFFFFFFFF) + _QUEUE_OFFSET + _varint(offset)
+                 + _STORE_TIMESTAMP + _varint(len(timestamp)) + timestamp)
+    return _HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:] + placement
 
 
 def view(record: bytes) -> RecordView:
@@ -107,7 +110,12 @@ def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> byt
     return sp.SerializeToString()
 
 
+_ONE_BYTE = [bytes([i]) for i in range(128)]
+
+
 def _varint(n: int) -> bytes:
+    if n < 128:
+        return _ONE_BYTE[n]
     out = bytearray()
     while True:
         b = n & 0x7F
