@@ -5,7 +5,8 @@ and schedules its first check in `txnchecks` (keyed by deadline, like timers). E
 COMMIT appends the message to its queue (or to the timers, if it is also delayed); ROLLBACK
 drops it. A transaction still undecided at its check deadline is offered to a producer of its
 topic on that producer's Telemetry stream (`recover_orphaned_transaction_command`); the producer
-answers with EndTransaction. First check after `txn_check_first_s`, then every
+answers with EndTransaction. First check after `txn_check_first_s` (or the message's own
+`orphaned_transaction_recovery_duration`), then every
 `txn_check_interval_s`; once `txn_check_max` checks went unanswered the broker rolls it back.
 
 A resolved transaction leaves a small marker (C or R) so that a repeated EndTransaction gets
@@ -53,7 +54,12 @@ class TransactionService:
     def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
         """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed."""
         txn_id = uuid.uuid4().hex
-        first_check = now_ms() + int(self.ctx.settings.txn_check_first_s * 1000)
+        sp = msg.system_properties
+        if sp.HasField("orphaned_transaction_recovery_duration"):  # the producer's own first-check delay
+            first_delay_ms = max(0, sp.orphaned_transaction_recovery_duration.ToMilliseconds())
+        else:
+            first_delay_ms = int(self.ctx.settings.txn_check_first_s * 1000)
+        first_check = now_ms() + first_delay_ms
         sealed = self.ctx.logs.seal(topic, msg)
         batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic.id, due_ms, first_check, 0) + sealed)
         batch.put("txnchecks", keys.txn_check_key(first_check, txn_id), b"")
