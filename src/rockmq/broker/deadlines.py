@@ -4,10 +4,12 @@ The timer service (delayed messages) and revive (expired POP checkpoints) both k
 pending work in RocksDB keyed by deadline. Neither polls on a fixed tick: each sleeps until its
 earliest key is due, and `note()` wakes it early when an earlier deadline is written.
 
-Every key of such a family starts with its deadline, and the loop remembers a floor below which
-it has deleted everything. Scans start at the floor, so they never wade through the tombstones
-of entries already handled (a queue on an LSM tree otherwise pays for every delete until the
-next compaction). Everyone who writes a deadline calls `note()`, which lowers the floor too.
+Every key of such a family starts with its deadline, and the loop remembers a floor: a key below
+which it has deleted everything (the first key left after its last step). Scans start at the
+floor, so they never wade through the tombstones of entries already handled — a queue on an LSM
+tree otherwise pays for every delete until the next compaction, and a burst of entries due in
+the same millisecond would cost quadratic time. Whoever writes a deadline calls `note()`, which
+lowers the floor too.
 """
 
 from __future__ import annotations
@@ -31,23 +33,27 @@ class DeadlineLoop:
         self._batch = batch
         self._wake = asyncio.Event()
         self._next: int | None = None
-        self._floor = 0  # no key below this deadline
+        self._floor = b""  # no key below this one
 
     def note(self, deadline_ms: int) -> None:
         """A deadline was written; wake the loop if it is earlier than the one it sleeps for."""
-        self._floor = min(self._floor, deadline_ms)
+        self._floor = min(self._floor, keys.deadline_bound(deadline_ms))
         if self._next is None or deadline_ms < self._next:
             self._next = deadline_ms
             self._wake.set()
 
     def due(self, store: Store, family: str, now: int, limit: int) -> Iterator[tuple[bytes, bytes]]:
         """The family's entries due at `now`, earliest first (for the step)."""
-        return store.scan(family, keys.deadline_bound(self._floor), keys.deadline_bound(now + 1), limit)
+        return store.scan(family, self._floor, keys.deadline_bound(now + 1), limit)
 
     def earliest(self, store: Store, family: str) -> int | None:
-        """The earliest deadline left in the family (for the step, after its write)."""
-        key = store.first_key(family, keys.deadline_bound(self._floor))
-        return keys.deadline_of(key) if key is not None else None
+        """The earliest deadline left in the family. The step calls it after writing its batch:
+        everything below the key found is gone, so the floor moves up to it."""
+        key = store.first_key(family, self._floor)
+        if key is None:
+            return None
+        self._floor = key
+        return keys.deadline_of(key)
 
     async def run(self) -> None:
         while True:
@@ -56,8 +62,6 @@ class DeadlineLoop:
             except Exception:
                 log.exception("%s failed; retrying in 1 s", self.name)
                 moved, nxt = 0, now_ms() + 1000
-            else:  # the step deleted everything below nxt; with no key left, any floor will do
-                self._floor = nxt if nxt is not None else now_ms()
             if moved >= self._batch:  # more is due: keep going, but let others run
                 await asyncio.sleep(0)
                 continue

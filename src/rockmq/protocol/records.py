@@ -25,8 +25,10 @@ from rockmq.protocol import pb
 _HEADER = struct.Struct(">BQHHI")
 VERSION = 1
 _SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
-# Keys of the SystemProperties fields `place` appends: (field number << 3) | wire type.
+# Keys of the SystemProperties fields encoded by hand here: (field number << 3) | wire type.
 _STORE_TIMESTAMP, _QUEUE_ID, _QUEUE_OFFSET = bytes([9 << 3 | 2]), bytes([13 << 3]), bytes([14 << 3])
+_RECEIPT_HANDLE, _INVISIBLE_DURATION = bytes([12 << 3 | 2]), bytes([15 << 3 | 2])
+_DELIVERY_ATTEMPT = bytes([16 << 3, 1])  # field 16 needs a two-byte key
 
 
 class RecordView(NamedTuple):
@@ -103,11 +105,11 @@ def decode(record: bytes) -> pb.Message:
 
 def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
     """The per-delivery system properties, encoded alone, for `RecordView.message()`."""
-    sp = pb.SystemProperties()
-    sp.receipt_handle = receipt_handle
-    sp.delivery_attempt = attempt
-    sp.invisible_duration.FromMilliseconds(invisible_ms)
-    return sp.SerializeToString()
+    handle = receipt_handle.encode()
+    seconds, millis = divmod(invisible_ms, 1000)
+    duration = (b"\x08" + _varint(seconds) if seconds else b"") + (b"\x10" + _varint(millis * 1_000_000) if millis else b"")
+    return (_RECEIPT_HANDLE + _varint(len(handle)) + handle + _INVISIBLE_DURATION + _varint(len(duration)) + duration
+            + _DELIVERY_ATTEMPT + _varint(attempt))
 
 
 _ONE_BYTE = [bytes([i]) for i in range(128)]

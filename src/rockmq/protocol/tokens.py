@@ -1,6 +1,7 @@
 """Opaque, signed ASCII tokens (receipt handles, recall handles). Pure functions, no I/O.
 
-token = urlsafe-base64(body · HMAC-SHA256(secret, body)[:10]); a garbled or forged token is
+token = urlsafe-base64(body · MAC); the MAC is keyed BLAKE2s (a PRF like HMAC, a third of its
+cost: every delivery and every ack computes one), 10 bytes. A garbled or forged token is
 recognised without a lookup.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 
 _MAC_LEN = 10
@@ -18,7 +20,7 @@ class InvalidToken(ValueError):
 
 
 def _mac(secret: bytes, body: bytes) -> bytes:
-    return hmac.digest(secret, body, "sha256")[:_MAC_LEN]
+    return hashlib.blake2s(body, key=secret, digest_size=_MAC_LEN).digest()
 
 
 def seal(body: bytes, secret: bytes) -> str:
