@@ -16,6 +16,7 @@ parsing anything.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 from typing import NamedTuple
@@ -71,11 +72,16 @@ def place(record: bytes, queue_id: int, offset: int, store_ms: int) -> bytes:
     and the placement fields are appended to the system properties, which end the record (a
     parser merges fields that appear later into the message)."""
     _, _, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
+    return (_HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:]
+            + _QUEUE_ID + _varint(queue_id & 0xFFFFFFFFFFFFFFFF) + _QUEUE_OFFSET + _varint(offset)
+            + _store_timestamp(store_ms))
+
+
+@functools.lru_cache(maxsize=8)  # a batch of appends shares one store time
+def _store_timestamp(store_ms: int) -> bytes:
     seconds, millis = divmod(store_ms, 1000)
     timestamp = b"\x08" + _varint(seconds) + (b"\x10" + _varint(millis * 1_000_000) if millis else b"")
-    placement = (_QUEUE_ID + _varint(queue_id & 0xFFFFFFFFFFFFFFFF) + _QUEUE_OFFSET + _varint(offset)
-                 + _STORE_TIMESTAMP + _varint(len(timestamp)) + timestamp)
-    return _HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:] + placement
+    return _STORE_TIMESTAMP + _varint(len(timestamp)) + timestamp
 
 
 def view(record: bytes) -> RecordView:
@@ -116,8 +122,10 @@ _ONE_BYTE = [bytes([i]) for i in range(128)]
 
 
 def _varint(n: int) -> bytes:
-    if n < 128:
+    if n < 0x80:
         return _ONE_BYTE[n]
+    if n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()
     while True:
         b = n & 0x7F
