@@ -38,6 +38,9 @@ class Settings:
     max_attempts: int = 17
     dedup_window_s: int = 600
     max_delay_s: int = 365 * 24 * 3600
+    # User properties that filtered subscriptions are indexed on, besides the tag (comma
+    # separated), e.g. "MessageType": `MessageType = 'x' AND ...` then costs one lookup.
+    filter_index_properties: str = ""
     # Undecided transactions: first check after txn_check_first_s, then every
     # txn_check_interval_s; after txn_check_max unanswered checks the broker rolls back.
     txn_check_first_s: float = 6.0

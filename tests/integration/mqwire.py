@@ -58,11 +58,11 @@ class Conn:
         return list(reply.entries)
 
     def receive_frames(self, group: str, topic: str, *, batch: int = 32, invisible_ms: int | None = 30_000,
-                       poll_s: float = 0.0, tag: str = "*", timeout: float | None = None,
+                       poll_s: float = 0.0, tag: str = "*", sql: str | None = None, timeout: float | None = None,
                        auto_renew: bool = False) -> list[rpc.ReceiveMessageResponse]:
         req = rpc.ReceiveMessageRequest(group=pb.Resource(name=group),
                                         message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
-                                        filter_expression=pb.FilterExpression(type=pb.TAG, expression=tag),
+                                        filter_expression=filter_expression(tag, sql),
                                         batch_size=batch, auto_renew=auto_renew)
         if invisible_ms is not None:
             req.invisible_duration.FromMilliseconds(invisible_ms)
@@ -113,12 +113,11 @@ class Conn:
         return self.mq.ChangeInvisibleDuration(req, metadata=META, timeout=RPC_TIMEOUT)
 
     def pull(self, group: str, topic: str, queue_id: int, offset: int, *, batch: int = 32, poll_s: float = 0.0,
-             tag: str = "*", timeout: float | None = None) -> tuple[int, list[pb.Message], int | None]:
+             tag: str = "*", sql: str | None = None, timeout: float | None = None) -> tuple[int, list[pb.Message], int | None]:
         """-> (status code, messages, next_offset or None); checks the stream shape."""
         req = rpc.PullMessageRequest(group=pb.Resource(name=group),
                                      message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id),
-                                     offset=offset, batch_size=batch,
-                                     filter_expression=pb.FilterExpression(type=pb.TAG, expression=tag))
+                                     offset=offset, batch_size=batch, filter_expression=filter_expression(tag, sql))
         req.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
         frames = list(self.mq.PullMessage(req, metadata=META, timeout=timeout or poll_s + RPC_TIMEOUT))
         kinds = [f.WhichOneof("content") for f in frames]
@@ -166,11 +165,17 @@ class Conn:
         return self.mq.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name=topic)), metadata=META, timeout=RPC_TIMEOUT)
 
 
+def filter_expression(tag: str = "*", sql: str | None = None) -> pb.FilterExpression:
+    if sql is not None:
+        return pb.FilterExpression(type=pb.SQL, expression=sql)
+    return pb.FilterExpression(type=pb.TAG, expression=tag)
+
+
 def message(topic: str, body: bytes | str, *, tag: str | None = None, keys: tuple[str, ...] = (),
-            message_id: str | None = None, group: str | None = None) -> pb.Message:
+            message_id: str | None = None, group: str | None = None, properties: dict[str, str] | None = None) -> pb.Message:
     if isinstance(body, str):
         body = body.encode()
-    msg = pb.Message(topic=pb.Resource(name=topic), body=body)
+    msg = pb.Message(topic=pb.Resource(name=topic), body=body, user_properties=properties or {})
     sp = msg.system_properties
     sp.message_id = new_message_id() if message_id is None else message_id
     sp.keys.extend(keys)

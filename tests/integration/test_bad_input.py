@@ -130,16 +130,17 @@ def test_receive_illegal_invisible_time(conn, unique, invisible_ms):
     assert len(got) == 1 and got[0].system_properties.delivery_attempt == 1
 
 
-def test_receive_sql_filter_is_refused(conn, unique):
+def test_receive_bad_sql_filter_is_refused_with_its_position(conn, unique):
     topic = unique("bad-sql")
     conn.send_ok(message(topic, "body"))
     req = rpc.ReceiveMessageRequest(group=pb.Resource(name=unique("g")),
                                     message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
-                                    filter_expression=pb.FilterExpression(type=pb.SQL, expression="a > 1"),
+                                    filter_expression=pb.FilterExpression(type=pb.SQL, expression="a > > 1"),
                                     batch_size=1)
     req.invisible_duration.FromSeconds(10)
     frames = list(conn.mq.ReceiveMessage(req, metadata=META, timeout=10))
     assert_code(frames[0].status.code, pb.ILLEGAL_FILTER_EXPRESSION)
+    assert "column" in frames[0].status.message and "a > > 1" in frames[0].status.message, frames[0].status.message
 
 
 # --- receipt handles: AckMessage and ChangeInvisibleDuration -----------------------------------

@@ -14,6 +14,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop import PopService
+from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import admin, admin_grpc, pb
@@ -46,8 +47,10 @@ def _admin_call(fn):
 
 
 class AdminServicer(admin_grpc.AdminServicer):
-    def __init__(self, ctx: BrokerContext, pop: PopService, timers: TimerService, transactions: TransactionService) -> None:
+    def __init__(self, ctx: BrokerContext, pop: PopService, timers: TimerService, transactions: TransactionService,
+                 subscriptions: Subscriptions) -> None:
         self.ctx = ctx
+        self.subscriptions = subscriptions
         self.pop = pop
         self.timers = timers
         self.transactions = transactions
@@ -104,6 +107,7 @@ class AdminServicer(admin_grpc.AdminServicer):
     def DeleteTopic(self, request):
         topic = self.ctx.meta.delete_topic(request.name)
         self.ctx.logs.forget_topic(topic.id)
+        self.subscriptions.forget_topic(topic.id)
         return admin.DeleteTopicResponse()
 
     @_admin_call

@@ -11,13 +11,15 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
-from rockmq.broker.servicer import OK, multi_status, poll_seconds, status, tag_filter, unary
+from rockmq.broker.servicer import OK, multi_status, poll_seconds, status, unary
+from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import batch, batch_grpc, pb
 
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
-    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService) -> None:
+    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService, subscriptions: Subscriptions) -> None:
         self.ctx = ctx
+        self.subscriptions = subscriptions
         self.pop = pop
         self.puller = pull
 
@@ -28,7 +30,8 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     async def Receive(self, request, context):
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
-        messages = await self.pop.receive(group, topic, tag_filter(request.filter_expression), request.batch_size or 32,
+        sub = self.subscriptions.resolve(group, topic, request.filter_expression)
+        messages = await self.pop.receive(group, topic, sub, request.batch_size or 32,
                                           request.invisible_duration_ms, self._poll_seconds(request, context))
         code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
         return batch.ReceiveResponse(status=code, messages=messages)
@@ -48,7 +51,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         if request.batch_size < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size must not be negative")
         messages, next_offset = await self.puller.pull(topic, request.queue_id, request.offset, request.batch_size or 32,
-                                                       tag_filter(request.filter_expression),
+                                                       record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context))
         code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
         return batch.PullResponse(status=code, messages=messages, next_offset=next_offset)

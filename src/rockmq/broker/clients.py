@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb
 
 MAX_CLIENTS = 100_000
@@ -44,8 +45,9 @@ def _ms(seconds: float) -> int:
 
 
 class Clients:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions) -> None:
         self.ctx = ctx
+        self.subscriptions = subscriptions
         self.sessions: dict[str, Session] = {}
         self._publishers: dict[str, set[str]] = {}  # topic -> client ids of producers publishing it
         self._turn = itertools.count()
@@ -118,6 +120,13 @@ class Clients:
         elif given.HasField("subscription"):
             sub = out.subscription
             session.group = given.subscription.group.name
+            for entry in given.subscription.subscriptions:  # a bad expression is refused at subscribe time
+                record_filter(entry.expression)
+            group = self.ctx.group_for(given.subscription.group.name) if given.subscription.group.name else None
+            for entry in given.subscription.subscriptions if group is not None else ():
+                topic = self.ctx.meta.topics.get(entry.topic.name)
+                if topic is not None:  # the index starts now, not at the first receive
+                    self.subscriptions.resolve(group, topic, entry.expression)
             session.topics = tuple(e.topic.name for e in given.subscription.subscriptions)
             group = self.ctx.group_for(session.group) if session.group else None
             fifo = bool(group and group.fifo)

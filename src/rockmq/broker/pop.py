@@ -23,7 +23,8 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.fifo import FifoLocks
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.renew import Renewals
-from rockmq.filter.tags import TagFilter
+from rockmq.broker.subscriptions import Subscription
+from rockmq.filter.record_filter import accept_all
 from rockmq.protocol import pb, receipt, records, tokens
 from rockmq.store import keys
 from rockmq.store.keys import POPPED
@@ -92,9 +93,10 @@ class PopService:
 
     # --- receive ---------------------------------------------------------------------------
 
-    async def receive(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
+    async def receive(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
                       invisible_ms: int, poll_s: float, renew_for: str | None = None) -> list[bytes]:
-        """Hand out up to batch_size messages, waiting up to poll_s for the first one.
+        """Hand out up to batch_size messages, waiting up to poll_s for the first one. `sub`:
+        the group's filtered subscription (None: everything).
 
         Returns serialized v2 Messages (receipt handle and attempt set). With `renew_for` (a
         client id), the broker keeps extending the invisible time while that client is alive.
@@ -106,7 +108,7 @@ class PopService:
         until = loop.time() + poll_s
         while True:
             arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
-            out, advanced = self._receive_once(group, topic, accept, batch_size, invisible_ms, renew_for)
+            out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for)
             left = until - loop.time()
             if out or left <= 0:
                 return out
@@ -124,7 +126,7 @@ class PopService:
             finally:
                 self.waiting -= 1
 
-    def _receive_once(self, group: GroupConfig, topic: TopicConfig, accept: TagFilter, batch_size: int,
+    def _receive_once(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
                       invisible_ms: int, renew_for: str | None = None) -> tuple[list[bytes], bool]:
         """One look at the retries and the queues -> (messages, whether any state advanced).
 
@@ -139,6 +141,7 @@ class PopService:
         after: list[Callable[[], None]] = []
         gid, tid = group.id, topic.id
         fifo = self.fifo if group.fifo else None
+        accept = sub.accept if sub is not None else accept_all
 
         def full() -> bool:
             return len(out) >= batch_size or size >= MAX_REPLY_BYTES
@@ -168,7 +171,7 @@ class PopService:
             batch.delete("retry", key)
             record = ctx.logs.read(tid, qid, offset)
             view = records.view(record) if record is not None else None
-            if view is None or not accept(view.tag):  # removed by retention, or no longer subscribed
+            if view is None or not accept(view):  # removed by retention, or no longer subscribed
                 if fifo is not None:
                     after.append(lambda k=(gid, tid, qid): fifo.settled(k, was_inflight=False))
                 continue
@@ -186,16 +189,31 @@ class PopService:
             if fifo is not None and fifo.held((gid, tid, qid)):
                 continue
             begin = self.pop_offset(gid, tid, qid)
-            if begin >= ctx.logs.max_offset(tid, qid):
+            end = ctx.logs.max_offset(tid, qid)
+            if begin >= end:
                 continue
-            position = begin
-            for offset, record in ctx.logs.scan(tid, qid, begin, SCAN_LIMIT):
-                if full():
-                    break
-                position = offset + 1
-                view = records.view(record)
-                if accept(view.tag):  # a filtered-out message counts as consumed
-                    deliver(qid, offset, view, 1)
+            indexed_from = sub.indexed_from[qid] if sub is not None else end
+            if begin >= indexed_from:  # read the group's matches: every other entry is filtered out
+                position = end
+                for key, _ in ctx.store.scan("matches", keys.match_key(gid, tid, qid, begin),
+                                             keys.match_key(gid, tid, qid, end)):
+                    offset = keys.match_offset(key)
+                    if full():
+                        position = offset
+                        break
+                    batch.delete("matches", key)
+                    record = ctx.logs.read(tid, qid, offset)
+                    if record is not None:  # else removed by retention
+                        deliver(qid, offset, records.view(record), 1)
+            else:  # scan the log and evaluate (no index, or entries written before it)
+                position = begin
+                for offset, record in ctx.logs.scan(tid, qid, begin, SCAN_LIMIT):
+                    if full() or offset >= indexed_from:
+                        break
+                    position = offset + 1
+                    view = records.view(record)
+                    if accept(view):  # a filtered-out message counts as consumed
+                        deliver(qid, offset, view, 1)
             if position != begin:
                 positions[(gid, tid, qid)] = position
                 batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))

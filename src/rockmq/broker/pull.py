@@ -12,7 +12,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop import MAX_REPLY_BYTES
-from rockmq.filter.tags import TagFilter
+from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
@@ -28,7 +28,7 @@ class PullService:
         if not 0 <= queue_id < topic.queues:
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {queue_id}")
 
-    async def pull(self, topic: TopicConfig, queue_id: int, offset: int, batch_size: int, accept: TagFilter,
+    async def pull(self, topic: TopicConfig, queue_id: int, offset: int, batch_size: int, accept: RecordFilter,
                    poll_s: float) -> tuple[list[bytes], int]:
         """Messages from `offset` on -> (serialized v2 Messages, next offset)."""
         self._check_queue(topic, queue_id)
@@ -49,7 +49,7 @@ class PullService:
                     break
                 position = off + 1
                 view = records.view(record)
-                if accept(view.tag):
+                if accept(view):
                     out.append(view.message())
                     size += len(out[-1])
             left = until - loop.time()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig
@@ -25,6 +25,8 @@ class QueueLogs:
         self._next: dict[tuple[int, int], int] = {}
         self._signals: dict[int, asyncio.Event] = {}
         self._round_robin: dict[int, int] = {}
+        # Called for every append, in the append's batch (the subscription index, when set).
+        self.indexer: Callable[[Batch, int, int, int, bytes, Mapping[str, str] | None], None] | None = None
 
     def max_offset(self, topic_id: int, queue_id: int) -> int:
         """The offset the next message of this queue will get (= number ever appended)."""
@@ -54,11 +56,15 @@ class QueueLogs:
         msg.topic.name = topic.name
         return records.seal(msg, self.store_host)
 
-    def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes, store_ms: int | None = None) -> int:
-        """Place a sealed record at the queue's next offset in `batch`; the caller writes the batch now."""
+    def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes, store_ms: int | None = None,
+                      props: Mapping[str, str] | None = None) -> int:
+        """Place a sealed record at the queue's next offset in `batch`; the caller writes the batch now.
+        `props`: the message's user properties, if at hand (spares the indexer a parse)."""
         offset = self.max_offset(topic.id, queue_id)
         self._next[(topic.id, queue_id)] = offset + 1
         batch.put("log", keys.log_key(topic.id, queue_id, offset), records.place(sealed, queue_id, offset, store_ms or now_ms()))
+        if self.indexer is not None:
+            self.indexer(batch, topic.id, queue_id, offset, sealed, props)
         return offset
 
     def rollback(self, topic_id: int, queue_id: int, offset: int) -> None:

@@ -18,6 +18,7 @@ from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
 from rockmq.broker.servicer import MessagingServicer
+from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
@@ -37,7 +38,8 @@ class Broker:
         self.sender = SendService(self.ctx, self.timers, self.transactions)
         self.pop = PopService(self.ctx)
         self.puller = PullService(self.ctx)
-        self.clients = Clients(self.ctx)
+        self.subscriptions = Subscriptions(self.ctx)
+        self.clients = Clients(self.ctx, self.subscriptions)
         self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
         self.transactions.send_check = self.clients.push_to_publisher
         self.pop.renewals.last_seen = self.clients.last_seen
@@ -53,10 +55,12 @@ class Broker:
             ("grpc.so_reuseport", 0),
         ])
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients)
+                                      self.clients, self.subscriptions)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
-        admin_grpc.add_AdminServicer_to_server(AdminServicer(self.ctx, self.pop, self.timers, self.transactions), self.server)
-        batch_grpc.add_BatchMessagingServicer_to_server(BatchServicer(self.ctx, self.pop, self.puller), self.server)
+        admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions)
+        admin_grpc.add_AdminServicer_to_server(admin, self.server)
+        batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions)
+        batch_grpc.add_BatchMessagingServicer_to_server(batch, self.server)
         self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
         if self.port == 0:
             raise OSError(f"cannot listen on {s.host}:{s.port}")

@@ -22,9 +22,9 @@ from rockmq.broker.metadata import check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
+from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
-from rockmq.filter.tags import IllegalExpression, TagFilter, compile_tags
 from rockmq.protocol import pb, records, rpc
 
 log = logging.getLogger(__name__)
@@ -96,15 +96,6 @@ def _now_frame(response_type: type) -> bytes:
     return frame.SerializeToString()
 
 
-def tag_filter(expr: pb.FilterExpression) -> TagFilter:
-    if expr.type == pb.SQL:
-        raise BrokerError(pb.ILLEGAL_FILTER_EXPRESSION, "SQL92 filter expressions are not supported yet; use a TAG expression")
-    try:
-        return compile_tags(expr.expression)
-    except IllegalExpression as e:
-        raise BrokerError(pb.ILLEGAL_FILTER_EXPRESSION, str(e)) from None
-
-
 UNARY_METHODS = {
     name: (getattr(rpc, f"{name}Request"), getattr(rpc, f"{name}Response"))
     for name in ("QueryRoute", "Heartbeat", "SendMessage", "QueryAssignment", "AckMessage", "ForwardMessageToDeadLetterQueue",
@@ -115,8 +106,10 @@ UNARY_METHODS = {
 
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
-                 timers: TimerService, transactions: TransactionService, clients: Clients) -> None:
+                 timers: TimerService, transactions: TransactionService, clients: Clients,
+                 subscriptions: Subscriptions) -> None:
         self.ctx = ctx
+        self.subscriptions = subscriptions
         self.sender = send
         self.transactions = transactions
         self.pop = pop
@@ -250,7 +243,7 @@ class MessagingServicer:
         try:
             group = self.ctx.group_for(request.group.name)
             topic = self.ctx.meta.topic(request.message_queue.topic.name)
-            accept = tag_filter(request.filter_expression)
+            sub = self.subscriptions.resolve(group, topic, request.filter_expression)
             renew_for = None
             if request.HasField("invisible_duration"):
                 invisible_ms = request.invisible_duration.ToMilliseconds()
@@ -260,7 +253,7 @@ class MessagingServicer:
                 self.clients.register(renew_for)
             else:
                 raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
-            messages = await self.pop.receive(group, topic, accept, request.batch_size or 32, invisible_ms,
+            messages = await self.pop.receive(group, topic, sub, request.batch_size or 32, invisible_ms,
                                               self._poll_seconds(request, context), renew_for)
         except BrokerError as e:
             yield _status_frame(R, e.code, e.message)
@@ -326,7 +319,7 @@ class MessagingServicer:
         try:
             check_name("group", request.group.name)
             topic = self.ctx.meta.topic(request.message_queue.topic.name)
-            accept = tag_filter(request.filter_expression)
+            accept = record_filter(request.filter_expression)
             messages, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
                                                            request.batch_size or 32, accept,
                                                            self._poll_seconds(request, context))

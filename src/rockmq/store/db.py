@@ -25,7 +25,7 @@ from rockmq.store.keys import prefix_end
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timers", "dedup", "txn", "txnchecks")
+FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timers", "dedup", "txn", "txnchecks", "matches")
 
 
 MiB = 1024 * 1024

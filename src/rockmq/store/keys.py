@@ -32,7 +32,12 @@ def group_meta(name: str) -> bytes:
     return b"group/" + name.encode()
 
 
+def subscription_meta(group_id: int, topic_id: int) -> bytes:
+    return SUBSCRIPTION_PREFIX + _QUEUE.pack(group_id, topic_id)
+
+
 TOPIC_META_PREFIX = b"topic/"
+SUBSCRIPTION_PREFIX = b"sub/"  # a filtered group's registration (broker/subscriptions.py)
 GROUP_META_PREFIX = b"group/"
 SECRET_KEY = b"secret"
 EPOCH_KEY = b"epoch"
@@ -112,7 +117,7 @@ _CHECKPOINT = struct.Struct(">QII")
 
 
 def checkpoint_key(group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
-    return _GTQ.pack(group_id, topic_id, queue_id) + offset.to_bytes(8, "big")
+    return match_key(group_id, topic_id, queue_id, offset)  # the same position layout
 
 
 def parse_checkpoint_key(key: bytes) -> tuple[int, int, int, int]:
@@ -174,6 +179,24 @@ def txn_check_key(deadline_ms: int, transaction_id: str) -> bytes:
 
 def parse_txn_check_key(key: bytes) -> tuple[int, str]:
     return _U64.unpack_from(key)[0], key[_U64.size:].decode()
+
+
+# --- matches family: group · topic · queue · offset -> nothing ---------------------------
+# The offsets a filtered group's subscription matched, written with the messages.
+
+
+def match_key(group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
+    return _GTQ.pack(group_id, topic_id, queue_id) + offset.to_bytes(8, "big")
+
+
+def match_prefix(group_id: int, topic_id: int, queue_id: int | None = None) -> bytes:
+    if queue_id is None:
+        return _QUEUE.pack(group_id, topic_id)
+    return _GTQ.pack(group_id, topic_id, queue_id)
+
+
+def match_offset(key: bytes) -> int:
+    return int.from_bytes(key[12:], "big")
 
 
 # --- dedup family: bucket · topic_id · message_id -> position (+ txn id / recall handle) ----

@@ -1,0 +1,155 @@
+"""Consumer subscriptions as the broker sees them, and the per-group index of matching offsets.
+
+A group that consumes a topic through a filter (TAG or SQL92) is registered here, from its
+consumers' Telemetry settings or its first receive. From then on every message appended to the
+topic is matched once, at write time, against all the topic's registered filters through a
+`SubscriptionIndex` (hash lookups on the tag and the configured properties, then only the
+residual conditions of the candidates), and each matching group gets an entry in the `matches`
+family: `group · topic · queue · offset`, written in the same batch as the message. A filtered
+group's receive then reads its matches instead of scanning the log and evaluating every entry:
+a group that wants 1 % of a topic reads 1 % of it.
+
+Offsets below the registration (`indexed_from`, per queue) were written before the index knew
+the group; receive scans and evaluates those. Changing a group's filter starts a new
+registration: the old matches go (one range delete), the new filter applies from then on. Groups
+that take everything are not registered and read the log directly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.filter.index import SubscriptionIndex
+from rockmq.filter.record_filter import IllegalExpression, RecordFilter, accept_all, compile_filter
+from rockmq.filter.sql import TAGS, compile_sql
+from rockmq.protocol import pb, records
+from rockmq.store import keys
+from rockmq.store.db import Batch
+
+log = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(expression: str, sql: bool) -> RecordFilter:
+    return compile_filter(expression, sql)
+
+
+def record_filter(expr: pb.FilterExpression) -> RecordFilter:
+    """A subscription's filter (TAG when no type is given), or ILLEGAL_FILTER_EXPRESSION."""
+    try:
+        return _compiled(expr.expression, expr.type == pb.SQL)
+    except IllegalExpression as e:
+        kind = "SQL92" if expr.type == pb.SQL else "tag"
+        raise BrokerError(pb.ILLEGAL_FILTER_EXPRESSION, f"bad {kind} expression {expr.expression!r}: {e}") from None
+
+
+@dataclass
+class Subscription:
+    group_id: int
+    topic_id: int
+    sql: bool
+    expression: str
+    indexed_from: list[int]  # per queue: the first offset whose matches are indexed
+    accept: RecordFilter
+
+    def same_filter(self, expr: pb.FilterExpression) -> bool:
+        return self.sql == (expr.type == pb.SQL) and self.expression == expr.expression
+
+
+class Subscriptions:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self._fields = (TAGS, *(f.strip() for f in ctx.settings.filter_index_properties.split(",") if f.strip()))
+        self._subs: dict[tuple[int, int], Subscription] = {}
+        self._index: dict[int, SubscriptionIndex] = {}  # topic id -> its registered filters
+        self._sql_count: dict[int, int] = {}  # topic id -> SQL filters (which need the properties)
+        for _, raw in ctx.store.scan_prefix("meta", keys.SUBSCRIPTION_PREFIX):
+            data = json.loads(raw)
+            try:
+                accept = _compiled(data["expression"], data["sql"])
+            except IllegalExpression:  # an expression a newer grammar refuses: drop it
+                continue
+            self._add(Subscription(data["group_id"], data["topic_id"], data["sql"], data["expression"],
+                                   data["indexed_from"], accept))
+        ctx.logs.indexer = self.index_append
+
+    def __len__(self) -> int:
+        return len(self._subs)
+
+    def resolve(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression) -> Subscription | None:
+        """The group's subscription to the topic under `expr` (None: it takes everything),
+        registering it, or replacing a different one, on the way."""
+        current = self._subs.get((group.id, topic.id))
+        if current is not None and current.same_filter(expr):
+            return current
+        accept = record_filter(expr)
+        if accept is accept_all:
+            if current is not None:
+                self._unregister(current)
+            return None
+        indexed_from = [self.ctx.logs.max_offset(topic.id, q) for q in range(topic.queues)]
+        sub = Subscription(group.id, topic.id, expr.type == pb.SQL, expr.expression, indexed_from, accept)
+        batch = self.ctx.store.batch()
+        if current is not None:
+            self._remove(current)
+            _drop_matches(batch, group.id, topic.id)
+        batch.put("meta", keys.subscription_meta(group.id, topic.id), json.dumps({
+            "group_id": group.id, "topic_id": topic.id, "sql": sub.sql, "expression": sub.expression,
+            "indexed_from": indexed_from}).encode())
+        self.ctx.store.write(batch)
+        self._add(sub)
+        log.info("group %s subscribes to %s with %s %r", group.name, topic.name, "SQL92" if sub.sql else "tags",
+                 sub.expression)
+        return sub
+
+    def forget_topic(self, topic_id: int) -> None:
+        for sub in [s for s in self._subs.values() if s.topic_id == topic_id]:
+            self._unregister(sub)
+
+    def _unregister(self, sub: Subscription) -> None:
+        batch = self.ctx.store.batch()
+        batch.delete("meta", keys.subscription_meta(sub.group_id, sub.topic_id))
+        _drop_matches(batch, sub.group_id, sub.topic_id)
+        self.ctx.store.write(batch)
+        self._remove(sub)
+
+    def _add(self, sub: Subscription) -> None:
+        self._subs[(sub.group_id, sub.topic_id)] = sub
+        index = self._index.get(sub.topic_id)
+        if index is None:
+            index = self._index[sub.topic_id] = SubscriptionIndex(self._fields)
+        index.add(sub.group_id, compile_sql(sub.expression) if sub.sql else sub.expression)
+        self._sql_count[sub.topic_id] = self._sql_count.get(sub.topic_id, 0) + sub.sql
+
+    def _remove(self, sub: Subscription) -> None:
+        del self._subs[(sub.group_id, sub.topic_id)]
+        index = self._index[sub.topic_id]
+        index.remove(sub.group_id)
+        self._sql_count[sub.topic_id] -= sub.sql
+        if not len(index):
+            del self._index[sub.topic_id]
+            del self._sql_count[sub.topic_id]
+
+    def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes,
+                     props: Mapping[str, str] | None) -> None:
+        """Put the message's match entries into `batch` (QueueLogs calls this on every append)."""
+        index = self._index.get(topic_id)
+        if index is None:
+            return
+        view = records.view(sealed)
+        if props is None:
+            props = pb.Message.FromString(view.rest).user_properties if self._sql_count[topic_id] else {}
+        for group_id in index.match(props, view.tag):
+            batch.put("matches", keys.match_key(group_id, topic_id, queue_id, offset), b"")
+
+
+def _drop_matches(batch: Batch, group_id: int, topic_id: int) -> None:
+    prefix = keys.match_prefix(group_id, topic_id)
+    batch.delete_range("matches", prefix, keys.prefix_end(prefix))
