@@ -13,6 +13,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, Lateness, TimerService
 from rockmq.config import Settings
 from rockmq.protocol import pb, records
+from rockmq.store import keys
 
 
 @pytest.fixture
@@ -104,15 +105,13 @@ def test_scans_start_at_the_floor_and_a_past_timer_lowers_it(ctx):
     now = now_ms()
     for i in range(2000):  # more than one move batch, all due
         _schedule(ctx, timers, topic, f"m{i}".encode(), now - 2000 + i % 1000)
+    _schedule(ctx, timers, topic, b"the last one", now + 60_000)
     moved = 0
-    while True:
-        n, nxt = timers.move_due()
-        moved += n
-        if nxt is None:
-            break
-        timers.loop._floor = nxt  # what DeadlineLoop.run does after each step
-    assert moved == 2000 and timers.pending.value == 0
-    timers.loop._floor = now_ms()  # nothing pending: the loop moves its floor up to now
+    while (step := timers.move_due())[1] != now + 60_000:
+        moved += step[0]
+    moved += step[0]
+    assert moved == 2000 and timers.pending.value == 1
+    assert timers.loop._floor > keys.deadline_bound(now), "the floor did not move up past the handled keys"
     _schedule(ctx, timers, topic, b"from the past", now - 60_000)
     assert timers.next_due() == now - 60_000, "a timer written below the floor was not seen"
     assert timers.move_due()[0] == 1
