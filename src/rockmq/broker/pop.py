@@ -194,15 +194,14 @@ class PopService:
                 continue
             indexed_from = sub.indexed_from[qid] if sub is not None else end
             if begin >= indexed_from:  # read the group's matches: every other entry is filtered out
-                position = end
-                for key, _ in ctx.store.scan("matches", keys.match_key(gid, tid, qid, begin),
-                                             keys.match_key(gid, tid, qid, end)):
-                    offset = keys.match_offset(key)
+                room = batch_size - len(out)
+                found = [keys.match_offset(k) for k, _ in ctx.store.scan(
+                    "matches", keys.match_key(gid, tid, qid, begin), keys.match_key(gid, tid, qid, end), room + 1)]
+                position = found[room] if len(found) > room else end
+                for offset, record in zip(found[:room], ctx.logs.read_many(tid, qid, found[:room])):
                     if full():
                         position = offset
                         break
-                    batch.delete("matches", key)
-                    record = ctx.logs.read(tid, qid, offset)
                     if record is not None:  # else removed by retention
                         deliver(qid, offset, records.view(record), 1)
             else:  # scan the log and evaluate (no index, or entries written before it)

@@ -74,6 +74,9 @@ class QueueLogs:
     def read(self, topic_id: int, queue_id: int, offset: int) -> bytes | None:
         return self.store.get("log", keys.log_key(topic_id, queue_id, offset))
 
+    def read_many(self, topic_id: int, queue_id: int, offsets: list[int]) -> list[bytes | None]:
+        return self.store.get_many("log", [keys.log_key(topic_id, queue_id, o) for o in offsets])
+
     def scan(self, topic_id: int, queue_id: int, start: int, limit: int) -> Iterator[tuple[int, bytes]]:
         end = keys.prefix_end(keys.queue_prefix(topic_id, queue_id))
         for key, value in self.store.scan("log", keys.log_key(topic_id, queue_id, start), end, limit):

@@ -26,7 +26,7 @@ from rockmq.protocol import admin_grpc, batch_grpc
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 64 * 1024 * 1024  # bigger than any valid request: oversize bodies get a RocketMQ status
-DEDUP_SWEEP_S = 10
+HOUSEKEEPING_S = 10
 
 
 class Broker:
@@ -69,16 +69,18 @@ class Broker:
         await self.server.start()
         loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
         self._tasks = [asyncio.create_task(t) for t in
-                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._sweep_dedup())]
+                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping())]
         return self.port
 
-    async def _sweep_dedup(self) -> None:
+    async def _housekeeping(self) -> None:
+        """Now and then: expire de-duplication buckets, trim consumed match entries."""
         while True:
-            await asyncio.sleep(DEDUP_SWEEP_S)
-            try:
-                self.sender.expire_dedup()
-            except Exception:
-                log.exception("dedup sweep failed")
+            await asyncio.sleep(HOUSEKEEPING_S)
+            for chore in (self.sender.expire_dedup, lambda: self.subscriptions.trim(self.pop.pop_offset)):
+                try:
+                    chore()
+                except Exception:
+                    log.exception("housekeeping failed")
 
     async def stop(self) -> None:
         for t in self._tasks:

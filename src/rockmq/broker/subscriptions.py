@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -70,6 +70,7 @@ class Subscriptions:
         self._subs: dict[tuple[int, int], Subscription] = {}
         self._index: dict[int, SubscriptionIndex] = {}  # topic id -> its registered filters
         self._sql_count: dict[int, int] = {}  # topic id -> SQL filters (which need the properties)
+        self._trimmed: dict[tuple[int, int, int], int] = {}  # (group, topic, queue) -> matches dropped below
         for _, raw in ctx.store.scan_prefix("meta", keys.SUBSCRIPTION_PREFIX):
             data = json.loads(raw)
             try:
@@ -136,6 +137,20 @@ class Subscriptions:
         if not len(index):
             del self._index[sub.topic_id]
             del self._sql_count[sub.topic_id]
+
+    def trim(self, pop_offset: Callable[[int, int, int], int]) -> None:
+        """Drop match entries below each filtered group's pop offset: receive reads from there on
+        (a seek, no tombstones to wade through), so the garbage is only space; one range delete
+        per queue now and then keeps it small."""
+        batch = self.ctx.store.batch()
+        for sub in self._subs.values():
+            for qid in range(len(sub.indexed_from)):
+                upto = pop_offset(sub.group_id, sub.topic_id, qid)
+                if upto > self._trimmed.get((sub.group_id, sub.topic_id, qid), 0):
+                    batch.delete_range("matches", keys.match_key(sub.group_id, sub.topic_id, qid, 0),
+                                       keys.match_key(sub.group_id, sub.topic_id, qid, upto))
+                    self._trimmed[(sub.group_id, sub.topic_id, qid)] = upto
+        self.ctx.store.write(batch)
 
     def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes,
                      props: Mapping[str, str] | None) -> None:

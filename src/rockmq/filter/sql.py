@@ -12,7 +12,8 @@ Syntax
 - Literals: 'text' ('' is a quote); integers `0 | [1-9][0-9]*[lL]?`, an Integer when they fit in
   32 bits, else a Long, an error past 64 bits; decimals `1.5 1. .5 2e3 1.5E-3` (Double; 0.0 and
   overflowing values are errors, as in ConstantExpression.createFloat); TRUE, FALSE, NULL.
-  Comments `-- to end of line` and `/* ... */`.
+  Comments `-- to end of line` (or of the expression, where RocketMQ wants a line break) and
+  `/* ... */`.
 - Precedence, loosest first: OR; AND; `=` `<>` `IS [NOT] NULL`; `>` `>=` `<` `<=` `[NOT] BETWEEN`
   `[NOT] IN` `[NOT] CONTAINS|STARTSWITH|ENDSWITH`; unary `+` `-` `NOT`. NOT binds tighter than any
   comparison: `NOT a = 'x'` is `(NOT a) = 'x'`, which never matches; write `NOT (a = 'x')`.
@@ -497,7 +498,6 @@ class _Parser:
 # --- Java value semantics -------------------------------------------------------------------------
 
 _JAVA_BLANKS = "".join(map(chr, range(33)))  # String.trim, which Double.parseDouble applies
-_PLAIN_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?").fullmatch
 _JAVA_DOUBLE = re.compile(
     r"([+-]?)(?:(NaN)|(Infinity)|(?:((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
     r"|(0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+))[fFdD]?)"
@@ -509,7 +509,7 @@ def _parse_int(s: str, bounds: tuple[int, int]) -> int:
     if s.isdecimal() or (s[:1] in ("+", "-") and s[1:].isdecimal()):
         try:
             n = int(s)
-        except ValueError:  # beyond int()'s digit limit, so beyond any Java range too
+        except ValueError:  # over int()'s 4300 digits: out of range, bar absurd runs of leading zeros
             raise _EvalError from None
         if bounds[0] <= n <= bounds[1]:
             return n
@@ -525,9 +525,15 @@ def _parse_int64(s: str) -> int:
 
 
 def _parse_double(s: str) -> float:
-    """Double.parseDouble, which accepts less than float() does (no inf, nan, _ or Unicode digits)."""
-    if _PLAIN_DOUBLE(s):
-        return float(s)
+    """Double.parseDouble. float() agrees on finite ASCII numbers without '_'; the rest is checked
+    against Java's grammar (no inf, nan, '_' or Unicode digits; NaN, Infinity, hex, f/d suffix)."""
+    try:
+        x = float(s)
+    except ValueError:
+        pass
+    else:
+        if x - x == 0.0 and s.isascii() and "_" not in s:  # x - x is NaN for inf and nan
+            return x
     m = _JAVA_DOUBLE(s.strip(_JAVA_BLANKS))
     if m is None:
         raise _EvalError
@@ -1021,12 +1027,21 @@ def _fast_equal(left: _Node, right: _Node) -> Eval | None:
     if jt == "double" and not (math.isfinite(c) and c != 0):
         return None  # literals are finite and non-zero; anything else takes the generic path
     conv = _CONVERT[jt]
+    if jt == "double":
+        def decimal(props: Props, tag: str | None) -> bool | None:
+            v = props.get(name)
+            return missing if v is None else conv(v) == c
+        return decimal
 
-    def number(props: Props, tag: str | None) -> bool | None:
+    def integer(props: Props, tag: str | None) -> bool | None:
         v = props.get(name)
-        return missing if v is None else conv(v) == c
+        if v is None:
+            return missing
+        if v.isdecimal() and len(v) < 10:  # the common case, always in range
+            return int(v) == c
+        return conv(v) == c
 
-    return number
+    return integer
 
 
 def _fast_order(op: str, left: _Node, right: _Node) -> Eval | None:
@@ -1044,7 +1059,11 @@ def _fast_order(op: str, left: _Node, right: _Node) -> Eval | None:
 
         def integer(props: Props, tag: str | None) -> bool | None:
             v = props.get(name)
-            return None if v is None else test(conv(v), c)
+            if v is None:
+                return None
+            if v.isdecimal() and len(v) < 10:  # the common case, always in range
+                return test(int(v), c)
+            return test(conv(v), c)
 
         return integer
     nan_answer = op in (">", ">=")  # Double.compareTo puts NaN above everything
@@ -1071,14 +1090,53 @@ def _never(props: Props, tag: str | None = None) -> bool:
     return False
 
 
+def _cost(n: _Node) -> int:
+    """A rough cost over selectivity: equalities (cheap and selective) before the rest, string tests
+    before integer parsing before decimal parsing."""
+    t = type(n)
+    if t is _Prop or t is _Const or t is _Err:
+        return 0
+    if isinstance(n, _Junction):
+        return 2 + sum(map(_cost, n.items))
+    if t is _Eq or t is _Cmp:
+        kinds = _kinds(n.left) | _kinds(n.right)
+        cost = (1 if t is _Eq else 3) + 2 * bool(kinds & {"int", "long"}) + 4 * ("double" in kinds)
+        if t is _Cmp and "str" in kinds and not kinds & _NUMERIC:
+            cost += 8  # two properties parsed as Double
+        return cost + _cost(n.left) + _cost(n.right)
+    return 3 + _cost(n.operand)
+
+
 def _top(n: _Node, fast: bool) -> Callable[[Props, str | None], bool]:
     """The match predicate: TRUE only, any evaluation error means no match (never raises)."""
     if n is TRUE:
         return _always
     if type(n) is _Const or type(n) is _Err:
         return _never
-    if type(n) is _And:  # TRUE needs every item TRUE, so stop at the first that is not
-        fs = [_compile(i, fast) for i in n.items]
+    if type(n) is _And:
+        # TRUE needs every item TRUE, whatever the others give or throw: any order will do, so the
+        # cheap items go first and the first one that is not TRUE ends it
+        fs = [_compile(i, fast) for i in sorted(n.items, key=_cost)]
+        if len(fs) == 2:
+            a, b = fs
+
+            def both(props: Props, tag: str | None = None) -> bool:
+                try:
+                    return a(props, tag) is True and b(props, tag) is True
+                except Exception:
+                    return False
+
+            return both
+        if len(fs) == 3:
+            a, b, c = fs
+
+            def all3(props: Props, tag: str | None = None) -> bool:
+                try:
+                    return a(props, tag) is True and b(props, tag) is True and c(props, tag) is True
+                except Exception:
+                    return False
+
+            return all3
 
         def every(props: Props, tag: str | None = None) -> bool:
             try:

@@ -123,6 +123,10 @@ class Store:
     def get(self, family: str, key: bytes) -> bytes | None:
         return self._cf[family].get(key)
 
+    def get_many(self, family: str, keys: list[bytes]) -> list[bytes | None]:
+        """One multi-get: cheaper than a get per key."""
+        return self._cf[family].get(keys) if keys else []
+
     def scan(self, family: str, lower: bytes, upper: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Entries with lower <= key < upper, in key order."""
         # With the bounds, RocksDB skips files outside them and never steps (or fetches a blob)
