@@ -10,9 +10,9 @@ from collections import Counter
 import pytest
 
 from rockmq.filter import sql
-from rockmq.filter.index import SubscriptionIndex, matcher, naive_match, parse_tags
+from rockmq.filter.index import SubscriptionIndex, matcher, naive_match
 from rockmq.filter.sql import IllegalExpression, compile_sql
-from rockmq.filter.tags import compile_tags
+from rockmq.filter.tags import compile_tags, parse_tags
 
 FIELDS = ["MessageType", "TAGS", "a", "b", "n"]
 STRINGS = ["x", "y", "z", "1", "05", "5", "", "it's", "true"]

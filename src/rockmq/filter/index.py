@@ -14,23 +14,12 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
 from rockmq.filter.sql import TAGS, SqlFilter
-from rockmq.filter.tags import IllegalExpression
+from rockmq.filter.tags import parse_tags
 
 Props = Mapping[str, str]
 Matcher = Callable[[Props, str | None], bool]
 Subscription = SqlFilter | str | AbstractSet[str] | None
 """A compiled SQL92 filter, a tag expression (`a||b`, `*`), a set of tags, or None for everything."""
-
-
-def parse_tags(expression: str) -> frozenset[str] | None:
-    """The tags of a tag expression, None for `*`/empty (everything); the rules of compile_tags."""
-    expr = expression.strip()
-    if expr in ("", "*"):
-        return None
-    tags = frozenset(t.strip() for t in expr.split("||"))
-    if "" in tags:
-        raise IllegalExpression(f"empty tag in tag expression {expression!r}")
-    return None if "*" in tags else tags
 
 
 def _tag_set(subscription: Subscription) -> frozenset[str] | None:

@@ -18,13 +18,17 @@ def match_all(tag: str | None) -> bool:
     return True
 
 
-def compile_tags(expression: str) -> TagFilter:
+def parse_tags(expression: str) -> frozenset[str] | None:
+    """The tags of a tag expression; None for `*` or empty (everything)."""
     expr = expression.strip()
     if expr in ("", "*"):
-        return match_all
+        return None
     tags = frozenset(t.strip() for t in expr.split("||"))
     if "" in tags:
         raise IllegalExpression(f"empty tag in tag expression {expression!r}")
-    if "*" in tags:
-        return match_all
-    return tags.__contains__
+    return None if "*" in tags else tags
+
+
+def compile_tags(expression: str) -> TagFilter:
+    tags = parse_tags(expression)
+    return match_all if tags is None else tags.__contains__
