@@ -1,6 +1,6 @@
-"""Start a real `rockmq serve` process on an ephemeral loopback port (tests and benchmarks).
+"""Start real `rockmq serve` / `rockmq namesrv` processes on ephemeral loopback ports.
 
-The broker binds port 0 and prints the port it got in its ready line, which we read back,
+The server binds port 0 and prints the port it got in its ready line, which we read back,
 so parallel runs never race for a port.
 """
 
@@ -16,14 +16,13 @@ import time
 from collections import deque
 from pathlib import Path
 
-READY = re.compile(r"rockmq broker listening on (\S+):(\d+)")
 
+class ServerProcess:
+    """A rockmq server subprocess bound to 127.0.0.1; restartable on the same port."""
 
-class BrokerProcess:
-    """A `rockmq serve` subprocess bound to 127.0.0.1; restartable on the same data dir and port."""
+    READY: re.Pattern[str]
 
-    def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
-        self.data_dir = Path(data_dir)
+    def __init__(self, *extra_args: str, env: dict[str, str] | None = None) -> None:
         self.extra_args = list(extra_args)
         self.env = env or {}
         self.port = 0
@@ -34,9 +33,11 @@ class BrokerProcess:
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> BrokerProcess:
-        cmd = [sys.executable, "-m", "rockmq", "serve", "--host", "127.0.0.1",
-               "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args]
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        cmd = [sys.executable, "-m", "rockmq", *self.command()]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         ready = threading.Event()
@@ -45,7 +46,7 @@ class BrokerProcess:
             assert proc.stdout is not None
             for line in proc.stdout:
                 self.log.append(line.rstrip())
-                m = READY.search(line)
+                m = self.READY.search(line)
                 if m and not ready.is_set():
                     self.port = int(m.group(2))
                     ready.set()
@@ -55,7 +56,7 @@ class BrokerProcess:
         while not ready.wait(0.05):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.kill()
-                raise RuntimeError("broker did not start:\n" + "\n".join(self.log))
+                raise RuntimeError(f"rockmq {cmd[3]} did not start:\n" + "\n".join(self.log))
         return self
 
     def stop(self, timeout: float = 20.0) -> None:
@@ -76,11 +77,33 @@ class BrokerProcess:
             self.proc.wait()
         self.proc = None
 
-    def restart(self) -> BrokerProcess:
+    def restart(self) -> ServerProcess:
         self.stop()
         return self.start()
+
+
+class BrokerProcess(ServerProcess):
+    """`rockmq serve` on a data dir."""
+
+    READY = re.compile(r"rockmq broker listening on (\S+):(\d+)")
+
+    def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
+        super().__init__(*extra_args, env=env)
+        self.data_dir = Path(data_dir)
+
+    def command(self) -> list[str]:
+        return ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args]
 
     def cli(self, *args: str, check: bool = False, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
         """Run `rockmq <args> --endpoint <this broker>` and return the finished process."""
         cmd = [sys.executable, "-m", "rockmq", *args, "--endpoint", self.endpoint]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check)
+
+
+class NameServerProcess(ServerProcess):
+    """`rockmq namesrv`."""
+
+    READY = re.compile(r"rockmq name server listening on (\S+):(\d+)")
+
+    def command(self) -> list[str]:
+        return ["namesrv", "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args]

@@ -43,12 +43,20 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", help="where RocksDB keeps the data (default ./rockmq-data)")
     serve.add_argument("--config", help="TOML settings file")
     serve.add_argument("--flush", choices=["sync", "async"], help="WAL fsync policy (default sync)")
-    serve.add_argument("--broker-name", help="this broker's name in routes")
+    serve.add_argument("--broker-name", help="this broker's name in routes (unique in a cluster)")
+    serve.add_argument("--namesrv", help="name servers to register with: HOST:PORT[,HOST:PORT...] (default: standalone)")
     serve.add_argument("--max-attempts", type=int, help="default deliveries per message before the DLQ (17)")
     serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
                        help="refuse sends and routes for unknown topics")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+
+    ns = sub.add_parser("namesrv", help="run a name server in the foreground")
+    ns.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    ns.add_argument("--port", type=int, default=9876, help="gRPC port (default 9876; 0 = any free port)")
+    ns.add_argument("--broker-timeout", type=float, default=30.0, metavar="SECONDS",
+                    help="drop a broker not heard from for this long (default 30)")
+    ns.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT})")
@@ -59,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     tc.add_argument("name")
     tc.add_argument("--queues", type=int, default=0, help="number of queues (default: the broker's, 8)")
     tc.add_argument("--types", default="", help="accepted message types, e.g. NORMAL,FIFO,DELAY,TRANSACTION (default all)")
+    tc.add_argument("--brokers", default="", help="in a cluster: brokers to spread the queues over, e.g. b1,b2 (default all)")
     with_endpoint(topic.add_parser("list", help="list topics"))
     with_endpoint(topic.add_parser("describe", help="show a topic's queues and offsets")).add_argument("name")
     with_endpoint(topic.add_parser("delete", help="delete a topic and its messages")).add_argument("name")
@@ -108,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
 def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq.broker.server import serve
 
-    overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "max_attempts",
+    overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "default_queues", "auto_create_topics", "log_level")}
     settings = load_settings(args.config, overrides)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -119,6 +128,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:
         pass
     asyncio.run(serve(settings))
+    return 0
+
+
+def cmd_namesrv(args: argparse.Namespace) -> int:
+    from rockmq.namesrv.server import serve
+
+    if args.broker_timeout <= 0 or not 0 <= args.port <= 65535:
+        raise CliError("--broker-timeout must be above 0 and --port in 0..65535", EXIT_USAGE)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000)))
     return 0
 
 
@@ -145,9 +164,12 @@ def cmd_topic(args: argparse.Namespace) -> int:
     stub = _admin(args)
     if args.action == "create":
         types = [t for t in args.types.split(",") if t.strip()]
-        request = admin.CreateTopicRequest(name=args.name, queue_count=args.queues, message_types=types)
-        info = stub.CreateTopic(request, timeout=10)
-        print(f"created topic {info.name} with {info.queue_count} queues ({', '.join(info.message_types)})")
+        brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
+        request = admin.CreateTopicRequest(name=args.name, queue_count=args.queues, message_types=types, brokers=brokers)
+        info = stub.CreateTopic(request, timeout=30)
+        held = sorted({q.broker for q in info.queues})
+        where = f" on {', '.join(held)}" if len(held) > 1 else ""
+        print(f"created topic {info.name} with {info.queue_count} queues{where} ({', '.join(info.message_types)})")
     elif args.action == "list":
         topics = stub.ListTopics(admin.ListTopicsRequest(), timeout=10).topics
         _table([[t.name, t.queue_count, ",".join(t.message_types)] for t in topics], ["TOPIC", "QUEUES", "TYPES"])
@@ -311,8 +333,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args.args)
 
 
-COMMANDS = {"serve": cmd_serve, "topic": cmd_topic, "group": cmd_group, "message": cmd_message, "timer": cmd_timer,
-            "bench": cmd_bench}
+COMMANDS = {"serve": cmd_serve, "namesrv": cmd_namesrv, "topic": cmd_topic, "group": cmd_group, "message": cmd_message,
+            "timer": cmd_timer, "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,6 +29,9 @@ class Settings:
     flush: str = "sync"
     flush_interval_ms: int = 100
     broker_name: str = "broker-a"
+    # Name servers (HOST:PORT, comma separated) this broker registers with; empty: standalone.
+    namesrv: str = ""
+    namesrv_interval_s: float = 3.0  # how often the broker registers (keep well under their timeout)
     auto_create_topics: bool = True
     auto_create_groups: bool = True
     default_queues: int = 8
@@ -66,6 +69,8 @@ class Settings:
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.namesrv_interval_s <= 0:
+            raise ConfigError(f"namesrv_interval_s must be above 0, not {self.namesrv_interval_s}")
         if self.txn_check_first_s <= 0 or self.txn_check_interval_s <= 0 or self.txn_check_max < 0:
             raise ConfigError("txn_check_first_s and txn_check_interval_s must be above 0, txn_check_max at least 0")
         if self.auto_renew_invisible_ms < 100 or self.client_silence_s <= 0 or self.max_long_polling_s <= 0:

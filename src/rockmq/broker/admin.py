@@ -6,13 +6,15 @@ Refusals are gRPC statuses with one readable line; the CLI prints that line and 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 
 import grpc
 
+from rockmq.broker.cluster import RPC_TIMEOUT_S, Cluster, spread
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import AlreadyExists, BrokerError
-from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.metadata import GroupConfig, TopicConfig, check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
@@ -34,7 +36,8 @@ def _admin_call(fn):
     @functools.wraps(fn)
     async def handler(self, request, context):
         try:
-            return fn(self, request)
+            result = fn(self, request)
+            return await result if inspect.isawaitable(result) else result
         except AlreadyExists as e:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, e.message)
         except BrokerError as e:
@@ -48,8 +51,9 @@ def _admin_call(fn):
 
 class AdminServicer(admin_grpc.AdminServicer):
     def __init__(self, ctx: BrokerContext, pop: PopService, timers: TimerService, transactions: TransactionService,
-                 subscriptions: Subscriptions) -> None:
+                 subscriptions: Subscriptions, cluster: Cluster) -> None:
         self.ctx = ctx
+        self.cluster = cluster
         self.subscriptions = subscriptions
         self.pop = pop
         self.timers = timers
@@ -60,7 +64,8 @@ class AdminServicer(admin_grpc.AdminServicer):
         if with_queues:
             logs = self.ctx.logs
             info.queues.extend(admin.QueueInfo(queue_id=q, min_offset=logs.min_offset(topic.id, q),
-                                               max_offset=logs.max_offset(topic.id, q)) for q in range(topic.queues))
+                                               max_offset=logs.max_offset(topic.id, q), broker=self.cluster.name)
+                               for q in range(topic.queues))
         return info
 
     def _group_info(self, group: GroupConfig, with_queues: bool) -> admin.GroupInfo:
@@ -90,9 +95,58 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @_admin_call
     def CreateTopic(self, request):
+        if not self.cluster.enabled:
+            return self._create_here(request)
+        return self._create_here_and_register(request) if request.local else self._create_spread(request)
+
+    async def _create_here_and_register(self, request) -> admin.TopicInfo:
+        """In a cluster, answer once the name servers know: routes include the topic from then on."""
+        info = self._create_here(request)
+        await self.cluster.register_now()
+        return info
+
+    def _create_here(self, request) -> admin.TopicInfo:
         topic = self.ctx.meta.create_topic(request.name, request.queue_count or self.ctx.settings.default_queues,
                                            list(request.message_types))
         return self._topic_info(topic, True)
+
+    async def _create_spread(self, request) -> admin.TopicInfo:
+        """Create the topic on several brokers, its queues spread over them (see cluster.spread)."""
+        check_name("topic", request.name)
+        live = {b.name: b.endpoint for b in await self.cluster.brokers()}
+        live[self.cluster.name] = self.cluster.endpoint
+        chosen = list(dict.fromkeys(request.brokers)) or sorted(live)
+        unknown = [b for b in chosen if b not in live]
+        if unknown:
+            raise BrokerError(pb.BAD_REQUEST,
+                              f"unknown or unreachable brokers {', '.join(unknown)}; live: {', '.join(sorted(live))}")
+        total = request.queue_count or self.ctx.settings.default_queues
+        info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
+        done: list[str] = []
+        for broker, count in spread(total, chosen).items():
+            part = admin.CreateTopicRequest(name=request.name, queue_count=count, message_types=request.message_types,
+                                            local=True)
+            note = f" (already created on {', '.join(done)})" if done else ""
+            try:
+                if broker == self.cluster.name:
+                    created = await self._create_here_and_register(part)
+                else:
+                    created = await self.cluster.admin(live[broker]).CreateTopic(part, timeout=RPC_TIMEOUT_S)
+            except AlreadyExists as e:
+                raise AlreadyExists(f"on broker {broker}: {e.message}{note}") from None
+            except BrokerError as e:
+                raise BrokerError(e.code, f"on broker {broker}: {e.message}{note}") from None
+            except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.ALREADY_EXISTS:
+                    raise AlreadyExists(f"on broker {broker}: {e.details()}{note}") from None
+                raise BrokerError(pb.BAD_REQUEST if e.code() == grpc.StatusCode.INVALID_ARGUMENT else pb.INTERNAL_ERROR,
+                                  f"on broker {broker}: {e.details()}{note}") from None
+            done.append(broker)
+            info.queues.extend(admin.QueueInfo(queue_id=q.queue_id, min_offset=q.min_offset, max_offset=q.max_offset,
+                                               broker=broker) for q in created.queues)
+        del info.message_types[:]
+        info.message_types.extend(created.message_types)
+        return info
 
     @_admin_call
     def ListTopics(self, request):

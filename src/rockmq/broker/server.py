@@ -13,6 +13,7 @@ import grpc
 from rockmq.broker.admin import AdminServicer
 from rockmq.broker.batch_servicer import BatchServicer
 from rockmq.broker.clients import Clients
+from rockmq.broker.cluster import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
@@ -39,6 +40,7 @@ class Broker:
         self.pop = PopService(self.ctx)
         self.puller = PullService(self.ctx)
         self.subscriptions = Subscriptions(self.ctx)
+        self.cluster = Cluster(self.ctx)
         self.clients = Clients(self.ctx, self.subscriptions)
         self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
         self.transactions.send_check = self.clients.push_to_publisher
@@ -55,9 +57,9 @@ class Broker:
             ("grpc.so_reuseport", 0),
         ])
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.subscriptions)
+                                      self.clients, self.subscriptions, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
-        admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions)
+        admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions, self.cluster)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions)
         batch_grpc.add_BatchMessagingServicer_to_server(batch, self.server)
@@ -70,6 +72,8 @@ class Broker:
         loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
         self._tasks = [asyncio.create_task(t) for t in
                        (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping())]
+        if self.cluster.enabled:
+            self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port
 
     async def _housekeeping(self) -> None:

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 
 from rockmq.broker.clients import Clients
+from rockmq.broker.cluster import Cluster, Holder, endpoints_of, interleave
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
@@ -107,8 +108,9 @@ UNARY_METHODS = {
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
-                 subscriptions: Subscriptions) -> None:
+                 subscriptions: Subscriptions, cluster: Cluster) -> None:
         self.ctx = ctx
+        self.cluster = cluster
         self.subscriptions = subscriptions
         self.sender = send
         self.transactions = transactions
@@ -131,34 +133,49 @@ class MessagingServicer:
 
     # --- routing and client lifecycle ------------------------------------------------------
 
-    def _endpoints(self, requested: pb.Endpoints) -> pb.Endpoints:
-        """Where clients send everything else: on a single broker, the address they used."""
-        if requested.addresses:
+    def _endpoints(self, holder: Holder, requested: pb.Endpoints) -> pb.Endpoints:
+        """Where clients reach a broker: for this one, the address they used to get here."""
+        if holder.broker == self.cluster.name and requested.addresses:
             return requested
-        host, _, port = self.ctx.logs.store_host.rpartition(":")
-        return pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+        return endpoints_of(holder.endpoint)
 
-    def _queue(self, topic, queue_id: int, endpoints: pb.Endpoints) -> pb.MessageQueue:
-        broker = pb.Broker(name=self.ctx.settings.broker_name, id=0, endpoints=endpoints)
-        return pb.MessageQueue(topic=pb.Resource(name=topic.name), id=queue_id, permission=pb.READ_WRITE,
-                               broker=broker, accept_message_types=topic.wire_types)
+    @staticmethod
+    def _queue(topic: str, holder: Holder, queue_id: int, endpoints: pb.Endpoints) -> pb.MessageQueue:
+        return pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
+                               broker=pb.Broker(name=holder.broker, id=0, endpoints=endpoints),
+                               accept_message_types=holder.wire_types)
+
+    async def _route(self, topic: str, requested: pb.Endpoints, per_broker: bool = False) -> list[pb.MessageQueue]:
+        """The topic's queues on every broker, interleaved; `per_broker`: one entry (id -1) each.
+        A topic no broker holds is created here if auto-creation is on."""
+        holders = await self.cluster.holders(topic)
+        if not holders:
+            self.ctx.topic_for_write(topic)
+            holders = await self.cluster.holders(topic)
+        if per_broker:
+            return [self._queue(topic, h, -1, self._endpoints(h, requested)) for h in holders]
+        return [self._queue(topic, h, q, self._endpoints(h, requested)) for h, q in interleave(holders)]
+
+    def _queue_topic(self, queue: pb.MessageQueue):
+        """The local topic of a queue a request names; a queue of another broker is refused
+        (queue ids are per broker: serving it here would silently read the wrong queue)."""
+        owner = queue.broker.name
+        if owner and owner != self.cluster.name:
+            raise BrokerError(pb.BAD_REQUEST, f"queue {queue.id} of topic {queue.topic.name!r} belongs to broker {owner!r}; "
+                                              f"this is broker {self.cluster.name!r}: send the request to {owner}'s endpoint")
+        return self.ctx.meta.topic(queue.topic.name)
 
     @unary(rpc.QueryRouteResponse)
     async def QueryRoute(self, request, context):
-        topic = self.ctx.topic_for_write(request.topic.name)
-        endpoints = self._endpoints(request.endpoints)
-        queues = [self._queue(topic, q, endpoints) for q in range(topic.queues)]
-        return rpc.QueryRouteResponse(status=OK, message_queues=queues)
+        return rpc.QueryRouteResponse(status=OK, message_queues=await self._route(request.topic.name, request.endpoints))
 
     @unary(rpc.QueryAssignmentResponse)
     async def QueryAssignment(self, request, context):
-        topic = self.ctx.meta.topic(request.topic.name)
+        check_name("topic", request.topic.name)
         group = self.ctx.group_for(request.group.name)
-        endpoints = self._endpoints(request.endpoints)
-        if group.fifo:  # one assignment per queue: the client long-polls each, in order
-            queues = [self._queue(topic, q, endpoints) for q in range(topic.queues)]
-        else:  # one per broker: receives pop across all its queues
-            queues = [self._queue(topic, -1, endpoints)]
+        # FIFO: one assignment per queue, long-polled in order; else one per broker, popping
+        # across all its queues.
+        queues = await self._route(request.topic.name, request.endpoints, per_broker=not group.fifo)
         return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=q) for q in queues])
 
     @unary(rpc.HeartbeatResponse)
@@ -242,7 +259,7 @@ class MessagingServicer:
         R = rpc.ReceiveMessageResponse
         try:
             group = self.ctx.group_for(request.group.name)
-            topic = self.ctx.meta.topic(request.message_queue.topic.name)
+            topic = self._queue_topic(request.message_queue)
             sub = self.subscriptions.resolve(group, topic, request.filter_expression)
             renew_for = None
             if request.HasField("invisible_duration"):
@@ -318,7 +335,7 @@ class MessagingServicer:
         R = rpc.PullMessageResponse
         try:
             check_name("group", request.group.name)
-            topic = self.ctx.meta.topic(request.message_queue.topic.name)
+            topic = self._queue_topic(request.message_queue)
             accept = record_filter(request.filter_expression)
             messages, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
                                                            request.batch_size or 32, accept,
@@ -338,19 +355,19 @@ class MessagingServicer:
     @unary(rpc.UpdateOffsetResponse)
     async def UpdateOffset(self, request, context):
         group = self.ctx.group_for(request.group.name)
-        topic = self.ctx.meta.topic(request.message_queue.topic.name)
+        topic = self._queue_topic(request.message_queue)
         self.puller.update_offset(group, topic, request.message_queue.id, request.offset)
         return rpc.UpdateOffsetResponse(status=OK)
 
     @unary(rpc.GetOffsetResponse)
     async def GetOffset(self, request, context):
         group = self.ctx.meta.group(request.group.name)
-        topic = self.ctx.meta.topic(request.message_queue.topic.name)
+        topic = self._queue_topic(request.message_queue)
         return rpc.GetOffsetResponse(status=OK, offset=self.puller.get_offset(group, topic, request.message_queue.id))
 
     @unary(rpc.QueryOffsetResponse)
     async def QueryOffset(self, request, context):
-        topic = self.ctx.meta.topic(request.message_queue.topic.name)
+        topic = self._queue_topic(request.message_queue)
         ts = request.timestamp.ToMilliseconds() if request.HasField("timestamp") else None
         offset = self.puller.query_offset(topic, request.message_queue.id, request.query_offset_policy, ts)
         return rpc.QueryOffsetResponse(status=OK, offset=offset)

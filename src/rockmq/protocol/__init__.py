@@ -1,7 +1,7 @@
 """Wire definitions and pure codecs: RocketMQ v2 messages <-> rockmq records. No I/O.
 
-`pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin` and
-`batch` (rockmq's own services) are the generated modules, registered in rockmq's private
+`pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin`,
+`batch` and `namesrv` (rockmq's own services) are the generated modules, registered in rockmq's private
 descriptor pool (see `_pool`).
 """
 
@@ -12,5 +12,7 @@ from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2 as admin
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2_grpc as admin_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
+from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2 as namesrv
+from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2_grpc as namesrv_grpc
 
-__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc"]
+__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc", "namesrv", "namesrv_grpc"]

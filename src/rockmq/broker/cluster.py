@@ -1,0 +1,146 @@
+"""This broker's place in a cluster: it registers with the name servers and reads routes from them.
+
+Each broker holds its own queues of a topic, numbered from 0 (as in RocketMQ: a queue is named
+by broker and id). A route lists every broker's queues interleaved — b1:0, b2:0, b3:0, b1:1, … —
+so a client that retries on the next queue lands on another broker. Without name servers the
+broker is a cluster of one and routes name only itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from dataclasses import dataclass
+
+import grpc
+
+from rockmq.broker.context import BrokerContext
+from rockmq.protocol import admin_grpc, namesrv, namesrv_grpc, pb
+
+log = logging.getLogger(__name__)
+ROUTE_TTL_S = 1.0  # a route change reaches every broker's answers within interval + ttl
+RPC_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One broker's share of a topic."""
+
+    broker: str
+    endpoint: str  # HOST:PORT
+    queues: int
+    message_types: tuple[str, ...] = ()
+
+    @property
+    def wire_types(self) -> list[int]:
+        return [pb.MessageType.Value(t) for t in self.message_types]
+
+
+def interleave(holders: list[Holder]) -> list[tuple[Holder, int]]:
+    """Every (broker, queue id) of a topic, round robin over the brokers (pure)."""
+    ordered = sorted(holders, key=lambda h: h.broker)
+    most = max((h.queues for h in ordered), default=0)
+    return [(h, q) for q in range(most) for h in ordered if q < h.queues]
+
+
+def spread(queues: int, brokers: list[str]) -> dict[str, int]:
+    """How many queues each broker gets when a topic of `queues` queues is created over them."""
+    chosen = sorted(brokers)[:queues]
+    base, extra = divmod(queues, len(chosen))
+    return {b: base + (i < extra) for i, b in enumerate(chosen)}
+
+
+def endpoints_of(endpoint: str) -> pb.Endpoints:
+    host, _, port = endpoint.rpartition(":")
+    host = host.strip("[]")
+    try:
+        scheme = pb.IPv6 if ipaddress.ip_address(host).version == 6 else pb.IPv4
+    except ValueError:
+        scheme = pb.DOMAIN_NAME
+    return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=int(port))])
+
+
+class Cluster:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.name = ctx.settings.broker_name
+        self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
+        self._stubs = [namesrv_grpc.NameServerStub(grpc.aio.insecure_channel(a)) for a in self.namesrv]
+        self._admins: dict[str, admin_grpc.AdminStub] = {}
+        self._routes: dict[str, tuple[float, list[Holder]]] = {}
+        self._unreachable: set[str] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.namesrv)
+
+    @property
+    def endpoint(self) -> str:
+        return self.ctx.logs.store_host
+
+    def _me(self) -> namesrv.BrokerInfo:
+        info = namesrv.BrokerInfo(name=self.name, endpoint=self.endpoint)
+        for t in self.ctx.meta.topics.values():
+            info.topics.add(topic=t.name, queue_count=t.queues, message_types=t.message_types)
+        return info
+
+    async def register_forever(self) -> None:
+        """Register with every name server every `namesrv_interval_s` (each on its own)."""
+        while True:
+            await self.register_now()
+            await asyncio.sleep(self.ctx.settings.namesrv_interval_s)
+
+    async def register_now(self) -> None:
+        """Register at once (after a topic was created here, so that routes show it)."""
+        me = self._me()
+        await asyncio.gather(*(self._register(a, s, me) for a, s in zip(self.namesrv, self._stubs)))
+
+    async def _register(self, address: str, stub, me: namesrv.BrokerInfo) -> None:
+        try:
+            await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            if address not in self._unreachable:
+                log.warning("cannot register with name server %s: %s", address, e.code().name)
+                self._unreachable.add(address)
+            return
+        if address in self._unreachable:
+            log.info("registered with name server %s again", address)
+            self._unreachable.discard(address)
+
+    async def brokers(self, topic: str = "") -> list[namesrv.BrokerInfo]:
+        """Live brokers (holding `topic`, if given) by the first name server that answers."""
+        for address, stub in zip(self.namesrv, self._stubs):
+            try:
+                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(topic=topic), timeout=RPC_TIMEOUT_S)
+                return list(reply.brokers)
+            except grpc.aio.AioRpcError as e:
+                log.debug("name server %s: %s", address, e.code().name)
+        return []
+
+    def admin(self, endpoint: str) -> admin_grpc.AdminStub:
+        """The admin service of another broker (channels kept per endpoint)."""
+        stub = self._admins.get(endpoint)
+        if stub is None:
+            stub = self._admins[endpoint] = admin_grpc.AdminStub(grpc.aio.insecure_channel(endpoint))
+        return stub
+
+    async def holders(self, topic_name: str) -> list[Holder]:
+        """Who holds the topic: this broker (its own truth, registered or not) and the others
+        the name servers know, cached for ROUTE_TTL_S."""
+        local = self.ctx.meta.topics.get(topic_name)
+        me = [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types))] if local else []
+        if not self.enabled:
+            return me
+        cached = self._routes.get(topic_name)
+        if cached is None or time.monotonic() - cached[0] > ROUTE_TTL_S:
+            others = [Holder(b.name, b.endpoint, b.topics[0].queue_count, tuple(b.topics[0].message_types))
+                      for b in await self.brokers(topic_name) if b.name != self.name and b.topics]
+            cached = (time.monotonic(), others)
+            if others:  # "nobody else holds it" is never cached: a topic just created elsewhere shows up at once
+                self._routes[topic_name] = cached
+            if len(self._routes) > 10_000:  # bounded: forget the oldest half
+                for name in sorted(self._routes, key=lambda n: self._routes[n][0])[:5_000]:
+                    del self._routes[name]
+        return [*me, *cached[1]]

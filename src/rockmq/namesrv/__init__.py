@@ -1,0 +1,1 @@
+"""The name server: joins brokers into a cluster (see `registry` and `server`)."""

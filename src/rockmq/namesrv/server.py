@@ -1,0 +1,56 @@
+"""`rockmq namesrv`: the name server's gRPC service, in the foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+
+import grpc
+
+from rockmq.namesrv.registry import Registry
+from rockmq.protocol import namesrv, namesrv_grpc
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NameServer(namesrv_grpc.NameServerServicer):
+    def __init__(self, timeout_ms: int) -> None:
+        self.registry = Registry(timeout_ms)
+
+    def _expire(self) -> None:
+        for name in self.registry.expire(_now_ms()):
+            log.warning("broker %s dropped: no registration for %d ms", name, self.registry.timeout_ms)
+
+    async def Register(self, request, context):
+        try:
+            self.registry.register(request.broker, _now_ms())
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        self._expire()
+        return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms)
+
+    async def ListBrokers(self, request, context):
+        self._expire()
+        return namesrv.ListBrokersResponse(brokers=self.registry.brokers(request.topic))
+
+
+async def serve(host: str, port: int, timeout_ms: int) -> None:
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    namesrv_grpc.add_NameServerServicer_to_server(NameServer(timeout_ms), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {host}:{port}")
+    await server.start()
+    print(f"rockmq name server listening on {host}:{bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop(grace=1)

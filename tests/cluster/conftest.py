@@ -1,0 +1,51 @@
+"""A cluster on loopback: one name server and three brokers (b1, b2, b3) as subprocesses."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from broker_process import BrokerProcess, NameServerProcess
+
+from rockmq.protocol import namesrv, namesrv_grpc
+
+BROKER_TIMEOUT_S = 2  # the name server drops a silent broker this fast in tests (brokers register every 0.3 s)
+
+
+@dataclass
+class Cluster:
+    namesrv: NameServerProcess
+    brokers: dict[str, BrokerProcess]
+
+    def live_brokers(self) -> list[str]:
+        import grpc
+
+        with grpc.insecure_channel(self.namesrv.endpoint) as ch:
+            reply = namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=5)
+        return [b.name for b in reply.brokers]
+
+    def wait_for_brokers(self, names: set[str], timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while set(self.live_brokers()) != names:
+            assert time.monotonic() < deadline, f"live brokers {self.live_brokers()}, want {sorted(names)}"
+            time.sleep(0.2)
+
+
+def start_cluster(root: Path, names: tuple[str, ...] = ("b1", "b2", "b3")) -> Cluster:
+    ns = NameServerProcess("--broker-timeout", str(BROKER_TIMEOUT_S)).start()
+    env = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}
+    brokers = {n: BrokerProcess(root / n, "--broker-name", n, "--namesrv", ns.endpoint, env=env).start() for n in names}
+    cluster = Cluster(ns, brokers)
+    cluster.wait_for_brokers(set(names))
+    return cluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    c = start_cluster(tmp_path)
+    yield c
+    for b in c.brokers.values():
+        b.kill()
+    c.namesrv.kill()
