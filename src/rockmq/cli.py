@@ -176,8 +176,8 @@ def cmd_topic(args: argparse.Namespace) -> int:
     elif args.action == "describe":
         info = stub.DescribeTopic(admin.TopicRequest(name=args.name), timeout=10)
         print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}")
-        _table([[q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
-               ["QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])
+        _table([[q.broker, q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
+               ["BROKER", "QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])
     else:
         stub.DeleteTopic(admin.TopicRequest(name=args.name), timeout=30)
         print(f"deleted topic {args.name}")
@@ -199,9 +199,9 @@ def cmd_group(args: argparse.Namespace) -> int:
         info = stub.DescribeGroup(admin.GroupRequest(name=args.name), timeout=30)
         print(f"group {info.name}: {'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
               f"{info.inflight} in flight")
-        _table([[q.topic, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
+        _table([[q.topic, q.broker, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
                  q.max_offset, q.lag, q.inflight] for q in info.queues],
-               ["TOPIC", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
+               ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
     return 0
 
 

@@ -85,3 +85,24 @@ def test_sends_through_one_broker_reach_all_and_a_lost_broker_leaves_the_route(c
         assert bodies == sorted(f"b3-{i}" for i in range(5))
     finally:
         conn.close()
+
+
+def test_describe_aggregates_every_broker(cluster):
+    b1 = cluster.brokers["b1"]
+    b1.cli("topic", "create", "agg", "--queues", "6", check=True)
+    for name, b in cluster.brokers.items():
+        conn = Conn(b.endpoint)
+        try:
+            conn.send_ok(*(message("agg", f"{name}-{i}") for i in range(4)))
+            got = conn.receive_n("agg-g", "agg", 4, within=5)  # the group consumes on every broker
+            conn.ack("agg-g", "agg", *got[:3])  # one left in flight on each
+        finally:
+            conn.close()
+    out = cluster.brokers["b2"].cli("topic", "describe", "agg")
+    assert out.returncode == 0 and out.stdout.startswith("topic agg: 6 queues"), out.stdout + out.stderr
+    rows = [ln.split() for ln in out.stdout.splitlines()[2:]]
+    assert sorted((r[0], r[1]) for r in rows) == [(n, str(q)) for n in ("b1", "b2", "b3") for q in range(2)]
+    assert sum(int(r[3]) for r in rows) == 12
+    out = cluster.brokers["b3"].cli("group", "describe", "agg-g")
+    assert out.returncode == 0 and "3 in flight" in out.stdout.splitlines()[0], out.stdout + out.stderr
+    assert {ln.split()[1] for ln in out.stdout.splitlines()[2:]} == {"b1", "b2", "b3"}

@@ -58,7 +58,7 @@ def test_topic_create_list_describe_delete(broker, conn, unique):
     # Empty topic: every queue [0, 0).
     out = ok(broker.cli("topic", "describe", topic))
     assert out.splitlines()[0].startswith(f"topic {topic}: 4 queues")
-    assert table(out, "QUEUE") == [[str(q), "0", "0", "0"] for q in range(4)]
+    assert table(out, "BROKER") == [["broker-a", str(q), "0", "0", "0"] for q in range(4)]
 
     # 6 messages: describe's offsets show where each went.
     entries = conn.send_ok(*[message(topic, f"m{i}") for i in range(6)])
@@ -66,8 +66,8 @@ def test_topic_create_list_describe_delete(broker, conn, unique):
     for m in conn.receive_n(unique("cli-peek"), topic, 6, within=5):  # learn each message's queue
         per_queue[m.system_properties.queue_id] += 1
     assert sum(per_queue) == 6 and len(entries) == 6
-    rows = table(ok(broker.cli("topic", "describe", topic)), "QUEUE")
-    assert rows == [[str(q), "0", str(per_queue[q]), str(per_queue[q])] for q in range(4)]
+    rows = table(ok(broker.cli("topic", "describe", topic)), "BROKER")
+    assert rows == [["broker-a", str(q), "0", str(per_queue[q]), str(per_queue[q])] for q in range(4)]
 
     # FIFO accepted; DELAY not (the topic's types).
     assert conn.send(message(topic, "fifo", group="g1")).status.code == pb.OK
@@ -83,7 +83,8 @@ def test_topic_create_list_describe_delete(broker, conn, unique):
 
     # Created again under the same name: a clean slate.
     ok(broker.cli("topic", "create", topic, "--queues", "2"))
-    assert table(ok(broker.cli("topic", "describe", topic)), "QUEUE") == [["0", "0", "0", "0"], ["1", "0", "0", "0"]]
+    assert table(ok(broker.cli("topic", "describe", topic)), "BROKER") == [["broker-a", "0", "0", "0", "0"],
+                                                                           ["broker-a", "1", "0", "0", "0"]]
     assert conn.send_ok(message(topic, "new life"))[0].offset == 0
 
 
@@ -131,7 +132,7 @@ def test_group_describe_offsets_lag_inflight(broker, conn, unique):
 
     def describe() -> tuple[str, dict[int, list[str]]]:
         out = ok(broker.cli("group", "describe", group))
-        return out.splitlines()[0], {int(r[1]): r for r in table(out, "TOPIC")}
+        return out.splitlines()[0], {int(r[2]): r[:1] + r[2:] for r in table(out, "TOPIC")}
 
     first, rows = describe()
     assert first.startswith(f"group {group}: concurrent, max attempts 5, 3 in flight"), first

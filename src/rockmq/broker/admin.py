@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -88,7 +90,7 @@ class AdminServicer(admin_grpc.AdminServicer):
                 hi = self.ctx.logs.max_offset(tid, q)
                 n = inflight.get((tid, q), 0)
                 info.queues.append(admin.GroupQueueInfo(
-                    topic=topic.name, queue_id=q, committed_offset=committed, pop_offset=popped,
+                    broker=self.cluster.name, topic=topic.name, queue_id=q, committed_offset=committed, pop_offset=popped,
                     max_offset=hi, lag=max(0, hi - max(popped, committed)) + n, inflight=n))
                 info.inflight += n
         return info
@@ -155,7 +157,18 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @_admin_call
     def DescribeTopic(self, request):
-        return self._topic_info(self.ctx.meta.topic(request.name), True)
+        if not self.cluster.enabled or request.local:
+            return self._topic_info(self.ctx.meta.topic(request.name), True)
+        return self._describe_topic_everywhere(request.name)
+
+    async def _describe_topic_everywhere(self, name: str) -> admin.TopicInfo:
+        parts = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True),
+                                       lambda: self._topic_info(self.ctx.meta.topic(name), True), "topic", name)
+        info = admin.TopicInfo(name=name, message_types=parts[0].message_types)
+        for part in parts:
+            info.queue_count += part.queue_count
+            info.queues.extend(part.queues)
+        return info
 
     @_admin_call
     def DeleteTopic(self, request):
@@ -176,7 +189,39 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @_admin_call
     def DescribeGroup(self, request):
-        return self._group_info(self.ctx.meta.group(request.name), True)
+        if not self.cluster.enabled or request.local:
+            return self._group_info(self.ctx.meta.group(request.name), True)
+        return self._describe_group_everywhere(request.name)
+
+    async def _describe_group_everywhere(self, name: str) -> admin.GroupInfo:
+        parts = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True),
+                                       lambda: self._group_info(self.ctx.meta.group(name), True), "group", name)
+        info = admin.GroupInfo(name=name, fifo=parts[0].fifo, max_attempts=parts[0].max_attempts)
+        for part in parts:
+            info.inflight += part.inflight
+            info.queues.extend(part.queues)
+        return info
+
+    async def _everywhere(self, method: str, request, here: Callable[[], Any], kind: str, name: str) -> list:
+        """`method` answered by every live broker that has the topic or group (this one directly)."""
+        live = {b.name: b.endpoint for b in await self.cluster.brokers()}
+        live[self.cluster.name] = self.cluster.endpoint
+        parts = []
+        for broker in sorted(live):
+            try:
+                if broker == self.cluster.name:
+                    parts.append(here())
+                else:
+                    parts.append(await getattr(self.cluster.admin(live[broker]), method)(request, timeout=RPC_TIMEOUT_S))
+            except BrokerError as e:
+                if _GRPC_CODES.get(e.code) != grpc.StatusCode.NOT_FOUND:
+                    raise
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.NOT_FOUND:
+                    raise BrokerError(pb.INTERNAL_ERROR, f"broker {broker} did not answer: {e.details()}") from None
+        if not parts:
+            raise BrokerError(pb.NOT_FOUND, f"no broker has {kind} {name!r}")
+        return parts
 
     @_admin_call
     def GetTimerStats(self, request):

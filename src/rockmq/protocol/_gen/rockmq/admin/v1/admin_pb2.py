@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1brockmq/admin/v1/admin.proto\x12\x0frockmq.admin.v1\"q\n\tTopicInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12*\n\x06queues\x18\x04 \x03(\x0b\x32\x1a.rockmq.admin.v1.QueueInfo\"U\n\tQueueInfo\x12\x10\n\x08queue_id\x18\x01 \x01(\x05\x12\x12\n\nmin_offset\x18\x02 \x01(\x03\x12\x12\n\nmax_offset\x18\x03 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x04 \x01(\t\"n\n\x12\x43reateTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12\x0f\n\x07\x62rokers\x18\x04 \x03(\t\x12\r\n\x05local\x18\x05 \x01(\x08\"\x1c\n\x0cTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x13\n\x11ListTopicsRequest\"@\n\x12ListTopicsResponse\x12*\n\x06topics\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.TopicInfo\"\x15\n\x13\x44\x65leteTopicResponse\"\x80\x01\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\x12/\n\x06queues\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.GroupQueueInfo\x12\x10\n\x08inflight\x18\x05 \x01(\x03\"\x92\x01\n\x0eGroupQueueInfo\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x03 \x01(\x03\x12\x12\n\npop_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0b\n\x03lag\x18\x06 \x01(\x03\x12\x10\n\x08inflight\x18\x07 \x01(\x03\"F\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\"\x1c\n\x0cGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x13\n\x11ListGroupsRequest\"@\n\x12ListGroupsResponse\x12*\n\x06groups\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.GroupInfo\"\x13\n\x11TimerStatsRequest\"\xa4\x01\n\nTimerStats\x12\x0f\n\x07pending\x18\x01 \x01(\x03\x12\x13\n\x0bnext_due_ms\x18\x02 \x01(\x03\x12\r\n\x05moved\x18\x03 \x01(\x03\x12\x31\n\x08lateness\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.LatenessBucket\x12\x17\n\x0fmax_lateness_ms\x18\x05 \x01(\x03\x12\x15\n\rhalf_messages\x18\x06 \x01(\x03\".\n\x0eLatenessBucket\x12\r\n\x05le_ms\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x32\xa3\x05\n\x05\x41\x64min\x12P\n\x0b\x43reateTopic\x12#.rockmq.admin.v1.CreateTopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12W\n\nListTopics\x12\".rockmq.admin.v1.ListTopicsRequest\x1a#.rockmq.admin.v1.ListTopicsResponse\"\x00\x12L\n\rDescribeTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12T\n\x0b\x44\x65leteTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a$.rockmq.admin.v1.DeleteTopicResponse\"\x00\x12P\n\x0b\x43reateGroup\x12#.rockmq.admin.v1.CreateGroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12W\n\nListGroups\x12\".rockmq.admin.v1.ListGroupsRequest\x1a#.rockmq.admin.v1.ListGroupsResponse\"\x00\x12L\n\rDescribeGroup\x12\x1d.rockmq.admin.v1.GroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12R\n\rGetTimerStats\x12\".rockmq.admin.v1.TimerStatsRequest\x1a\x1b.rockmq.admin.v1.TimerStats\"\x00\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1brockmq/admin/v1/admin.proto\x12\x0frockmq.admin.v1\"q\n\tTopicInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12*\n\x06queues\x18\x04 \x03(\x0b\x32\x1a.rockmq.admin.v1.QueueInfo\"U\n\tQueueInfo\x12\x10\n\x08queue_id\x18\x01 \x01(\x05\x12\x12\n\nmin_offset\x18\x02 \x01(\x03\x12\x12\n\nmax_offset\x18\x03 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x04 \x01(\t\"n\n\x12\x43reateTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12\x0f\n\x07\x62rokers\x18\x04 \x03(\t\x12\r\n\x05local\x18\x05 \x01(\x08\"+\n\x0cTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"\x13\n\x11ListTopicsRequest\"@\n\x12ListTopicsResponse\x12*\n\x06topics\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.TopicInfo\"\x15\n\x13\x44\x65leteTopicResponse\"\x80\x01\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\x12/\n\x06queues\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.GroupQueueInfo\x12\x10\n\x08inflight\x18\x05 \x01(\x03\"\xa2\x01\n\x0eGroupQueueInfo\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x03 \x01(\x03\x12\x12\n\npop_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0b\n\x03lag\x18\x06 \x01(\x03\x12\x10\n\x08inflight\x18\x07 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x08 \x01(\t\"F\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\"+\n\x0cGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"\x13\n\x11ListGroupsRequest\"@\n\x12ListGroupsResponse\x12*\n\x06groups\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.GroupInfo\"\x13\n\x11TimerStatsRequest\"\xa4\x01\n\nTimerStats\x12\x0f\n\x07pending\x18\x01 \x01(\x03\x12\x13\n\x0bnext_due_ms\x18\x02 \x01(\x03\x12\r\n\x05moved\x18\x03 \x01(\x03\x12\x31\n\x08lateness\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.LatenessBucket\x12\x17\n\x0fmax_lateness_ms\x18\x05 \x01(\x03\x12\x15\n\rhalf_messages\x18\x06 \x01(\x03\".\n\x0eLatenessBucket\x12\r\n\x05le_ms\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x32\xa3\x05\n\x05\x41\x64min\x12P\n\x0b\x43reateTopic\x12#.rockmq.admin.v1.CreateTopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12W\n\nListTopics\x12\".rockmq.admin.v1.ListTopicsRequest\x1a#.rockmq.admin.v1.ListTopicsResponse\"\x00\x12L\n\rDescribeTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12T\n\x0b\x44\x65leteTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a$.rockmq.admin.v1.DeleteTopicResponse\"\x00\x12P\n\x0b\x43reateGroup\x12#.rockmq.admin.v1.CreateGroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12W\n\nListGroups\x12\".rockmq.admin.v1.ListGroupsRequest\x1a#.rockmq.admin.v1.ListGroupsResponse\"\x00\x12L\n\rDescribeGroup\x12\x1d.rockmq.admin.v1.GroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12R\n\rGetTimerStats\x12\".rockmq.admin.v1.TimerStatsRequest\x1a\x1b.rockmq.admin.v1.TimerStats\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,31 +38,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATETOPICREQUEST']._serialized_start=250
   _globals['_CREATETOPICREQUEST']._serialized_end=360
   _globals['_TOPICREQUEST']._serialized_start=362
-  _globals['_TOPICREQUEST']._serialized_end=390
-  _globals['_LISTTOPICSREQUEST']._serialized_start=392
-  _globals['_LISTTOPICSREQUEST']._serialized_end=411
-  _globals['_LISTTOPICSRESPONSE']._serialized_start=413
-  _globals['_LISTTOPICSRESPONSE']._serialized_end=477
-  _globals['_DELETETOPICRESPONSE']._serialized_start=479
-  _globals['_DELETETOPICRESPONSE']._serialized_end=500
-  _globals['_GROUPINFO']._serialized_start=503
-  _globals['_GROUPINFO']._serialized_end=631
-  _globals['_GROUPQUEUEINFO']._serialized_start=634
-  _globals['_GROUPQUEUEINFO']._serialized_end=780
-  _globals['_CREATEGROUPREQUEST']._serialized_start=782
-  _globals['_CREATEGROUPREQUEST']._serialized_end=852
-  _globals['_GROUPREQUEST']._serialized_start=854
-  _globals['_GROUPREQUEST']._serialized_end=882
-  _globals['_LISTGROUPSREQUEST']._serialized_start=884
-  _globals['_LISTGROUPSREQUEST']._serialized_end=903
-  _globals['_LISTGROUPSRESPONSE']._serialized_start=905
-  _globals['_LISTGROUPSRESPONSE']._serialized_end=969
-  _globals['_TIMERSTATSREQUEST']._serialized_start=971
-  _globals['_TIMERSTATSREQUEST']._serialized_end=990
-  _globals['_TIMERSTATS']._serialized_start=993
-  _globals['_TIMERSTATS']._serialized_end=1157
-  _globals['_LATENESSBUCKET']._serialized_start=1159
-  _globals['_LATENESSBUCKET']._serialized_end=1205
-  _globals['_ADMIN']._serialized_start=1208
-  _globals['_ADMIN']._serialized_end=1883
+  _globals['_TOPICREQUEST']._serialized_end=405
+  _globals['_LISTTOPICSREQUEST']._serialized_start=407
+  _globals['_LISTTOPICSREQUEST']._serialized_end=426
+  _globals['_LISTTOPICSRESPONSE']._serialized_start=428
+  _globals['_LISTTOPICSRESPONSE']._serialized_end=492
+  _globals['_DELETETOPICRESPONSE']._serialized_start=494
+  _globals['_DELETETOPICRESPONSE']._serialized_end=515
+  _globals['_GROUPINFO']._serialized_start=518
+  _globals['_GROUPINFO']._serialized_end=646
+  _globals['_GROUPQUEUEINFO']._serialized_start=649
+  _globals['_GROUPQUEUEINFO']._serialized_end=811
+  _globals['_CREATEGROUPREQUEST']._serialized_start=813
+  _globals['_CREATEGROUPREQUEST']._serialized_end=883
+  _globals['_GROUPREQUEST']._serialized_start=885
+  _globals['_GROUPREQUEST']._serialized_end=928
+  _globals['_LISTGROUPSREQUEST']._serialized_start=930
+  _globals['_LISTGROUPSREQUEST']._serialized_end=949
+  _globals['_LISTGROUPSRESPONSE']._serialized_start=951
+  _globals['_LISTGROUPSRESPONSE']._serialized_end=1015
+  _globals['_TIMERSTATSREQUEST']._serialized_start=1017
+  _globals['_TIMERSTATSREQUEST']._serialized_end=1036
+  _globals['_TIMERSTATS']._serialized_start=1039
+  _globals['_TIMERSTATS']._serialized_end=1203
+  _globals['_LATENESSBUCKET']._serialized_start=1205
+  _globals['_LATENESSBUCKET']._serialized_end=1251
+  _globals['_ADMIN']._serialized_start=1254
+  _globals['_ADMIN']._serialized_end=1929
 # @@protoc_insertion_point(module_scope)

@@ -45,10 +45,12 @@ class CreateTopicRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., brokers: _Optional[_Iterable[str]] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class TopicRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "local")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class ListTopicsRequest(_message.Message):
     __slots__ = ()
@@ -79,7 +81,7 @@ class GroupInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ...) -> None: ...
 
 class GroupQueueInfo(_message.Message):
-    __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight")
+    __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight", "broker")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +89,7 @@ class GroupQueueInfo(_message.Message):
     MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAG_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_FIELD_NUMBER: _ClassVar[int]
+    BROKER_FIELD_NUMBER: _ClassVar[int]
     topic: str
     queue_id: int
     committed_offset: int
@@ -94,7 +97,8 @@ class GroupQueueInfo(_message.Message):
     max_offset: int
     lag: int
     inflight: int
-    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ...) -> None: ...
+    broker: str
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ..., broker: _Optional[str] = ...) -> None: ...
 
 class CreateGroupRequest(_message.Message):
     __slots__ = ("name", "fifo", "max_attempts")
@@ -107,10 +111,12 @@ class CreateGroupRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ...) -> None: ...
 
 class GroupRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "local")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class ListGroupsRequest(_message.Message):
     __slots__ = ()
