@@ -39,8 +39,9 @@ class Conn:
         return self.admin.CreateGroup(admin.CreateGroupRequest(name=name, fifo=fifo, max_attempts=max_attempts),
                                       timeout=RPC_TIMEOUT)
 
-    def describe_topic(self, name: str) -> admin.TopicInfo:
-        return self.admin.DescribeTopic(admin.TopicRequest(name=name), timeout=RPC_TIMEOUT)
+    def describe_topic(self, name: str, local: bool = False) -> admin.TopicInfo:
+        """The topic on every broker of a cluster, or with `local` on this broker only."""
+        return self.admin.DescribeTopic(admin.TopicRequest(name=name, local=local), timeout=RPC_TIMEOUT)
 
     def describe_group(self, name: str) -> admin.GroupInfo:
         return self.admin.DescribeGroup(admin.GroupRequest(name=name), timeout=RPC_TIMEOUT)

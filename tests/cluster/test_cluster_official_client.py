@@ -21,7 +21,7 @@ def _stored(cluster, topic: str) -> dict[str, int]:
             continue
         conn = Conn(b.endpoint)
         try:
-            out[name] = sum(q.max_offset for q in conn.describe_topic(topic).queues)
+            out[name] = sum(q.max_offset for q in conn.describe_topic(topic, local=True).queues)
         finally:
             conn.close()
     return out
@@ -75,9 +75,22 @@ def test_sends_keep_succeeding_when_a_broker_dies(cluster):
     for b in cluster.brokers.values():
         conn = Conn(b.endpoint)
         try:
-            for q in conn.describe_topic("survive").queues:
+            for q in conn.describe_topic("survive", local=True).queues:
                 stored_ids.update(m.system_properties.message_id for m in conn.pull_all("survive", q.queue_id))
         finally:
             conn.close()
     lost = set(acked) - stored_ids
     assert not lost, f"{len(lost)} acknowledged messages are gone after the broker came back"
+
+
+def test_consumers_keep_consuming_the_survivors_queues(cluster):
+    cluster.brokers["b1"].cli("topic", "create", "afterloss", "--queues", "6", check=True)
+    cluster.brokers["b2"].kill()
+    cluster.wait_for_brokers({"b1", "b3"})
+    with producer(cluster.brokers["b1"].endpoint, "afterloss") as p:
+        sent = {send(p, "afterloss", f"s{i}".encode()).message_id for i in range(20)}
+    with simple_consumer(cluster.brokers["b3"].endpoint, "afterloss-g", {"afterloss": "*"}) as c:
+        got = receive_until(c, lambda g: len({m.message_id for m in g}) >= 20, timeout=20)
+        for m in got:
+            c.ack(m)
+    assert {m.message_id for m in got} == sent
