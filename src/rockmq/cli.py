@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--flush", choices=["sync", "async"], help="WAL fsync policy (default sync)")
     serve.add_argument("--broker-name", help="this broker's name in routes (unique in a cluster)")
     serve.add_argument("--namesrv", help="name servers to register with: HOST:PORT[,HOST:PORT...] (default: standalone)")
+    serve.add_argument("--replication", choices=["off", "async", "sync"],
+                       help="keep batches for replicas; sync: a send waits for a replica (default off)")
+    serve.add_argument("--replica-of", help="follow this primary (HOST:PORT): serve reads only until promoted")
     serve.add_argument("--max-attempts", type=int, help="default deliveries per message before the DLQ (17)")
     serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
@@ -102,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     mt.add_argument("--count", type=int, default=0, help="stop after this many messages (default: run until Ctrl-C)")
     mt.add_argument("--timeout", type=float, default=0, help="stop after this many idle seconds (default: never)")
 
+    broker = sub.add_parser("broker", help="manage a broker").add_subparsers(dest="action", required=True, metavar="ACTION")
+    with_endpoint(broker.add_parser("promote", help="make a replica (at --endpoint) a primary: its primary must be gone"))
+
     timer = sub.add_parser("timer", help="inspect delayed messages").add_subparsers(dest="action", required=True,
                                                                                    metavar="ACTION")
     with_endpoint(timer.add_parser("stats", help="pending delayed messages, next due time, lateness histogram"))
@@ -118,6 +124,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq.broker.server import serve
 
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
+                                                "replication", "replica_of",
                                                 "default_queues", "auto_create_topics", "log_level")}
     settings = load_settings(args.config, overrides)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -307,6 +314,14 @@ def cmd_message(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_broker(args: argparse.Namespace) -> int:
+    from rockmq.protocol import admin
+
+    reply = _admin(args).Promote(admin.PromoteRequest(), timeout=30)
+    print(f"promoted {args.endpoint}: it holds the primary's writes up to batch {reply.applied_seq} and now serves writes")
+    return 0
+
+
 def cmd_timer(args: argparse.Namespace) -> int:
     from rockmq.protocol import admin
 
@@ -334,7 +349,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "namesrv": cmd_namesrv, "topic": cmd_topic, "group": cmd_group, "message": cmd_message,
-            "timer": cmd_timer, "bench": cmd_bench}
+            "broker": cmd_broker, "timer": cmd_timer, "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,6 +32,13 @@ class Settings:
     # Name servers (HOST:PORT, comma separated) this broker registers with; empty: standalone.
     namesrv: str = ""
     namesrv_interval_s: float = 3.0  # how often the broker registers (keep well under their timeout)
+    # Replication. A primary with `replication` async or sync keeps its recent batches for
+    # replicas to follow; sync answers a send only once a replica applied it (or fails it after
+    # replication_timeout_s). A broker started with replica_of (the primary's HOST:PORT) follows
+    # it, serves reads only, and becomes a primary when promoted.
+    replication: str = "off"
+    replication_timeout_s: float = 5.0
+    replica_of: str = ""
     auto_create_topics: bool = True
     auto_create_groups: bool = True
     default_queues: int = 8
@@ -69,6 +76,10 @@ class Settings:
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.replication not in ("off", "async", "sync"):
+            raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
+        if self.replication_timeout_s <= 0:
+            raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:
             raise ConfigError(f"namesrv_interval_s must be above 0, not {self.namesrv_interval_s}")
         if self.txn_check_first_s <= 0 or self.txn_check_interval_s <= 0 or self.txn_check_max < 0:

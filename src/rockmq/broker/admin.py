@@ -5,6 +5,7 @@ Refusals are gRPC statuses with one readable line; the CLI prints that line and 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
@@ -18,6 +19,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig, check_name
 from rockmq.broker.pop import PopService
+from rockmq.broker.replication import Follower
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService
@@ -56,6 +58,8 @@ class AdminServicer(admin_grpc.AdminServicer):
                  subscriptions: Subscriptions, cluster: Cluster) -> None:
         self.ctx = ctx
         self.cluster = cluster
+        self.follower: Follower | None = None  # set on a replica
+        self.on_promote: Callable[[], None] = lambda: None
         self.subscriptions = subscriptions
         self.pop = pop
         self.timers = timers
@@ -231,3 +235,17 @@ class AdminServicer(admin_grpc.AdminServicer):
             pending=t.pending.value, next_due_ms=t.next_due() or 0, moved=t.moved, max_lateness_ms=late.max_ms,
             lateness=[admin.LatenessBucket(le_ms=le, count=n) for le, n in zip((*LATENESS_BOUNDS_MS, -1), late.counts)],
             half_messages=self.transactions.pending.value)
+
+    @_admin_call
+    def Promote(self, request):
+        if self.follower is None:
+            raise BrokerError(pb.BAD_REQUEST, "this broker is not a replica (or was promoted already)")
+        return self._promote()
+
+    async def _promote(self) -> admin.PromoteResponse:
+        batch = self.ctx.store.batch()
+        batch.put("meta", keys.PROMOTED_KEY, b"1")
+        await self.ctx.store.commit(batch)
+        log.warning("promoted by request after applying the primary's batch %d", self.follower.applied)
+        asyncio.get_running_loop().call_later(0.2, self.on_promote)  # after this reply is sent
+        return admin.PromoteResponse(applied_seq=self.follower.applied)

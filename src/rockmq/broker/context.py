@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from rockmq.broker.metadata import DLQ_PREFIX, GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import QueueLogs
@@ -21,6 +22,8 @@ class BrokerContext:
     # Counts broker starts. Sequence numbers in keys (timers, retries) start at epoch << 40, so
     # they never repeat across restarts, whatever the wall clock does.
     epoch: int
+    # The primary's replicator when replication is on (broker/replication.py); sync sends wait on it.
+    replicator: Any = None
 
     @property
     def sequence_start(self) -> int:

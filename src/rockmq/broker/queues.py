@@ -82,6 +82,10 @@ class QueueLogs:
         for key, value in self.store.scan("log", keys.log_key(topic_id, queue_id, start), end, limit):
             yield keys.parse_log_key(key)[2], value
 
+    def forget_offsets(self) -> None:
+        """Drop the cached next offsets (a replica's store changed underneath)."""
+        self._next.clear()
+
     def forget_topic(self, topic_id: int) -> None:
         for key in [k for k in self._next if k[0] == topic_id]:
             del self._next[key]

@@ -159,6 +159,8 @@ class SendService:
         # waits for the fsync covering the originals.
         if ctx.settings.flush == "sync":
             await ctx.store.sync()
+        if ctx.settings.replication == "sync" and ctx.replicator is not None:
+            await ctx.replicator.confirm(batch.seq)
         return results
 
     # --- de-duplication: entries live in buckets one window long; the last two are checked --

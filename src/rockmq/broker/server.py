@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import signal
@@ -17,13 +18,16 @@ from rockmq.broker.cluster import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
+from rockmq.broker.read_only import ReadOnly
+from rockmq.broker.replication import Follower, Replicator
 from rockmq.broker.send import SendService
 from rockmq.broker.servicer import MessagingServicer
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.protocol import admin_grpc, batch_grpc
+from rockmq.protocol import admin_grpc, batch_grpc, replication_grpc
+from rockmq.store import keys
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 64 * 1024 * 1024  # bigger than any valid request: oversize bodies get a RocketMQ status
@@ -45,13 +49,21 @@ class Broker:
         self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
         self.transactions.send_check = self.clients.push_to_publisher
         self.pop.renewals.last_seen = self.clients.last_seen
+        promoted = self.ctx.store.get("meta", keys.PROMOTED_KEY) is not None
+        if settings.replica_of and promoted:
+            log.warning("this broker was promoted: it no longer follows %s", settings.replica_of)
+        self.follower = Follower(self.ctx, settings.replica_of) if settings.replica_of and not promoted else None
+        self.replicator = Replicator(self.ctx) if self.follower is None and settings.replication != "off" else None
+        self.ctx.replicator = self.replicator
+        self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.server: grpc.aio.Server | None = None
         self.port = 0
         self._tasks: list[asyncio.Task] = []
 
     async def start(self) -> int:
         s = self.settings
-        self.server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, options=[
+        interceptors = [ReadOnly(s.replica_of)] if self.follower is not None else []
+        self.server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
@@ -60,7 +72,10 @@ class Broker:
                                       self.clients, self.subscriptions, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions, self.cluster)
+        admin.follower, admin.on_promote = self.follower, self.promoted.set
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
+        if self.replicator is not None:
+            replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
         batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions)
         batch_grpc.add_BatchMessagingServicer_to_server(batch, self.server)
         self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
@@ -69,6 +84,9 @@ class Broker:
         # The endpoint the broker advertises must be the port it really got (port 0 = any free one).
         self.ctx.logs.store_host = f"{s.host}:{self.port}"
         await self.server.start()
+        if self.follower is not None:  # a replica writes nothing of its own
+            self._tasks = [asyncio.create_task(self.follower.run())]
+            return self.port
         loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
         self._tasks = [asyncio.create_task(t) for t in
                        (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping())]
@@ -98,15 +116,28 @@ async def serve(settings: Settings) -> None:
     # The fsync thread must get the GIL back quickly to complete the sends it covered; the
     # default 5 ms switch interval shows up directly in the send latency tail.
     sys.setswitchinterval(0.0005)
-    broker = Broker(settings)
-    port = await broker.start()
-    gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
-    print(f"rockmq broker listening on {settings.host}:{port} (data in {settings.data_dir}, flush {settings.flush})",
-          flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    broker = Broker(settings)
+    port = await broker.start()
+    gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
+    role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
+    print(f"rockmq broker listening on {settings.host}:{port} (data in {settings.data_dir}, flush {settings.flush}{role})",
+          flush=True)
+    while True:
+        promoted = asyncio.create_task(broker.promoted.wait())
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait((promoted, stopped), return_when=asyncio.FIRST_COMPLETED)
+        promoted.cancel()
+        stopped.cancel()
+        if stop.is_set():
+            break
+        # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
+        await broker.stop()
+        broker = Broker(dataclasses.replace(settings, port=port))
+        await broker.start()
+        log.warning("promoted: now a primary on port %d", port)
     log.info("stopping")
     await broker.stop()

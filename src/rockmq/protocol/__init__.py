@@ -1,7 +1,7 @@
 """Wire definitions and pure codecs: RocketMQ v2 messages <-> rockmq records. No I/O.
 
 `pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin`,
-`batch` and `namesrv` (rockmq's own services) are the generated modules, registered in rockmq's private
+`batch`, `namesrv` and `replication` (rockmq's own services) are the generated modules, registered in rockmq's private
 descriptor pool (see `_pool`).
 """
 
@@ -14,5 +14,8 @@ from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
 from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2 as namesrv
 from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2_grpc as namesrv_grpc
+from rockmq.protocol._gen.rockmq.replication.v1 import replication_pb2 as replication
+from rockmq.protocol._gen.rockmq.replication.v1 import replication_pb2_grpc as replication_grpc
 
-__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc", "namesrv", "namesrv_grpc"]
+__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc", "namesrv", "namesrv_grpc", "replication",
+           "replication_grpc"]

@@ -18,9 +18,11 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
+from rockmq.store import oplog
 from rockmq.store.keys import prefix_end
 
 log = logging.getLogger(__name__)
@@ -97,16 +99,22 @@ class Store:
         interval = None if flush == "sync" else flush_interval_ms / 1000
         self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval)
         self._closed = False
+        self.replication: Replication | None = None  # a primary's replicator, when it has one
 
     # --- writes ------------------------------------------------------------------------------
 
     def batch(self) -> Batch:
-        return Batch(self._handles)
+        return Batch(self._handles, record=self.replication is not None)
 
     def write(self, batch: Batch) -> None:
         """Apply a batch atomically, without waiting for an fsync."""
-        if not batch.empty:
-            self._db.write(batch.wb, self._nosync)
+        if batch.empty:
+            return
+        if self.replication is not None:
+            self.replication.stamp(batch)
+        self._db.write(batch.wb, self._nosync)
+        if self.replication is not None:
+            self.replication.written(batch)
 
     async def commit(self, batch: Batch) -> None:
         """Apply a batch atomically and return once it is durable under the flush policy."""
@@ -177,6 +185,14 @@ class Store:
         # Column-family objects keep the database (and its LOCK file) alive until they go too.
         self._cf.clear()
         self._handles.clear()
+
+
+class Replication(Protocol):
+    """What the store asks of a replicator: number a batch before it is written, ship it after."""
+
+    def stamp(self, batch: Batch) -> None: ...
+
+    def written(self, batch: Batch) -> None: ...
 
 
 class GroupCommit:
@@ -263,23 +279,42 @@ def _complete(futures: list[asyncio.Future[None]], error: BaseException | None) 
 
 
 class Batch:
-    """A WriteBatch addressed by family name."""
+    """A WriteBatch addressed by family name; with `record`, its operations are also kept (for
+    a replica), and `seq` is the number replication gave it."""
 
-    __slots__ = ("wb", "_handles", "empty")
+    __slots__ = ("wb", "_handles", "empty", "ops", "seq")
 
-    def __init__(self, handles: dict) -> None:
+    def __init__(self, handles: dict, record: bool = False) -> None:
         self.wb = WriteBatch(raw_mode=True)
         self._handles = handles
         self.empty = True
+        self.ops: list[oplog.Op] | None = [] if record else None
+        self.seq = 0
 
     def put(self, family: str, key: bytes, value: bytes) -> None:
         self.wb.put(key, value, self._handles[family])
         self.empty = False
+        if self.ops is not None:
+            self.ops.append((oplog.PUT, family, key, value))
 
     def delete(self, family: str, key: bytes) -> None:
         self.wb.delete(key, self._handles[family])
         self.empty = False
+        if self.ops is not None:
+            self.ops.append((oplog.DELETE, family, key, b""))
 
     def delete_range(self, family: str, lower: bytes, upper: bytes) -> None:
         self.wb.delete_range(lower, upper, self._handles[family])
         self.empty = False
+        if self.ops is not None:
+            self.ops.append((oplog.DELETE_RANGE, family, lower, upper))
+
+    def apply(self, ops: list[oplog.Op]) -> None:
+        """Add operations shipped from another store."""
+        for kind, family, key, value in ops:
+            if kind == oplog.PUT:
+                self.put(family, key, value)
+            elif kind == oplog.DELETE:
+                self.delete(family, key)
+            else:
+                self.delete_range(family, key, value)

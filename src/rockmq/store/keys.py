@@ -44,6 +44,8 @@ EPOCH_KEY = b"epoch"
 NEXT_ID_KEY = b"next-id"
 TIMER_COUNT_KEY = b"count/timers"  # pending delayed messages (store/counts.py)
 HALF_COUNT_KEY = b"count/half"  # undecided transactions
+REPLICATION_SEQ_KEY = b"repl/seq"  # number of the last batch written (primary) or applied (replica)
+PROMOTED_KEY = b"repl/promoted"  # a replica that was promoted: it never follows again
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------
 

@@ -155,3 +155,13 @@ class LatenessBucket(_message.Message):
     le_ms: int
     count: int
     def __init__(self, le_ms: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class PromoteRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PromoteResponse(_message.Message):
+    __slots__ = ("applied_seq",)
+    APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    applied_seq: int
+    def __init__(self, applied_seq: _Optional[int] = ...) -> None: ...

@@ -74,6 +74,11 @@ class AdminStub:
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStatsRequest.SerializeToString,
                 response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStats.FromString,
                 _registered_method=True)
+        self.Promote = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/Promote',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -127,6 +132,13 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Promote(self, request, context):
+        """Make a replica a primary: it stops following and serves writes (the old primary must be gone).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +181,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.GetTimerStats,
                     request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStatsRequest.FromString,
                     response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStats.SerializeToString,
+            ),
+            'Promote': grpc.unary_unary_rpc_method_handler(
+                    servicer.Promote,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -387,6 +404,33 @@ class Admin:
             '/rockmq.admin.v1.Admin/GetTimerStats',
             rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStatsRequest.SerializeToString,
             rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStats.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Promote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/Promote',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

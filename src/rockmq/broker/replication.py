@@ -1,0 +1,196 @@
+"""Replication by record shipping: a primary numbers and keeps its recent batches; a replica
+follows them and applies each atomically.
+
+Every batch the primary writes gets the next sequence number, stored in the batch itself
+(`repl/seq` in meta), so the number survives with the data and a replica that applied a batch
+also holds its number: after a restart on either side, the replica asks for what follows. Batches
+are kept in a ring bounded by bytes; a replica that asks for something older than the ring must
+be re-seeded. With `--replication sync` a send is answered only once a replica reported the
+batch applied (and fsync'ed, under its flush policy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+
+import grpc
+
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import Metadata
+from rockmq.protocol import pb, replication, replication_grpc
+from rockmq.store import keys, oplog
+from rockmq.store.db import FAMILIES, Batch
+
+log = logging.getLogger(__name__)
+RING_BYTES = 64 * 1024 * 1024
+RETRY_S = 1.0
+
+
+def stored_seq(ctx: BrokerContext) -> int:
+    raw = ctx.store.get("meta", keys.REPLICATION_SEQ_KEY)
+    return keys.decode_u64(raw) if raw is not None else 0
+
+
+class Replicator(replication_grpc.ReplicationServicer):
+    """The primary's side: numbers batches, keeps the recent ones, streams them to replicas."""
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.seq = stored_seq(ctx)
+        self.acked = self.seq if ctx.settings.replication == "sync" else 0  # nothing unconfirmed yet
+        self._ring: deque[tuple[int, bytes]] = deque()
+        self._ring_bytes = 0
+        self._grew = asyncio.Event()
+        self._acked_moved = asyncio.Event()
+        self.followers = 0
+        ctx.store.replication = self
+        # The first batch carries what a promoted replica needs to take over: the secret (receipt
+        # and recall handles stay valid) and the epoch (its sequence numbers start above ours).
+        batch = ctx.store.batch()
+        batch.put("meta", keys.SECRET_KEY, ctx.secret)
+        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(ctx.epoch))
+        ctx.store.write(batch)
+
+    # --- store hooks -------------------------------------------------------------------------
+
+    def stamp(self, batch: Batch) -> None:
+        self.seq += 1
+        batch.seq = self.seq
+        batch.put("meta", keys.REPLICATION_SEQ_KEY, keys.encode_u64(self.seq))
+
+    def written(self, batch: Batch) -> None:
+        data = oplog.encode(batch.ops or [], FAMILIES)
+        self._ring.append((batch.seq, data))
+        self._ring_bytes += len(data)
+        while self._ring_bytes > RING_BYTES and len(self._ring) > 1:
+            self._ring_bytes -= len(self._ring.popleft()[1])
+        self._grew.set()
+
+    # --- sync replication ----------------------------------------------------------------------
+
+    async def confirm(self, seq: int) -> None:
+        """Wait until a replica applied batch `seq`, or fail the send (retriable)."""
+        timeout = self.ctx.settings.replication_timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.acked < seq:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise BrokerError(pb.SLAVE_PERSISTENCE_TIMEOUT,
+                                  f"no replica confirmed the write within {timeout} s "
+                                  f"({self.followers} following); stored on the primary only, retry")
+            self._acked_moved.clear()
+            try:
+                await asyncio.wait_for(self._acked_moved.wait(), left)
+            except TimeoutError:
+                pass
+
+    # --- the Follow stream ---------------------------------------------------------------------
+
+    async def Follow(self, requests, context):
+        try:
+            first = await asyncio.wait_for(anext(requests), 10)
+        except (StopAsyncIteration, TimeoutError):
+            return
+        start = first.applied_seq
+        oldest = self._ring[0][0] if self._ring else self.seq + 1
+        if start > self.seq:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"the replica is ahead of this primary (applied {start}, primary at {self.seq})")
+        if start < self.seq and start + 1 < oldest:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"the replica is too far behind (applied {start}, oldest kept {oldest}): re-seed it")
+        self.followers += 1
+        log.info("a replica follows from batch %d (primary at %d)", start, self.seq)
+
+        async def read_acks() -> None:
+            async for state in requests:
+                if state.applied_seq > self.acked:
+                    self.acked = state.applied_seq
+                    self._acked_moved.set()
+
+        reader = asyncio.create_task(read_acks())
+        sent = start
+        try:
+            while not reader.done():
+                pending = [(s, d) for s, d in self._ring if s > sent] if self._ring and self._ring[-1][0] > sent else []
+                if pending and pending[0][0] != sent + 1:
+                    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the replica fell behind the buffer: re-seed it")
+                for seq, data in pending:
+                    yield replication.ReplicatedBatch(seq=seq, ops=data)
+                    sent = seq
+                if not pending:
+                    self._grew.clear()
+                    try:
+                        await asyncio.wait_for(self._grew.wait(), 1.0)
+                    except TimeoutError:
+                        pass
+        finally:
+            reader.cancel()
+            self.followers -= 1
+            log.info("a replica stopped following at batch %d", sent)
+
+
+class Follower:
+    """The replica's side: applies the primary's batches in order and reports each one."""
+
+    def __init__(self, ctx: BrokerContext, primary: str) -> None:
+        self.ctx = ctx
+        self.primary = primary
+        self.applied = stored_seq(ctx)
+        self.connected = False
+
+    async def run(self) -> None:
+        channel = grpc.aio.insecure_channel(self.primary, options=[("grpc.max_receive_message_length", 256 << 20)])
+        stub = replication_grpc.ReplicationStub(channel)
+        warned = False
+        try:
+            while True:
+                try:
+                    await self._follow(stub)
+                except grpc.aio.AioRpcError as e:
+                    self.connected = False
+                    if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                        log.error("replication refused by %s: %s", self.primary, e.details())
+                    elif not warned:
+                        log.warning("cannot follow %s: %s", self.primary, e.code().name)
+                    warned = True
+                await asyncio.sleep(RETRY_S)
+        finally:
+            await channel.close()
+
+    async def _follow(self, stub) -> None:
+        acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
+        await acks.put(replication.FollowerState(applied_seq=self.applied))
+
+        async def states():
+            while (state := await acks.get()) is not None:
+                yield state
+
+        call = stub.Follow(states())
+        try:
+            async for shipped in call:
+                self.connected = True
+                if shipped.seq != self.applied + 1:
+                    raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
+                self._apply(oplog.decode(shipped.ops, FAMILIES))
+                if self.ctx.settings.flush == "sync":
+                    await self.ctx.store.sync()
+                self.applied = shipped.seq
+                if acks.full():  # the primary reads acks as fast as it sends: keep only the newest
+                    acks.get_nowait()
+                acks.put_nowait(replication.FollowerState(applied_seq=self.applied))
+        finally:
+            call.cancel()
+
+    def _apply(self, ops: list[oplog.Op]) -> None:
+        batch = self.ctx.store.batch()
+        batch.apply(ops)
+        self.ctx.store.write(batch)
+        self.ctx.logs.forget_offsets()  # reads see the new entries' offsets
+        config = (keys.TOPIC_META_PREFIX, keys.GROUP_META_PREFIX)
+        if any(family == "meta" and key.startswith(config) for _, family, key, _ in ops):
+            self.ctx.meta = Metadata(self.ctx.store)

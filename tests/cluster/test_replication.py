@@ -1,0 +1,138 @@
+"""Replicas: a replica follows its primary batch by batch, serves reads only, keeps every send a
+sync primary acknowledged when the primary is killed, and becomes a primary when promoted."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+import pytest
+from broker_process import BrokerProcess
+from mqwire import Conn, message
+
+from rockmq.protocol import pb
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """A primary with sync replication and its replica."""
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "sync", "--broker-name", "b1").start()
+    replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1").start()
+    yield primary, replica
+    replica.kill()
+    primary.kill()
+
+
+def _all_ids(endpoint: str, topic: str, queues: int) -> set[str]:
+    conn = Conn(endpoint)
+    try:
+        return {m.system_properties.message_id for q in range(queues) for m in conn.pull_all(topic, q)}
+    finally:
+        conn.close()
+
+
+def _wait(predicate, timeout: float = 15.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_replica_follows_and_serves_reads_only(pair):
+    primary, replica = pair
+    conn = Conn(primary.endpoint)
+    try:
+        conn.create_topic("r", queues=2)
+        sent = {e.message_id for e in conn.send_ok(*(message("r", f"m{i}") for i in range(40)))}
+    finally:
+        conn.close()
+
+    def caught_up() -> bool:
+        try:
+            return _all_ids(replica.endpoint, "r", 2) == sent
+        except (grpc.RpcError, AssertionError):
+            return False
+
+    _wait(caught_up, what="the replica did not catch up")
+    rconn = Conn(replica.endpoint)
+    try:
+        with pytest.raises(grpc.RpcError) as e:
+            rconn.send(message("r", "no"))
+        assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "replica of" in e.value.details()
+    finally:
+        rconn.close()
+
+
+def test_every_acknowledged_send_survives_on_the_replica_and_promotion(pair):
+    primary, replica = pair
+    conn = Conn(primary.endpoint)
+    conn.create_topic("sync", queues=4)
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def sender(n: int) -> None:
+        c = Conn(primary.endpoint)
+        i = 0
+        try:
+            while not stop.is_set():
+                try:
+                    reply = c.send(*(message("sync", f"{n}-{i}-{j}") for j in range(4)))
+                except grpc.RpcError:
+                    return  # the primary is gone
+                acked.extend(e.message_id for e in reply.entries if e.status.code == pb.OK)
+                i += 1
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=sender, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(2.0)
+    primary.kill()
+    stop.set()
+    for t in threads:
+        t.join(20)
+    conn.close()
+    assert len(acked) > 100, f"only {len(acked)} sends acknowledged before the kill"
+    held = _all_ids(replica.endpoint, "sync", 4)
+    lost = set(acked) - held
+    assert not lost, f"{len(lost)} of {len(acked)} acknowledged messages are not on the replica"
+
+    out = replica.cli("broker", "promote")
+    assert out.returncode == 0 and "promoted" in out.stdout, out.stdout + out.stderr
+
+    def accepts_sends() -> bool:
+        c = Conn(replica.endpoint)
+        try:
+            return c.send(message("sync", "after promotion")).status.code == pb.OK
+        except grpc.RpcError:
+            return False
+        finally:
+            c.close()
+
+    _wait(accepts_sends, what="the promoted replica does not accept sends")
+    c = Conn(replica.endpoint)
+    try:
+        got = c.receive_n("after-g", "sync", 10, within=10)
+        assert len(got) == 10, "the promoted replica does not serve POP consumption"
+    finally:
+        c.close()
+    again = replica.cli("broker", "promote")
+    assert again.returncode == 1 and "not a replica" in again.stderr
+
+
+def test_sync_primary_without_replica_refuses_to_acknowledge(tmp_path):
+    primary = BrokerProcess(tmp_path / "alone", "--replication", "sync",
+                            env={"ROCKMQ_REPLICATION_TIMEOUT_S": "0.5"}).start()
+    conn = Conn(primary.endpoint)
+    try:
+        conn.create_topic("lonely", queues=1)
+        started = time.monotonic()
+        reply = conn.send(message("lonely", "x"))
+        assert reply.status.code == pb.SLAVE_PERSISTENCE_TIMEOUT, reply
+        assert "no replica confirmed" in reply.status.message
+        assert time.monotonic() - started < 5
+    finally:
+        conn.close()
+        primary.kill()
