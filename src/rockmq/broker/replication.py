@@ -116,13 +116,15 @@ class Replicator(replication_grpc.ReplicationServicer):
         sent = start
         try:
             while not reader.done():
-                pending = [(s, d) for s, d in self._ring if s > sent] if self._ring and self._ring[-1][0] > sent else []
-                if pending and pending[0][0] != sent + 1:
-                    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the replica fell behind the buffer: re-seed it")
-                for seq, data in pending:
+                if self._ring and self._ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
+                    first = self._ring[0][0]
+                    if sent + 1 < first:
+                        await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                            "the replica fell behind the buffer: re-seed it")
+                    seq, data = self._ring[sent + 1 - first]
                     yield replication.ReplicatedBatch(seq=seq, ops=data)
                     sent = seq
-                if not pending:
+                else:
                     self._grew.clear()
                     try:
                         await asyncio.wait_for(self._grew.wait(), 1.0)
@@ -165,25 +167,40 @@ class Follower:
     async def _follow(self, stub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
         await acks.put(replication.FollowerState(applied_seq=self.applied))
+        progress = asyncio.Event()
 
         async def states():
             while (state := await acks.get()) is not None:
                 yield state
 
+        async def acknowledge() -> None:
+            """Report what was applied, after an fsync under the sync policy: batches applied
+            while one fsync runs share the next one (group commit, as for sends)."""
+            reported = self.applied
+            while True:
+                await progress.wait()
+                progress.clear()
+                target = self.applied
+                if self.ctx.settings.flush == "sync":
+                    await self.ctx.store.sync()
+                if target > reported:
+                    if acks.full():  # keep only the newest: each report covers all before it
+                        acks.get_nowait()
+                    acks.put_nowait(replication.FollowerState(applied_seq=target))
+                    reported = target
+
         call = stub.Follow(states())
+        acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:
                 self.connected = True
                 if shipped.seq != self.applied + 1:
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 self._apply(oplog.decode(shipped.ops, FAMILIES))
-                if self.ctx.settings.flush == "sync":
-                    await self.ctx.store.sync()
                 self.applied = shipped.seq
-                if acks.full():  # the primary reads acks as fast as it sends: keep only the newest
-                    acks.get_nowait()
-                acks.put_nowait(replication.FollowerState(applied_seq=self.applied))
+                progress.set()
         finally:
+            acker.cancel()
             call.cancel()
 
     def _apply(self, ops: list[oplog.Op]) -> None:
