@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--namesrv", help="name servers to register with: HOST:PORT[,HOST:PORT...] (default: standalone)")
     serve.add_argument("--replication", choices=["off", "async", "sync"],
                        help="keep batches for replicas; sync: a send waits for a replica (default off)")
-    serve.add_argument("--replica-of", help="follow this primary (HOST:PORT): serve reads only until promoted")
+    serve.add_argument("--replica-of", help="follow this primary (a broker name known to --namesrv, or HOST:PORT): "
+                                            "serve reads only until promoted")
     serve.add_argument("--max-attempts", type=int, help="default deliveries per message before the DLQ (17)")
     serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,

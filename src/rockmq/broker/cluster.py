@@ -119,6 +119,10 @@ class Cluster:
                 log.debug("name server %s: %s", address, e.code().name)
         return []
 
+    async def endpoint_of(self, broker: str) -> str | None:
+        """Where a broker registered, by name (None: not registered)."""
+        return next((b.endpoint for b in await self.brokers() if b.name == broker), None)
+
     def admin(self, endpoint: str) -> admin_grpc.AdminStub:
         """The admin service of another broker (channels kept per endpoint)."""
         stub = self._admins.get(endpoint)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 import grpc
 
@@ -137,32 +138,47 @@ class Replicator(replication_grpc.ReplicationServicer):
 
 
 class Follower:
-    """The replica's side: applies the primary's batches in order and reports each one."""
+    """The replica's side: applies the primary's batches in order and reports each one.
 
-    def __init__(self, ctx: BrokerContext, primary: str) -> None:
+    `primary` is HOST:PORT, or a broker name looked up on the name servers before each attempt
+    (`resolve`), so the replica finds its primary wherever it restarts."""
+
+    def __init__(self, ctx: BrokerContext, primary: str, resolve: Callable[[str], Awaitable[str | None]]) -> None:
         self.ctx = ctx
         self.primary = primary
+        self._resolve = resolve
         self.applied = stored_seq(ctx)
         self.connected = False
 
+    async def _endpoint(self) -> str | None:
+        return self.primary if ":" in self.primary else await self._resolve(self.primary)
+
     async def run(self) -> None:
-        channel = grpc.aio.insecure_channel(self.primary, options=[("grpc.max_receive_message_length", 256 << 20)])
-        stub = replication_grpc.ReplicationStub(channel)
         warned = False
-        try:
-            while True:
-                try:
-                    await self._follow(stub)
-                except grpc.aio.AioRpcError as e:
-                    self.connected = False
-                    if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                        log.error("replication refused by %s: %s", self.primary, e.details())
-                    elif not warned:
-                        log.warning("cannot follow %s: %s", self.primary, e.code().name)
+        while True:
+            endpoint = await self._endpoint()
+            if endpoint is None:
+                if not warned:
+                    log.warning("primary %s is not registered with any name server yet", self.primary)
                     warned = True
                 await asyncio.sleep(RETRY_S)
-        finally:
-            await channel.close()
+                continue
+            channel = grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", 256 << 20)])
+            try:
+                await self._follow(replication_grpc.ReplicationStub(channel))
+            except grpc.aio.AioRpcError as e:
+                self.connected = False
+                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                    log.error("replication refused by %s: %s", endpoint, e.details())
+                elif e.code() == grpc.StatusCode.UNIMPLEMENTED and not warned:
+                    log.error("%s at %s keeps no batches for replicas: start it with --replication async|sync",
+                              self.primary, endpoint)
+                elif not warned:
+                    log.warning("cannot follow %s at %s: %s", self.primary, endpoint, e.code().name)
+                warned = True
+            finally:
+                await channel.close()
+            await asyncio.sleep(RETRY_S)
 
     async def _follow(self, stub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)

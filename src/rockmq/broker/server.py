@@ -52,7 +52,8 @@ class Broker:
         promoted = self.ctx.store.get("meta", keys.PROMOTED_KEY) is not None
         if settings.replica_of and promoted:
             log.warning("this broker was promoted: it no longer follows %s", settings.replica_of)
-        self.follower = Follower(self.ctx, settings.replica_of) if settings.replica_of and not promoted else None
+        following = settings.replica_of and not promoted
+        self.follower = Follower(self.ctx, settings.replica_of, self.cluster.endpoint_of) if following else None
         self.replicator = Replicator(self.ctx) if self.follower is None and settings.replication != "off" else None
         self.ctx.replicator = self.replicator
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
