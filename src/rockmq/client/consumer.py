@@ -1,0 +1,118 @@
+"""AsyncSimpleConsumer: POP consumption — receive, ack, change the invisible time.
+
+Subscriptions are tag expressions (`"a||b"`, `"*"`) or SQL92 (`Filter.sql("region = 'eu'")`),
+filtered on the broker. A receive asks the brokers holding each subscribed topic in turn (one
+assignment per broker) and returns as soon as one has messages or the long poll ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
+import grpc
+
+from rockmq.client.errors import from_status
+from rockmq.client.message import ReceivedMessage
+from rockmq.client.transport import Transport, rpc_error
+from rockmq.protocol import pb, rpc
+
+
+@dataclass(frozen=True)
+class Filter:
+    expression: str
+    sql: bool = False
+
+    @classmethod
+    def tag(cls, expression: str = "*") -> Filter:
+        return cls(expression)
+
+    @classmethod
+    def sql92(cls, expression: str) -> Filter:
+        return cls(expression, sql=True)
+
+    def to_pb(self) -> pb.FilterExpression:
+        return pb.FilterExpression(type=pb.SQL if self.sql else pb.TAG, expression=self.expression)
+
+
+class AsyncSimpleConsumer:
+    def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *,
+                 await_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None) -> None:
+        self.group = group
+        self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
+        self.await_s = await_s
+        self.transport = Transport(endpoint, request_timeout, client_id)
+        self._turn = itertools.count()
+
+    async def __aenter__(self) -> AsyncSimpleConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+    async def _assignments(self, topic: str) -> list[pb.MessageQueue]:
+        t = self.transport
+        host, _, port = t.access_point.rpartition(":")
+        request = rpc.QueryAssignmentRequest(topic=pb.Resource(name=topic), group=pb.Resource(name=self.group),
+                                             endpoints=pb.Endpoints(scheme=pb.IPv4,
+                                                                    addresses=[pb.Address(host=host, port=int(port))]))
+        return [a.message_queue for a in (await t.unary(t.access_point, "QueryAssignment", request)).assignments]
+
+    async def receive(self, max_messages: int = 32, invisible_s: float = 30.0) -> list[ReceivedMessage]:
+        """Up to `max_messages`, invisible to the group's other consumers for `invisible_s`."""
+        topics = list(self.subscriptions)
+        start = next(self._turn)
+        for i in range(len(topics)):
+            topic = topics[(start + i) % len(topics)]
+            queues = await self._assignments(topic)
+            for j, queue in enumerate(queues):
+                last = i == len(topics) - 1 and j == len(queues) - 1
+                got = await self._receive_from(queue, topic, max_messages, invisible_s, poll=last)
+                if got:
+                    return got
+        return []
+
+    async def _receive_from(self, queue: pb.MessageQueue, topic: str, n: int, invisible_s: float,
+                            poll: bool) -> list[ReceivedMessage]:
+        endpoint = f"{queue.broker.endpoints.addresses[0].host}:{queue.broker.endpoints.addresses[0].port}"
+        request = rpc.ReceiveMessageRequest(group=pb.Resource(name=self.group), message_queue=queue,
+                                            filter_expression=self.subscriptions[topic].to_pb(), batch_size=n)
+        request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
+        wait = self.await_s if poll else 0
+        request.long_polling_timeout.FromMilliseconds(int(wait * 1000))
+        out = []
+        try:
+            async for frame in self.transport.stub(endpoint).ReceiveMessage(
+                    request, metadata=self.transport.metadata, timeout=wait + self.transport.request_timeout_s):
+                kind = frame.WhichOneof("content")
+                if kind == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+                    raise from_status(frame.status.code, frame.status.message)
+                if kind == "message":
+                    out.append(ReceivedMessage.from_pb(frame.message, queue.broker.name, endpoint))
+        except grpc.aio.AioRpcError as e:
+            raise rpc_error(endpoint, e) from None
+        return out
+
+    async def ack(self, message: ReceivedMessage) -> None:
+        """Done with it: it is not delivered to this group again."""
+        request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=message.topic),
+                                        entries=[rpc.AckMessageEntry(message_id=message.message_id,
+                                                                     receipt_handle=message.receipt_handle)])
+        reply = await self.transport.unary(message.endpoint, "AckMessage", request)
+        for entry in reply.entries:
+            if entry.status.code != pb.OK:
+                raise from_status(entry.status.code, entry.status.message)
+
+    async def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
+        """Come back in `invisible_s` (0: at once); -> the message with its new receipt handle."""
+        request = rpc.ChangeInvisibleDurationRequest(group=pb.Resource(name=self.group),
+                                                     topic=pb.Resource(name=message.topic),
+                                                     receipt_handle=message.receipt_handle,
+                                                     message_id=message.message_id)
+        request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
+        reply = await self.transport.unary(message.endpoint, "ChangeInvisibleDuration", request)
+        return dataclasses.replace(message, receipt_handle=reply.receipt_handle)

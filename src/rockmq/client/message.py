@@ -1,0 +1,105 @@
+"""Typed messages, receipts and received messages, and their wire form. Pure, no I/O.
+
+Delays are milliseconds (or a timedelta) and delivery times datetimes; both reach the wire as a
+proper Timestamp (seconds and nanos), never as milliseconds stuffed into the seconds field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from rockmq.protocol import pb
+
+
+@dataclass
+class Message:
+    topic: str
+    body: bytes
+    tag: str | None = None
+    keys: Sequence[str] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    message_group: str | None = None  # FIFO: messages of one group are consumed in order
+    delay: timedelta | int | None = None  # milliseconds, or a timedelta
+    deliver_at: datetime | None = None
+
+    def due_ms(self, now_ms: int) -> int | None:
+        """When the message is due, in ms since the epoch (None: at once)."""
+        if self.delay is not None and self.deliver_at is not None:
+            raise ValueError("give delay or deliver_at, not both")
+        if self.delay is not None:
+            ms = self.delay // timedelta(milliseconds=1) if isinstance(self.delay, timedelta) else int(self.delay)
+            if ms < 0:
+                raise ValueError(f"delay must not be negative, not {ms} ms")
+            return now_ms + ms
+        if self.deliver_at is not None:
+            return round(self.deliver_at.timestamp() * 1000)
+        return None
+
+    def to_pb(self, message_id: str, born_host: str, now_ms: int, transactional: bool = False) -> pb.Message:
+        m = pb.Message(topic=pb.Resource(name=self.topic), body=self.body, user_properties=dict(self.properties))
+        sp = m.system_properties
+        sp.message_id = message_id
+        sp.born_host = born_host
+        sp.born_timestamp.FromMilliseconds(now_ms)
+        sp.body_encoding = pb.IDENTITY
+        if self.tag is not None:
+            sp.tag = self.tag
+        sp.keys.extend(self.keys)
+        due = self.due_ms(now_ms)
+        if self.message_group is not None:
+            if due is not None:
+                raise ValueError("a FIFO message (message_group) cannot be delayed")
+            sp.message_group = self.message_group
+        if due is not None:
+            sp.delivery_timestamp.FromMilliseconds(due)
+        if transactional:
+            sp.message_type = pb.TRANSACTION
+        elif self.message_group is not None:
+            sp.message_type = pb.FIFO
+        elif due is not None:
+            sp.message_type = pb.DELAY
+        else:
+            sp.message_type = pb.NORMAL
+        return m
+
+
+@dataclass(frozen=True)
+class SendReceipt:
+    message_id: str
+    topic: str
+    broker: str
+    offset: int
+    transaction_id: str = ""
+    recall_handle: str = ""  # delayed messages: cancel with producer.recall(topic, recall_handle)
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    topic: str
+    body: bytes
+    message_id: str
+    tag: str | None
+    keys: tuple[str, ...]
+    properties: dict[str, str]
+    message_group: str | None
+    queue_id: int
+    offset: int
+    delivery_attempt: int
+    born_ms: int
+    store_ms: int
+    receipt_handle: str
+    broker: str
+    endpoint: str  # where to ack it: the broker that handed it out
+
+    @classmethod
+    def from_pb(cls, m: pb.Message, broker: str, endpoint: str) -> ReceivedMessage:
+        sp = m.system_properties
+        return cls(topic=m.topic.name, body=m.body, message_id=sp.message_id,
+                   tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
+                   properties=dict(m.user_properties),
+                   message_group=sp.message_group if sp.HasField("message_group") else None,
+                   queue_id=sp.queue_id, offset=sp.queue_offset, delivery_attempt=sp.delivery_attempt,
+                   born_ms=sp.born_timestamp.ToMilliseconds(), store_ms=sp.store_timestamp.ToMilliseconds(),
+                   receipt_handle=sp.receipt_handle, broker=broker, endpoint=endpoint)

@@ -1,0 +1,40 @@
+"""Queue selectors: which queue of a topic a message goes to. A selector is any callable
+`(queues, message, arg) -> queue`; these are the built-in ones. Pure (RoundRobin keeps a counter)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rockmq.client.message import Message
+from rockmq.client.transport import Queue
+
+Selector = Callable[[Sequence[Queue], Message, Any], Queue]
+
+
+class RoundRobin:
+    """The default: the next queue each time (so retries move to the next broker too)."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count()
+
+    def __call__(self, queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
+        return queues[next(self._counter) % len(queues)]
+
+
+def by_hash(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
+    """The same key always picks the same queue: `arg`, else the message group, else the first key."""
+    key = arg if arg is not None else message.message_group or (message.keys[0] if message.keys else message.topic)
+    return queues[zlib.crc32(str(key).encode()) % len(queues)]
+
+
+def at_random(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
+    return random.choice(queues)
+
+
+def by_index(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
+    """`arg` is a queue index (e.g. an environment's), taken modulo the number of queues."""
+    return queues[int(arg) % len(queues)]

@@ -1,0 +1,87 @@
+"""The one seam between the client API and the network: gRPC channels per broker endpoint, the
+client's identity headers, deadlines, and wire statuses turned into exceptions (errors.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+
+import grpc
+
+from rockmq.client.errors import ClientClosed, ConnectionFailed, Timeout, from_status
+from rockmq.protocol import pb, rpc, svc
+
+OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
+MAX_MESSAGE = 64 * 1024 * 1024
+
+
+def new_client_id() -> str:
+    return f"{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One queue of a topic on one broker (queue ids are per broker)."""
+
+    topic: str
+    broker: str
+    endpoint: str
+    queue_id: int
+
+
+class Transport:
+    def __init__(self, access_point: str, request_timeout_s: float, client_id: str | None = None) -> None:
+        self.access_point = access_point
+        self.request_timeout_s = request_timeout_s
+        self.client_id = client_id or new_client_id()
+        self.metadata = (("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON"),
+                         ("x-mq-client-version", "rockmq"))
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, svc.MessagingServiceStub] = {}
+        self.closed = False
+
+    def stub(self, endpoint: str) -> svc.MessagingServiceStub:
+        if self.closed:
+            raise ClientClosed("the client is closed")
+        stub = self._stubs.get(endpoint)
+        if stub is None:
+            channel = self._channels[endpoint] = grpc.aio.insecure_channel(endpoint, options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)])
+            stub = self._stubs[endpoint] = svc.MessagingServiceStub(channel)
+        return stub
+
+    async def unary(self, endpoint: str, method: str, request, timeout: float | None = None):
+        """Call a unary MessagingService method; raise for transport errors and non-OK statuses."""
+        try:
+            reply = await getattr(self.stub(endpoint), method)(request, metadata=self.metadata,
+                                                                timeout=timeout or self.request_timeout_s)
+        except grpc.aio.AioRpcError as e:
+            raise rpc_error(endpoint, e) from None
+        if reply.status.code not in OK_CODES:
+            raise from_status(reply.status.code, reply.status.message)
+        return reply
+
+    async def route(self, topic: str) -> list[Queue]:
+        host, _, port = self.access_point.rpartition(":")
+        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=pb.Endpoints(
+            scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
+        reply = await self.unary(self.access_point, "QueryRoute", request)
+        return [Queue(topic, q.broker.name, f"{q.broker.endpoints.addresses[0].host}:{q.broker.endpoints.addresses[0].port}",
+                      q.id) for q in reply.message_queues]
+
+    async def close(self) -> None:
+        self.closed = True
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()
+        self._stubs.clear()
+
+
+def rpc_error(endpoint: str, e: grpc.aio.AioRpcError) -> Exception:
+    if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return Timeout(f"{endpoint} did not answer in time")
+    if e.code() == grpc.StatusCode.UNAVAILABLE:
+        return ConnectionFailed(f"cannot reach {endpoint}: {e.details()}")
+    return ConnectionFailed(f"{endpoint}: {e.code().name}: {e.details()}", retriable=False)
