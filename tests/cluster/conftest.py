@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
+from mqwire import Conn
 
 from rockmq.protocol import namesrv, namesrv_grpc
 
@@ -25,6 +26,20 @@ class Cluster:
         with grpc.insecure_channel(self.namesrv.endpoint) as ch:
             reply = namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=5)
         return [b.name for b in reply.brokers]
+
+    def stored_ids(self, topic: str) -> set[str]:
+        """The ids of every message of `topic` on every running broker."""
+        ids: set[str] = set()
+        for b in self.brokers.values():
+            if b.proc is None:
+                continue
+            conn = Conn(b.endpoint)
+            try:
+                for q in conn.describe_topic(topic, local=True).queues:
+                    ids |= {m.system_properties.message_id for m in conn.pull_all(topic, q.queue_id)}
+            finally:
+                conn.close()
+        return ids
 
     def wait_for_brokers(self, names: set[str], timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout

@@ -71,15 +71,7 @@ def test_sends_keep_succeeding_when_a_broker_dies(cluster):
     assert len(failed) <= 5, f"{len(failed)} sends failed even with retries: {failed[:3]}"
     cluster.brokers["b3"].start()
     cluster.wait_for_brokers({"b1", "b2", "b3"})
-    stored_ids = set()
-    for b in cluster.brokers.values():
-        conn = Conn(b.endpoint)
-        try:
-            for q in conn.describe_topic("survive", local=True).queues:
-                stored_ids.update(m.system_properties.message_id for m in conn.pull_all("survive", q.queue_id))
-        finally:
-            conn.close()
-    lost = set(acked) - stored_ids
+    lost = set(acked) - cluster.stored_ids("survive")
     assert not lost, f"{len(lost)} acknowledged messages are gone after the broker came back"
 
 
