@@ -136,3 +136,24 @@ def test_sync_primary_without_replica_refuses_to_acknowledge(tmp_path):
     finally:
         conn.close()
         primary.kill()
+
+
+def test_a_replica_creates_nothing_of_its_own(pair):
+    primary, replica = pair
+    rconn, pconn = Conn(replica.endpoint), Conn(primary.endpoint)
+    try:
+        reply = rconn.query_route("later")  # auto-creation would give the replica a topic id of its own
+        assert reply.status.code == pb.TOPIC_NOT_FOUND, reply.status
+        pconn.create_topic("later", queues=1)
+        sent = {e.message_id for e in pconn.send_ok(message("later", "x"), message("later", "y"))}
+
+        def caught_up() -> bool:
+            try:
+                return {m.system_properties.message_id for m in rconn.pull_all("later", 0)} == sent
+            except (grpc.RpcError, AssertionError):
+                return False
+
+        _wait(caught_up, what="the replica did not receive the topic created after its route query")
+    finally:
+        rconn.close()
+        pconn.close()

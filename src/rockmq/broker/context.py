@@ -24,6 +24,8 @@ class BrokerContext:
     epoch: int
     # The primary's replicator when replication is on (broker/replication.py); sync sends wait on it.
     replicator: Any = None
+    # A replica writes nothing of its own (only what it applies): no auto-creation, no registrations.
+    read_only: bool = False
 
     @property
     def sequence_start(self) -> int:
@@ -47,14 +49,14 @@ class BrokerContext:
     def topic_for_write(self, name: str) -> TopicConfig:
         """The named topic, created with the defaults if auto-creation is on."""
         topic = self.meta.topics.get(name)
-        if topic is None and self.settings.auto_create_topics:
+        if topic is None and self.settings.auto_create_topics and not self.read_only:
             return self.meta.create_topic(name, self.settings.default_queues)
         return topic or self.meta.topic(name)
 
     def group_for(self, name: str) -> GroupConfig:
         """The named group, created with the defaults if auto-creation is on."""
         group = self.meta.groups.get(name)
-        if group is None and self.settings.auto_create_groups:
+        if group is None and self.settings.auto_create_groups and not self.read_only:
             return self.meta.create_group(name, fifo=False, max_attempts=self.settings.max_attempts)
         return group or self.meta.group(name)
 

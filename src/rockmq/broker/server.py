@@ -56,6 +56,7 @@ class Broker:
         self.follower = Follower(self.ctx, settings.replica_of, self.cluster.endpoint_of) if following else None
         self.replicator = Replicator(self.ctx) if self.follower is None and settings.replication != "off" else None
         self.ctx.replicator = self.replicator
+        self.ctx.read_only = self.follower is not None
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.server: grpc.aio.Server | None = None
         self.port = 0
