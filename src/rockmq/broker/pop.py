@@ -242,21 +242,48 @@ class PopService:
 
     def _checkpoint(self, group: GroupConfig, topic: TopicConfig, handle: str) -> tuple[receipt.Receipt, int]:
         """The live checkpoint a handle names: -> (receipt, deadline), or INVALID_RECEIPT_HANDLE."""
-        try:
-            r = receipt.decode(handle, self.ctx.secret)
-        except (tokens.InvalidToken, ValueError) as e:
-            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}") from None
-        if r.group_id != group.id or r.topic_id != topic.id:
-            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic")
-        raw = self.ctx.store.get("checkpoints", keys.checkpoint_key(r.group_id, r.topic_id, r.queue_id, r.offset))
-        if raw is None:
-            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: the message was acknowledged or redelivered")
-        deadline, attempt, version = keys.parse_checkpoint_value(raw)
-        if (attempt, version) != (r.attempt, r.version):
-            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: a newer one was issued for this message")
-        if deadline <= now_ms():
-            raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out")
-        return r, deadline
+        found = self._checkpoints(group, topic, [handle])[0]
+        if isinstance(found, BrokerError):
+            raise found
+        return found
+
+    def _checkpoints(self, group: GroupConfig, topic: TopicConfig,
+                     handles: list[str]) -> list[tuple[receipt.Receipt, int] | BrokerError]:
+        """`_checkpoint` for many handles, with one multi-get."""
+        decoded: list[receipt.Receipt | BrokerError] = []
+        for handle in handles:
+            try:
+                r = receipt.decode(handle, self.ctx.secret)
+            except (tokens.InvalidToken, ValueError) as e:
+                decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}"))
+                continue
+            if r.group_id != group.id or r.topic_id != topic.id:
+                decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic"))
+            else:
+                decoded.append(r)
+        valid = [r for r in decoded if not isinstance(r, BrokerError)]
+        raws = iter(self.ctx.store.get_many("checkpoints", [
+            keys.checkpoint_key(r.group_id, r.topic_id, r.queue_id, r.offset) for r in valid]))
+        now = now_ms()
+        out: list[tuple[receipt.Receipt, int] | BrokerError] = []
+        for r in decoded:
+            if isinstance(r, BrokerError):
+                out.append(r)
+                continue
+            raw = next(raws)
+            if raw is None:
+                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
+                                       "receipt handle is stale: the message was acknowledged or redelivered"))
+                continue
+            deadline, attempt, version = keys.parse_checkpoint_value(raw)
+            if (attempt, version) != (r.attempt, r.version):
+                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
+                                       "receipt handle is stale: a newer one was issued for this message"))
+            elif deadline <= now:
+                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out"))
+            else:
+                out.append((r, deadline))
+        return out
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
@@ -266,13 +293,13 @@ class PopService:
         results: list[BrokerError | None] = []
         done: set[tuple[int, int]] = set()
         released = False
-        for handle in handles:
-            try:
-                r, deadline = self._checkpoint(group, topic, handle)
-                if (r.queue_id, r.offset) in done:
-                    raise BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request")
-            except BrokerError as e:
-                results.append(e)
+        for found in self._checkpoints(group, topic, handles):
+            if isinstance(found, BrokerError):
+                results.append(found)
+                continue
+            r, deadline = found
+            if (r.queue_id, r.offset) in done:
+                results.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request"))
                 continue
             done.add((r.queue_id, r.offset))
             self._delete_checkpoint(batch, group.id, topic.id, r.queue_id, r.offset, deadline)
