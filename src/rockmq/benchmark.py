@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import ipaddress
 import json
 import math
 import multiprocessing
@@ -43,6 +42,7 @@ from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as svc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch_pb
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
+from rockmq.protocol.endpoints import endpoints_of
 
 SCENARIOS = ("produce-batch", "produce-single", "consume", "consume-batch", "latency")
 OK = pb.Code.OK
@@ -150,16 +150,6 @@ def describe(status: pb.Status) -> str:
     except ValueError:
         name = "UNKNOWN"
     return f"{name} ({status.code}): {status.message}"
-
-
-def endpoints_of(endpoint: str) -> pb.Endpoints:
-    """The access point as the protocol's Endpoints (QueryRoute wants it echoed)."""
-    host, _, port = endpoint.rpartition(":")
-    try:
-        scheme = pb.IPv6 if ipaddress.ip_address(host.strip("[]")).version == 6 else pb.IPv4
-    except ValueError:
-        scheme = pb.DOMAIN_NAME
-    return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host.strip("[]"), port=int(port))])
 
 
 class Client:

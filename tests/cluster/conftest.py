@@ -15,6 +15,14 @@ from rockmq.protocol import namesrv, namesrv_grpc
 BROKER_TIMEOUT_S = 2  # the name server drops a silent broker this fast in tests (brokers register every 0.3 s)
 
 
+def wait_until(predicate, what: str, timeout: float = 15.0) -> None:
+    """Poll `predicate` until it holds; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
 @dataclass
 class Cluster:
     namesrv: NameServerProcess

@@ -9,6 +9,7 @@ import time
 import grpc
 import pytest
 from broker_process import BrokerProcess
+from conftest import wait_until
 from mqwire import Conn, message
 
 from rockmq.protocol import pb
@@ -32,13 +33,6 @@ def _all_ids(endpoint: str, topic: str, queues: int) -> set[str]:
         conn.close()
 
 
-def _wait(predicate, timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def test_replica_follows_and_serves_reads_only(pair):
     primary, replica = pair
     conn = Conn(primary.endpoint)
@@ -54,7 +48,7 @@ def test_replica_follows_and_serves_reads_only(pair):
         except (grpc.RpcError, AssertionError):
             return False
 
-    _wait(caught_up, what="the replica did not catch up")
+    wait_until(caught_up, "the replica did not catch up")
     rconn = Conn(replica.endpoint)
     try:
         with pytest.raises(grpc.RpcError) as e:
@@ -111,7 +105,7 @@ def test_every_acknowledged_send_survives_on_the_replica_and_promotion(pair):
         finally:
             c.close()
 
-    _wait(accepts_sends, what="the promoted replica does not accept sends")
+    wait_until(accepts_sends, "the promoted replica does not accept sends")
     c = Conn(replica.endpoint)
     try:
         got = c.receive_n("after-g", "sync", 10, within=10)
@@ -153,7 +147,7 @@ def test_a_replica_creates_nothing_of_its_own(pair):
             except (grpc.RpcError, AssertionError):
                 return False
 
-        _wait(caught_up, what="the replica did not receive the topic created after its route query")
+        wait_until(caught_up, "the replica did not receive the topic created after its route query")
     finally:
         rconn.close()
         pconn.close()

@@ -6,19 +6,12 @@ import time
 
 import grpc
 from broker_process import BrokerProcess, NameServerProcess
-from conftest import BROKER_TIMEOUT_S, Cluster
+from conftest import BROKER_TIMEOUT_S, Cluster, wait_until
 from mqwire import Conn, message
 
 from rockmq.protocol import namesrv, namesrv_grpc
 
 ENV = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}
-
-
-def _wait(predicate, timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
 
 
 def test_brokers_register_with_every_name_server_and_survive_losing_one(tmp_path):
@@ -32,8 +25,8 @@ def test_brokers_register_with_every_name_server_and_survive_losing_one(tmp_path
         ns[0].kill()  # the first name server a broker asks is gone: the second answers
         conn = Conn(brokers["b2"].endpoint)
         try:
-            _wait(lambda: sorted({q.broker.name for q in conn.query_route("t2").message_queues}) == ["b1", "b2"],
-                  what="routes lost a broker with one name server down")
+            wait_until(lambda: sorted({q.broker.name for q in conn.query_route("t2").message_queues}) == ["b1", "b2"],
+                       "routes lost a broker with one name server down")
         finally:
             conn.close()
     finally:
@@ -67,7 +60,7 @@ def test_replica_of_a_broker_name(tmp_path):
                 return False
 
         try:
-            _wait(caught_up, what="the replica of b1 did not catch up")
+            wait_until(caught_up, "the replica of b1 did not catch up")
         finally:
             rconn.close()
         time.sleep(1.0)  # several registration intervals: a replica must not have registered as b1

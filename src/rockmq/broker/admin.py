@@ -119,8 +119,7 @@ class AdminServicer(admin_grpc.AdminServicer):
     async def _create_spread(self, request) -> admin.TopicInfo:
         """Create the topic on several brokers, its queues spread over them (see cluster.spread)."""
         check_name("topic", request.name)
-        live = {b.name: b.endpoint for b in await self.cluster.brokers()}
-        live[self.cluster.name] = self.cluster.endpoint
+        live = await self.cluster.live()
         chosen = list(dict.fromkeys(request.brokers)) or sorted(live)
         unknown = [b for b in chosen if b not in live]
         if unknown:
@@ -208,8 +207,7 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     async def _everywhere(self, method: str, request, here: Callable[[], Any], kind: str, name: str) -> list:
         """`method` answered by every live broker that has the topic or group (this one directly)."""
-        live = {b.name: b.endpoint for b in await self.cluster.brokers()}
-        live[self.cluster.name] = self.cluster.endpoint
+        live = await self.cluster.live()
         parts = []
         for broker in sorted(live):
             try:

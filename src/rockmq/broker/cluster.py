@@ -9,7 +9,6 @@ broker is a cluster of one and routes name only itself.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import time
 from dataclasses import dataclass
@@ -50,16 +49,6 @@ def spread(queues: int, brokers: list[str]) -> dict[str, int]:
     chosen = sorted(brokers)[:queues]
     base, extra = divmod(queues, len(chosen))
     return {b: base + (i < extra) for i, b in enumerate(chosen)}
-
-
-def endpoints_of(endpoint: str) -> pb.Endpoints:
-    host, _, port = endpoint.rpartition(":")
-    host = host.strip("[]")
-    try:
-        scheme = pb.IPv6 if ipaddress.ip_address(host).version == 6 else pb.IPv4
-    except ValueError:
-        scheme = pb.DOMAIN_NAME
-    return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=int(port))])
 
 
 class Cluster:
@@ -118,6 +107,12 @@ class Cluster:
             except grpc.aio.AioRpcError as e:
                 log.debug("name server %s: %s", address, e.code().name)
         return []
+
+    async def live(self) -> dict[str, str]:
+        """Live brokers, name -> endpoint, this one included (registered yet or not)."""
+        live = {b.name: b.endpoint for b in await self.brokers()}
+        live[self.name] = self.endpoint
+        return live
 
     async def endpoint_of(self, broker: str) -> str | None:
         """Where a broker registered, by name (None: not registered)."""

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 
 from rockmq.broker.clients import Clients
-from rockmq.broker.cluster import Cluster, Holder, endpoints_of, interleave
+from rockmq.broker.cluster import Cluster, Holder, interleave
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
@@ -27,6 +27,7 @@ from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, records, rpc
+from rockmq.protocol.endpoints import endpoints_of
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"

@@ -17,6 +17,7 @@ from rockmq.client.errors import from_status
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.transport import Transport, rpc_error
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.endpoints import address_of, endpoints_of
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,8 @@ class AsyncSimpleConsumer:
 
     async def _assignments(self, topic: str) -> list[pb.MessageQueue]:
         t = self.transport
-        host, _, port = t.access_point.rpartition(":")
         request = rpc.QueryAssignmentRequest(topic=pb.Resource(name=topic), group=pb.Resource(name=self.group),
-                                             endpoints=pb.Endpoints(scheme=pb.IPv4,
-                                                                    addresses=[pb.Address(host=host, port=int(port))]))
+                                             endpoints=endpoints_of(t.access_point))
         return [a.message_queue for a in (await t.unary(t.access_point, "QueryAssignment", request)).assignments]
 
     async def receive(self, max_messages: int = 32, invisible_s: float = 30.0) -> list[ReceivedMessage]:
@@ -78,7 +77,7 @@ class AsyncSimpleConsumer:
 
     async def _receive_from(self, queue: pb.MessageQueue, topic: str, n: int, invisible_s: float,
                             poll: bool) -> list[ReceivedMessage]:
-        endpoint = f"{queue.broker.endpoints.addresses[0].host}:{queue.broker.endpoints.addresses[0].port}"
+        endpoint = address_of(queue.broker.endpoints)
         request = rpc.ReceiveMessageRequest(group=pb.Resource(name=self.group), message_queue=queue,
                                             filter_expression=self.subscriptions[topic].to_pb(), batch_size=n)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))

@@ -27,18 +27,23 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 
 
 class _Sync:
-    """Runs the wrapped client's coroutines on the background loop; every call has a deadline."""
+    """Runs the wrapped client's coroutines on the background loop; every call has a deadline.
+    (The asyncio clients touch no loop until their first call, so they are built right here.)"""
 
     _timeout: float
+    _inner: Any
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result(timeout or self._timeout)
 
-    def _build(self, factory):
-        async def make():
-            return factory()
+    def close(self) -> None:
+        self._run(self._inner.close())
 
-        return self._run(make())
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Producer(_Sync):
@@ -48,7 +53,7 @@ class Producer(_Sync):
         from rockmq.client.producer import AsyncProducer
 
         self._timeout = timeout
-        self._inner: AsyncProducer = self._build(lambda: AsyncProducer(endpoint, **options))
+        self._inner: AsyncProducer = AsyncProducer(endpoint, **options)
 
     def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
         return self._run(self._inner.send(message, arg=arg))
@@ -63,22 +68,12 @@ class Producer(_Sync):
     def recall(self, topic: str, recall_handle: str) -> str:
         return self._run(self._inner.recall(topic, recall_handle))
 
-    def close(self) -> None:
-        self._run(self._inner.close())
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class SimpleConsumer(_Sync):
     def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *, timeout: float = 60.0,
                  **options: Any) -> None:
         self._timeout = timeout
-        self._inner: AsyncSimpleConsumer = self._build(lambda: AsyncSimpleConsumer(endpoint, group, subscriptions,
-                                                                                     **options))
+        self._inner: AsyncSimpleConsumer = AsyncSimpleConsumer(endpoint, group, subscriptions, **options)
 
     def receive(self, max_messages: int = 32, invisible_s: float = 30.0) -> list[ReceivedMessage]:
         return self._run(self._inner.receive(max_messages, invisible_s))
@@ -88,12 +83,3 @@ class SimpleConsumer(_Sync):
 
     def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         return self._run(self._inner.change_invisible_duration(message, invisible_s))
-
-    def close(self) -> None:
-        self._run(self._inner.close())
-
-    def __enter__(self) -> SimpleConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

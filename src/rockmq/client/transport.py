@@ -12,6 +12,7 @@ import grpc
 
 from rockmq.client.errors import ClientClosed, ConnectionFailed, Timeout, from_status
 from rockmq.protocol import pb, rpc, svc
+from rockmq.protocol.endpoints import address_of, endpoints_of
 
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -64,12 +65,9 @@ class Transport:
         return reply
 
     async def route(self, topic: str) -> list[Queue]:
-        host, _, port = self.access_point.rpartition(":")
-        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=pb.Endpoints(
-            scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
+        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.access_point))
         reply = await self.unary(self.access_point, "QueryRoute", request)
-        return [Queue(topic, q.broker.name, f"{q.broker.endpoints.addresses[0].host}:{q.broker.endpoints.addresses[0].port}",
-                      q.id) for q in reply.message_queues]
+        return [Queue(topic, q.broker.name, address_of(q.broker.endpoints), q.id) for q in reply.message_queues]
 
     async def close(self) -> None:
         self.closed = True
