@@ -9,11 +9,13 @@ import asyncio
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 
+from rockmq.broker.clients import Clients
 from rockmq.broker.cluster import RPC_TIMEOUT_S, Cluster, spread
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import AlreadyExists, BrokerError
@@ -55,8 +57,9 @@ def _admin_call(fn):
 
 class AdminServicer(admin_grpc.AdminServicer):
     def __init__(self, ctx: BrokerContext, pop: PopService, timers: TimerService, transactions: TransactionService,
-                 subscriptions: Subscriptions, cluster: Cluster) -> None:
+                 subscriptions: Subscriptions, cluster: Cluster, clients: Clients) -> None:
         self.ctx = ctx
+        self.clients = clients
         self.cluster = cluster
         self.follower: Follower | None = None  # set on a replica
         self.on_promote: Callable[[], None] = lambda: None
@@ -195,6 +198,12 @@ class AdminServicer(admin_grpc.AdminServicer):
         if not self.cluster.enabled or request.local:
             return self._group_info(self.ctx.meta.group(request.name), True)
         return self._describe_group_everywhere(request.name)
+
+    @_admin_call
+    def ListMembers(self, request):
+        now = time.monotonic()
+        return admin.ListMembersResponse(members=[admin.GroupMember(client_id=s.client_id, lane=s.lane, idle_s=now - s.last_seen)
+                                                  for s in self.clients.members(request.name)])
 
     async def _describe_group_everywhere(self, name: str) -> admin.GroupInfo:
         parts = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True),

@@ -21,6 +21,7 @@ MAX_CLIENTS = 100_000
 # RocketMQ's customised retry ladder for concurrent push consumers (seconds).
 RETRY_LADDER_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 FIFO_RETRY_S = 3
+CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 
 
 @dataclass
@@ -28,6 +29,7 @@ class Session:
     client_id: str
     client_type: int = pb.CLIENT_TYPE_UNSPECIFIED
     group: str = ""
+    lane: str = ""  # the client's environment lane (header x-rockmq-lane); "" is the base lane
     topics: tuple[str, ...] = ()
     last_seen: float = field(default_factory=time.monotonic)
     outbox: asyncio.Queue | None = None  # the open Telemetry stream's replies, if any
@@ -61,6 +63,12 @@ class Clients:
     def last_seen(self, client_id: str) -> float | None:
         s = self.sessions.get(client_id)
         return s.last_seen if s is not None else None
+
+    def members(self, group: str) -> list[Session]:
+        """The group's consumers heard from within client_silence_s, by client id."""
+        since = time.monotonic() - self.ctx.settings.client_silence_s
+        return sorted((s for s in self.sessions.values() if s.group == group and s.last_seen >= since
+                       and s.client_type in CONSUMER_TYPES), key=lambda s: s.client_id)
 
     def register(self, client_id: str) -> Session:
         s = self.sessions.get(client_id)

@@ -6,9 +6,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from rockmq.broker.metadata import DLQ_PREFIX, GroupConfig, Metadata, TopicConfig
+from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import QueueLogs
 from rockmq.config import Settings
+from rockmq.protocol.conventions import dlq_topic, group_of_retry_topic
 from rockmq.store import Store, keys
 
 
@@ -49,8 +50,13 @@ class BrokerContext:
     def topic_for_write(self, name: str) -> TopicConfig:
         """The named topic, created with the defaults if auto-creation is on."""
         topic = self.meta.topics.get(name)
-        if topic is None and self.settings.auto_create_topics and not self.read_only:
-            return self.meta.create_topic(name, self.settings.default_queues)
+        if topic is None and not self.read_only:
+            group = group_of_retry_topic(name)
+            if group is not None:  # a group's retry topic exists once the group does: one queue
+                self.group_for(group)
+                return self.meta.create_topic(name, 1)
+            if self.settings.auto_create_topics:
+                return self.meta.create_topic(name, self.settings.default_queues)
         return topic or self.meta.topic(name)
 
     def group_for(self, name: str) -> GroupConfig:
@@ -61,5 +67,5 @@ class BrokerContext:
         return group or self.meta.group(name)
 
     def dlq_topic(self, group: GroupConfig) -> TopicConfig:
-        name = f"{DLQ_PREFIX}{group.name}"
+        name = dlq_topic(group.name)
         return self.meta.topics.get(name) or self.meta.create_topic(name, 1)

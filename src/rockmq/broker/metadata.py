@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.protocol import pb
+from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 from rockmq.store import Store, keys
 
 NAME_RE = re.compile(r"^[%a-zA-Z0-9_-]{1,127}$")
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
-DLQ_PREFIX = "%DLQ%"
 
 
 @dataclass
@@ -39,8 +39,8 @@ class GroupConfig:
     max_attempts: int = 17
 
 
-# A group's dead-letter topic %DLQ%<group> must itself be a legal topic name.
-MAX_GROUP_NAME = 127 - len(DLQ_PREFIX)
+# A group's retry topic %RETRY%<group> and dead-letter topic %DLQ%<group> must be legal topic names.
+MAX_GROUP_NAME = 127 - max(len(RETRY_PREFIX), len(DLQ_PREFIX))
 
 
 def check_name(kind: str, name: str) -> None:

@@ -8,8 +8,8 @@ import grpc
 # Reads, client bookkeeping, and the admin calls that change nothing (plus Promote itself).
 ALLOWED = frozenset({
     "QueryRoute", "Heartbeat", "QueryAssignment", "PullMessage", "QueryOffset", "GetOffset", "Telemetry",
-    "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "GetTimerStats",
-    "Pull", "Promote",
+    "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
+    "GetTimerStats", "Pull", "Promote",
 })
 STREAMING = frozenset({"ReceiveMessage"})
 

@@ -16,6 +16,7 @@ from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
+from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX
 from rockmq.store import keys
 
 _TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
@@ -67,7 +68,7 @@ class SendService:
         topic = topics.get(name)
         if topic is None:
             topic = topics[name] = self.ctx.topic_for_write(name)
-            if name.startswith("%DLQ%"):
+            if name.startswith(DLQ_PREFIX):
                 raise BrokerError(pb.FORBIDDEN, f"topic {name!r} is a dead-letter topic: it takes no sends")
         size = len(msg.body)
         if not size:
@@ -99,7 +100,23 @@ class SendService:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
         if delayed and delivery_ms(sp.delivery_timestamp) - now_ms() > s.max_delay_s * 1000:
             raise BrokerError(pb.ILLEGAL_DELIVERY_TIME, f"delivery time is more than the maximum delay ({s.max_delay_s} s) away")
+        if name.startswith(RETRY_PREFIX):
+            return self._dead_letter_if_spent(msg, topic, mtype)
         return topic, mtype
+
+    def _dead_letter_if_spent(self, msg: pb.Message, topic: TopicConfig, mtype: str) -> tuple[TopicConfig, str]:
+        """A consumer's send-back that has used up the group's attempts goes to the dead-letter
+        topic instead of the retry topic, at once: the group's max_attempts is decided here."""
+        group = self.ctx.group_for(topic.name[len(RETRY_PREFIX):])
+        raw = msg.user_properties.get(RECONSUME_TIMES, "0")
+        if not raw.isdigit():
+            raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {RECONSUME_TIMES} must be a count, not {raw!r}")
+        if int(raw) < group.max_attempts:
+            return topic, mtype
+        sp = msg.system_properties
+        sp.ClearField("delivery_timestamp")
+        sp.message_type = pb.NORMAL
+        return self.ctx.dlq_topic(group), "NORMAL"
 
     async def send(self, messages: list[pb.Message]) -> list[SendResult]:
         """Store a request's messages; each gets its own result. Durable when this returns."""

@@ -73,7 +73,8 @@ class Broker:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
                                       self.clients, self.subscriptions, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
-        admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions, self.cluster)
+        admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions, self.cluster,
+                              self.clients)
         admin.follower, admin.on_promote = self.follower, self.promoted.set
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:

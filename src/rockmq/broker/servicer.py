@@ -27,6 +27,7 @@ from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, records, rpc
+from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.endpoints import endpoints_of
 
 log = logging.getLogger(__name__)
@@ -43,11 +44,15 @@ def status(code: int, message: str = "OK") -> pb.Status:
 OK = status(pb.OK)
 
 
-def client_id(context: grpc.aio.ServicerContext) -> str:
+def header(context: grpc.aio.ServicerContext, name: str) -> str:
     for key, value in context.invocation_metadata() or ():
-        if key == "x-mq-client-id":
+        if key == name:
             return value
     return ""
+
+
+def client_id(context: grpc.aio.ServicerContext) -> str:
+    return header(context, "x-mq-client-id")
 
 
 def unary(response_type: type) -> Callable:
@@ -185,6 +190,7 @@ class MessagingServicer:
         session.client_type = request.client_type or session.client_type
         if request.HasField("group"):
             session.group = request.group.name
+        session.lane = header(context, LANE_HEADER)
         return rpc.HeartbeatResponse(status=OK)
 
     @unary(rpc.NotifyClientTerminationResponse)

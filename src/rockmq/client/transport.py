@@ -11,10 +11,13 @@ from dataclasses import dataclass
 import grpc
 
 from rockmq.client.errors import ClientClosed, ConnectionFailed, Timeout, from_status
-from rockmq.protocol import pb, rpc, svc
+from rockmq.protocol import admin_grpc, pb, rpc, svc
+from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
+_ADMIN_CODES = {grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
+                grpc.StatusCode.ALREADY_EXISTS: pb.BAD_REQUEST, grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN}
 MAX_MESSAGE = 64 * 1024 * 1024
 
 
@@ -33,25 +36,42 @@ class Queue:
 
 
 class Transport:
-    def __init__(self, access_point: str, request_timeout_s: float, client_id: str | None = None) -> None:
+    def __init__(self, access_point: str, request_timeout_s: float, client_id: str | None = None,
+                 lane: str | None = None) -> None:
         self.access_point = access_point
         self.request_timeout_s = request_timeout_s
         self.client_id = client_id or new_client_id()
         self.metadata = (("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON"),
-                         ("x-mq-client-version", "rockmq"))
+                         ("x-mq-client-version", "rockmq")) + (((LANE_HEADER, lane),) if lane else ())
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, svc.MessagingServiceStub] = {}
         self.closed = False
 
-    def stub(self, endpoint: str) -> svc.MessagingServiceStub:
+    def _channel(self, endpoint: str) -> grpc.aio.Channel:
         if self.closed:
             raise ClientClosed("the client is closed")
-        stub = self._stubs.get(endpoint)
-        if stub is None:
+        channel = self._channels.get(endpoint)
+        if channel is None:
             channel = self._channels[endpoint] = grpc.aio.insecure_channel(endpoint, options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)])
-            stub = self._stubs[endpoint] = svc.MessagingServiceStub(channel)
+        return channel
+
+    def stub(self, endpoint: str) -> svc.MessagingServiceStub:
+        stub = self._stubs.get(endpoint)
+        if stub is None:
+            stub = self._stubs[endpoint] = svc.MessagingServiceStub(self._channel(endpoint))
         return stub
+
+    async def admin(self, endpoint: str, method: str, request, timeout: float | None = None):
+        """Call a method of rockmq's admin service (it answers with gRPC status codes)."""
+        try:
+            return await getattr(admin_grpc.AdminStub(self._channel(endpoint)), method)(
+                request, metadata=self.metadata, timeout=timeout or self.request_timeout_s)
+        except grpc.aio.AioRpcError as e:
+            code = _ADMIN_CODES.get(e.code())
+            if code is not None:
+                raise from_status(code, e.details() or "") from None
+            raise rpc_error(endpoint, e) from None
 
     async def unary(self, endpoint: str, method: str, request, timeout: float | None = None):
         """Call a unary MessagingService method; raise for transport errors and non-OK statuses."""

@@ -122,6 +122,22 @@ class ListGroupsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class GroupMember(_message.Message):
+    __slots__ = ("client_id", "lane", "idle_s")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    LANE_FIELD_NUMBER: _ClassVar[int]
+    IDLE_S_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    lane: str
+    idle_s: float
+    def __init__(self, client_id: _Optional[str] = ..., lane: _Optional[str] = ..., idle_s: _Optional[float] = ...) -> None: ...
+
+class ListMembersResponse(_message.Message):
+    __slots__ = ("members",)
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[GroupMember]
+    def __init__(self, members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ...) -> None: ...
+
 class ListGroupsResponse(_message.Message):
     __slots__ = ("groups",)
     GROUPS_FIELD_NUMBER: _ClassVar[int]

@@ -69,6 +69,11 @@ class AdminStub:
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupRequest.SerializeToString,
                 response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.FromString,
                 _registered_method=True)
+        self.ListMembers = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/ListMembers',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListMembersResponse.FromString,
+                _registered_method=True)
         self.GetTimerStats = channel.unary_unary(
                 '/rockmq.admin.v1.Admin/GetTimerStats',
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TimerStatsRequest.SerializeToString,
@@ -126,6 +131,13 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListMembers(self, request, context):
+        """The group's live members as seen by this broker (heard from within client_silence_s).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTimerStats(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -176,6 +188,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.DescribeGroup,
                     request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupRequest.FromString,
                     response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.SerializeToString,
+            ),
+            'ListMembers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMembers,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListMembersResponse.SerializeToString,
             ),
             'GetTimerStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetTimerStats,
@@ -377,6 +394,33 @@ class Admin:
             '/rockmq.admin.v1.Admin/DescribeGroup',
             rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupRequest.SerializeToString,
             rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMembers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/ListMembers',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ListMembersResponse.FromString,
             options,
             channel_credentials,
             insecure,

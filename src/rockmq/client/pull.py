@@ -1,0 +1,100 @@
+"""AsyncPullConsumer: read queues by offset and keep your own position (PullMessage with long
+polling, GetOffset / UpdateOffset for the group's committed offsets, QueryOffset to find one).
+
+The push consumer is built on it; use it directly when you decide what to read and when, as a
+stream processor does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import grpc
+
+from rockmq.client.consumer import Filter
+from rockmq.client.errors import NotFound, from_status
+from rockmq.client.message import ReceivedMessage
+from rockmq.client.transport import Queue, Transport, rpc_error
+from rockmq.protocol import pb, rpc
+
+
+@dataclass(frozen=True)
+class PullResult:
+    messages: list[ReceivedMessage]
+    next_offset: int  # where the next pull starts (past filtered-out messages too)
+
+
+def _queue_pb(queue: Queue) -> pb.MessageQueue:
+    return pb.MessageQueue(topic=pb.Resource(name=queue.topic), id=queue.queue_id, broker=pb.Broker(name=queue.broker))
+
+
+class AsyncPullConsumer:
+    def __init__(self, endpoint: str, group: str, *, request_timeout: float = 3.0, client_id: str | None = None,
+                 lane: str | None = None) -> None:
+        self.group = group
+        self.transport = Transport(endpoint, request_timeout, client_id, lane)
+
+    async def __aenter__(self) -> AsyncPullConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+    async def queues(self, topic: str) -> list[Queue]:
+        """Every queue of the topic, on every broker."""
+        return await self.transport.route(topic)
+
+    async def pull(self, queue: Queue, offset: int, *, max_messages: int = 32, filter: str | Filter = "*",
+                   poll_s: float = 0.0) -> PullResult:
+        """Messages from `offset` on; waits up to `poll_s` for the first one to arrive."""
+        f = filter if isinstance(filter, Filter) else Filter.tag(filter)
+        request = rpc.PullMessageRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue), offset=offset,
+                                         batch_size=max_messages, filter_expression=f.to_pb())
+        request.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
+        t = self.transport
+        out: list[ReceivedMessage] = []
+        next_offset = offset
+        try:
+            async for frame in t.stub(queue.endpoint).PullMessage(request, metadata=t.metadata,
+                                                                  timeout=poll_s + t.request_timeout_s):
+                kind = frame.WhichOneof("content")
+                if kind == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+                    raise from_status(frame.status.code, frame.status.message)
+                if kind == "message":
+                    out.append(ReceivedMessage.from_pb(frame.message, queue.broker, queue.endpoint))
+                elif kind == "next_offset":
+                    next_offset = frame.next_offset
+        except grpc.aio.AioRpcError as e:
+            raise rpc_error(queue.endpoint, e) from None
+        return PullResult(out, next_offset)
+
+    async def committed(self, queue: Queue) -> int | None:
+        """The group's committed offset of the queue (the next one to read); None if never committed."""
+        request = rpc.GetOffsetRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue))
+        try:
+            return (await self.transport.unary(queue.endpoint, "GetOffset", request)).offset
+        except NotFound:
+            return None
+
+    async def commit(self, queue: Queue, offset: int) -> None:
+        """Record that the group has processed everything before `offset` in the queue."""
+        request = rpc.UpdateOffsetRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue), offset=offset)
+        await self.transport.unary(queue.endpoint, "UpdateOffset", request)
+
+    async def offset_at(self, queue: Queue, where: str | datetime | int) -> int:
+        """`"earliest"`, `"latest"`, or the first offset stored at or after a time (datetime or ms)."""
+        request = rpc.QueryOffsetRequest(message_queue=_queue_pb(queue))
+        if where == "earliest":
+            request.query_offset_policy = pb.BEGINNING
+        elif where == "latest":
+            request.query_offset_policy = pb.END
+        elif isinstance(where, (datetime, int)):
+            request.query_offset_policy = pb.TIMESTAMP
+            request.timestamp.FromMilliseconds(round(where.timestamp() * 1000) if isinstance(where, datetime) else where)
+        else:
+            raise ValueError(f"offset_at takes 'earliest', 'latest', a datetime or ms, not {where!r}")
+        return (await self.transport.unary(queue.endpoint, "QueryOffset", request)).offset

@@ -1,0 +1,32 @@
+"""Names rockmq's broker and client agree on beyond the RocketMQ wire format: a header, message
+properties and reserved topic names. Pure constants and helpers, no I/O.
+
+- Environment lanes (design.md §8): a client states its lane in the `x-rockmq-lane` header of its
+  heartbeats; a producer in a lane marks its messages with the user property `lane`.
+- Offset-based consumers hand a message whose handler failed back to the broker by sending a copy,
+  delayed by the backoff, to the group's retry topic `%RETRY%<group>`, with the properties below.
+  The broker turns a copy that has used up the group's attempts into a dead letter instead.
+"""
+
+from __future__ import annotations
+
+LANE_HEADER = "x-rockmq-lane"
+LANE_PROPERTY = "lane"
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+ORIGIN_TOPIC = "RETRY_TOPIC"  # the topic the message was first sent to
+ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+RECONSUME_TIMES = "RECONSUME_TIME"  # failed deliveries so far (RocketMQ's property name)
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_PREFIX + group
+
+
+def group_of_retry_topic(topic: str) -> str | None:
+    return topic[len(RETRY_PREFIX):] if topic.startswith(RETRY_PREFIX) else None
