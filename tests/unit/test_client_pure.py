@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rockmq.client import Message, by_hash, by_index
+from rockmq.client import Message, allocation, by_hash, by_index
 from rockmq.client.errors import BrokerRefused, IllegalArgument, NotFound, Throttled, from_status
 from rockmq.client.fault import FaultAvoidance
-from rockmq.client.selectors import RoundRobin
+from rockmq.client.selectors import RoundRobin, by_environment
 from rockmq.client.transport import Queue
 from rockmq.protocol import pb
 
@@ -58,4 +58,8 @@ def test_selectors():
     assert [q.broker for q in picked] == ["b1", "b2", "b1", "b2"]
     m = Message("t", b"", message_group="order-7")
     assert len({by_hash(queues, m, None) for _ in range(5)}) == 1
-    assert by_index(queues, m, 5) == queues[1]
+    assert by_index(queues, m, 5) == Queue("t", "b1", "b1:1", 1), "indexes the (broker, queue id) order"
+    env2 = by_environment(2, queues_per_environment=2)
+    sent_to = {env2(queues, Message("t", b""), None) for _ in range(6)}
+    assert sent_to == set(allocation.by_environment(2, 2)("me", ["me"], list(reversed(queues))))
+    assert sent_to == {Queue("t", "b2", "b2:1", 0), Queue("t", "b2", "b2:1", 1)}

@@ -9,7 +9,10 @@ from rockmq.client.errors import RockmqError
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.producer import AsyncProducer
 from rockmq.client.selectors import RoundRobin, at_random, by_hash, by_index
-from rockmq.client.sync import Producer, SimpleConsumer
+from rockmq.client.spool import DeadEntry
+from rockmq.client.sync import Producer, SimpleConsumer, Transaction
+from rockmq.client.transaction import AsyncTransaction, TransactionResolution
 
-__all__ = ["AsyncProducer", "AsyncSimpleConsumer", "Filter", "Message", "Producer", "ReceivedMessage", "RockmqError",
-           "RoundRobin", "SendReceipt", "SimpleConsumer", "at_random", "by_hash", "by_index"]
+__all__ = ["AsyncProducer", "AsyncSimpleConsumer", "AsyncTransaction", "DeadEntry", "Filter", "Message", "Producer",
+           "ReceivedMessage", "RockmqError", "RoundRobin", "SendReceipt", "SimpleConsumer", "Transaction",
+           "TransactionResolution", "at_random", "by_hash", "by_index"]

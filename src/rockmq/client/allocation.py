@@ -14,7 +14,7 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from rockmq.client.transport import Queue
+from rockmq.client.transport import Queue, queue_order
 
 Strategy = Callable[[str, Sequence[str], Sequence[Queue]], list[Queue]]
 
@@ -26,7 +26,7 @@ def _sorted_inputs(members: Sequence[str], queues: Sequence[Queue]) -> tuple[lis
         raise ValueError(f"members must be non-empty client id strings, got {list(members)!r}")
     if not all(isinstance(q, Queue) for q in queues):
         raise ValueError("queues must be Queue objects")
-    return sorted(set(members)), sorted(set(queues), key=lambda q: (q.topic, q.broker, q.queue_id, q.endpoint))
+    return sorted(set(members)), sorted(set(queues), key=queue_order)
 
 
 def _block(index: int, count: int, items: list[Queue]) -> list[Queue]:
@@ -116,16 +116,30 @@ def by_environment(index: int, queues_per_environment: int = 1) -> Strategy:
 
     Raises ValueError when called on a topic with fewer than index*k queues: consuming nothing would
     silently hide the misconfiguration."""
-    for name, value in (("index", index), ("queues_per_environment", queues_per_environment)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    start, end = (index - 1) * queues_per_environment, index * queues_per_environment
+    environment_slice(index, queues_per_environment)
 
     def strategy(me: str, members: Sequence[str], queues: Sequence[Queue]) -> list[Queue]:
         ids, qs = _sorted_inputs(members, queues)
-        if len(qs) < end:
-            raise ValueError(f"environment {index} needs queues [{start}, {end}) but the topic has only {len(qs)}")
-        return _block(ids.index(me), len(ids), qs[start:end]) if me in ids else []
+        mine = environment_queues(qs, index, queues_per_environment)
+        return _block(ids.index(me), len(ids), mine) if me in ids else []
 
     strategy.__name__ = strategy.__qualname__ = f"by_environment({index}, {queues_per_environment})"
     return strategy
+
+
+def environment_slice(index: int, queues_per_environment: int) -> slice:
+    """Environment `index`'s (1-based) positions in the sorted queue list."""
+    for name, value in (("index", index), ("queues_per_environment", queues_per_environment)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return slice((index - 1) * queues_per_environment, index * queues_per_environment)
+
+
+def environment_queues(queues: Sequence[Queue], index: int, queues_per_environment: int = 1) -> list[Queue]:
+    """Environment `index`'s queues of a topic: the same for its producers (selectors.by_environment)
+    and its consumers (by_environment above)."""
+    part = environment_slice(index, queues_per_environment)
+    ordered = sorted(queues, key=queue_order)
+    if len(ordered) < part.stop:
+        raise ValueError(f"environment {index} needs queues [{part.start}, {part.stop}) but the topic has only {len(ordered)}")
+    return ordered[part]

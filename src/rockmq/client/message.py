@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from rockmq.protocol import pb
 
@@ -36,6 +36,17 @@ class Message:
         if self.deliver_at is not None:
             return round(self.deliver_at.timestamp() * 1000)
         return None
+
+    @classmethod
+    def from_pb(cls, m: pb.Message) -> Message:
+        """The message as it was sent (a delayed one keeps its absolute delivery time): how a
+        spooled send is handed back to the application."""
+        sp = m.system_properties
+        deliver_at = (datetime.fromtimestamp(sp.delivery_timestamp.ToMilliseconds() / 1000, UTC)
+                      if sp.HasField("delivery_timestamp") else None)
+        return cls(topic=m.topic.name, body=m.body, tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
+                   properties=dict(m.user_properties),
+                   message_group=sp.message_group if sp.HasField("message_group") else None, deliver_at=deliver_at)
 
     def to_pb(self, message_id: str, born_host: str, now_ms: int, transactional: bool = False) -> pb.Message:
         m = pb.Message(topic=pb.Resource(name=self.topic), body=self.body, user_properties=dict(self.properties))
@@ -73,6 +84,7 @@ class SendReceipt:
     offset: int
     transaction_id: str = ""
     recall_handle: str = ""  # delayed messages: cancel with producer.recall(topic, recall_handle)
+    spooled: bool = False  # kept in the producer's spool, to be resent (broker "", offset -1)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,26 @@
-"""AsyncProducer: send with retries that prefer another broker, steered by fault-latency avoidance.
+"""AsyncProducer: send with retries that prefer another broker, steered by fault-latency avoidance;
+optionally a durable retry spool, and transactional sends settled by commit, rollback or a checker.
 
 A send picks a queue with the selector among brokers that are not paused (fault.py), sends to
 that queue's broker, and on a retriable failure tries again (2 retries by default) on a queue of
-a broker it has not tried yet. The message id stays the same across attempts, so a send whose
-reply was lost is stored once (the broker de-duplicates). FIFO messages always go to the queue
-their group hashes to: order matters more than availability.
+a broker it has not tried yet. The message id is assigned once, before the first attempt, so a
+send whose reply was lost is stored once (the broker de-duplicates on topic and message id). FIFO
+messages always go to the queue their group hashes to: order matters more than availability.
+
+Routes are cached: a route older than `route_ttl_s` is refreshed in the background while sends
+go on with the cached one, so only a topic's first send (and a retry) waits for QueryRoute.
+
+With `spool_dir`, a send that still fails after its retries with a retriable error is written to
+a local RocksDB spool (spool.py) and returns receipts marked `spooled`; a background task resends
+it on `spool_schedule_s` and after the last step hands it to `on_dead` and keeps it among the
+dead entries (`dead_spool()`). The application thus rides out a broker outage without buffering,
+and a crashed producer's spool is replayed by the next one that opens it. FIFO and transactional
+sends are never spooled: a later message of the group could overtake a spooled one, and a
+transaction needs its answer now. A spooled send is resent without its `arg`.
+
+`send_transactional` sends a half message and returns an `AsyncTransaction` to commit or roll
+back. With a `checker`, the producer also answers the broker's checks of transactions nobody
+ended (transaction.py), for the topics it sent transactions to and `transaction_topics`.
 """
 
 from __future__ import annotations
@@ -14,12 +30,15 @@ import logging
 import socket
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rockmq.client.errors import ClientClosed, RockmqError, from_status
 from rockmq.client.fault import FaultAvoidance
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.selectors import RoundRobin, Selector, by_hash
+from rockmq.client.spool import MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
+from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Queue, Transport
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.message_id import new_message_id
@@ -34,34 +53,99 @@ def _now_ms() -> int:
 
 class AsyncProducer:
     def __init__(self, endpoint: str, *, retries: int = 2, request_timeout: float = 3.0,
-                 selector: Selector | None = None, client_id: str | None = None) -> None:
+                 selector: Selector | None = None, client_id: str | None = None, route_ttl_s: float = ROUTE_TTL_S,
+                 spool_dir: str | Path | None = None, spool_schedule_s: Sequence[float] = SPOOL_SCHEDULE_S,
+                 spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
+                 transaction_topics: Sequence[str] = ()) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
+        if transaction_topics and checker is None:
+            raise ValueError("transaction_topics need a checker")
         self.retries = retries
+        self.route_ttl_s = route_ttl_s
         self.selector: Selector = selector or RoundRobin()
+        self.checker = checker
+        self.transaction_topics = tuple(transaction_topics)
         self.transport = Transport(endpoint, request_timeout, client_id)
         self.faults = FaultAvoidance(lambda: time.monotonic() * 1000)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
+        self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
+        self._telemetry: dict[str, TelemetrySession] = {}
+        self._spool = Spool(spool_dir, self._resend, spool_schedule_s, spool_max_entries, on_dead) if spool_dir else None
         self._host = socket.gethostname()
+        self._started = False
 
     async def __aenter__(self) -> AsyncProducer:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def start(self) -> None:
+        """Resend what the spool holds and open the check streams of `transaction_topics`. The
+        first send calls it too; calling it again does nothing."""
+        if self._started:
+            return
+        if self.transport.closed:
+            raise ClientClosed("the producer is closed")
+        self._started = True
+        if self._spool is not None:
+            self._spool.start()
+        for topic in self.transaction_topics:
+            try:
+                queues = await self.queues(topic)
+            except RockmqError as e:
+                log.warning("no route for %s yet (%s): checks are taken from %s only", topic, e, self.transport.access_point)
+                queues = []
+            # Without a route the access point will do: a lone broker holds every queue.
+            for q in {q.endpoint: q for q in queues}.values() or [Queue(topic, "", self.transport.access_point, -1)]:
+                self._checked_at(q, topic)
+
     async def close(self) -> None:
+        tasks = list(self._route_fetches.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+        for session in self._telemetry.values():
+            await session.close()
+        self._telemetry.clear()
+        if self._spool is not None:
+            await self._spool.close()
         await self.transport.close()
 
+    # --- routes ------------------------------------------------------------------------------
+
     async def queues(self, topic: str, refresh: bool = False) -> list[Queue]:
-        """The topic's route, cached for ROUTE_TTL_S."""
+        """The topic's route; a cached one at once (refreshed in the background once stale)."""
         cached = self._routes.get(topic)
-        if refresh or cached is None or time.monotonic() - cached[0] > ROUTE_TTL_S:
-            cached = self._routes[topic] = (time.monotonic(), await self.transport.route(topic))
+        if cached is None or refresh:
+            return await asyncio.shield(self._fetch_route(topic))
+        if time.monotonic() - cached[0] > self.route_ttl_s:
+            self._fetch_route(topic)
         return cached[1]
 
+    def _fetch_route(self, topic: str) -> asyncio.Task[list[Queue]]:
+        """The one QueryRoute in flight for the topic (concurrent callers share it)."""
+        task = self._route_fetches.get(topic)
+        if task is None:
+            task = self._route_fetches[topic] = asyncio.create_task(self._query_route(topic))
+            task.add_done_callback(_log_route_failure)
+        return task
+
+    async def _query_route(self, topic: str) -> list[Queue]:
+        try:
+            queues = await self.transport.route(topic)
+            self._routes[topic] = (time.monotonic(), queues)
+            return queues
+        finally:
+            self._route_fetches.pop(topic, None)
+
+    # --- sending -----------------------------------------------------------------------------
+
     async def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
-        """Send and wait until the broker stored it (durably, under its flush policy)."""
+        """Send and wait until the broker stored it (durably, under its flush policy), or the spool did."""
         return (await self._send([message], arg))[0]
 
     async def send_batch(self, messages: Sequence[Message], *, arg: Any = None) -> list[SendReceipt]:
@@ -76,21 +160,59 @@ class AsyncProducer:
         """Fire and forget: a future for the receipt (add a callback, or ignore it)."""
         return asyncio.ensure_future(self.send(message, arg=arg))
 
+    async def send_transactional(self, message: Message, *, arg: Any = None) -> AsyncTransaction:
+        """Send a half message, invisible to consumers until the transaction is committed."""
+        await self.start()
+        request = rpc.SendMessageRequest(messages=[message.to_pb(new_message_id(), self._host, _now_ms(),
+                                                                 transactional=True)])
+        queue, [entry] = await self._deliver(request, message, arg)
+        if self.checker is not None:
+            self._checked_at(queue, message.topic)
+        receipt = SendReceipt(entry.message_id, message.topic, queue.broker, entry.offset, entry.transaction_id)
+        return AsyncTransaction(self.transport, queue.endpoint, receipt)
+
     async def recall(self, topic: str, recall_handle: str) -> str:
         """Cancel a pending delayed message; -> its message id."""
         request = rpc.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=recall_handle)
         return (await self.transport.unary(self.transport.access_point, "RecallMessage", request)).message_id
 
     async def _send(self, messages: list[Message], arg: Any) -> list[SendReceipt]:
-        if self.transport.closed:
-            raise ClientClosed("the producer is closed")
-        topic = messages[0].topic
+        await self.start()
         now = _now_ms()
         request = rpc.SendMessageRequest(messages=[m.to_pb(new_message_id(), self._host, now) for m in messages])
+        try:
+            queue, entries = await self._deliver(request, messages[0], arg)
+        except RockmqError as e:
+            if not e.retriable or self._spool is None or messages[0].message_group is not None:
+                raise
+            if not await self._spool.add(request, e):
+                raise
+            log.debug("spooled %d message(s) to %s: %s", len(messages), messages[0].topic, e)
+            return [SendReceipt(m.system_properties.message_id, m.topic.name, "", -1, spooled=True)
+                    for m in request.messages]
+        return [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
+                for e in entries]
+
+    async def _resend(self, request: rpc.SendMessageRequest) -> None:
+        """The spool's way back to the broker: the same retries, no spooling."""
+        await self._deliver(request, Message.from_pb(request.messages[0]), None)
+
+    async def _deliver(self, request: rpc.SendMessageRequest, first: Message,
+                       arg: Any) -> tuple[Queue, list[rpc.SendResultEntry]]:
+        """Send one request, with retries; -> the queue it went to and the reply's entries."""
+        if self.transport.closed:
+            raise ClientClosed("the producer is closed")
         tried: set[str] = set()
         last: RockmqError | None = None
         for attempt in range(self.retries + 1):
-            queue = self._pick(await self.queues(topic, refresh=attempt > 0), messages[0], arg, tried)
+            try:
+                queues = await self.queues(first.topic, refresh=attempt > 0)
+            except RockmqError as e:
+                if not e.retriable:
+                    raise
+                last = e
+                continue
+            queue = self._pick(queues, first, arg, tried)
             tried.add(queue.broker)
             started = time.monotonic()
             try:
@@ -106,8 +228,7 @@ class AsyncProducer:
             failed = next((e.status for e in reply.entries if e.status.code != pb.OK), None)
             if failed is not None:
                 raise from_status(failed.code, failed.message)
-            return [SendReceipt(e.message_id, topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
-                    for e in reply.entries]
+            return queue, list(reply.entries)
         assert last is not None
         raise last
 
@@ -119,3 +240,40 @@ class AsyncProducer:
         fresh = [q for q in queues if q.broker not in tried]
         healthy = [q for q in fresh or queues if self.faults.available(q.broker)]
         return self.selector(healthy or fresh or queues, message, arg)
+
+    # --- spool and transaction checks --------------------------------------------------------
+
+    async def dead_spool(self, limit: int = 1000) -> list[DeadEntry]:
+        """Spooled sends that failed their last scheduled attempt, oldest first."""
+        return self._open_spool().dead(limit)
+
+    async def drain_spool(self, timeout: float) -> int:
+        """Wait until the spool has nothing left to resend (say, before exiting), or `timeout`;
+        -> how many entries are still pending."""
+        return await self._open_spool().drain(timeout)
+
+    async def forget_dead(self, entry_id: str) -> None:
+        """Drop a dead entry (after resending its messages, or deciding not to)."""
+        self._open_spool().forget_dead(entry_id)
+
+    def _open_spool(self) -> Spool:
+        if self._spool is None:
+            raise ValueError("this producer has no spool (spool_dir)")
+        if self.transport.closed:
+            raise ClientClosed("the producer is closed")
+        return self._spool
+
+    def _checked_at(self, queue: Queue, topic: str) -> None:
+        """Take the broker's checks of `topic`'s transactions on `queue`'s broker."""
+        assert self.checker is not None
+        session = self._telemetry.get(queue.endpoint)
+        if session is None:
+            session = self._telemetry[queue.endpoint] = TelemetrySession(self.transport, queue.endpoint, queue.broker,
+                                                                         self.checker)
+        session.publish(topic)
+
+
+def _log_route_failure(task: asyncio.Task[list[Queue]]) -> None:
+    """A background refresh that failed keeps the cached route; say so (and retrieve the error)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("route refresh failed: %s", task.exception())

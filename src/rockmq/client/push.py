@@ -44,7 +44,7 @@ from rockmq.client.lanes import check_lane, lane_filter, lane_group
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
 from rockmq.client.pull import AsyncPullConsumer
-from rockmq.client.transport import Queue
+from rockmq.client.transport import Queue, queue_order
 from rockmq.protocol import admin, pb, rpc
 from rockmq.protocol.conventions import ORIGIN_MESSAGE_ID, ORIGIN_TOPIC, RECONSUME_TIMES, RETRY_PREFIX, retry_topic
 from rockmq.protocol.message_id import new_message_id
@@ -214,7 +214,7 @@ class AsyncPushConsumer:
     @property
     def assignment(self) -> list[Queue]:
         """The queues this member reads now (clustering: its share; broadcast: all)."""
-        return sorted(self._owned, key=lambda q: (q.topic, q.broker, q.queue_id))
+        return sorted(self._owned, key=queue_order)
 
     def stats(self) -> dict[Queue, QueueStats]:
         return {q: QueueStats(o.position, o.committed, o.cached, o.cached_bytes, o.window.in_flight)
@@ -296,7 +296,7 @@ class AsyncPushConsumer:
             self._wanted = wanted
             for queue in [q for q in self._owned if q not in wanted]:
                 await self._release(queue)
-            new = sorted(wanted - self._owned.keys(), key=lambda q: (q.topic, q.broker, q.queue_id))
+            new = sorted(wanted - self._owned.keys(), key=queue_order)
             if new and len(self._members) > 1 and self.mode == "clustering":
                 # Another member may still hold these: it lets go (and commits) when it sees the same
                 # change, within a heartbeat. Taking them after that re-reads far fewer messages.

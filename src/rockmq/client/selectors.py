@@ -9,8 +9,9 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rockmq.client.allocation import environment_queues, environment_slice
 from rockmq.client.message import Message
-from rockmq.client.transport import Queue
+from rockmq.client.transport import Queue, queue_order
 
 Selector = Callable[[Sequence[Queue], Message, Any], Queue]
 
@@ -36,5 +37,18 @@ def at_random(queues: Sequence[Queue], message: Message, arg: Any = None) -> Que
 
 
 def by_index(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
-    """`arg` is a queue index (e.g. an environment's), taken modulo the number of queues."""
-    return queues[int(arg) % len(queues)]
+    """`arg` is a queue index, taken modulo the number of queues (in the agreed queue order)."""
+    return sorted(queues, key=queue_order)[int(arg) % len(queues)]
+
+
+def by_environment(index: int, queues_per_environment: int = 1) -> Selector:
+    """Environment isolation on one topic (origins 000): environment `index` (1-based) sends only to
+    its own queues, the ones `allocation.by_environment(index, ...)` gives its consumers."""
+    environment_slice(index, queues_per_environment)
+    turn = itertools.count()
+
+    def select(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
+        mine = environment_queues(queues, index, queues_per_environment)
+        return mine[next(turn) % len(mine)]
+
+    return select

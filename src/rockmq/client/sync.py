@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
+from rockmq.client.spool import DeadEntry
+from rockmq.client.transaction import AsyncTransaction
 
 T = TypeVar("T")
 _lock = threading.Lock()
@@ -50,10 +52,16 @@ class Producer(_Sync):
     """`Producer("127.0.0.1:8081").send(Message("orders", b"..."))` from plain code."""
 
     def __init__(self, endpoint: str, *, timeout: float = 30.0, **options: Any) -> None:
+        """Options as AsyncProducer's. Its callbacks (`checker`, `on_dead`) are plain functions
+        here and run in worker threads, so a slow one never stalls the shared event loop."""
         from rockmq.client.producer import AsyncProducer
 
+        for name in ("checker", "on_dead"):
+            if options.get(name) is not None:
+                options[name] = _in_thread(options[name])
         self._timeout = timeout
         self._inner: AsyncProducer = AsyncProducer(endpoint, **options)
+        self._run(self._inner.start())  # replay the spool, open the transaction-check streams
 
     def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
         return self._run(self._inner.send(message, arg=arg))
@@ -67,6 +75,45 @@ class Producer(_Sync):
 
     def recall(self, topic: str, recall_handle: str) -> str:
         return self._run(self._inner.recall(topic, recall_handle))
+
+    def send_transactional(self, message: Message, *, arg: Any = None) -> Transaction:
+        return Transaction(self._inner.send_transactional(message, arg=arg), self._run)
+
+    def dead_spool(self, limit: int = 1000) -> list[DeadEntry]:
+        return self._run(self._inner.dead_spool(limit))
+
+    def drain_spool(self, timeout: float) -> int:
+        return self._run(self._inner.drain_spool(timeout), timeout + self._timeout)
+
+    def forget_dead(self, entry_id: str) -> None:
+        self._run(self._inner.forget_dead(entry_id))
+
+
+class Transaction:
+    """A sent half message (see AsyncTransaction): `commit()` or `rollback()`."""
+
+    def __init__(self, sending: Coroutine[Any, Any, AsyncTransaction], run: Callable[..., Any]) -> None:
+        self._run = run
+        self._inner: AsyncTransaction = run(sending)
+        self.receipt = self._inner.receipt
+
+    @property
+    def message_id(self) -> str:
+        return self._inner.message_id
+
+    @property
+    def transaction_id(self) -> str:
+        return self._inner.transaction_id
+
+    def commit(self) -> None:
+        self._run(self._inner.commit())
+
+    def rollback(self) -> None:
+        self._run(self._inner.rollback())
+
+
+def _in_thread(callback: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
+    return lambda *args: asyncio.to_thread(callback, *args)
 
 
 class SimpleConsumer(_Sync):

@@ -35,6 +35,12 @@ class Queue:
     queue_id: int
 
 
+def queue_order(queue: Queue) -> tuple[str, str, int, str]:
+    """The order every client agrees on whatever order a route lists queues in: (topic, broker,
+    queue_id), as RocketMQ sorts them."""
+    return queue.topic, queue.broker, queue.queue_id, queue.endpoint
+
+
 class Transport:
     def __init__(self, access_point: str, request_timeout_s: float, client_id: str | None = None,
                  lane: str | None = None) -> None:
