@@ -28,8 +28,8 @@ def _shares(consumers: list[AsyncPushConsumer], topic: str) -> list[int]:
     return sorted((len([q for q in c.assignment if q.topic == topic]) for c in consumers), reverse=True)
 
 
-async def _send(endpoint: str, topic: str, n: int, start: int = 0, **fields) -> list[str]:
-    async with AsyncProducer(endpoint) as p:
+async def _send(endpoint: str, topic: str, n: int, start: int = 0, lane: str | None = None, **fields) -> list[str]:
+    async with AsyncProducer(endpoint, lane=lane) as p:
         ids = []
         for i in range(start, start + n, 50):
             receipts = await p.send_batch([Message(topic, f"m{j}".encode(), **fields) for j in range(i, min(i + 50, start + n))])
@@ -230,13 +230,13 @@ def test_lanes_stay_isolated_and_fall_back_to_the_base_lane(broker, unique, conn
             await _until(lambda: base._live_lanes == {"dev1", "dev2"}, "the base consumer sees both lanes")
             await asyncio.sleep(FAST["poll_s"] + 0.2)  # a long poll begun before they joined uses the old filter
             for lane in ("dev1", "dev2", None):
-                await _send(broker.endpoint, topic, 10, properties={"lane": lane} if lane else {})
+                await _send(broker.endpoint, topic, 10, lane=lane)
             await _until(lambda: all(len(v) == 10 for v in got.values()), "10 messages in each lane")
             await asyncio.sleep(0.5)
         assert all(len(v) == 10 for v in got.values()), {k: len(v) for k, v in got.items()}
         async with consumer(None) as base:  # dev2 has nobody now: its messages fall back to the base lane
             await _until(lambda: not base._live_lanes, "no live lanes")
-            await _send(broker.endpoint, topic, 5, properties={"lane": "dev2"})
+            await _send(broker.endpoint, topic, 5, lane="dev2")
             await _until(lambda: len(got["base"]) == 15, "dev2's messages at the base consumer")
 
     asyncio.run(scenario())

@@ -83,3 +83,35 @@ def test_fifo_order_and_clear_errors(broker, unique):
         assert sum(len(v) for v in per_group.values()) == 12
 
     asyncio.run(scenario())
+
+
+def test_sync_push_and_pull_consumers(broker, unique):
+    import threading
+
+    from rockmq.client import PullConsumer, PushConsumer
+
+    topic, group = unique("rc-sync-push"), unique("rc-sync-push-g")
+    with Producer(broker.endpoint) as p:
+        sent = [r.message_id for r in p.send_batch([Message(topic, f"s{i}".encode()) for i in range(20)])]
+    got: list[str] = []
+    threads: set[str] = set()
+    done = threading.Event()
+
+    def handler(m):  # a plain function, on the consumer's worker threads
+        got.append(m.message_id)
+        threads.add(threading.current_thread().name)
+        if len(got) == 20:
+            done.set()
+
+    with PushConsumer(broker.endpoint, group, {topic: "*"}, handler, heartbeat_s=0.3, poll_s=1.0) as c:
+        assert done.wait(10), f"only {len(got)} of 20"
+        assert len(c.assignment) == 8 + 1  # the topic's 8 queues and the group's retry queue
+    assert sorted(got) == sorted(sent)
+    assert all(name.startswith("rockmq-consume") for name in threads)
+    with PullConsumer(broker.endpoint, group) as puller:
+        queues = puller.queues(topic)
+        assert sum(puller.committed(q) or 0 for q in queues) == 20, "the push consumer committed on close"
+        q = queues[0]
+        result = puller.pull(q, puller.offset_at(q, "earliest"), max_messages=100)
+        assert result.next_offset == puller.offset_at(q, "latest")
+        assert {m.message_id for m in result.messages} <= set(sent)

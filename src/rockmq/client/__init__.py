@@ -1,18 +1,30 @@
-"""rockmq's own client: an asyncio core (`AsyncProducer`, `AsyncSimpleConsumer`) with thin
-synchronous wrappers (`Producer`, `SimpleConsumer`), over the RocketMQ 5 gRPC protocol.
+"""rockmq's own client over the RocketMQ 5 gRPC protocol: an asyncio core with thin synchronous
+wrappers that run one event loop in one background thread.
+
+- Producing: `AsyncProducer` / `Producer` (retries with fault avoidance, retry spool, transactions,
+  queue selectors, lanes).
+- Consuming: `AsyncPushConsumer` / `PushConsumer` (clustering with rebalance, broadcast, or POP),
+  `AsyncSimpleConsumer` / `SimpleConsumer` (POP: receive, ack), `AsyncPullConsumer` / `PullConsumer`
+  (offsets). Queue allocation strategies in `rockmq.client.allocation`, queue selectors in
+  `rockmq.client.selectors`, idempotent handlers in `rockmq.client.idempotent`.
 
 Errors: see `rockmq.client.errors` (one tree; every error says whether it is retriable).
 """
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError
+from rockmq.client.idempotent import SKIPPED, DuplicateInFlight, Idempotent, RedisStore, RocksDBStore, SQLStore
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.producer import AsyncProducer
+from rockmq.client.pull import AsyncPullConsumer, PullResult
+from rockmq.client.push import AsyncPushConsumer
 from rockmq.client.selectors import RoundRobin, at_random, by_hash, by_index
 from rockmq.client.spool import DeadEntry
-from rockmq.client.sync import Producer, SimpleConsumer, Transaction
+from rockmq.client.sync import Producer, PullConsumer, PushConsumer, SimpleConsumer, Transaction
 from rockmq.client.transaction import AsyncTransaction, TransactionResolution
+from rockmq.client.transport import Queue
 
-__all__ = ["AsyncProducer", "AsyncSimpleConsumer", "AsyncTransaction", "DeadEntry", "Filter", "Message", "Producer",
-           "ReceivedMessage", "RockmqError", "RoundRobin", "SendReceipt", "SimpleConsumer", "Transaction",
-           "TransactionResolution", "at_random", "by_hash", "by_index"]
+__all__ = ["SKIPPED", "AsyncProducer", "AsyncPullConsumer", "AsyncPushConsumer", "AsyncSimpleConsumer", "AsyncTransaction",
+           "DeadEntry", "DuplicateInFlight", "Filter", "Idempotent", "Message", "Producer", "PullConsumer", "PullResult",
+           "PushConsumer", "Queue", "ReceivedMessage", "RedisStore", "RockmqError", "RocksDBStore", "RoundRobin", "SQLStore",
+           "SendReceipt", "SimpleConsumer", "Transaction", "TransactionResolution", "at_random", "by_hash", "by_index"]

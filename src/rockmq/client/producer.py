@@ -18,6 +18,9 @@ and a crashed producer's spool is replayed by the next one that opens it. FIFO a
 sends are never spooled: a later message of the group could overtake a spooled one, and a
 transaction needs its answer now. A spooled send is resent without its `arg`.
 
+With `lane="dev1"` every message carries the property `lane=dev1` (lanes.py): only consumers
+of that lane receive it.
+
 `send_transactional` sends a half message and returns an `AsyncTransaction` to commit or roll
 back. With a `checker`, the producer also answers the broker's checks of transactions nobody
 ended (transaction.py), for the topics it sent transactions to and `transaction_topics`.
@@ -35,12 +38,14 @@ from typing import Any
 
 from rockmq.client.errors import ClientClosed, RockmqError, from_status
 from rockmq.client.fault import FaultAvoidance
+from rockmq.client.lanes import check_lane
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.selectors import RoundRobin, Selector, by_hash
 from rockmq.client.spool import MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Queue, Transport
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.conventions import LANE_PROPERTY
 from rockmq.protocol.message_id import new_message_id
 
 log = logging.getLogger(__name__)
@@ -56,7 +61,7 @@ class AsyncProducer:
                  selector: Selector | None = None, client_id: str | None = None, route_ttl_s: float = ROUTE_TTL_S,
                  spool_dir: str | Path | None = None, spool_schedule_s: Sequence[float] = SPOOL_SCHEDULE_S,
                  spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
-                 transaction_topics: Sequence[str] = ()) -> None:
+                 transaction_topics: Sequence[str] = (), lane: str | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
         if transaction_topics and checker is None:
@@ -66,7 +71,8 @@ class AsyncProducer:
         self.selector: Selector = selector or RoundRobin()
         self.checker = checker
         self.transaction_topics = tuple(transaction_topics)
-        self.transport = Transport(endpoint, request_timeout, client_id)
+        self.lane = check_lane(lane)
+        self.transport = Transport(endpoint, request_timeout, client_id, self.lane)
         self.faults = FaultAvoidance(lambda: time.monotonic() * 1000)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
@@ -163,8 +169,7 @@ class AsyncProducer:
     async def send_transactional(self, message: Message, *, arg: Any = None) -> AsyncTransaction:
         """Send a half message, invisible to consumers until the transaction is committed."""
         await self.start()
-        request = rpc.SendMessageRequest(messages=[message.to_pb(new_message_id(), self._host, _now_ms(),
-                                                                 transactional=True)])
+        request = rpc.SendMessageRequest(messages=[self._to_pb(message, _now_ms(), transactional=True)])
         queue, [entry] = await self._deliver(request, message, arg)
         if self.checker is not None:
             self._checked_at(queue, message.topic)
@@ -179,7 +184,7 @@ class AsyncProducer:
     async def _send(self, messages: list[Message], arg: Any) -> list[SendReceipt]:
         await self.start()
         now = _now_ms()
-        request = rpc.SendMessageRequest(messages=[m.to_pb(new_message_id(), self._host, now) for m in messages])
+        request = rpc.SendMessageRequest(messages=[self._to_pb(m, now) for m in messages])
         try:
             queue, entries = await self._deliver(request, messages[0], arg)
         except RockmqError as e:
@@ -192,6 +197,13 @@ class AsyncProducer:
                     for m in request.messages]
         return [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
                 for e in entries]
+
+    def _to_pb(self, message: Message, now_ms: int, transactional: bool = False) -> pb.Message:
+        """The wire form with a fresh id, marked with the producer's lane unless it names one."""
+        m = message.to_pb(new_message_id(), self._host, now_ms, transactional)
+        if self.lane is not None and LANE_PROPERTY not in m.user_properties:
+            m.user_properties[LANE_PROPERTY] = self.lane
+        return m
 
     async def _resend(self, request: rpc.SendMessageRequest) -> None:
         """The spool's way back to the broker: the same retries, no spooling."""

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
+from datetime import datetime
 from typing import Any, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
+from rockmq.client.pull import PullResult
+from rockmq.client.push import Handler
 from rockmq.client.spool import DeadEntry
 from rockmq.client.transaction import AsyncTransaction
+from rockmq.client.transport import Queue
 
 T = TypeVar("T")
 _lock = threading.Lock()
@@ -130,3 +134,47 @@ class SimpleConsumer(_Sync):
 
     def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         return self._run(self._inner.change_invisible_duration(message, invisible_s))
+
+
+class PushConsumer(_Sync):
+    """Consumes from the moment it is made until `close()`; a plain-function handler runs on the
+    consumer's worker threads (options as AsyncPushConsumer's)."""
+
+    def __init__(self, endpoint: str, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
+                 timeout: float = 60.0, **options: Any) -> None:
+        from rockmq.client.push import AsyncPushConsumer
+
+        self._timeout = timeout
+        self._inner: AsyncPushConsumer = AsyncPushConsumer(endpoint, group, subscriptions, handler, **options)
+        self._run(self._inner.start())
+
+    @property
+    def assignment(self) -> list[Queue]:
+        return self._inner.assignment
+
+
+class PullConsumer(_Sync):
+    """Reads queues by offset from plain code (methods as AsyncPullConsumer's)."""
+
+    def __init__(self, endpoint: str, group: str, *, timeout: float = 60.0, **options: Any) -> None:
+        from rockmq.client.pull import AsyncPullConsumer
+
+        self._timeout = timeout
+        self._inner: AsyncPullConsumer = AsyncPullConsumer(endpoint, group, **options)
+
+    def queues(self, topic: str) -> list[Queue]:
+        return self._run(self._inner.queues(topic))
+
+    def pull(self, queue: Queue, offset: int, *, max_messages: int = 32, filter: str | Filter = "*",
+             poll_s: float = 0.0) -> PullResult:
+        return self._run(self._inner.pull(queue, offset, max_messages=max_messages, filter=filter, poll_s=poll_s),
+                         poll_s + self._timeout)
+
+    def committed(self, queue: Queue) -> int | None:
+        return self._run(self._inner.committed(queue))
+
+    def commit(self, queue: Queue, offset: int) -> None:
+        self._run(self._inner.commit(queue, offset))
+
+    def offset_at(self, queue: Queue, where: str | datetime | int) -> int:
+        return self._run(self._inner.offset_at(queue, where))
