@@ -32,3 +32,37 @@ def test_retries_go_to_other_brokers_and_nothing_is_lost(cluster):
     cluster.brokers["b3"].start()
     cluster.wait_for_brokers({"b1", "b2", "b3"})
     assert {r.message_id for r in receipts} <= cluster.stored_ids("fo")
+
+
+def test_push_consumers_share_every_brokers_queues_and_retry_where_the_message_lives(cluster):
+    cluster.brokers["b1"].cli("topic", "create", "pc", "--queues", "6", check=True)
+    seen: dict[str, int] = {}
+    fast = dict(heartbeat_s=0.3, rebalance_s=2.0, commit_interval_s=0.3, poll_s=1.0, shutdown_timeout_s=2.0,
+                retry_backoff_s=(0.2,))
+
+    async def handler(m):
+        seen[m.body.decode()] = seen.get(m.body.decode(), 0) + 1
+        if m.body.endswith(b"-0") and m.delivery_attempt == 1:
+            raise RuntimeError("first delivery of every tenth message fails")
+
+    async def scenario() -> set[str]:
+        from rockmq.client import AsyncPushConsumer
+
+        async with AsyncProducer(cluster.brokers["b1"].endpoint) as p:
+            bodies = {f"m{i}-{i % 10}" for i in range(120)}
+            await asyncio.gather(*(p.send(Message("pc", b.encode())) for b in bodies))
+        # Two members, each joined through a different broker.
+        async with AsyncPushConsumer(cluster.brokers["b2"].endpoint, "pcg", {"pc": "*"}, handler, **fast) as a, \
+                AsyncPushConsumer(cluster.brokers["b3"].endpoint, "pcg", {"pc": "*"}, handler, **fast) as b:
+            deadline = time.monotonic() + 20
+            while (set(seen) != bodies or any(seen[x] < 2 for x in bodies if x.endswith("-0"))) \
+                    and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            mine = [{q for q in c.assignment if q.topic == "pc"} for c in (a, b)]
+        assert len(mine[0]) == len(mine[1]) == 3 and not mine[0] & mine[1], mine
+        assert {q.broker for q in mine[0] | mine[1]} == {"b1", "b2", "b3"}
+        return bodies
+
+    bodies = asyncio.run(scenario())
+    assert set(seen) == bodies
+    assert all(seen[x] == (2 if x.endswith("-0") else 1) for x in bodies), seen

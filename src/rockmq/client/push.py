@@ -185,6 +185,9 @@ class AsyncPushConsumer:
             self.max_attempts = await self._group_max_attempts()
         if self._offsets_file is not None:
             self._local_offsets = await asyncio.to_thread(self._offsets_file.load)
+        for topic in self.subscriptions:  # heartbeat to every broker of the topics from the start,
+            with contextlib.suppress(RockmqError):  # so members that joined through others see this one
+                self._endpoints.update(q.endpoint for q in await self._pull.queues(topic))
         await self._heartbeat()
         if self.mode == "pop":
             self._loops.append(asyncio.create_task(self._pop_loop(), name="rockmq-pop"))
