@@ -115,3 +115,24 @@ def test_sync_push_and_pull_consumers(broker, unique):
         result = puller.pull(q, puller.offset_at(q, "earliest"), max_messages=100)
         assert result.next_offset == puller.offset_at(q, "latest")
         assert {m.message_id for m in result.messages} <= set(sent)
+
+
+def test_pull_reads_the_same_through_batch_and_streaming_paths(broker, unique):
+    from rockmq.client import AsyncPullConsumer
+
+    topic = unique("rc-pull-paths")
+
+    async def scenario():
+        async with AsyncProducer(broker.endpoint) as p:
+            await p.send_batch([Message(topic, f"p{i}".encode(), tag="a" if i % 3 else "b") for i in range(40)])
+        async with AsyncPullConsumer(broker.endpoint, unique("rc-pull-g")) as c:
+            queue = (await c.queues(topic))[0]
+            start = await c.offset_at(queue, "earliest")
+            batched = await c.pull(queue, start, max_messages=100, filter="a")
+            c._streaming_only.add(queue.endpoint)  # what a broker without BatchMessaging gets
+            streamed = await c.pull(queue, start, max_messages=100, filter="a")
+        return batched, streamed
+
+    batched, streamed = asyncio.run(scenario())
+    assert batched == streamed
+    assert batched.messages and all(m.tag == "a" and m.delivery_attempt == 1 for m in batched.messages)

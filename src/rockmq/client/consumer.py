@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
 
-from rockmq.client.errors import from_status
+from rockmq.client.errors import BrokerRefused, RockmqError, from_status
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.transport import Transport, rpc_error
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import address_of, endpoints_of
+
+ASSIGNMENT_TTL_S = 5.0  # brokers come and go rarely; a failed receive asks again at once
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class AsyncSimpleConsumer:
         self.await_s = await_s
         self.transport = Transport(endpoint, request_timeout, client_id)
         self._turn = itertools.count()
+        self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
 
     async def __aenter__(self) -> AsyncSimpleConsumer:
         return self
@@ -56,10 +61,16 @@ class AsyncSimpleConsumer:
         await self.transport.close()
 
     async def _assignments(self, topic: str) -> list[pb.MessageQueue]:
+        """Where to receive the topic from (one entry per broker), cached for ASSIGNMENT_TTL_S."""
+        cached = self._assigned.get(topic)
+        if cached is not None and time.monotonic() - cached[0] < ASSIGNMENT_TTL_S:
+            return cached[1]
         t = self.transport
         request = rpc.QueryAssignmentRequest(topic=pb.Resource(name=topic), group=pb.Resource(name=self.group),
                                              endpoints=endpoints_of(t.access_point))
-        return [a.message_queue for a in (await t.unary(t.access_point, "QueryAssignment", request)).assignments]
+        queues = [a.message_queue for a in (await t.unary(t.access_point, "QueryAssignment", request)).assignments]
+        self._assigned[topic] = (time.monotonic(), queues)
+        return queues
 
     async def receive(self, max_messages: int = 32, invisible_s: float = 30.0) -> list[ReceivedMessage]:
         """Up to `max_messages`, invisible to the group's other consumers for `invisible_s`."""
@@ -70,7 +81,11 @@ class AsyncSimpleConsumer:
             queues = await self._assignments(topic)
             for j, queue in enumerate(queues):
                 last = i == len(topics) - 1 and j == len(queues) - 1
-                got = await self._receive_from(queue, topic, max_messages, invisible_s, poll=last)
+                try:
+                    got = await self._receive_from(queue, topic, max_messages, invisible_s, poll=last)
+                except RockmqError:
+                    self._assigned.pop(topic, None)
+                    raise
                 if got:
                     return got
         return []
@@ -98,13 +113,24 @@ class AsyncSimpleConsumer:
 
     async def ack(self, message: ReceivedMessage) -> None:
         """Done with it: it is not delivered to this group again."""
-        request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=message.topic),
-                                        entries=[rpc.AckMessageEntry(message_id=message.message_id,
-                                                                     receipt_handle=message.receipt_handle)])
-        reply = await self.transport.unary(message.endpoint, "AckMessage", request)
-        for entry in reply.entries:
-            if entry.status.code != pb.OK:
-                raise from_status(entry.status.code, entry.status.message)
+        for _, error in await self.ack_many([message]):
+            raise error
+
+    async def ack_many(self, messages: Sequence[ReceivedMessage]) -> list[tuple[ReceivedMessage, BrokerRefused]]:
+        """Ack many in one request per broker and topic; -> the messages the broker refused (their
+        receipt handle expired: they come again), with why. Transport errors raise."""
+        parts: dict[tuple[str, str], list[ReceivedMessage]] = {}
+        for m in messages:
+            parts.setdefault((m.endpoint, m.topic), []).append(m)
+        refused = []
+        for (endpoint, topic), part in parts.items():
+            request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
+                                            entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
+                                                     for m in part])
+            reply = await self.transport.unary(endpoint, "AckMessage", request)
+            refused += [(m, from_status(e.status.code, e.status.message))
+                        for m, e in zip(part, reply.entries, strict=False) if e.status.code != pb.OK]
+        return refused
 
     async def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         """Come back in `invisible_s` (0: at once); -> the message with its new receipt handle."""

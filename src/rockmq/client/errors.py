@@ -2,6 +2,7 @@
 
     RockmqError                      base; `.retriable`, `.code` (RocketMQ status code or None)
     ├── ConnectionFailed             the broker could not be reached (retriable)
+    │   └── Unimplemented            the broker lacks a method (rockmq's own services elsewhere)
     ├── Timeout                      no answer in time (retriable)
     ├── BrokerRefused                the broker answered with a non-OK status; `.code`, `.status_name`
     │   ├── NotFound                 topic, group, message or offset unknown
@@ -33,6 +34,10 @@ class RockmqError(Exception):
 
 class ConnectionFailed(RockmqError):
     retriable = True
+
+
+class Unimplemented(ConnectionFailed):
+    retriable = False
 
 
 class Timeout(RockmqError):

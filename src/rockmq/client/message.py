@@ -112,6 +112,6 @@ class ReceivedMessage:
                    tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
                    properties=dict(m.user_properties),
                    message_group=sp.message_group if sp.HasField("message_group") else None,
-                   queue_id=sp.queue_id, offset=sp.queue_offset, delivery_attempt=sp.delivery_attempt,
+                   queue_id=sp.queue_id, offset=sp.queue_offset, delivery_attempt=sp.delivery_attempt or 1,
                    born_ms=sp.born_timestamp.ToMilliseconds(), store_ms=sp.store_timestamp.ToMilliseconds(),
                    receipt_handle=sp.receipt_handle, broker=broker, endpoint=endpoint)

@@ -2,7 +2,9 @@
 polling, GetOffset / UpdateOffset for the group's committed offsets, QueryOffset to find one).
 
 The push consumer is built on it; use it directly when you decide what to read and when, as a
-stream processor does.
+stream processor does. Against rockmq a pull is one BatchMessaging.Pull reply carrying many
+messages (a fraction of the CPU of one stream frame per message); a broker without that service
+(Apache RocketMQ's proxy) is read with PullMessage instead, decided once per endpoint.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import grpc
 from rockmq.client.consumer import Filter
 from rockmq.client.errors import NotFound, from_status
 from rockmq.client.message import ReceivedMessage
-from rockmq.client.transport import Queue, Transport, rpc_error
-from rockmq.protocol import pb, rpc
+from rockmq.client.transport import Queue, Transport, Unimplemented, rpc_error
+from rockmq.protocol import batch, pb, rpc
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class AsyncPullConsumer:
                  lane: str | None = None) -> None:
         self.group = group
         self.transport = Transport(endpoint, request_timeout, client_id, lane)
+        self._streaming_only: set[str] = set()  # endpoints without BatchMessaging
 
     async def __aenter__(self) -> AsyncPullConsumer:
         return self
@@ -52,6 +55,21 @@ class AsyncPullConsumer:
                    poll_s: float = 0.0) -> PullResult:
         """Messages from `offset` on; waits up to `poll_s` for the first one to arrive."""
         f = filter if isinstance(filter, Filter) else Filter.tag(filter)
+        if queue.endpoint not in self._streaming_only:
+            request = batch.PullRequest(group=self.group, topic=queue.topic, queue_id=queue.queue_id, offset=offset,
+                                        batch_size=max_messages, filter_expression=f.to_pb(),
+                                        long_polling_timeout_ms=int(poll_s * 1000))
+            try:
+                reply = await self.transport.batch(queue.endpoint, "Pull", request, poll_s + self.transport.request_timeout_s)
+            except Unimplemented:
+                self._streaming_only.add(queue.endpoint)
+            else:
+                decode = pb.Message.FromString
+                return PullResult([ReceivedMessage.from_pb(decode(m), queue.broker, queue.endpoint) for m in reply.messages],
+                                  reply.next_offset)
+        return await self._pull_streaming(queue, offset, max_messages, f, poll_s)
+
+    async def _pull_streaming(self, queue: Queue, offset: int, max_messages: int, f: Filter, poll_s: float) -> PullResult:
         request = rpc.PullMessageRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue), offset=offset,
                                          batch_size=max_messages, filter_expression=f.to_pb())
         request.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))

@@ -39,7 +39,7 @@ from typing import Any
 
 from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
-from rockmq.client.errors import NotFound, RockmqError, from_status
+from rockmq.client.errors import RockmqError, from_status
 from rockmq.client.lanes import check_lane, lane_filter, lane_group
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
@@ -83,8 +83,9 @@ class _Owned:
     space: asyncio.Event = field(default_factory=asyncio.Event)  # set when the cache drops below the limits
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # orderly: set when the buffer gets a message
     buffer: deque[ReceivedMessage] = field(default_factory=deque)  # orderly: messages in offset order
+    running: int = 0  # its messages inside a handler (or its retries) right now
     puller: asyncio.Task | None = None
-    workers: set[asyncio.Task] = field(default_factory=set)  # handlers running (orderly: the queue's one worker)
+    worker: asyncio.Task | None = None  # orderly: the queue's one worker
 
     def commit_point(self) -> int:
         return self.window.committable() if self.window.in_flight else self.position  # type: ignore[return-value]
@@ -92,11 +93,10 @@ class _Owned:
 
 def presented(message: ReceivedMessage) -> ReceivedMessage:
     """A pulled message as its handler should see it: from a retry topic, with its first topic and
-    id and the delivery attempt counted across send-backs; otherwise as attempt 1 (a pull does
-    not count deliveries)."""
+    id and the delivery attempt counted across send-backs."""
     props = message.properties
     if not message.topic.startswith(RETRY_PREFIX) or ORIGIN_TOPIC not in props:
-        return message if message.delivery_attempt else dataclasses.replace(message, delivery_attempt=1)
+        return message
     failures = props.get(RECONSUME_TIMES, "0")
     return dataclasses.replace(message, topic=props[ORIGIN_TOPIC], message_id=props.get(ORIGIN_MESSAGE_ID, message.message_id),
                                delivery_attempt=(int(failures) if failures.isdigit() else 0) + 1,
@@ -155,7 +155,12 @@ class AsyncPushConsumer:
         self._live_lanes: frozenset[str] = frozenset()
         self._endpoints: set[str] = {endpoint}
         self._loops: list[asyncio.Task] = []
-        self._pop_tasks: set[asyncio.Task] = set()
+        self._workers: list[asyncio.Task] = []  # the handler pool (orderly: per queue instead; POP: receive loops)
+        # Pulled messages waiting for a free handler. Bounded by flow control: at most
+        # max_cached_messages per owned queue are pulled and unfinished.
+        self._work: asyncio.Queue[tuple[_Owned, ReceivedMessage]] = asyncio.Queue()
+        self._simple: AsyncSimpleConsumer | None = None  # POP mode
+        self._receiving: set[asyncio.Task] = set()  # POP loops waiting in a receive (nothing to finish)
         self._slots: asyncio.Semaphore | None = None
         self._rebalancing: asyncio.Lock | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -190,8 +195,15 @@ class AsyncPushConsumer:
                 self._endpoints.update(q.endpoint for q in await self._pull.queues(topic))
         await self._heartbeat()
         if self.mode == "pop":
-            self._loops.append(asyncio.create_task(self._pop_loop(), name="rockmq-pop"))
+            self._simple = AsyncSimpleConsumer(self.transport.access_point, self.state_group, dict(self.subscriptions),
+                                               await_s=self.poll_s, request_timeout=self.transport.request_timeout_s,
+                                               client_id=self.client_id)
+            loops = max(2, -(-self.concurrency // self.batch_size))  # receives in flight while handlers run
+            self._workers = [asyncio.create_task(self._pop_loop(self._simple), name="rockmq-pop") for _ in range(loops)]
         else:
+            if not self.orderly:
+                self._workers = [asyncio.create_task(self._work_loop(), name="rockmq-handler")
+                                 for _ in range(self.concurrency)]
             await self._rebalance()
             self._loops.append(asyncio.create_task(self._commit_loop(), name="rockmq-commit"))
         self._loops.append(asyncio.create_task(self._membership_loop(), name="rockmq-membership"))
@@ -206,6 +218,15 @@ class AsyncPushConsumer:
         await asyncio.gather(*self._loops, return_exceptions=True)
         owned = list(self._owned.values())
         await self._stop(owned, self.shutdown_timeout_s)
+        if self.mode == "pop" and self._workers:
+            for task in self._receiving:
+                task.cancel()
+            await asyncio.wait(self._workers, timeout=self.shutdown_timeout_s)  # the others settle their batch
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        if self._simple is not None:
+            await self._simple.close()
         await self._commit_all(owned)
         await asyncio.gather(*(self._leave(e) for e in self._endpoints), return_exceptions=True)
         await self._pull.close()
@@ -335,7 +356,7 @@ class AsyncPushConsumer:
         owned.window.start(start)
         owned.puller = asyncio.create_task(self._pull_loop(owned), name=f"rockmq-pull-{queue.topic}-{queue.queue_id}")
         if self.orderly:
-            owned.workers.add(asyncio.create_task(self._orderly_loop(owned), name="rockmq-orderly"))
+            owned.worker = asyncio.create_task(self._orderly_loop(owned), name="rockmq-orderly")
 
     async def _release(self, queue: Queue) -> None:
         """Hand a queue over: stop pulling, give running handlers a moment, commit where we are."""
@@ -344,16 +365,17 @@ class AsyncPushConsumer:
         await self._commit_all([owned])
 
     async def _stop(self, owned: list[_Owned], grace_s: float) -> None:
-        """Stop pulling at once; running handlers get `grace_s` to finish, then are cancelled
-        (what they held stays uncommitted, so it is delivered again)."""
+        """Stop pulling at once; running handlers get `grace_s` to finish. Whatever is unfinished
+        then stays uncommitted, so it is delivered again (to this queue's next owner)."""
         for o in owned:
             o.stopped = True
             if o.puller is not None:
                 o.puller.cancel()
-        running = [t for o in owned for t in o.workers] + (list(self._pop_tasks) if self._closed else [])
-        if running:
-            await asyncio.wait(running, timeout=grace_s)
-        tasks = [t for o in owned for t in (o.puller, *o.workers) if t is not None]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while any(o.running for o in owned) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        tasks = [t for o in owned for t in (o.puller, o.worker) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -417,10 +439,14 @@ class AsyncPushConsumer:
         if self.orderly:
             owned.buffer.append(message)
             owned.ready.set()
-            return
-        task = asyncio.create_task(self._deliver(owned, message))
-        owned.workers.add(task)
-        task.add_done_callback(owned.workers.discard)
+        else:
+            self._work.put_nowait((owned, message))
+
+    async def _work_loop(self) -> None:
+        while True:
+            owned, message = await self._work.get()
+            if not owned.stopped:  # a released queue's messages stay uncommitted for its next owner
+                await self._deliver(owned, message)
 
     async def _orderly_loop(self, owned: _Owned) -> None:
         while not owned.stopped:
@@ -457,8 +483,12 @@ class AsyncPushConsumer:
     async def _deliver(self, owned: _Owned, message: ReceivedMessage) -> bool:
         """Run the handler until the message is done with (consumed, handed back or given up) ->
         True; False if the queue was taken away first (the message stays uncommitted)."""
-        if not await self._settle(owned, message):
-            return False
+        owned.running += 1
+        try:
+            if not await self._settle(owned, message):
+                return False
+        finally:
+            owned.running -= 1
         if owned.window.done(message.offset):
             owned.cached -= 1
             owned.cached_bytes -= len(message.body)
@@ -531,43 +561,35 @@ class AsyncPushConsumer:
 
     # -- POP mode ----------------------------------------------------------------------------
 
-    async def _pop_loop(self) -> None:
-        simple = AsyncSimpleConsumer(self.transport.access_point, self.state_group, dict(self.subscriptions),
-                                     await_s=self.poll_s, request_timeout=self.transport.request_timeout_s,
-                                     client_id=self.client_id)
-        room = asyncio.Semaphore(self.concurrency * 2)  # messages held, received and unfinished
-        try:
-            while True:
-                await room.acquire()
-                room.release()
-                for topic, user in self.subscriptions.items():
-                    simple.subscriptions[topic] = lane_filter(user, self.lane, self._live_lanes, self.lane_fallback)
-                try:
-                    batch = await simple.receive(min(self.batch_size, self.concurrency), self.invisible_s)
-                except RockmqError as e:
-                    log.warning("group %s: receive failed: %s", self.group, e)
-                    await asyncio.sleep(PAUSE_S)
-                    continue
-                for message in batch:
-                    await room.acquire()
-                    task = asyncio.create_task(self._pop_one(simple, message, room))
-                    self._pop_tasks.add(task)
-                    task.add_done_callback(self._pop_tasks.discard)
-        finally:
-            if self._pop_tasks:
-                await asyncio.wait(list(self._pop_tasks), timeout=self.shutdown_timeout_s)
-            await simple.close()
-
-    async def _pop_one(self, simple: AsyncSimpleConsumer, message: ReceivedMessage, room: asyncio.Semaphore) -> None:
-        try:
-            if await self._run(message):
-                await simple.ack(message)
-            else:
-                await simple.change_invisible_duration(message, self._backoff_s(message.delivery_attempt))
-        except NotFound:
-            log.warning("group %s: message %s outlived its invisible time; it was redelivered", self.group,
-                        message.message_id)
-        except RockmqError as e:
-            log.warning("group %s: settling message %s failed: %s", self.group, message.message_id, e)
-        finally:
-            room.release()
+    async def _pop_loop(self, simple: AsyncSimpleConsumer) -> None:
+        """Receive a batch, run its handlers (within the `concurrency` slots), ack the successes in
+        one request, send the failures back after their backoff; several of these run at once."""
+        me = asyncio.current_task()
+        assert me is not None
+        while not self._closed:
+            for topic, user in self.subscriptions.items():
+                simple.subscriptions[topic] = lane_filter(user, self.lane, self._live_lanes, self.lane_fallback)
+            self._receiving.add(me)
+            try:
+                received = await simple.receive(self.batch_size, self.invisible_s)
+            except RockmqError as e:
+                log.warning("group %s: receive failed: %s", self.group, e)
+                await asyncio.sleep(PAUSE_S)
+                continue
+            finally:
+                self._receiving.discard(me)
+            if not received:
+                continue
+            verdicts = await asyncio.gather(*(self._run(m) for m in received))
+            done = [m for m, ok in zip(received, verdicts, strict=True) if ok]
+            failed = [m for m, ok in zip(received, verdicts, strict=True) if not ok]
+            try:
+                refused = await simple.ack_many(done)
+                await asyncio.gather(*(simple.change_invisible_duration(m, self._backoff_s(m.delivery_attempt))
+                                       for m in failed))
+            except RockmqError as e:  # they come back when their invisible time ends
+                log.warning("group %s: settling %d messages failed: %s", self.group, len(received), e)
+                continue
+            for m, error in refused:
+                log.warning("group %s: ack of %s refused (%s): it outlived its invisible time and comes again",
+                            self.group, m.message_id, error)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from rockmq.client.errors import ClientClosed, ConnectionFailed, Timeout, from_status
-from rockmq.protocol import admin_grpc, pb, rpc, svc
+from rockmq.client.errors import ClientClosed, ConnectionFailed, Timeout, Unimplemented, from_status
+from rockmq.protocol import admin_grpc, batch_grpc, pb, rpc, svc
 from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
@@ -67,6 +67,20 @@ class Transport:
         if stub is None:
             stub = self._stubs[endpoint] = svc.MessagingServiceStub(self._channel(endpoint))
         return stub
+
+    async def batch(self, endpoint: str, method: str, request, timeout: float | None = None):
+        """Call a method of rockmq's BatchMessaging service (many messages per reply); raises
+        Unimplemented against a broker without it."""
+        try:
+            reply = await getattr(batch_grpc.BatchMessagingStub(self._channel(endpoint)), method)(
+                request, metadata=self.metadata, timeout=timeout or self.request_timeout_s)
+        except grpc.aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                raise Unimplemented(f"{endpoint} has no {method}") from None
+            raise rpc_error(endpoint, e) from None
+        if reply.status.code not in (*OK_CODES, pb.MESSAGE_NOT_FOUND):
+            raise from_status(reply.status.code, reply.status.message)
+        return reply
 
     async def admin(self, endpoint: str, method: str, request, timeout: float | None = None):
         """Call a method of rockmq's admin service (it answers with gRPC status codes)."""
