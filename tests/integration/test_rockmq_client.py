@@ -136,3 +136,19 @@ def test_pull_reads_the_same_through_batch_and_streaming_paths(broker, unique):
     batched, streamed = asyncio.run(scenario())
     assert batched == streamed
     assert batched.messages and all(m.tag == "a" and m.delivery_attempt == 1 for m in batched.messages)
+
+
+def test_one_way_sends_arrive(broker, unique):
+    topic, group = unique("rc-oneway"), unique("rc-oneway-g")
+    with Producer(broker.endpoint) as p:
+        for i in range(5):
+            p.send_oneway(Message(topic, f"w{i}".encode()))
+    with SimpleConsumer(broker.endpoint, group, {topic: "*"}, await_s=1) as c:
+        got: list = []
+        deadline = time.time() + 10
+        while len(got) < 5 and time.time() < deadline:
+            batch = c.receive(8)
+            got += batch
+            for m in batch:
+                c.ack(m)
+    assert sorted(m.body for m in got) == [f"w{i}".encode() for i in range(5)]

@@ -80,6 +80,7 @@ class AsyncProducer:
         self._spool = Spool(spool_dir, self._resend, spool_schedule_s, spool_max_entries, on_dead) if spool_dir else None
         self._host = socket.gethostname()
         self._started = False
+        self._oneway: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> AsyncProducer:
         await self.start()
@@ -109,6 +110,8 @@ class AsyncProducer:
                 self._checked_at(q, topic)
 
     async def close(self) -> None:
+        if self._oneway:  # one-way sends already made get their chance
+            await asyncio.wait(list(self._oneway), timeout=self.transport.request_timeout_s)
         tasks = list(self._route_fetches.values())
         for task in tasks:
             task.cancel()
@@ -165,6 +168,24 @@ class AsyncProducer:
     def send_nowait(self, message: Message, *, arg: Any = None) -> asyncio.Future[SendReceipt]:
         """Fire and forget: a future for the receipt (add a callback, or ignore it)."""
         return asyncio.ensure_future(self.send(message, arg=arg))
+
+    def send_oneway(self, message: Message, *, arg: Any = None) -> None:
+        """Send without waiting for, or hearing of, the outcome (metrics, logs): one attempt, no
+        retries, no spool; a failure is only logged at debug level."""
+        request = rpc.SendMessageRequest(messages=[self._to_pb(message, _now_ms())])
+        task = asyncio.ensure_future(self._send_once(request, message, arg))
+        self._oneway.add(task)
+        task.add_done_callback(self._oneway_done)
+
+    def _oneway_done(self, task: asyncio.Future[None]) -> None:
+        self._oneway.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("one-way send failed: %s", task.exception())
+
+    async def _send_once(self, request: rpc.SendMessageRequest, message: Message, arg: Any) -> None:
+        await self.start()
+        queues = await self.queues(message.topic)
+        await self.transport.unary(self._pick(queues, message, arg, set()).endpoint, "SendMessage", request)
 
     async def send_transactional(self, message: Message, *, arg: Any = None) -> AsyncTransaction:
         """Send a half message, invisible to consumers until the transaction is committed."""

@@ -77,6 +77,9 @@ class Producer(_Sync):
         """A concurrent.futures.Future for the receipt (add_done_callback for a callback)."""
         return asyncio.run_coroutine_threadsafe(self._inner.send(message, arg=arg), _background_loop())
 
+    def send_oneway(self, message: Message, *, arg: Any = None) -> None:
+        _background_loop().call_soon_threadsafe(lambda: self._inner.send_oneway(message, arg=arg))
+
     def recall(self, topic: str, recall_handle: str) -> str:
         return self._run(self._inner.recall(topic, recall_handle))
 
