@@ -7,6 +7,7 @@ transactional ones to the transaction service as half messages.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
@@ -130,19 +131,26 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
+        checked: list[tuple[TopicConfig, str] | BrokerError] = []
         for msg in messages:
+            try:
+                checked.append(self._validate(msg, topics))
+            except BrokerError as e:
+                checked.append(e)
+        stored = self._dedup_lookups(bucket, [(c[0].id, m.system_properties.message_id)
+                                              for m, c in zip(messages, checked, strict=True) if isinstance(c, tuple)])
+        for msg, check in zip(messages, checked, strict=True):
             sp = msg.system_properties
             mid = sp.message_id
-            try:
-                topic, mtype = self._validate(msg, topics)
-            except BrokerError as e:
-                results.append(SendResult(e.code, e.message, mid))
+            if isinstance(check, BrokerError):
+                results.append(SendResult(check.code, check.message, mid))
                 continue
+            topic, mtype = check
+            previous = next(stored)
             earlier = seen.get((topic.id, mid))
             if earlier is not None:
                 results.append(earlier)
                 continue
-            previous = self._dedup_lookup(bucket, topic.id, mid)
             if previous is not None:  # a client retry of a message we already stored
                 _, offset, txn_id, recall = keys.parse_dedup_value(previous)
                 results.append(SendResult(pb.OK, "OK", mid, offset, txn_id, recall))
@@ -185,11 +193,11 @@ class SendService:
     def _bucket(self, ms: int) -> int:
         return ms // (self.ctx.settings.dedup_window_s * 1000)
 
-    def _dedup_lookup(self, bucket: int, topic_id: int, message_id: str) -> bytes | None:
-        """The stored position of (topic, message id) if it was sent in this window or the last."""
-        get = self.ctx.store.get
-        return get("dedup", keys.dedup_key(bucket, topic_id, message_id)) or get(
-            "dedup", keys.dedup_key(bucket - 1, topic_id, message_id))
+    def _dedup_lookups(self, bucket: int, ids: list[tuple[int, str]]) -> Iterator[bytes | None]:
+        """For each (topic id, message id), its stored position if it was sent in this window or
+        the last; one multi-get for the whole request."""
+        found = self.ctx.store.get_many("dedup", [keys.dedup_key(b, tid, mid) for tid, mid in ids for b in (bucket, bucket - 1)])
+        return (found[i] or found[i + 1] for i in range(0, len(found), 2))
 
     def expire_dedup(self) -> bool:
         """Drop buckets older than the last window: one range tombstone each time a bucket ends
