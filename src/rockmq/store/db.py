@@ -13,6 +13,7 @@ returns at once.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 from collections import deque
@@ -142,16 +143,9 @@ class Store:
         bounds = ReadOptions()
         bounds.set_iterate_lower_bound(lower)
         bounds.set_iterate_upper_bound(upper)
-        it = self._cf[family].iter(bounds)
-        it.seek(lower)
-        n = 0
-        while it.valid():
-            key = it.key()
-            if key >= upper or (limit is not None and n >= limit):
-                return
-            yield key, it.value()
-            n += 1
-            it.next()
+        items = self._cf[family].items(from_key=lower, read_opt=bounds)  # stepped in Rust: no call per step
+        # A generator, so `bounds` lives as long as the iteration: the iterator does not own it.
+        yield from items if limit is None else itertools.islice(items, limit)
 
     def scan_prefix(self, family: str, prefix: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         return self.scan(family, prefix, prefix_end(prefix), limit)
