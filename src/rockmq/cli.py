@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 
 import grpc
 
@@ -112,6 +113,22 @@ def _parser() -> argparse.ArgumentParser:
     timer = sub.add_parser("timer", help="inspect delayed messages").add_subparsers(dest="action", required=True,
                                                                                    metavar="ACTION")
     with_endpoint(timer.add_parser("stats", help="pending delayed messages, next due time, lateness histogram"))
+
+    pipeline = sub.add_parser("pipeline", help="Spark pipeline jobs (needs the spark extra)")
+    pipeline = pipeline.add_subparsers(dest="action", required=True, metavar="ACTION")
+    pa = with_endpoint(pipeline.add_parser("archive", help="archive a topic to Parquet by date (until stopped)"))
+    pa.add_argument("--topic", required=True)
+    pa.add_argument("--path", required=True, help="where the Parquet files go")
+    pa.add_argument("--checkpoint", help="the job's checkpoint (default: PATH/_checkpoint)")
+    pa.add_argument("--available-now", action="store_true", help="archive what is there now, then stop")
+    pa.add_argument("--interval", type=float, default=10.0, help="seconds between micro-batches")
+    pr = with_endpoint(pipeline.add_parser("replay", help="send archived messages into a topic (duplicate-safe)"))
+    pr.add_argument("--path", required=True, help="an archive written by `pipeline archive`")
+    pr.add_argument("--topic", required=True, help="the topic to send them to")
+    pr.add_argument("--from", dest="start", help="only messages stored at or after this ISO 8601 time")
+    pr.add_argument("--to", dest="end", help="only messages stored before this ISO 8601 time")
+    for job in (pa, pr):
+        job.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
 
     bench = sub.add_parser("bench", help="benchmark a running broker (see `rockmq bench --help`)", add_help=False)
     bench.add_argument("args", nargs=argparse.REMAINDER)
@@ -343,6 +360,35 @@ def cmd_timer(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from rockmq.when import parse_instant_ms
+
+    try:
+        from rockmq.spark import jobs
+    except ImportError as e:
+        raise CliError(f"the pipeline needs Spark: pip install 'rockmq[spark]' ({e})", EXIT_USAGE) from None
+    try:
+        start = parse_instant_ms(args.start) if getattr(args, "start", None) else None
+        end = parse_instant_ms(args.end) if getattr(args, "end", None) else None
+    except ValueError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+    spark = jobs.session(args.master, f"rockmq pipeline {args.action}")
+    try:
+        if args.action == "replay":
+            count = jobs.replay(spark, endpoint=args.endpoint, path=args.path, topic=args.topic, start_ms=start, end_ms=end)
+            print(f"replayed {count} messages into {args.topic}")
+            return 0
+        checkpoint = args.checkpoint or str(Path(args.path) / "_checkpoint")
+        query = jobs.archive(spark, endpoint=args.endpoint, topic=args.topic, path=args.path, checkpoint=checkpoint,
+                             available_now=args.available_now, interval_s=args.interval)
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise CliError(f"the archive job failed: {query.exception()}")
+        return 0
+    finally:
+        spark.stop()
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from rockmq.benchmark import main as bench_main
 
@@ -350,7 +396,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "namesrv": cmd_namesrv, "topic": cmd_topic, "group": cmd_group, "message": cmd_message,
-            "broker": cmd_broker, "timer": cmd_timer, "bench": cmd_bench}
+            "broker": cmd_broker, "timer": cmd_timer, "pipeline": cmd_pipeline, "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from rockmq.broker.read_only import ReadOnly
 from rockmq.broker.replication import Follower, Replicator
 from rockmq.broker.send import SendService
 from rockmq.broker.servicer import MessagingServicer
+from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
@@ -41,6 +42,7 @@ class Broker:
         self.timers = TimerService(self.ctx)
         self.transactions = TransactionService(self.ctx, self.timers)
         self.sender = SendService(self.ctx, self.timers, self.transactions)
+        self.staging = StagingService(self.ctx, self.sender, self.timers)
         self.pop = PopService(self.ctx)
         self.puller = PullService(self.ctx)
         self.subscriptions = Subscriptions(self.ctx)
@@ -79,7 +81,7 @@ class Broker:
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
-        batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions)
+        batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions, self.staging)
         batch_grpc.add_BatchMessagingServicer_to_server(batch, self.server)
         self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
         if self.port == 0:
@@ -92,7 +94,7 @@ class Broker:
             return self.port
         loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
         self._tasks = [asyncio.create_task(t) for t in
-                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping())]
+                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping(), self.staging.run())]
         if self.cluster.enabled:
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port

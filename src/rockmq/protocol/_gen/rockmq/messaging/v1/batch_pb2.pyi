@@ -76,3 +76,103 @@ class PullResponse(_message.Message):
     messages: _containers.RepeatedScalarFieldContainer[bytes]
     next_offset: int
     def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., messages: _Optional[_Iterable[bytes]] = ..., next_offset: _Optional[int] = ...) -> None: ...
+
+class FetchRequest(_message.Message):
+    __slots__ = ("topic", "queue_id", "offset", "end_offset", "max_records", "max_bytes")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    offset: int
+    end_offset: int
+    max_records: int
+    max_bytes: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class FetchResponse(_message.Message):
+    __slots__ = ("status", "first_offset", "count", "records", "offsets", "min_offset", "max_offset")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    status: _definition_pb2.Status
+    first_offset: int
+    count: int
+    records: bytes
+    offsets: bytes
+    min_offset: int
+    max_offset: int
+    def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., first_offset: _Optional[int] = ..., count: _Optional[int] = ..., records: _Optional[bytes] = ..., offsets: _Optional[bytes] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ...) -> None: ...
+
+class StageRequest(_message.Message):
+    __slots__ = ("system_properties", "ttl_ms", "deduplicate", "contents")
+    SYSTEM_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    CONTENTS_FIELD_NUMBER: _ClassVar[int]
+    system_properties: _containers.RepeatedScalarFieldContainer[bytes]
+    ttl_ms: int
+    deduplicate: bool
+    contents: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, system_properties: _Optional[_Iterable[bytes]] = ..., ttl_ms: _Optional[int] = ..., deduplicate: _Optional[bool] = ..., contents: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class StageResponse(_message.Message):
+    __slots__ = ("status", "handle", "count")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    status: _definition_pb2.Status
+    handle: bytes
+    count: int
+    def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., handle: _Optional[bytes] = ..., count: _Optional[int] = ...) -> None: ...
+
+class StagedChunk(_message.Message):
+    __slots__ = ("handle", "count")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    handle: bytes
+    count: int
+    def __init__(self, handle: _Optional[bytes] = ..., count: _Optional[int] = ...) -> None: ...
+
+class PublishStagedRequest(_message.Message):
+    __slots__ = ("sink_id", "batch_id", "chunks", "retain_ms")
+    SINK_ID_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    RETAIN_MS_FIELD_NUMBER: _ClassVar[int]
+    sink_id: str
+    batch_id: int
+    chunks: _containers.RepeatedCompositeFieldContainer[StagedChunk]
+    retain_ms: int
+    def __init__(self, sink_id: _Optional[str] = ..., batch_id: _Optional[int] = ..., chunks: _Optional[_Iterable[_Union[StagedChunk, _Mapping]]] = ..., retain_ms: _Optional[int] = ...) -> None: ...
+
+class PublishStagedResponse(_message.Message):
+    __slots__ = ("status", "duplicate", "published", "deduplicated")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_FIELD_NUMBER: _ClassVar[int]
+    status: _definition_pb2.Status
+    duplicate: bool
+    published: int
+    deduplicated: int
+    def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., duplicate: _Optional[bool] = ..., published: _Optional[int] = ..., deduplicated: _Optional[int] = ...) -> None: ...
+
+class DiscardStagedRequest(_message.Message):
+    __slots__ = ("handles",)
+    HANDLES_FIELD_NUMBER: _ClassVar[int]
+    handles: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, handles: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class DiscardStagedResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: _definition_pb2.Status
+    def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ...) -> None: ...

@@ -49,6 +49,26 @@ class BatchMessagingStub:
                 request_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PullRequest.SerializeToString,
                 response_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PullResponse.FromString,
                 _registered_method=True)
+        self.Fetch = channel.unary_unary(
+                '/rockmq.messaging.v1.BatchMessaging/Fetch',
+                request_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.FetchRequest.SerializeToString,
+                response_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.FetchResponse.FromString,
+                _registered_method=True)
+        self.Stage = channel.unary_unary(
+                '/rockmq.messaging.v1.BatchMessaging/Stage',
+                request_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.StageRequest.SerializeToString,
+                response_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.StageResponse.FromString,
+                _registered_method=True)
+        self.PublishStaged = channel.unary_unary(
+                '/rockmq.messaging.v1.BatchMessaging/PublishStaged',
+                request_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PublishStagedRequest.SerializeToString,
+                response_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PublishStagedResponse.FromString,
+                _registered_method=True)
+        self.DiscardStaged = channel.unary_unary(
+                '/rockmq.messaging.v1.BatchMessaging/DiscardStaged',
+                request_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.DiscardStagedRequest.SerializeToString,
+                response_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.DiscardStagedResponse.FromString,
+                _registered_method=True)
 
 
 class BatchMessagingServicer:
@@ -72,6 +92,30 @@ class BatchMessagingServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Fetch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Stage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PublishStaged(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DiscardStaged(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BatchMessagingServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -89,6 +133,26 @@ def add_BatchMessagingServicer_to_server(servicer, server):
                     servicer.Pull,
                     request_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PullRequest.FromString,
                     response_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PullResponse.SerializeToString,
+            ),
+            'Fetch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Fetch,
+                    request_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.FetchRequest.FromString,
+                    response_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.FetchResponse.SerializeToString,
+            ),
+            'Stage': grpc.unary_unary_rpc_method_handler(
+                    servicer.Stage,
+                    request_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.StageRequest.FromString,
+                    response_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.StageResponse.SerializeToString,
+            ),
+            'PublishStaged': grpc.unary_unary_rpc_method_handler(
+                    servicer.PublishStaged,
+                    request_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PublishStagedRequest.FromString,
+                    response_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.PublishStagedResponse.SerializeToString,
+            ),
+            'DiscardStaged': grpc.unary_unary_rpc_method_handler(
+                    servicer.DiscardStaged,
+                    request_deserializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.DiscardStagedRequest.FromString,
+                    response_serializer=rockmq_dot_messaging_dot_v1_dot_batch__pb2.DiscardStagedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -172,6 +236,114 @@ class BatchMessaging:
             '/rockmq.messaging.v1.BatchMessaging/Pull',
             rockmq_dot_messaging_dot_v1_dot_batch__pb2.PullRequest.SerializeToString,
             rockmq_dot_messaging_dot_v1_dot_batch__pb2.PullResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Fetch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.messaging.v1.BatchMessaging/Fetch',
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.FetchRequest.SerializeToString,
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Stage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.messaging.v1.BatchMessaging/Stage',
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.StageRequest.SerializeToString,
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.StageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PublishStaged(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.messaging.v1.BatchMessaging/PublishStaged',
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.PublishStagedRequest.SerializeToString,
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.PublishStagedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DiscardStaged(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.messaging.v1.BatchMessaging/DiscardStaged',
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.DiscardStagedRequest.SerializeToString,
+            rockmq_dot_messaging_dot_v1_dot_batch__pb2.DiscardStagedResponse.FromString,
             options,
             channel_credentials,
             insecure,

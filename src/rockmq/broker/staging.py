@@ -1,0 +1,377 @@
+"""Staged writes, published once per (sink, batch id): the broker half of the Spark sink.
+
+Why: a Spark task may run twice (a retry) and a micro-batch may run twice (a restarted driver
+replays the last batch it had not marked done). De-duplicating on message ids would catch only
+replays that rebuild byte-identical messages, and only within `dedup_window_s`. Instead writers
+stage, and the driver decides once per batch:
+
+- Stage: a chunk of messages, sent in the two parts a stored record keeps (system properties;
+  topic, properties and body), is validated as SendMessage validates messages (plus the body
+  digest the writer computed), and kept as one entry in the record layout, invisible, until its
+  ttl runs out. No fsync: nothing is promised yet. -> a handle.
+- PublishStaged(sink id, batch id, handles): if the sink's last published batch id is below
+  this one, one write records the new batch id and a publish job naming the chunks, and is
+  fsync'ed (under the `sync` flush policy, as sends are): that is the decision. The job then
+  moves the chunks into their queues (delayed messages into the timers), each move one write
+  that also deletes the chunk, and the call answers once all of it is durable. A job is retried
+  until it is done, and a broker killed midway resumes its jobs at start (a chunk that is gone
+  was moved). A batch id at or below the last one is a replay: its chunks are dropped and
+  nothing is published.
+- Chunks never published (a failed task attempt, a driver that died before deciding) expire:
+  their keys start with their expiry bucket, so expiry is one range delete per bucket.
+
+A chunk staged with `deduplicate` (application-chosen message ids) is also checked against, and
+recorded in, the producer de-duplication table at publish, as SendMessage would.
+
+Everything lives in the `txn` family, under a namespace led by a NUL byte (transaction ids are
+hex), with values led by b"S" (a pending half message is b"P...").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import logging
+import struct
+from collections.abc import Iterable, Sequence
+
+from google.protobuf.message import DecodeError
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.send import SendService, delivery_ms
+from rockmq.broker.timers import TimerService
+from rockmq.protocol import pb, records
+from rockmq.protocol.conventions import RETRY_PREFIX
+from rockmq.store import keys
+from rockmq.store.db import Batch
+
+log = logging.getLogger(__name__)
+
+_NS = b"\x00sink/"
+_CHUNK, _INDEX, _SINK, _JOB = _NS + b"c", _NS + b"i", _NS + b"s", _NS + b"j"
+_HANDLE = struct.Struct(">IQ")  # expiry bucket · sequence
+_ENTRY = struct.Struct(">IQB")  # topic id · due ms (0: now) · message id length; then the id
+_LEN = struct.Struct(">I")
+_SINK_STATE = struct.Struct(">qQ")  # last published batch id · forget after (ms, 0: never)
+_JOB_HEAD = struct.Struct(">H")  # sink id length
+_VALUE = b"S"
+_RECORD_HEADER = struct.Struct(">BQHHI")  # records: version · store ms · tag, group, rest lengths
+_SYSTEM_PROPERTIES, _STORE_HOST = 3, 10  # field numbers in Message, SystemProperties
+_IDENTITY = bytes([5 << 3, pb.IDENTITY])  # SystemProperties.body_encoding
+
+BUCKET_MS = 60_000
+DEFAULT_TTL_MS = 3_600_000
+MAX_TTL_MS = 7 * 24 * 3_600_000
+MOVE_BATCH = 2048  # messages per atomic move (one write, then the event loop runs others)
+SWEEP_S = 10.0
+SINK_SWEEP_MS = 60_000
+MAX_SINK_ID = 256
+
+
+def _chunk_key(handle: bytes) -> bytes:
+    return _CHUNK + handle
+
+
+def _index_key(handle: bytes) -> bytes:
+    return _INDEX + handle
+
+
+def _bucket(handle: bytes) -> int:
+    return _HANDLE.unpack(handle)[0]
+
+
+class StagingService:
+    def __init__(self, ctx: BrokerContext, sender: SendService, timers: TimerService) -> None:
+        self.ctx = ctx
+        self.timers = timers
+        # SendMessage's validation, so a staged message is refused exactly when a sent one is.
+        self._validate = sender._validate
+        self._seq = itertools.count(ctx.sequence_start + 1)  # unique across restarts (epoch-based)
+        self._jobs: dict[int, asyncio.Task[tuple[int, int]]] = {}
+        self._job_sink: dict[int, str] = {}
+        self._job_floor: dict[int, int] = {}  # the lowest expiry bucket of each job's chunks
+        self._moving: set[bytes] = set()  # handles owned by a job: never discarded or expired
+        self._swept = -1
+        self._sinks_swept = -1
+        self._resumed = False
+
+    # --- stage ---------------------------------------------------------------------------------
+
+    def stage(self, system_properties: Sequence[bytes], contents: Sequence[bytes], ttl_ms: int,
+              deduplicate: bool) -> tuple[bytes, int]:
+        """Validate and keep a chunk of messages given in their stored parts; -> (handle, count).
+        A bad message refuses the whole chunk."""
+        if ttl_ms < 0:
+            raise BrokerError(pb.BAD_REQUEST, "ttl_ms must not be negative")
+        if len(system_properties) != len(contents):
+            raise BrokerError(pb.BAD_REQUEST, "system_properties and contents must pair up")
+        if not contents:
+            raise BrokerError(pb.BAD_REQUEST, "nothing to stage")
+        ttl = min(ttl_ms or DEFAULT_TTL_MS, MAX_TTL_MS)
+        validate = self._validate
+        host = records.frame(_STORE_HOST, self.ctx.logs.store_host.encode())
+        topics: dict[str, TopicConfig] = {}
+        parts = [_VALUE, b"\x01" if deduplicate else b"\x00"]
+        for i, (sp_bytes, rest) in enumerate(zip(system_properties, contents, strict=True)):
+            try:
+                msg = pb.Message.FromString(rest + records.frame(_SYSTEM_PROPERTIES, sp_bytes))
+            except DecodeError:
+                raise BrokerError(pb.BAD_REQUEST, f"message {i}: not a serialized message") from None
+            sp = msg.system_properties
+            try:
+                topic, mtype = validate(msg, topics)
+                if mtype == "TRANSACTION":
+                    raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "transactional messages cannot be staged")
+                if topic.name.startswith(RETRY_PREFIX) or topic.name != msg.topic.name:
+                    raise BrokerError(pb.FORBIDDEN, f"topic {msg.topic.name!r} is a retry topic: it takes no staged writes")
+                digest = sp.body_digest
+                if digest.type != pb.SHA1 or digest.checksum != hashlib.sha1(msg.body).hexdigest().upper():
+                    raise BrokerError(pb.MESSAGE_CORRUPTED, "the body's SHA1 digest is missing or wrong")
+                if sp.HasField("store_timestamp") or sp.HasField("queue_offset") or sp.queue_id:
+                    raise BrokerError(pb.BAD_REQUEST, "queue_id, queue_offset and store_timestamp are the broker's to set")
+            except BrokerError as e:
+                raise BrokerError(e.code, f"message {i} ({sp.message_id or 'no id'}): {e.message}") from None
+            tag = sp.tag.encode() if sp.HasField("tag") else b""
+            group = sp.message_group.encode() if sp.HasField("message_group") else b""
+            due = delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
+            mid = sp.message_id.encode()
+            # records.seal's layout, from the parts as they came (the store host appended last wins).
+            encoding = b"" if sp.body_encoding else _IDENTITY
+            size = _RECORD_HEADER.size + len(tag) + len(group) + len(rest) + len(sp_bytes) + len(host) + len(encoding)
+            parts.append(_ENTRY.pack(topic.id, due, len(mid)) + mid + _LEN.pack(size)
+                         + _RECORD_HEADER.pack(records.VERSION, 0, len(tag), len(group), len(rest)) + tag + group)
+            parts += (rest, sp_bytes, host, encoding)
+        handle = _HANDLE.pack((now_ms() + ttl) // BUCKET_MS + 1, next(self._seq))
+        batch = self.ctx.store.batch()
+        batch.put("txn", _chunk_key(handle), b"".join(parts))
+        batch.put("txn", _index_key(handle), _VALUE + _LEN.pack(len(contents)))
+        self.ctx.store.write(batch)
+        return handle, len(contents)
+
+    def discard(self, handles: Iterable[bytes]) -> None:
+        """Drop chunks that will never be published; unknown ones and those being moved are left."""
+        batch = self.ctx.store.batch()
+        for h in handles:
+            if len(h) == _HANDLE.size and h not in self._moving:
+                batch.delete("txn", _chunk_key(h))
+                batch.delete("txn", _index_key(h))
+        self.ctx.store.write(batch)
+
+    # --- publish -------------------------------------------------------------------------------
+
+    def last_batch(self, sink_id: str) -> int | None:
+        raw = self.ctx.store.get("txn", _SINK + sink_id.encode())
+        return None if raw is None else _SINK_STATE.unpack_from(raw, 1)[0]
+
+    async def publish(self, sink_id: str, batch_id: int, chunks: list[tuple[bytes, int]],
+                      retain_ms: int) -> tuple[bool, int, int]:
+        """-> (duplicate, published, de-duplicated). Durable when it returns."""
+        if not sink_id or len(sink_id) > MAX_SINK_ID:
+            raise BrokerError(pb.BAD_REQUEST, f"sink_id must be 1-{MAX_SINK_ID} characters")
+        if batch_id < 0 or retain_ms < 0:
+            raise BrokerError(pb.BAD_REQUEST, "batch_id and retain_ms must not be negative")
+        handles = [h for h, _ in chunks]
+        if any(len(h) != _HANDLE.size for h in handles) or len(set(handles)) != len(handles):
+            raise BrokerError(pb.BAD_REQUEST, "chunk handles must be distinct handles from Stage")
+        self.resume()  # a job a previous run decided must count before anything is compared with it
+        # From here to registering the job nothing awaits: the check and the decision are one
+        # step of the event loop, so concurrent publishes of one sink cannot both pass.
+        last = self.last_batch(sink_id)
+        if last is not None and batch_id <= last:
+            await self._settled(sink_id)  # a retried call answers once the first one's work is done
+            self.discard(handles)
+            return True, 0, 0
+        store = self.ctx.store
+        found = store.get_many("txn", [_index_key(h) for h in handles])
+        for i, ((_, count), raw) in enumerate(zip(chunks, found, strict=True)):
+            if raw is None:
+                raise BrokerError(pb.NOT_FOUND, f"staged chunk {i + 1} of {len(chunks)} is gone (its ttl ran out, or it "
+                                                f"was discarded or published): nothing of batch {batch_id} was published")
+            if _LEN.unpack_from(raw, 1)[0] != count:
+                raise BrokerError(pb.BAD_REQUEST, f"staged chunk {i + 1} holds {_LEN.unpack_from(raw, 1)[0]} messages, "
+                                                  f"not {count}")
+        seq = next(self._seq)
+        batch = store.batch()
+        forget = now_ms() + retain_ms if retain_ms else 0
+        batch.put("txn", _SINK + sink_id.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget))
+        batch.put("txn", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(sink_id.encode())) + sink_id.encode()
+                  + b"".join(handles))
+        store.write(batch)
+        published, deduplicated = await asyncio.shield(self._start(seq, sink_id, handles))  # a cancelled call
+        return False, published, deduplicated                                                # leaves it running
+
+    def _start(self, seq: int, sink_id: str, handles: list[bytes]) -> asyncio.Task[tuple[int, int]]:
+        self._moving.update(handles)
+        self._job_sink[seq] = sink_id
+        self._job_floor[seq] = min((_bucket(h) for h in handles), default=2**32)
+        task = self._jobs[seq] = asyncio.get_running_loop().create_task(self._run(seq, handles))
+        task.add_done_callback(lambda t: self._finished(seq, handles, t))
+        return task
+
+    def _finished(self, seq: int, handles: list[bytes], task: asyncio.Task) -> None:
+        self._jobs.pop(seq, None)
+        self._job_sink.pop(seq, None)
+        self._job_floor.pop(seq, None)
+        self._moving.difference_update(handles)
+
+    async def _settled(self, sink_id: str) -> None:
+        running = [t for s, t in self._jobs.items() if self._job_sink.get(s) == sink_id]
+        if running:
+            await asyncio.wait([asyncio.shield(t) for t in running])
+
+    async def _run(self, seq: int, handles: list[bytes]) -> tuple[int, int]:
+        """Move a decided job's chunks into their queues, retrying until it is done (it is decided:
+        giving up would publish part of a batch); -> (published, de-duplicated)."""
+        while True:
+            try:
+                return await self._move_all(seq, handles)
+            except Exception:
+                log.exception("publishing staged job %d failed; retrying in 1 s", seq)
+                await asyncio.sleep(1)
+
+    async def _move_all(self, seq: int, handles: list[bytes]) -> tuple[int, int]:
+        ctx = self.ctx
+        store = ctx.store
+        durable = ctx.settings.flush == "sync"
+        if durable:
+            await store.sync()  # the decision is durable before any of it is visible
+        published = deduplicated = 0
+        batch, pending, touched = store.batch(), 0, set()
+        allocated: dict[tuple[int, int], int] = {}
+        for h in handles:
+            raw = store.get("txn", _chunk_key(h))
+            if raw is None:  # moved before a restart
+                continue
+            if raw[1] and pending:  # its lookups must see the dedup entries written so far
+                self._write(batch, allocated, touched)
+                batch, pending, allocated, touched = store.batch(), 0, {}, set()
+            moved, skipped = self._move(batch, raw, bool(raw[1]), allocated, touched)
+            batch.delete("txn", _chunk_key(h))
+            batch.delete("txn", _index_key(h))
+            published += moved
+            deduplicated += skipped
+            pending += moved + skipped
+            if pending >= MOVE_BATCH:
+                self._write(batch, allocated, touched)
+                batch, pending, allocated, touched = store.batch(), 0, {}, set()
+                await asyncio.sleep(0)
+        batch.delete("txn", _JOB + keys.encode_u64(seq))
+        self._write(batch, allocated, touched)
+        if durable:
+            await store.sync()
+        if ctx.settings.replication == "sync" and ctx.replicator is not None:
+            await ctx.replicator.confirm(batch.seq)
+        return published, deduplicated
+
+    def _write(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: set[int]) -> None:
+        logs = self.ctx.logs
+        try:
+            self.ctx.store.write(batch)
+        except Exception:  # nothing was written: the offsets are free again
+            for (tid, qid), first in allocated.items():
+                logs.rollback(tid, qid, first)
+            raise
+        for topic_id in touched:
+            logs.notify(topic_id)
+
+    def _move(self, batch: Batch, raw: bytes, deduplicate: bool, allocated: dict[tuple[int, int], int],
+              touched: set[int]) -> tuple[int, int]:
+        """Put one chunk's messages into `batch`; -> (moved, skipped as duplicates)."""
+        ctx = self.ctx
+        logs = ctx.logs
+        topics = ctx.meta.topics_by_id
+        now = now_ms()
+        entries: list[tuple[int, int, bytes, bytes]] = []
+        pos, end = 2, len(raw)
+        while pos < end:
+            topic_id, due, id_len = _ENTRY.unpack_from(raw, pos)
+            pos += _ENTRY.size
+            mid = raw[pos:pos + id_len]
+            pos += id_len
+            (size,) = _LEN.unpack_from(raw, pos)
+            pos += _LEN.size
+            entries.append((topic_id, due, mid, raw[pos:pos + size]))
+            pos += size
+        seen: set[tuple[int, bytes]] = set()
+        stored: list[bytes | None] = []
+        bucket = now // (ctx.settings.dedup_window_s * 1000)
+        if deduplicate:
+            found = ctx.store.get_many("dedup", [keys.dedup_key(b, tid, mid.decode()) for tid, _, mid, _ in entries
+                                                 for b in (bucket, bucket - 1)])
+            stored = [found[i] or found[i + 1] for i in range(0, len(found), 2)]
+        moved = skipped = 0
+        for i, (topic_id, due, mid, sealed) in enumerate(entries):
+            topic = topics.get(topic_id)
+            if topic is None:  # deleted since it was staged
+                continue
+            if deduplicate:
+                if stored[i] is not None or (topic_id, mid) in seen:
+                    skipped += 1
+                    continue
+                seen.add((topic_id, mid))
+            queue_id, offset, recall = -1, 0, ""
+            if due > now:
+                recall = self.timers.schedule_record(batch, topic, sealed, due)
+            else:
+                queue_id = logs.choose_queue(topic, records.message_group(sealed))
+                allocated.setdefault((topic_id, queue_id), logs.max_offset(topic_id, queue_id))
+                offset = logs.append_record(batch, topic, queue_id, sealed, now)
+                touched.add(topic_id)
+            if deduplicate:
+                batch.put("dedup", keys.dedup_key(bucket, topic_id, mid.decode()),
+                          keys.dedup_value(queue_id & 0xFFFFFFFF, offset, "", recall))
+            moved += 1
+        return moved, skipped
+
+    # --- background: resume jobs at start, expire chunks and forgotten sinks --------------------
+
+    def resume(self) -> None:
+        """Restart the jobs a previous run decided but did not finish (once)."""
+        if self._resumed:
+            return
+        self._resumed = True
+        for key, value in list(self.ctx.store.scan_prefix("txn", _JOB)):
+            seq = keys.decode_u64(key[len(_JOB):])
+            (n,) = _JOB_HEAD.unpack_from(value, 1)
+            start = 1 + _JOB_HEAD.size
+            sink_id = value[start:start + n].decode()
+            rest = value[start + n:]
+            handles = [rest[i:i + _HANDLE.size] for i in range(0, len(rest), _HANDLE.size)]
+            log.info("resuming the publish of staged batch for sink %s (%d chunks)", sink_id, len(handles))
+            self._start(seq, sink_id, handles)
+
+    async def run(self) -> None:
+        """The broker's background task: resume jobs, then expire now and then. Stopping it stops
+        the jobs too (they resume at the next start)."""
+        self.resume()
+        try:
+            while True:
+                try:
+                    self.sweep()
+                except Exception:
+                    log.exception("expiring staged chunks failed")
+                await asyncio.sleep(SWEEP_S)
+        finally:
+            for task in list(self._jobs.values()):
+                task.cancel()
+
+    def sweep(self, now: int | None = None) -> None:
+        """Drop chunks whose ttl ran out (never those of a running job) and forgotten sinks."""
+        now = now_ms() if now is None else now
+        floor = min([now // BUCKET_MS, *self._job_floor.values()])
+        batch = self.ctx.store.batch()
+        if floor > self._swept:  # one range tombstone per bucket (each lookup pays for them)
+            for ns in (_CHUNK, _INDEX):
+                batch.delete_range("txn", ns, ns + floor.to_bytes(4, "big"))
+            self._swept = floor
+        if now // SINK_SWEEP_MS != self._sinks_swept:  # forgotten sinks: once a minute is plenty
+            self._sinks_swept = now // SINK_SWEEP_MS
+            for key, value in self.ctx.store.scan_prefix("txn", _SINK):
+                forget = _SINK_STATE.unpack_from(value, 1)[1]
+                if forget and forget < now and key[len(_SINK):].decode() not in self._job_sink.values():
+                    batch.delete("txn", key)
+        self.ctx.store.write(batch)

@@ -1,0 +1,220 @@
+"""The Spark source's broker calls, synchronous and with deadlines: queue discovery and offset
+lookups (planner side), and reading a queue range as Arrow record batches (executor side).
+
+Readers are pickled into Spark's Python workers, so nothing here holds a channel: channels live
+in a per-process cache, created on first use in the worker (workers are reused across tasks).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+
+from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
+from rockmq.protocol.endpoints import address_of, endpoints_of
+from rockmq.spark.offsets import QueueState
+
+log = logging.getLogger(__name__)
+MAX_MESSAGE = 64 * 1024 * 1024
+META = (("x-mq-client-id", "rockmq-spark"), ("x-mq-language", "PYTHON"), ("x-mq-client-version", "rockmq"))
+ATTEMPTS = 3  # metadata calls: a failed latestOffset fails the whole streaming query
+T = TypeVar("T")
+
+_channels: dict[str, grpc.Channel] = {}
+
+
+class _NotFound(Exception):
+    pass
+
+
+class SourceError(RuntimeError):
+    """The rockmq source cannot go on (broker unreachable, bad option, data lost...)."""
+
+
+class DataLossError(SourceError):
+    pass
+
+
+def channel(endpoint: str) -> grpc.Channel:
+    ch = _channels.get(endpoint)
+    if ch is None:
+        ch = _channels[endpoint] = grpc.insecure_channel(endpoint, options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)])
+    return ch
+
+
+def _retry(what: str, endpoint: str, call: Callable[[], T]) -> T:
+    for attempt in range(ATTEMPTS):
+        try:
+            return call()
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                raise _NotFound(e.details()) from None
+            retriable = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            if not retriable or attempt == ATTEMPTS - 1:
+                raise SourceError(f"rockmq {what} at {endpoint} failed: {e.code().name}: {e.details()}") from None
+            time.sleep(0.2 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
+class Brokers:
+    """What the planner asks: a topic's queues with their stored ranges, offsets by time."""
+
+    def __init__(self, endpoint: str, timeout_s: float) -> None:
+        self.endpoint = endpoint
+        self.timeout_s = timeout_s
+
+    def queues(self, topic: str) -> list[QueueState]:
+        """Every queue of `topic` on every broker; [] if no broker has the topic (without
+        creating it, as QueryRoute would with auto-creation on)."""
+        try:
+            info = _retry(f"DescribeTopic {topic!r}", self.endpoint, lambda: admin_grpc.AdminStub(channel(self.endpoint))
+                          .DescribeTopic(admin.TopicRequest(name=topic), timeout=self.timeout_s))
+        except _NotFound:
+            return []
+        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.endpoint))
+        route = _retry(f"QueryRoute {topic!r}", self.endpoint, lambda: svc.MessagingServiceStub(channel(self.endpoint))
+                       .QueryRoute(request, metadata=META, timeout=self.timeout_s))
+        if route.status.code != pb.OK:
+            raise SourceError(f"rockmq QueryRoute {topic!r} at {self.endpoint}: {route.status.message}")
+        where = {q.broker.name: address_of(q.broker.endpoints) for q in route.message_queues}
+        out = []
+        for q in info.queues:
+            broker = q.broker or next(iter(where), "")
+            if broker not in where:
+                log.warning("rockmq: broker %r of topic %r is not in its route; skipping its queues for now", broker, topic)
+                continue
+            out.append(QueueState(topic, broker, q.queue_id, where[broker], q.min_offset, q.max_offset))
+        return sorted(out, key=lambda s: (s.broker, s.queue_id))
+
+    def offset_at(self, queue: QueueState, timestamp_ms: int) -> int:
+        """The first offset of the queue stored at or after `timestamp_ms` (its end if none)."""
+        request = rpc.QueryOffsetRequest(
+            message_queue=pb.MessageQueue(topic=pb.Resource(name=queue.topic), id=queue.queue_id,
+                                          broker=pb.Broker(name=queue.broker)),
+            query_offset_policy=pb.TIMESTAMP)
+        request.timestamp.FromMilliseconds(timestamp_ms)
+        reply = _retry(f"QueryOffset {queue.topic}/{queue.key}", queue.endpoint,
+                       lambda: svc.MessagingServiceStub(channel(queue.endpoint)).QueryOffset(request, metadata=META,
+                                                                                              timeout=self.timeout_s))
+        if reply.status.code != pb.OK:
+            raise SourceError(f"rockmq QueryOffset {queue.topic}/{queue.key}: {reply.status.message}")
+        return reply.offset
+
+
+@dataclass
+class FetchReply:
+    """A Fetch reply read without protobuf: `records` and `offsets` are views into the received
+    message (protobuf would copy the records, ~10 MB a reply, on every access)."""
+
+    code: int = pb.OK
+    message: str = ""
+    first_offset: int = 0
+    count: int = 0
+    records: memoryview = memoryview(b"")
+    offsets: memoryview = memoryview(b"")
+    min_offset: int = 0
+    max_offset: int = 0
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, at
+        shift += 7
+
+
+_INT_FIELDS = {2: "first_offset", 3: "count", 6: "min_offset", 7: "max_offset"}
+
+
+def parse_fetch_response(raw: bytes) -> FetchReply:
+    """FetchResponse's top-level fields (wire format of batch.proto; unknown fields skipped)."""
+    reply = FetchReply()
+    view = memoryview(raw)
+    at = 0
+    while at < len(raw):
+        key, at = _varint(raw, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(raw, at)
+            if number in _INT_FIELDS:
+                setattr(reply, _INT_FIELDS[number], value - (1 << 64) if value >= 1 << 63 else value)
+        elif wire == 2:
+            size, at = _varint(raw, at)
+            if number == 1:
+                status = pb.Status.FromString(raw[at:at + size])
+                reply.code, reply.message = status.code, status.message
+            elif number == 4:
+                reply.records = view[at:at + size]
+            elif number == 5:
+                reply.offsets = view[at:at + size]
+            at += size
+        elif wire in (1, 5):
+            at += 8 if wire == 1 else 4
+        else:
+            raise SourceError(f"rockmq Fetch: cannot read the reply (wire type {wire})")
+    return reply
+
+
+_fetch_calls: dict[str, grpc.UnaryUnaryMultiCallable] = {}
+
+
+def _fetch_call(endpoint: str) -> grpc.UnaryUnaryMultiCallable:
+    call = _fetch_calls.get(endpoint)
+    if call is None:
+        call = _fetch_calls[endpoint] = channel(endpoint).unary_unary(
+            "/rockmq.messaging.v1.BatchMessaging/Fetch", request_serializer=batch.FetchRequest.SerializeToString,
+            response_deserializer=parse_fetch_response)
+    return call
+
+
+def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: int, end: int, *, fail_on_data_loss: bool,
+                  max_records: int = 0, max_bytes: int = 0, timeout_s: float = 30.0) -> Iterator[FetchReply]:
+    """Fetch replies covering [start, end) of a queue, in order, one request always in flight
+    ahead of the caller (the broker reads the next range while the caller decodes this one).
+
+    Messages retention removed before they were read are a DataLossError, or skipped with
+    `fail_on_data_loss=False`; so is a range the queue no longer has (topic recreated)."""
+    call = _fetch_call(endpoint)
+    where = f"queue {broker}:{queue_id} of topic {topic!r}"
+
+    def ask(offset: int):
+        request = batch.FetchRequest(topic=topic, queue_id=queue_id, offset=offset, end_offset=end, max_records=max_records,
+                                     max_bytes=max_bytes)
+        return call.future(request, metadata=META, timeout=timeout_s)
+
+    pos = start
+    pending = ask(pos)
+    while pos < end:
+        try:
+            reply = pending.result()
+        except grpc.RpcError as e:
+            raise SourceError(f"rockmq Fetch of {where} at {endpoint} failed: {e.code().name}: {e.details()}") from None
+        if reply.code != pb.OK:
+            raise SourceError(f"rockmq Fetch of {where}: {pb.Code.Name(reply.code)}: {reply.message}")
+        if reply.first_offset > pos:
+            lost = f"messages [{pos}, {min(reply.first_offset, end)}) of {where} were removed (retention) before they were read"
+            if fail_on_data_loss:
+                raise DataLossError(f"{lost}; set the option failOnDataLoss=false to skip lost messages")
+            log.warning("rockmq: %s; skipped (failOnDataLoss=false)", lost)
+        if reply.count == 0:
+            if reply.first_offset < end:  # the queue ends before the range does: it was recreated
+                lost = (f"{where} now holds [{reply.min_offset}, {reply.max_offset}), not the planned [{pos}, {end}) "
+                        "(topic deleted and recreated?)")
+                if fail_on_data_loss:
+                    raise DataLossError(f"{lost}; set the option failOnDataLoss=false to skip lost messages")
+                log.warning("rockmq: %s; skipped (failOnDataLoss=false)", lost)
+            return
+        pos = reply.first_offset + reply.count
+        if pos < end:
+            pending = ask(pos)
+        yield reply
