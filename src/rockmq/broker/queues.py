@@ -71,6 +71,18 @@ class QueueLogs:
         """Give back offsets allocated for a batch that was never written."""
         self._next[(topic_id, queue_id)] = offset
 
+    def write_appends(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: set[int]) -> None:
+        """Write a batch of appends (`allocated`: each queue's first offset in it), then wake the
+        readers of the `touched` topics; if the write fails, its offsets are free again."""
+        try:
+            self.store.write(batch)
+        except Exception:
+            for (tid, qid), first in allocated.items():
+                self.rollback(tid, qid, first)
+            raise
+        for topic_id in touched:
+            self.notify(topic_id)
+
     def read(self, topic_id: int, queue_id: int, offset: int) -> bytes | None:
         return self.store.get("log", keys.log_key(topic_id, queue_id, offset))
 

@@ -171,14 +171,7 @@ class SendService:
                       keys.dedup_value(queue_id & 0xFFFFFFFF, result.offset, result.transaction_id, result.recall_handle))
             seen[(topic.id, mid)] = result
             results.append(result)
-        try:
-            ctx.store.write(batch)
-        except Exception:  # nothing was written: the offsets are free again
-            for (tid, qid), first in allocated.items():
-                logs.rollback(tid, qid, first)
-            raise
-        for topic_id in touched:
-            logs.notify(topic_id)
+        logs.write_appends(batch, allocated, touched)
         # Written entries stay whatever the fsync says (a retry must find them, not a reused
         # offset); a failed fsync fails these sends. Even a request that was all duplicates
         # waits for the fsync covering the originals.

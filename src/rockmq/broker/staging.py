@@ -247,7 +247,7 @@ class StagingService:
             if raw is None:  # moved before a restart
                 continue
             if raw[1] and pending:  # its lookups must see the dedup entries written so far
-                self._write(batch, allocated, touched)
+                self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
             moved, skipped = self._move(batch, raw, bool(raw[1]), allocated, touched)
             batch.delete("txn", _chunk_key(h))
@@ -256,27 +256,16 @@ class StagingService:
             deduplicated += skipped
             pending += moved + skipped
             if pending >= MOVE_BATCH:
-                self._write(batch, allocated, touched)
+                self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
                 await asyncio.sleep(0)
         batch.delete("txn", _JOB + keys.encode_u64(seq))
-        self._write(batch, allocated, touched)
+        self.ctx.logs.write_appends(batch, allocated, touched)
         if durable:
             await store.sync()
         if ctx.settings.replication == "sync" and ctx.replicator is not None:
             await ctx.replicator.confirm(batch.seq)
         return published, deduplicated
-
-    def _write(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: set[int]) -> None:
-        logs = self.ctx.logs
-        try:
-            self.ctx.store.write(batch)
-        except Exception:  # nothing was written: the offsets are free again
-            for (tid, qid), first in allocated.items():
-                logs.rollback(tid, qid, first)
-            raise
-        for topic_id in touched:
-            logs.notify(topic_id)
 
     def _move(self, batch: Batch, raw: bytes, deduplicate: bool, allocated: dict[tuple[int, int], int],
               touched: set[int]) -> tuple[int, int]:
