@@ -28,15 +28,15 @@ T = TypeVar("T")
 _channels: dict[str, grpc.Channel] = {}
 
 
-class _NotFound(Exception):
-    pass
-
-
 class SourceError(RuntimeError):
     """The rockmq source cannot go on (broker unreachable, bad option, data lost...)."""
 
 
 class DataLossError(SourceError):
+    """Messages the query was to read are gone (retention, or the topic was recreated)."""
+
+
+class _NotFound(SourceError):
     pass
 
 
@@ -54,7 +54,7 @@ def _retry(what: str, endpoint: str, call: Callable[[], T]) -> T:
             return call()
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
-                raise _NotFound(e.details()) from None
+                raise _NotFound(f"rockmq {what} at {endpoint}: {e.details()}") from None
             retriable = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
             if not retriable or attempt == ATTEMPTS - 1:
                 raise SourceError(f"rockmq {what} at {endpoint} failed: {e.code().name}: {e.details()}") from None
@@ -69,9 +69,11 @@ class Brokers:
         self.endpoint = endpoint
         self.timeout_s = timeout_s
 
-    def queues(self, topic: str) -> list[QueueState]:
+    def queues(self, topic: str, *, strict: bool = False) -> list[QueueState]:
         """Every queue of `topic` on every broker; [] if no broker has the topic (without
-        creating it, as QueryRoute would with auto-creation on)."""
+        creating it, as QueryRoute would with auto-creation on). A broker missing from the route
+        (leaving the cluster) is an error if `strict` (a batch read would silently lack its
+        queues); else its queues are left out for now (a stream keeps their positions)."""
         try:
             info = _retry(f"DescribeTopic {topic!r}", self.endpoint, lambda: admin_grpc.AdminStub(channel(self.endpoint))
                           .DescribeTopic(admin.TopicRequest(name=topic), timeout=self.timeout_s))
@@ -87,6 +89,8 @@ class Brokers:
         for q in info.queues:
             broker = q.broker or next(iter(where), "")
             if broker not in where:
+                if strict:
+                    raise SourceError(f"broker {broker!r} holds queues of topic {topic!r} but is not in its route")
                 log.warning("rockmq: broker %r of topic %r is not in its route; skipping its queues for now", broker, topic)
                 continue
             out.append(QueueState(topic, broker, q.queue_id, where[broker], q.min_offset, q.max_offset))

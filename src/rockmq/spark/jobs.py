@@ -5,9 +5,10 @@
   one checkpoint, so a restarted job neither skips nor repeats a message (Spark's file sink
   ignores files of a batch it did not commit).
 - `replay`: send archived messages (optionally a time window of them) into a topic, to backfill
-  or to reprocess. Duplicate-safe: each replayed message's id is derived from its archived id
-  and the target topic, so running a replay twice, or retrying one that died halfway, leaves
-  one copy of each message in the topic (the broker de-duplicates sends by topic and id).
+  or to reprocess. A retried task or a rerun of a failed write stage adds no copy (the sink is
+  exactly once). Beyond that, each replayed message's id derives from its archived id and the
+  target topic, so running the same replay twice within the broker's de-dup window
+  (`dedup_window_s`, 10 min by default) also leaves one copy of each message.
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ class RockmqReader(DataSourceReader):
         brokers = opts.brokers()
         queues = []
         for topic in opts.topics:
-            found = brokers.queues(topic)
+            found = brokers.queues(topic, strict=True)
             if not found:
                 raise SourceError(f"topic {topic!r} does not exist (no broker reachable from {opts.endpoint} has it)")
             queues.extend(found)
