@@ -9,7 +9,7 @@ import grpc
 ALLOWED = frozenset({
     "QueryRoute", "Heartbeat", "QueryAssignment", "PullMessage", "QueryOffset", "GetOffset", "Telemetry",
     "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
-    "GetTimerStats", "Pull", "Promote",
+    "GetTimerStats", "Pull", "Fetch", "Promote",
 })
 STREAMING = frozenset({"ReceiveMessage"})
 
