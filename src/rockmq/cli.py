@@ -203,6 +203,7 @@ def cmd_topic(args: argparse.Namespace) -> int:
         print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}")
         _table([[q.broker, q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
                ["BROKER", "QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])
+        _warn_unreachable(info.unreachable)
     else:
         stub.DeleteTopic(admin.TopicRequest(name=args.name), timeout=30)
         print(f"deleted topic {args.name}")
@@ -227,7 +228,13 @@ def cmd_group(args: argparse.Namespace) -> int:
         _table([[q.topic, q.broker, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
                  q.max_offset, q.lag, q.inflight] for q in info.queues],
                ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
+        _warn_unreachable(info.unreachable)
     return 0
+
+
+def _warn_unreachable(brokers) -> None:
+    if brokers:
+        print(f"warning: not shown, did not answer: {', '.join(brokers)}", file=sys.stderr)
 
 
 def _wire_status(st) -> None:
@@ -414,8 +421,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except grpc.RpcError as e:
         if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            print(f"rockmq: cannot reach the broker at {getattr(args, 'endpoint', '?')} ({e.code().name.lower()})",
-                  file=sys.stderr)
+            from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
+
+            if e.details() and e.details().startswith(BROKER_SAYS_UNREACHABLE):  # the broker answered: another did not
+                print(f"rockmq: {e.details()}", file=sys.stderr)
+            else:
+                print(f"rockmq: cannot reach the broker at {getattr(args, 'endpoint', '?')} ({e.code().name.lower()})",
+                      file=sys.stderr)
             return EXIT_UNREACHABLE
         print(f"rockmq: {e.details()}", file=sys.stderr)
         return EXIT_REFUSED

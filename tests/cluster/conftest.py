@@ -56,8 +56,8 @@ class Cluster:
             time.sleep(0.2)
 
 
-def start_cluster(root: Path, names: tuple[str, ...] = ("b1", "b2", "b3")) -> Cluster:
-    ns = NameServerProcess("--broker-timeout", str(BROKER_TIMEOUT_S)).start()
+def start_cluster(root: Path, names: tuple[str, ...] = ("b1", "b2", "b3"), broker_timeout_s: float = BROKER_TIMEOUT_S) -> Cluster:
+    ns = NameServerProcess("--broker-timeout", str(broker_timeout_s)).start()
     env = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}
     brokers = {n: BrokerProcess(root / n, "--broker-name", n, "--namesrv", ns.endpoint, env=env).start() for n in names}
     cluster = Cluster(ns, brokers)
@@ -65,10 +65,19 @@ def start_cluster(root: Path, names: tuple[str, ...] = ("b1", "b2", "b3")) -> Cl
     return cluster
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):
-    c = start_cluster(tmp_path)
+def _running(c: Cluster):
     yield c
     for b in c.brokers.values():
         b.kill()
     c.namesrv.kill()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    yield from _running(start_cluster(tmp_path))
+
+
+@pytest.fixture
+def lingering_cluster(tmp_path: Path):
+    """A cluster whose name server keeps a dead broker registered for two minutes."""
+    yield from _running(start_cluster(tmp_path, broker_timeout_s=120))

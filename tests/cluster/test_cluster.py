@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 from mqwire import Conn, message
 
 from rockmq.protocol import pb, rpc
@@ -106,3 +107,25 @@ def test_describe_aggregates_every_broker(cluster):
     out = cluster.brokers["b3"].cli("group", "describe", "agg-g")
     assert out.returncode == 0 and "3 in flight" in out.stdout.splitlines()[0], out.stdout + out.stderr
     assert {ln.split()[1] for ln in out.stdout.splitlines()[2:]} == {"b1", "b2", "b3"}
+
+
+def test_describe_names_a_broker_that_does_not_answer_and_the_spark_planner_skips_it(lingering_cluster):
+    """A broker killed a moment ago is still registered: describe shows the others and names it,
+    a stream's planner reads the others' queues, a batch read refuses to plan without it."""
+    from rockmq.spark.fetch import Brokers, SourceError
+
+    c = lingering_cluster
+    b1 = c.brokers["b1"]
+    b1.cli("topic", "create", "down", "--queues", "6", check=True)
+    c.brokers["b3"].kill()
+    out = b1.cli("topic", "describe", "down")
+    assert out.returncode == 0, out.stderr
+    assert {ln.split()[0] for ln in out.stdout.splitlines()[2:]} == {"b1", "b2"}
+    assert out.stderr.strip() == "warning: not shown, did not answer: b3"
+    out = b1.cli("group", "describe", "nobody")  # known nowhere that answers
+    assert out.returncode == 3 and out.stderr.strip() == (
+        "rockmq: brokers did not answer: b3; no broker that answered has group 'nobody'"), out.stderr
+    planner = Brokers(b1.endpoint, 10)
+    assert {(q.broker, q.queue_id) for q in planner.queues("down")} == {(b, q) for b in ("b1", "b2") for q in range(2)}
+    with pytest.raises(SourceError, match="b3"):
+        planner.queues("down", strict=True)

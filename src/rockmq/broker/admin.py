@@ -26,6 +26,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import admin, admin_grpc, pb
+from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
 
@@ -35,7 +36,11 @@ _GRPC_CODES = {
     pb.TOPIC_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
     pb.CONSUMER_GROUP_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
     pb.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    pb.INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
+    pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
 }
+# How a cluster broker that is down (or too slow) shows when asked.
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 def _admin_call(fn):
@@ -168,9 +173,9 @@ class AdminServicer(admin_grpc.AdminServicer):
         return self._describe_topic_everywhere(request.name)
 
     async def _describe_topic_everywhere(self, name: str) -> admin.TopicInfo:
-        parts = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True),
-                                       lambda: self._topic_info(self.ctx.meta.topic(name), True), "topic", name)
-        info = admin.TopicInfo(name=name, message_types=parts[0].message_types)
+        parts, unreachable = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True),
+                                                    lambda: self._topic_info(self.ctx.meta.topic(name), True), "topic", name)
+        info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable)
         for part in parts:
             info.queue_count += part.queue_count
             info.queues.extend(part.queues)
@@ -206,18 +211,21 @@ class AdminServicer(admin_grpc.AdminServicer):
                                                   for s in self.clients.members(request.name)])
 
     async def _describe_group_everywhere(self, name: str) -> admin.GroupInfo:
-        parts = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True),
-                                       lambda: self._group_info(self.ctx.meta.group(name), True), "group", name)
-        info = admin.GroupInfo(name=name, fifo=parts[0].fifo, max_attempts=parts[0].max_attempts)
+        parts, unreachable = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True),
+                                                    lambda: self._group_info(self.ctx.meta.group(name), True), "group", name)
+        info = admin.GroupInfo(name=name, fifo=parts[0].fifo, max_attempts=parts[0].max_attempts, unreachable=unreachable)
         for part in parts:
             info.inflight += part.inflight
             info.queues.extend(part.queues)
         return info
 
-    async def _everywhere(self, method: str, request, here: Callable[[], Any], kind: str, name: str) -> list:
-        """`method` answered by every live broker that has the topic or group (this one directly)."""
+    async def _everywhere(self, method: str, request, here: Callable[[], Any], kind: str,
+                          name: str) -> tuple[list, list[str]]:
+        """`method` answered by every live broker that has the topic or group (this one
+        directly) -> (the answers, the brokers that could not be reached). A broker killed a
+        moment ago is still registered: the caller tells what is missing instead of failing."""
         live = await self.cluster.live()
-        parts = []
+        parts, unreachable = [], []
         for broker in sorted(live):
             try:
                 if broker == self.cluster.name:
@@ -228,11 +236,17 @@ class AdminServicer(admin_grpc.AdminServicer):
                 if _GRPC_CODES.get(e.code) != grpc.StatusCode.NOT_FOUND:
                     raise
             except grpc.aio.AioRpcError as e:
-                if e.code() != grpc.StatusCode.NOT_FOUND:
-                    raise BrokerError(pb.INTERNAL_ERROR, f"broker {broker} did not answer: {e.details()}") from None
+                if e.code() in _UNREACHABLE:
+                    log.warning("%s %r: broker %s did not answer: %s", method, name, broker, e.details())
+                    unreachable.append(broker)
+                elif e.code() != grpc.StatusCode.NOT_FOUND:
+                    raise BrokerError(pb.INTERNAL_ERROR, f"broker {broker} failed: {e.details()}") from None
         if not parts:
+            if unreachable:
+                raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; "
+                                                    f"no broker that answered has {kind} {name!r}")
             raise BrokerError(pb.NOT_FOUND, f"no broker has {kind} {name!r}")
-        return parts
+        return parts, unreachable
 
     @_admin_call
     def GetTimerStats(self, request):

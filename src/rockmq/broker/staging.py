@@ -72,6 +72,23 @@ SINK_SWEEP_MS = 60_000
 MAX_SINK_ID = 256
 
 
+def _chunk_entries(raw: bytes) -> list[tuple[int, int, bytes, bytes]]:
+    """A staged chunk's messages as (topic id, due ms, message id, sealed record); `stage` wrote
+    it as a two-byte head, then per message `_ENTRY` · id · `_LEN` · record."""
+    entries = []
+    pos, end = 2, len(raw)
+    while pos < end:
+        topic_id, due, id_len = _ENTRY.unpack_from(raw, pos)
+        pos += _ENTRY.size
+        mid = raw[pos:pos + id_len]
+        pos += id_len
+        (size,) = _LEN.unpack_from(raw, pos)
+        pos += _LEN.size
+        entries.append((topic_id, due, mid, raw[pos:pos + size]))
+        pos += size
+    return entries
+
+
 def _chunk_key(handle: bytes) -> bytes:
     return _CHUNK + handle
 
@@ -274,17 +291,7 @@ class StagingService:
         logs = ctx.logs
         topics = ctx.meta.topics_by_id
         now = now_ms()
-        entries: list[tuple[int, int, bytes, bytes]] = []
-        pos, end = 2, len(raw)
-        while pos < end:
-            topic_id, due, id_len = _ENTRY.unpack_from(raw, pos)
-            pos += _ENTRY.size
-            mid = raw[pos:pos + id_len]
-            pos += id_len
-            (size,) = _LEN.unpack_from(raw, pos)
-            pos += _LEN.size
-            entries.append((topic_id, due, mid, raw[pos:pos + size]))
-            pos += size
+        entries = _chunk_entries(raw)
         seen: set[tuple[int, bytes]] = set()
         stored: list[bytes | None] = []
         bucket = now // (ctx.settings.dedup_window_s * 1000)

@@ -6,6 +6,9 @@ properties and reserved topic names. Pure constants and helpers, no I/O.
 - Offset-based consumers hand a message whose handler failed back to the broker by sending a copy,
   delayed by the backoff, to the group's retry topic `%RETRY%<group>`, with the properties below.
   The broker turns a copy that has used up the group's attempts into a dead letter instead.
+- A cluster-wide admin call that found nothing because brokers did not answer fails with
+  UNAVAILABLE and a message led by BROKER_SAYS_UNREACHABLE, so a client tells it from not
+  reaching the broker it asked.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ DLQ_PREFIX = "%DLQ%"
 ORIGIN_TOPIC = "RETRY_TOPIC"  # the topic the message was first sent to
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 RECONSUME_TIMES = "RECONSUME_TIME"  # failed deliveries so far (RocketMQ's property name)
+BROKER_SAYS_UNREACHABLE = "brokers did not answer"
 
 
 def retry_topic(group: str) -> str:

@@ -71,14 +71,20 @@ class Brokers:
 
     def queues(self, topic: str, *, strict: bool = False) -> list[QueueState]:
         """Every queue of `topic` on every broker; [] if no broker has the topic (without
-        creating it, as QueryRoute would with auto-creation on). A broker missing from the route
-        (leaving the cluster) is an error if `strict` (a batch read would silently lack its
-        queues); else its queues are left out for now (a stream keeps their positions)."""
+        creating it, as QueryRoute would with auto-creation on). A broker that did not answer
+        or is missing from the route (down, leaving the cluster) is an error if `strict` (a batch
+        read would silently lack its queues); else its queues are left out for now (a stream
+        keeps their positions and reads them once the broker is back)."""
         try:
             info = _retry(f"DescribeTopic {topic!r}", self.endpoint, lambda: admin_grpc.AdminStub(channel(self.endpoint))
                           .DescribeTopic(admin.TopicRequest(name=topic), timeout=self.timeout_s))
         except _NotFound:
             return []
+        if info.unreachable:
+            down = ", ".join(info.unreachable)
+            if strict:
+                raise SourceError(f"broker(s) {down} of topic {topic!r} did not answer: their queues cannot be read")
+            log.warning("rockmq: broker(s) %s of topic %r did not answer; skipping their queues for now", down, topic)
         request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.endpoint))
         route = _retry(f"QueryRoute {topic!r}", self.endpoint, lambda: svc.MessagingServiceStub(channel(self.endpoint))
                        .QueryRoute(request, metadata=META, timeout=self.timeout_s))

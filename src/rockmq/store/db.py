@@ -44,6 +44,7 @@ BLOB_FAMILIES = ("log",)
 SMALL_MEMTABLE = 8 * MiB
 BLOOM_FAMILIES = ("dedup", "checkpoints")
 BLOCK_CACHE = 64 * MiB
+MAX_TOTAL_WAL = 256 * MiB
 # Families read by long in-order scans (due timers are moved thousands at a time) get big
 # blocks: one read per block instead of one per few messages.
 SCANNED_FAMILIES = ("timers",)
@@ -60,6 +61,10 @@ def _options(cache: Cache, family: str | None = None) -> Options:
         # lands one big fsync in front of the WAL fsync a send is waiting for.
         opts.set_bytes_per_sync(MiB)
         opts.increase_parallelism(2)
+        # A WAL file is kept until every family's memtable holding a write of it is flushed, so
+        # a quiet family (meta, offsets) would pin gigabytes of WAL, replayed at every start:
+        # past this size RocksDB flushes the families that hold the oldest WAL file back.
+        opts.set_max_total_wal_size(MAX_TOTAL_WAL)
     else:
         opts.set_write_buffer_size(MEMTABLE.get(family, SMALL_MEMTABLE))
         opts.set_max_write_buffer_number(3)

@@ -7,16 +7,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TopicInfo(_message.Message):
-    __slots__ = ("name", "queue_count", "message_types", "queues")
+    __slots__ = ("name", "queue_count", "message_types", "queues", "unreachable")
     NAME_FIELD_NUMBER: _ClassVar[int]
     QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TYPES_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     queue_count: int
     message_types: _containers.RepeatedScalarFieldContainer[str]
     queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
-    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ...) -> None: ...
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
     __slots__ = ("queue_id", "min_offset", "max_offset", "broker")
@@ -67,18 +69,20 @@ class DeleteTopicResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class GroupInfo(_message.Message):
-    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight")
+    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight", "unreachable")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIFO_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     fifo: bool
     max_attempts: int
     queues: _containers.RepeatedCompositeFieldContainer[GroupQueueInfo]
     inflight: int
-    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ...) -> None: ...
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GroupQueueInfo(_message.Message):
     __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight", "broker")
