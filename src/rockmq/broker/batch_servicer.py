@@ -14,6 +14,8 @@ import itertools
 import sys
 from array import array
 
+import grpc
+
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
@@ -23,6 +25,7 @@ from rockmq.broker.servicer import OK, multi_status, poll_seconds, status, unary
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import batch, batch_grpc, pb
+from rockmq.protocol.fetch import encode_fetch_response
 from rockmq.store import keys
 
 FETCH_RECORDS = 4096  # Fetch's default caps, and its ceilings
@@ -30,6 +33,15 @@ FETCH_BYTES = 8 * 1024 * 1024
 MAX_FETCH_RECORDS = 65536
 MAX_FETCH_BYTES = 32 * 1024 * 1024
 FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
+SERVICE = "rockmq.messaging.v1.BatchMessaging"
+METHODS = {  # but Fetch
+    "Receive": (batch.ReceiveRequest, batch.ReceiveResponse),
+    "Ack": (batch.AckRequest, batch.AckResponse),
+    "Pull": (batch.PullRequest, batch.PullResponse),
+    "Stage": (batch.StageRequest, batch.StageResponse),
+    "PublishStaged": (batch.PublishStagedRequest, batch.PublishStagedResponse),
+    "DiscardStaged": (batch.DiscardStagedRequest, batch.DiscardStagedResponse),
+}
 
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
@@ -74,6 +86,16 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
         return batch.PullResponse(status=code, messages=messages, next_offset=next_offset)
 
+    def handler(self) -> grpc.GenericRpcHandler:
+        """The service's methods; Fetch answers with a reply already serialized (or a
+        FetchResponse with an error status)."""
+        methods = {name: grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString,
+                                                             response.SerializeToString)
+                   for name, (request, response) in METHODS.items()}
+        methods["Fetch"] = grpc.unary_unary_rpc_method_handler(
+            self.Fetch, batch.FetchRequest.FromString, lambda r: r if isinstance(r, bytes) else r.SerializeToString())
+        return grpc.method_handlers_generic_handler(SERVICE, methods)
+
     @unary(batch.FetchResponse)
     async def Fetch(self, request, context):
         topic = self.ctx.meta.topic(request.topic)
@@ -95,7 +117,8 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         values: list[bytes] = []
         size = 0
         first = last = b""
-        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit)
+        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit,
+                                    bulk=True)
         for i, (key, value) in enumerate(scan, 1):  # the iterator reads a snapshot: pausing in between is safe
             if values and size + len(value) > max_bytes:
                 break
@@ -115,10 +138,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         ends = array("i", itertools.accumulate(map(len, values), initial=0))
         if sys.byteorder == "big":
             ends.byteswap()
-        reply.count = len(values)
-        reply.records = b"".join(values)
-        reply.offsets = ends.tobytes()
-        return reply
+        return encode_fetch_response(reply.status, reply.first_offset, values, ends.tobytes(), lo, hi)
 
     # --- staged writes, published once per (sink, batch): broker/staging.py ---------------------
 

@@ -27,7 +27,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.protocol import admin_grpc, batch_grpc, replication_grpc
+from rockmq.protocol import admin_grpc, replication_grpc
 from rockmq.store import keys
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class Broker:
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
         batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions, self.staging)
-        batch_grpc.add_BatchMessagingServicer_to_server(batch, self.server)
+        self.server.add_generic_rpc_handlers((batch.handler(),))
         self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
         if self.port == 0:
             raise OSError(f"cannot listen on {s.host}:{s.port}")

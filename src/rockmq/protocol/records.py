@@ -73,15 +73,15 @@ def place(record: bytes, queue_id: int, offset: int, store_ms: int) -> bytes:
     parser merges fields that appear later into the message)."""
     _, _, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
     return (_HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:]
-            + _QUEUE_ID + _varint(queue_id & 0xFFFFFFFFFFFFFFFF) + _QUEUE_OFFSET + _varint(offset)
+            + _QUEUE_ID + varint(queue_id & 0xFFFFFFFFFFFFFFFF) + _QUEUE_OFFSET + varint(offset)
             + _store_timestamp(store_ms))
 
 
 @functools.lru_cache(maxsize=8)  # a batch of appends shares one store time
 def _store_timestamp(store_ms: int) -> bytes:
     seconds, millis = divmod(store_ms, 1000)
-    timestamp = b"\x08" + _varint(seconds) + (b"\x10" + _varint(millis * 1_000_000) if millis else b"")
-    return _STORE_TIMESTAMP + _varint(len(timestamp)) + timestamp
+    timestamp = b"\x08" + varint(seconds) + (b"\x10" + varint(millis * 1_000_000) if millis else b"")
+    return _STORE_TIMESTAMP + varint(len(timestamp)) + timestamp
 
 
 def view(record: bytes) -> RecordView:
@@ -113,15 +113,15 @@ def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> byt
     """The per-delivery system properties, encoded alone, for `RecordView.message()`."""
     handle = receipt_handle.encode()
     seconds, millis = divmod(invisible_ms, 1000)
-    duration = (b"\x08" + _varint(seconds) if seconds else b"") + (b"\x10" + _varint(millis * 1_000_000) if millis else b"")
-    return (_RECEIPT_HANDLE + _varint(len(handle)) + handle + _INVISIBLE_DURATION + _varint(len(duration)) + duration
-            + _DELIVERY_ATTEMPT + _varint(attempt))
+    duration = (b"\x08" + varint(seconds) if seconds else b"") + (b"\x10" + varint(millis * 1_000_000) if millis else b"")
+    return (_RECEIPT_HANDLE + varint(len(handle)) + handle + _INVISIBLE_DURATION + varint(len(duration)) + duration
+            + _DELIVERY_ATTEMPT + varint(attempt))
 
 
 _ONE_BYTE = [bytes([i]) for i in range(128)]
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
     if n < 0x80:
         return _ONE_BYTE[n]
     if n < 0x4000:
@@ -143,4 +143,4 @@ def frame(field_number: int, message: bytes) -> bytes:
     Used to build `ReceiveMessageResponse{message}` / `PullMessageResponse{message}` straight
     from stored bytes.
     """
-    return _varint((field_number << 3) | 2) + _varint(len(message)) + message
+    return varint((field_number << 3) | 2) + varint(len(message)) + message

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
 
 from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
 from rockmq.protocol.endpoints import address_of, endpoints_of
+from rockmq.protocol.fetch import FetchReply, parse_fetch_response
 from rockmq.spark.offsets import QueueState
 
 log = logging.getLogger(__name__)
@@ -115,64 +115,6 @@ class Brokers:
         if reply.status.code != pb.OK:
             raise SourceError(f"rockmq QueryOffset {queue.topic}/{queue.key}: {reply.status.message}")
         return reply.offset
-
-
-@dataclass
-class FetchReply:
-    """A Fetch reply read without protobuf: `records` and `offsets` are views into the received
-    message (protobuf would copy the records, ~10 MB a reply, on every access)."""
-
-    code: int = pb.OK
-    message: str = ""
-    first_offset: int = 0
-    count: int = 0
-    records: memoryview = memoryview(b"")
-    offsets: memoryview = memoryview(b"")
-    min_offset: int = 0
-    max_offset: int = 0
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[at]
-        at += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, at
-        shift += 7
-
-
-_INT_FIELDS = {2: "first_offset", 3: "count", 6: "min_offset", 7: "max_offset"}
-
-
-def parse_fetch_response(raw: bytes) -> FetchReply:
-    """FetchResponse's top-level fields (wire format of batch.proto; unknown fields skipped)."""
-    reply = FetchReply()
-    view = memoryview(raw)
-    at = 0
-    while at < len(raw):
-        key, at = _varint(raw, at)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, at = _varint(raw, at)
-            if number in _INT_FIELDS:
-                setattr(reply, _INT_FIELDS[number], value - (1 << 64) if value >= 1 << 63 else value)
-        elif wire == 2:
-            size, at = _varint(raw, at)
-            if number == 1:
-                status = pb.Status.FromString(raw[at:at + size])
-                reply.code, reply.message = status.code, status.message
-            elif number == 4:
-                reply.records = view[at:at + size]
-            elif number == 5:
-                reply.offsets = view[at:at + size]
-            at += size
-        elif wire in (1, 5):
-            at += 8 if wire == 1 else 4
-        else:
-            raise SourceError(f"rockmq Fetch: cannot read the reply (wire type {wire})")
-    return reply
 
 
 _fetch_calls: dict[str, grpc.UnaryUnaryMultiCallable] = {}

@@ -180,9 +180,11 @@ def read_range(partition: InputPartition):
     """The partition's messages as Arrow record batches (one per Fetch reply)."""
     if not isinstance(partition, QueueRange):  # Spark's stand-in when there is nothing to read
         return
+    from rockmq import allocator
     from rockmq.spark.columnar import decode
     from rockmq.spark.fetch import fetch_replies
 
+    allocator.tune()  # Spark's Python worker receives replies of megabytes too (see rockmq.allocator)
     p = partition
     for reply in fetch_replies(p.endpoint, p.topic, p.broker, p.queue_id, p.start, p.end,
                                fail_on_data_loss=p.fail_on_data_loss, max_records=FETCH_RECORDS, max_bytes=FETCH_BYTES,

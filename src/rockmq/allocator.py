@@ -1,0 +1,37 @@
+"""glibc's allocator, set up for processes that build or receive replies of megabytes: the
+broker, and the Spark source's readers in Spark's Python workers.
+
+glibc serves an allocation above its mmap threshold (dynamic, at most 32 MiB) with fresh pages
+from mmap and returns them on free, and gives the top of the heap back once 128 KiB of it is
+free. A Fetch reply (8 MiB by default) then costs thousands of page faults each time it is
+built (or received): a fifth of Fetch's broker CPU, measured here. Fixing the threshold at 16 MiB and keeping
+up to 32 MiB of free heap serves such replies from reused memory. Elsewhere (not glibc) nothing
+changes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger(__name__)
+
+MiB = 1024 * 1024
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+SETTINGS = ((_M_MMAP_THRESHOLD, 16 * MiB), (_M_TRIM_THRESHOLD, 32 * MiB), (_M_TOP_PAD, 8 * MiB))
+_tuned = False
+
+
+def tune() -> None:
+    """Apply SETTINGS to this process's allocator, once (glibc only)."""
+    global _tuned
+    if _tuned:
+        return
+    _tuned = True
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    if not all(mallopt(option, value) == 1 for option, value in SETTINGS):
+        log.warning("could not tune the allocator (mallopt refused)")
