@@ -117,8 +117,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         values: list[bytes] = []
         size = 0
         first = last = b""
-        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit,
-                                    bulk=True)
+        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit)
         for i, (key, value) in enumerate(scan, 1):  # the iterator reads a snapshot: pausing in between is safe
             if values and size + len(value) > max_bytes:
                 break

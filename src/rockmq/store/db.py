@@ -141,17 +141,13 @@ class Store:
         """One multi-get: cheaper than a get per key."""
         return self._cf[family].get(keys) if keys else []
 
-    def scan(self, family: str, lower: bytes, upper: bytes, limit: int | None = None, *,
-             bulk: bool = False) -> Iterator[tuple[bytes, bytes]]:
-        """Entries with lower <= key < upper, in key order. A `bulk` scan (a backfill reading
-        old data once) leaves the block cache to the hot blocks."""
+    def scan(self, family: str, lower: bytes, upper: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with lower <= key < upper, in key order."""
         # With the bounds, RocksDB skips files outside them and never steps (or fetches a blob)
         # past the range.
         bounds = ReadOptions()
         bounds.set_iterate_lower_bound(lower)
         bounds.set_iterate_upper_bound(upper)
-        if bulk:
-            bounds.fill_cache(False)
         items = self._cf[family].items(from_key=lower, read_opt=bounds)  # stepped in Rust: no call per step
         # A generator, so `bounds` lives as long as the iteration: the iterator does not own it.
         yield from items if limit is None else itertools.islice(items, limit)
