@@ -47,6 +47,12 @@ class Settings:
     # Deliveries of one message to a group before it goes to %DLQ%<group> (RocketMQ: 17).
     max_attempts: int = 17
     dedup_window_s: int = 600
+    # Retention: a queue's messages older than retention_s go, and with retention_bytes above 0,
+    # the oldest messages of all queues go while the log holds more; checked every
+    # retention_check_s. A queue always keeps its newest message.
+    retention_s: int = 72 * 3600
+    retention_bytes: int = 0
+    retention_check_s: float = 60.0
     max_delay_s: int = 365 * 24 * 3600
     # User properties that filtered subscriptions are indexed on, besides the tag (comma
     # separated), e.g. "MessageType": `MessageType = 'x' AND ...` then costs one lookup.
@@ -78,6 +84,8 @@ class Settings:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
         if self.replication not in ("off", "async", "sync"):
             raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
+        if self.retention_s < 1 or self.retention_bytes < 0 or self.retention_check_s <= 0:
+            raise ConfigError("retention_s must be at least 1, retention_bytes at least 0, retention_check_s above 0")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:

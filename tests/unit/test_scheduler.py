@@ -148,3 +148,18 @@ def test_deadline_loop_sleeps_until_due_and_wakes_early_on_note():
 
     calls = asyncio.run(scenario())
     assert len(calls) <= 5, f"too many steps for two deadlines: {len(calls)}"
+
+
+def test_retention_binary_search_and_size_cut():
+    from rockmq.broker.retention import first_to_keep, size_cut_ms
+
+    times = {o: 1000 + 10 * o for o in range(100)}  # offset o stored at 1000 + 10 o
+    assert first_to_keep(times.get, 0, 100, 1500) == 50
+    assert first_to_keep(times.get, 0, 100, 0) == 0
+    assert first_to_keep(times.get, 0, 99, 10_000) == 99  # everything old: up to the end given
+    gone = {o: (None if o < 30 else t) for o, t in times.items()}  # removed meanwhile: treated as old
+    assert first_to_keep(gone.get, 0, 100, 1500) == 50
+    assert size_cut_ms(1000, 2000, 300, 0) is None and size_cut_ms(1000, 2000, 300, 400) is None
+    assert size_cut_ms(1000, 2000, 400, 300) == 1250  # a quarter too much: the oldest quarter of the time
+    assert size_cut_ms(1000, 1000, 400, 300) is None
+    assert size_cut_ms(1000, 1001, 10_000, 9_999) == 1001  # always at least one ms of progress

@@ -20,6 +20,7 @@ from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.read_only import ReadOnly
 from rockmq.broker.replication import Follower, Replicator
+from rockmq.broker.retention import RetentionService
 from rockmq.broker.send import SendService
 from rockmq.broker.servicer import MessagingServicer
 from rockmq.broker.staging import StagingService
@@ -43,6 +44,7 @@ class Broker:
         self.transactions = TransactionService(self.ctx, self.timers)
         self.sender = SendService(self.ctx, self.timers, self.transactions)
         self.staging = StagingService(self.ctx, self.sender, self.timers)
+        self.retention = RetentionService(self.ctx)
         self.pop = PopService(self.ctx)
         self.puller = PullService(self.ctx)
         self.subscriptions = Subscriptions(self.ctx)
@@ -94,7 +96,8 @@ class Broker:
             return self.port
         loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
         self._tasks = [asyncio.create_task(t) for t in
-                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping(), self.staging.run())]
+                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping(), self.staging.run(),
+                        self.retention.run())]
         if self.cluster.enabled:
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port

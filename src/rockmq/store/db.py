@@ -160,6 +160,18 @@ class Store:
             return key
         return None
 
+    def size(self, family: str) -> int:
+        """Bytes the family holds: its live table and blob files plus its memtables (estimate)."""
+        prop = self._cf[family].property_int_value
+        return sum(prop(f"rocksdb.{name}") or 0 for name in ("live-sst-files-size", "live-blob-file-size",
+                                                                "cur-size-all-mem-tables")) \
+            - (prop("rocksdb.live-blob-file-garbage-size") or 0)
+
+    async def compact(self, family: str, lower: bytes, upper: bytes) -> None:
+        """Compact a key range on a worker thread (RocksDB releases the GIL meanwhile): what a
+        range delete hid is then gone from disk too."""
+        await asyncio.to_thread(self._cf[family].compact_range, lower, upper)
+
     def last_key_with_prefix(self, family: str, prefix: bytes) -> bytes | None:
         it = self._cf[family].iter()
         it.seek(prefix_end(prefix))

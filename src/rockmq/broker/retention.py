@@ -1,0 +1,124 @@
+"""Retention: a queue's oldest messages go once they are older than `retention_s`, or, with
+`retention_bytes`, while the log holds more than that (the oldest first, across all queues).
+
+Every `retention_check_s` the service finds, for every queue, the first offset to keep by a
+binary search over store times (a queue is appended in time order, so this costs a few point
+reads, no scan) and removes everything before it with one range delete per queue, all in one
+WriteBatch: readers see a queue's minimum offset move up, never a gap. A range delete only
+hides records, so the removed key range is then compacted on a worker thread (RocksDB releases
+the GIL), which gives the disk space back: the keys leave the tables and blob files whose
+every blob is gone are deleted.
+
+A queue always keeps its newest message: its key carries the queue's next offset across a
+restart, and offsets are never reused. POP checkpoints, retries and filter matches that point
+at removed records stay; readers treat a missing record as removed (skip it, drop the
+checkpoint at revive). The size cap is an estimate (RocksDB's own file sizes, messages spread
+evenly in time): a sweep that removes too little is followed by another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.protocol import records
+from rockmq.store import keys
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Remove offsets [start, end) of a queue."""
+
+    topic_id: int
+    queue_id: int
+    start: int
+    end: int
+
+
+def first_to_keep(stored_at, lo: int, hi: int, keep_from_ms: int) -> int:
+    """The first offset in [lo, hi) stored at or after `keep_from_ms` (hi if none), given
+    `stored_at(offset)` -> ms (None: already gone), non-decreasing in the offset."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        at = stored_at(mid)
+        if at is not None and at >= keep_from_ms:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def size_cut_ms(oldest_ms: int, now: int, size: int, cap: int) -> int | None:
+    """Where a size cap cuts, assuming messages spread evenly between the oldest and now: the
+    time before which `size - cap` bytes were stored (at least one ms past the oldest)."""
+    if not cap or size <= cap or oldest_ms >= now:
+        return None
+    return oldest_ms + max(1, (now - oldest_ms) * (size - cap) // size)
+
+
+class RetentionService:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.removed = 0  # messages removed since start
+
+    def _stored_at(self, topic_id: int, queue_id: int):
+        get = self.ctx.store.get
+
+        def at(offset: int) -> int | None:
+            raw = get("log", keys.log_key(topic_id, queue_id, offset))
+            return records.stored_at(raw) if raw is not None else None
+
+        return at
+
+    def plan(self, now: int) -> list[Cut]:
+        """What a sweep at `now` removes."""
+        ctx = self.ctx
+        s = ctx.settings
+        logs = ctx.logs
+        queues = [(t.id, q, logs.min_offset(t.id, q), logs.max_offset(t.id, q))
+                  for t in list(ctx.meta.topics.values()) for q in range(t.queues)]
+        queues = [(tid, qid, lo, hi) for tid, qid, lo, hi in queues if hi - lo > 1]
+        keep_from = now - s.retention_s * 1000
+        if s.retention_bytes:
+            heads = [self._stored_at(tid, qid)(lo) for tid, qid, lo, _ in queues]
+            oldest = min((h for h in heads if h is not None), default=now)
+            by_size = size_cut_ms(oldest, now, ctx.store.size("log"), s.retention_bytes)
+            if by_size is not None:
+                keep_from = max(keep_from, by_size)
+        cuts = []
+        for tid, qid, lo, hi in queues:
+            end = first_to_keep(self._stored_at(tid, qid), lo, hi - 1, keep_from)  # the newest stays
+            if end > lo:
+                cuts.append(Cut(tid, qid, lo, end))
+        return cuts
+
+    async def sweep(self) -> int:
+        """Remove what retention says is due; -> messages removed."""
+        cuts = self.plan(now_ms())
+        if not cuts:
+            return 0
+        batch = self.ctx.store.batch()
+        for c in cuts:
+            batch.delete_range("log", keys.log_key(c.topic_id, c.queue_id, c.start), keys.log_key(c.topic_id, c.queue_id, c.end))
+        await self.ctx.store.commit(batch)
+        removed = sum(c.end - c.start for c in cuts)
+        self.removed += removed
+        log.info("retention removed %d messages from %d queues", removed, len(cuts))
+        bounds = [keys.log_key(c.topic_id, c.queue_id, c.start) for c in cuts]
+        await self.ctx.store.compact("log", min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
+        return removed
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.ctx.settings.retention_check_s)
+            if self.ctx.read_only:
+                continue
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("retention sweep failed; trying again at the next check")
