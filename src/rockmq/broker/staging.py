@@ -46,7 +46,7 @@ from rockmq.broker.send import SendService, delivery_ms
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import RETRY_PREFIX
-from rockmq.store import keys
+from rockmq.store import framing, keys
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ _NS = b"\x00sink/"
 _CHUNK, _INDEX, _SINK, _JOB = _NS + b"c", _NS + b"i", _NS + b"s", _NS + b"j"
 _HANDLE = struct.Struct(">IQ")  # expiry bucket · sequence
 _ENTRY = struct.Struct(">IQB")  # topic id · due ms (0: now) · message id length; then the id
-_LEN = struct.Struct(">I")
+_LEN = framing.LEN
 _SINK_STATE = struct.Struct(">qQ")  # last published batch id · forget after (ms, 0: never)
 _JOB_HEAD = struct.Struct(">H")  # sink id length
 _VALUE = b"S"
@@ -74,19 +74,8 @@ MAX_SINK_ID = 256
 
 def _chunk_entries(raw: bytes) -> list[tuple[int, int, bytes, bytes]]:
     """A staged chunk's messages as (topic id, due ms, message id, sealed record); `stage` wrote
-    it as a two-byte head, then per message `_ENTRY` · id · `_LEN` · record."""
-    entries = []
-    pos, end = 2, len(raw)
-    while pos < end:
-        topic_id, due, id_len = _ENTRY.unpack_from(raw, pos)
-        pos += _ENTRY.size
-        mid = raw[pos:pos + id_len]
-        pos += id_len
-        (size,) = _LEN.unpack_from(raw, pos)
-        pos += _LEN.size
-        entries.append((topic_id, due, mid, raw[pos:pos + size]))
-        pos += size
-    return entries
+    a two-byte head, then per message `_ENTRY` · id · length · record."""
+    return [(topic_id, due, mid, record) for (topic_id, due, _), mid, record in framing.entries(raw, _ENTRY, 2)]
 
 
 def _chunk_key(handle: bytes) -> bytes:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import struct
 
+from rockmq.store import framing
+
 PUT, DELETE, DELETE_RANGE = 0, 1, 2
 Op = tuple[int, str, bytes, bytes]
 _HEAD = struct.Struct(">BBI")
-_LEN = struct.Struct(">I")
+_LEN = framing.LEN
 
 
 def encode(ops: list[Op], families: tuple[str, ...]) -> bytes:
@@ -29,20 +31,8 @@ def encode(ops: list[Op], families: tuple[str, ...]) -> bytes:
 def decode(data: bytes, families: tuple[str, ...]) -> list[Op]:
     """Raises ValueError on anything `encode` did not produce."""
     ops: list[Op] = []
-    pos, end = 0, len(data)
-    try:
-        while pos < end:
-            kind, family, key_len = _HEAD.unpack_from(data, pos)
-            pos += _HEAD.size
-            key = data[pos:pos + key_len]
-            pos += key_len
-            (value_len,) = _LEN.unpack_from(data, pos)
-            pos += _LEN.size
-            value = data[pos:pos + value_len]
-            pos += value_len
-            if kind > DELETE_RANGE or len(key) != key_len or len(value) != value_len:
-                raise ValueError("truncated or unknown operation")
-            ops.append((kind, families[family], key, value))
-    except (struct.error, IndexError) as e:
-        raise ValueError(f"corrupt batch: {e}") from None
+    for (kind, family, _), key, value in framing.entries(data, _HEAD):
+        if kind > DELETE_RANGE or family >= len(families):
+            raise ValueError("corrupt batch: unknown operation or family")
+        ops.append((kind, families[family], key, value))
     return ops
