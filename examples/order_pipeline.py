@@ -61,11 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threshold", type=float, default=1000.0)
     p.add_argument("--master", default="local[*]")
     p.add_argument("--available-now", action="store_true")
+    p.add_argument("--shuffle-partitions", type=int, default=8,
+                   help="spark.sql.shuffle.partitions: state partitions of the de-duplication and the aggregation")
     args = p.parse_args(argv)
 
     from rockmq.spark.jobs import session
 
-    spark = session(args.master, "order-pipeline")
+    spark = session(args.master, "order-pipeline", args.shuffle_partitions)
     events = orders(spark, args.endpoint, args.topic)
     minutes = (per_minute(events).writeStream.format("parquet").outputMode("append")
                .option("path", f"{args.output}/minutes").option("checkpointLocation", f"{args.output}/_checkpoints/minutes"))

@@ -23,16 +23,20 @@ if TYPE_CHECKING:
 ARCHIVE_PARTITION = "date"
 
 
-def session(master: str, app: str) -> SparkSession:
-    """A SparkSession for a job, with the rockmq data source registered."""
+def session(master: str, app: str, shuffle_partitions: int | None = None) -> SparkSession:
+    """A SparkSession for a job, with the rockmq data source registered. `shuffle_partitions`:
+    partitions of a shuffle, and so of a stateful stream's state (Spark's default is 200, which
+    a small job pays for in every micro-batch)."""
     from pyspark.sql import SparkSession
 
     from rockmq.spark import register
 
-    spark = (SparkSession.builder.master(master).appName(app)
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false"))
+    if shuffle_partitions is not None:
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    spark = builder.getOrCreate()
     register(spark)
     return spark
 
