@@ -57,11 +57,15 @@ class QueueLogs:
         return records.seal(msg, self.store_host)
 
     def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes, store_ms: int | None = None,
-                      props: Mapping[str, str] | None = None) -> int:
+                      props: Mapping[str, str] | None = None, allocated: dict[tuple[int, int], int] | None = None) -> int:
         """Place a sealed record at the queue's next offset in `batch`; the caller writes the batch now.
-        `props`: the message's user properties, if at hand (spares the indexer a parse)."""
+        `props`: the message's user properties, if at hand (spares the indexer a parse).
+        `allocated`: collects each queue's first offset in the batch (see `write_appends`)."""
+        key = (topic.id, queue_id)
         offset = self.max_offset(topic.id, queue_id)
-        self._next[(topic.id, queue_id)] = offset + 1
+        self._next[key] = offset + 1
+        if allocated is not None and key not in allocated:
+            allocated[key] = offset
         batch.put("log", keys.log_key(topic.id, queue_id, offset), records.place(sealed, queue_id, offset, store_ms or now_ms()))
         if self.indexer is not None:
             self.indexer(batch, topic.id, queue_id, offset, sealed, props)

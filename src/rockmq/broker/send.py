@@ -164,8 +164,8 @@ class SendService:
                 result.recall_handle = self.timers.schedule(batch, topic, msg, due)
             else:
                 queue_id = logs.choose_queue(topic, sp.message_group if sp.HasField("message_group") else None)
-                allocated.setdefault((topic.id, queue_id), logs.max_offset(topic.id, queue_id))
-                result.offset = logs.append_record(batch, topic, queue_id, logs.seal(topic, msg), now, msg.user_properties)
+                result.offset = logs.append_record(batch, topic, queue_id, logs.seal(topic, msg), now, msg.user_properties,
+                                                   allocated)
                 touched.add(topic.id)
             batch.put("dedup", keys.dedup_key(bucket, topic.id, mid),
                       keys.dedup_value(queue_id & 0xFFFFFFFF, result.offset, result.transaction_id, result.recall_handle))

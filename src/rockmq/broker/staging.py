@@ -303,8 +303,7 @@ class StagingService:
                 recall = self.timers.schedule_record(batch, topic, sealed, due)
             else:
                 queue_id = logs.choose_queue(topic, records.message_group(sealed))
-                allocated.setdefault((topic_id, queue_id), logs.max_offset(topic_id, queue_id))
-                offset = logs.append_record(batch, topic, queue_id, sealed, now)
+                offset = logs.append_record(batch, topic, queue_id, sealed, now, allocated=allocated)
                 touched.add(topic_id)
             if deduplicate:
                 batch.put("dedup", keys.dedup_key(bucket, topic_id, mid.decode()),
