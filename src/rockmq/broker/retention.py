@@ -71,7 +71,7 @@ class RetentionService:
 
         def at(offset: int) -> int | None:
             raw = get("log", keys.log_key(topic_id, queue_id, offset))
-            return records.stored_at(raw) if raw is not None else None
+            return records.store_ms(raw) if raw is not None else None
 
         return at
 

@@ -94,11 +94,6 @@ def view(record: bytes) -> RecordView:
                       record[b:c].decode() if group_len else None, record[c:d], record[d:])
 
 
-def stored_at(record: bytes) -> int:
-    """The record's store time (ms), read from the header alone."""
-    return _HEADER.unpack_from(record)[1]
-
-
 def message_group(record: bytes) -> str | None:
     """The record's message group, read from the header alone."""
     _, _, tag_len, group_len, _ = _HEADER.unpack_from(record)

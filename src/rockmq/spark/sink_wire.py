@@ -16,25 +16,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from rockmq.protocol.records import varint
+
 # Columns the sink understands, and the Arrow types it accepts for each (Spark's, via Arrow).
 COLUMNS = ("body", "topic", "tag", "keys", "message_group", "delivery_timestamp", "properties", "message_id")
 
-_ONE_BYTE = [bytes([i]) for i in range(128)]
-
 NORMAL, FIFO, DELAY = 1, 2, 3  # apache.rocketmq.v2.MessageType
-
-
-def varint(n: int) -> bytes:
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    if n < 0x4000:
-        return bytes((n & 0x7F | 0x80, n >> 7))
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def field(key: bytes, value: bytes) -> bytes:
