@@ -47,23 +47,12 @@ def _count_field(buf: bytes, number: int) -> int:
     """Count occurrences of a length-delimited top-level field in a serialized message."""
     i, n = 0, 0
     while i < len(buf):
-        key, i = _read_varint(buf, i)
+        key, i = records.read_varint(buf, i)
         assert key & 7 == 2
-        length, i = _read_varint(buf, i)
+        length, i = records.read_varint(buf, i)
         n += key >> 3 == number
         i += length
     return n
-
-
-def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, i
 
 
 def test_message_frame_handles_long_payloads():

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rockmq.protocol import pb
-from rockmq.protocol.records import frame, varint
+from rockmq.protocol.records import frame, read_varint, varint
 
 _STATUS, _FIRST_OFFSET, _COUNT, _RECORDS, _OFFSETS, _MIN_OFFSET, _MAX_OFFSET = range(1, 8)
 _INT_FIELDS = {_FIRST_OFFSET: "first_offset", _COUNT: "count", _MIN_OFFSET: "min_offset", _MAX_OFFSET: "max_offset"}
@@ -47,31 +47,20 @@ class FetchReply:
     max_offset: int = 0
 
 
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[at]
-        at += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, at
-        shift += 7
-
-
 def parse_fetch_response(raw: bytes) -> FetchReply:
     """FetchResponse's fields from its serialized form."""
     reply = FetchReply()
     view = memoryview(raw)
     at = 0
     while at < len(raw):
-        key, at = _read_varint(raw, at)
+        key, at = read_varint(raw, at)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value, at = _read_varint(raw, at)
+            value, at = read_varint(raw, at)
             if number in _INT_FIELDS:
                 setattr(reply, _INT_FIELDS[number], value - (1 << 64) if value >= 1 << 63 else value)
         elif wire == 2:
-            size, at = _read_varint(raw, at)
+            size, at = read_varint(raw, at)
             if number == _STATUS:
                 status = pb.Status.FromString(raw[at:at + size])
                 reply.code, reply.message = status.code, status.message

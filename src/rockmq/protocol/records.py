@@ -137,6 +137,18 @@ def varint(n: int) -> bytes:
             return bytes(out)
 
 
+def read_varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at `data[at:]` -> (value, position after it)."""
+    value = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, at
+        shift += 7
+
+
 def frame(field_number: int, message: bytes) -> bytes:
     """Encode `message` (already serialized) as a length-delimited field of an outer message.
 
