@@ -159,6 +159,8 @@ def test_retention_binary_search_and_size_cut():
     assert first_to_keep(times.get, 0, 99, 10_000) == 99  # everything old: up to the end given
     gone = {o: (None if o < 30 else t) for o, t in times.items()}  # removed meanwhile: treated as old
     assert first_to_keep(gone.get, 0, 100, 1500) == 50
+    reads: list[int] = []
+    assert first_to_keep(lambda o: reads.append(o) or times[o], 0, 100, 500) == 0 and reads == [0]  # nothing old: one read
     assert size_cut_ms(1000, 2000, 300, 0) is None and size_cut_ms(1000, 2000, 300, 400) is None
     assert size_cut_ms(1000, 2000, 400, 300) == 1250  # a quarter too much: the oldest quarter of the time
     assert size_cut_ms(1000, 1000, 400, 300) is None

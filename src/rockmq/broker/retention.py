@@ -43,6 +43,8 @@ class Cut:
 def first_to_keep(stored_at, lo: int, hi: int, keep_from_ms: int) -> int:
     """The first offset in [lo, hi) stored at or after `keep_from_ms` (hi if none), given
     `stored_at(offset)` -> ms (None: already gone), non-decreasing in the offset."""
+    if lo < hi and (head := stored_at(lo)) is not None and head >= keep_from_ms:
+        return lo  # the usual sweep: nothing old yet, one read
     while lo < hi:
         mid = (lo + hi) // 2
         at = stored_at(mid)
