@@ -69,10 +69,10 @@ class RetentionService:
         self.removed = 0  # messages removed since start
 
     def _stored_at(self, topic_id: int, queue_id: int):
-        get = self.ctx.store.get
+        read = self.ctx.logs.read
 
         def at(offset: int) -> int | None:
-            raw = get("log", keys.log_key(topic_id, queue_id, offset))
+            raw = read(topic_id, queue_id, offset)
             return records.store_ms(raw) if raw is not None else None
 
         return at
