@@ -176,7 +176,6 @@ class Client:
         # it from keyword arguments; ids are a per-process random prefix plus a counter.
         self._template = pb.Message(
             topic=self.topic,
-            body=os.urandom(opts.size),
             system_properties=pb.SystemProperties(
                 message_type=pb.NORMAL, body_encoding=pb.IDENTITY, born_host=socket.gethostname()
             ),
@@ -201,12 +200,16 @@ class Client:
         await self._channel.close()
 
     def send_request(self, count: int) -> svc.SendMessageRequest:
-        """`count` fresh messages sharing one born timestamp."""
+        """`count` fresh messages sharing one born timestamp, each with its own random body (equal
+        bodies would compress to nothing in the store and flatter every figure)."""
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
         request = svc.SendMessageRequest()
-        for _ in range(count):
+        size = self.opts.size
+        bodies = os.urandom(count * size)
+        for i in range(count):
             message = request.messages.add()
             message.CopyFrom(self._template)
+            message.body = bodies[i * size:(i + 1) * size]
             props = message.system_properties
             props.message_id = f"{self._id_prefix}{self._sequence:016X}"
             props.born_timestamp.seconds = seconds

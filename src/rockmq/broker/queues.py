@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig
@@ -25,8 +25,10 @@ class QueueLogs:
         self._next: dict[tuple[int, int], int] = {}
         self._signals: dict[int, asyncio.Event] = {}
         self._round_robin: dict[int, int] = {}
-        # Called for every append, in the append's batch (the subscription index, when set).
-        self.indexer: Callable[[Batch, int, int, int, bytes, Mapping[str, str] | None], None] | None = None
+        # The subscription index (broker/subscriptions.py) when set: called for every append to
+        # a topic in `indexed`, in the append's batch.
+        self.indexer: Callable[[Batch, int, int, int, bytes, Mapping[str, str] | None], None] = lambda *_: None
+        self.indexed: Container[int] = ()
 
     def max_offset(self, topic_id: int, queue_id: int) -> int:
         """The offset the next message of this queue will get (= number ever appended)."""
@@ -67,7 +69,7 @@ class QueueLogs:
         if allocated is not None and key not in allocated:
             allocated[key] = offset
         batch.put("log", keys.log_key(topic.id, queue_id, offset), records.place(sealed, queue_id, offset, store_ms or now_ms()))
-        if self.indexer is not None:
+        if topic.id in self.indexed:
             self.indexer(batch, topic.id, queue_id, offset, sealed, props)
         return offset
 

@@ -80,6 +80,7 @@ class Subscriptions:
             self._add(Subscription(data["group_id"], data["topic_id"], data["sql"], data["expression"],
                                    data["indexed_from"], accept))
         ctx.logs.indexer = self.index_append
+        ctx.logs.indexed = self._index
 
     def __len__(self) -> int:
         return len(self._subs)

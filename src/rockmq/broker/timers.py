@@ -39,8 +39,8 @@ class Lateness:
     counts: list[int] = field(default_factory=lambda: [0] * (len(LATENESS_BOUNDS_MS) + 1))
     max_ms: int = 0
 
-    def add(self, late_ms: int) -> None:
-        self.counts[bisect.bisect_left(LATENESS_BOUNDS_MS, late_ms)] += 1
+    def add(self, late_ms: int, count: int = 1) -> None:
+        self.counts[bisect.bisect_left(LATENESS_BOUNDS_MS, late_ms)] += count
         self.max_ms = max(self.max_ms, late_ms)
 
 
@@ -87,23 +87,32 @@ class TimerService:
         """Move up to MOVE_BATCH due messages; -> (moved, due time of the next pending timer)."""
         ctx = self.ctx
         logs = ctx.logs
+        topics = ctx.meta.topics_by_id
         now = now_ms()
         batch = ctx.store.batch()
         touched: set[int] = set()
         moved = size = 0
+        due_ms, same_due = -1, 0  # lateness is counted per run of equal due times (a burst is one)
         for key, value in self.loop.due(ctx.store, "timers", now, MOVE_BATCH):
             if size >= MOVE_BYTES:  # the rest is due too: the loop comes straight back for it
                 break
             size += len(value)
             batch.delete("timers", key)
             moved += 1
-            self.lateness.add(now - keys.deadline_of(key))
-            topic = ctx.meta.topics_by_id.get(int.from_bytes(value[:4], "big"))
+            deadline = keys.deadline_of(key)
+            if deadline != due_ms:
+                if same_due:
+                    self.lateness.add(now - due_ms, same_due)
+                due_ms, same_due = deadline, 0
+            same_due += 1
+            topic = topics.get(int.from_bytes(value[:4], "big"))
             if topic is None:  # the topic was deleted meanwhile
                 continue
             sealed = value[4:]
             logs.append_record(batch, topic, logs.choose_queue(topic, records.message_group(sealed)), sealed, now)
             touched.add(topic.id)
+        if same_due:
+            self.lateness.add(now - due_ms, same_due)
         if moved:
             self.pending.add(batch, -moved)
             ctx.store.write(batch)

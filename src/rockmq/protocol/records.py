@@ -24,6 +24,7 @@ from typing import NamedTuple
 from rockmq.protocol import pb
 
 _HEADER = struct.Struct(">BQHHI")
+_VERSION_AND_STORE_MS = struct.Struct(">BQ")  # the header's start: what `place` rewrites
 VERSION = 1
 _SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
 # Keys of the SystemProperties fields encoded by hand here: (field number << 3) | wire type.
@@ -71,10 +72,9 @@ def place(record: bytes, queue_id: int, offset: int, store_ms: int) -> bytes:
     """The sealed record as stored at `queue_id`/`offset`: the store time goes into the header
     and the placement fields are appended to the system properties, which end the record (a
     parser merges fields that appear later into the message)."""
-    _, _, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
-    return (_HEADER.pack(VERSION, store_ms, tag_len, group_len, rest_len) + record[_HEADER.size:]
-            + _QUEUE_ID + varint(queue_id & 0xFFFFFFFFFFFFFFFF) + _QUEUE_OFFSET + varint(offset)
-            + _store_timestamp(store_ms))
+    return b"".join((_VERSION_AND_STORE_MS.pack(VERSION, store_ms), memoryview(record)[_VERSION_AND_STORE_MS.size:],
+                     _QUEUE_ID, varint(queue_id & 0xFFFFFFFFFFFFFFFF), _QUEUE_OFFSET, varint(offset),
+                     _store_timestamp(store_ms)))
 
 
 @functools.lru_cache(maxsize=8)  # a batch of appends shares one store time
@@ -112,10 +112,14 @@ def decode(record: bytes) -> pb.Message:
 def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
     """The per-delivery system properties, encoded alone, for `RecordView.message()`."""
     handle = receipt_handle.encode()
+    return _RECEIPT_HANDLE + varint(len(handle)) + handle + _delivery_tail(invisible_ms, attempt)
+
+
+@functools.lru_cache(maxsize=64)  # a receive hands out many messages with the same two values
+def _delivery_tail(invisible_ms: int, attempt: int) -> bytes:
     seconds, millis = divmod(invisible_ms, 1000)
     duration = (b"\x08" + varint(seconds) if seconds else b"") + (b"\x10" + varint(millis * 1_000_000) if millis else b"")
-    return (_RECEIPT_HANDLE + varint(len(handle)) + handle + _INVISIBLE_DURATION + varint(len(duration)) + duration
-            + _DELIVERY_ATTEMPT + varint(attempt))
+    return _INVISIBLE_DURATION + varint(len(duration)) + duration + _DELIVERY_ATTEMPT + varint(attempt)
 
 
 _ONE_BYTE = [bytes([i]) for i in range(128)]
@@ -126,15 +130,14 @@ def varint(n: int) -> bytes:
         return _ONE_BYTE[n]
     if n < 0x4000:
         return bytes((n & 0x7F | 0x80, n >> 7))
-    out = bytearray()
-    while True:
-        b = n & 0x7F
+    if n < 0x200000:  # queue offsets, mostly
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
+    out = []
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
         n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    out.append(n)
+    return bytes(out)
 
 
 def read_varint(data: bytes, at: int) -> tuple[int, int]:

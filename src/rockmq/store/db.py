@@ -37,16 +37,20 @@ MiB = 1024 * 1024
 # included, goes through one BLOCK_CACHE.
 TOTAL_MEMTABLES = 128 * MiB
 MEMTABLE = {"log": 32 * MiB, "timers": 32 * MiB}
-# The log keeps message bodies in blob files (key-value separation): queues interleave in key
-# order, so compactions would otherwise rewrite payloads over and over. Timers stay inline: they
-# are read back in long scans (a blob costs one read per message), and leave when they fire.
-BLOB_FAMILIES = ("log",)
+# The log and the timers keep message bodies in blob files (key-value separation): compactions
+# then move keys and blob references only. Queues interleave in key order, and a million pending
+# timers would otherwise be rewritten by every compaction their new neighbours cause (measured:
+# 1 GB of pending timers with distinct bodies, rewritten every few seconds during a burst).
+BLOB_FAMILIES = ("log", "timers")
+# A timers blob file holds messages due at all sorts of times; once most of them fired, the
+# compaction that meets its references copies the rest to a new file, so the old one can go.
+BLOB_GC_FAMILIES = ("timers",)
 SMALL_MEMTABLE = 8 * MiB
 BLOOM_FAMILIES = ("dedup", "checkpoints")
 BLOCK_CACHE = 64 * MiB
 MAX_TOTAL_WAL = 256 * MiB
 # Families read by long in-order scans (due timers are moved thousands at a time) get big
-# blocks: one read per block instead of one per few messages.
+# blocks: one read per block instead of one per few entries.
 SCANNED_FAMILIES = ("timers",)
 SCAN_BLOCK = 64 * 1024
 
@@ -71,6 +75,10 @@ def _options(cache: Cache, family: str | None = None) -> Options:
         if family in BLOB_FAMILIES:
             opts.set_enable_blob_files(True)
             opts.set_min_blob_size(256)
+        if family in BLOB_GC_FAMILIES:  # the oldest quarter of the files, or sooner once half garbage
+            opts.set_enable_blob_gc(True)
+            opts.set_blob_gc_age_cutoff(0.25)
+            opts.set_blob_gc_force_threshold(0.5)
         table = BlockBasedOptions()
         # Index and filter blocks live in the one bounded cache, not beside it: memory stays
         # flat however much data the broker holds.
