@@ -27,7 +27,8 @@ class QueueLogs:
         self._round_robin: dict[int, int] = {}
         # The subscription index (broker/subscriptions.py) when set: called for every append to
         # a topic in `indexed`, in the append's batch.
-        self.indexer: Callable[[Batch, int, int, int, bytes, Mapping[str, str] | None], None] = lambda *_: None
+        self.indexer: Callable[[Batch, int, int, int, bytes | memoryview, Mapping[str, str] | None], None] = \
+            lambda *_: None
         self.indexed: Container[int] = ()
 
     def max_offset(self, topic_id: int, queue_id: int) -> int:
@@ -58,8 +59,9 @@ class QueueLogs:
         msg.topic.name = topic.name
         return records.seal(msg, self.store_host)
 
-    def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes, store_ms: int | None = None,
-                      props: Mapping[str, str] | None = None, allocated: dict[tuple[int, int], int] | None = None) -> int:
+    def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes | memoryview,
+                      store_ms: int | None = None, props: Mapping[str, str] | None = None,
+                      allocated: dict[tuple[int, int], int] | None = None) -> int:
         """Place a sealed record at the queue's next offset in `batch`; the caller writes the batch now.
         `props`: the message's user properties, if at hand (spares the indexer a parse).
         `allocated`: collects each queue's first offset in the batch (see `write_appends`)."""

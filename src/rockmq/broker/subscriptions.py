@@ -156,7 +156,7 @@ class Subscriptions:
                     self._trimmed[(sub.group_id, sub.topic_id, qid)] = upto
         self.ctx.store.write(batch)
 
-    def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes,
+    def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes | memoryview,
                      props: Mapping[str, str] | None) -> None:
         """Put the message's match entries into `batch` (QueueLogs calls this on every append)."""
         index = self._index.get(topic_id)

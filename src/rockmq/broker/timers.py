@@ -108,7 +108,7 @@ class TimerService:
             topic = topics.get(int.from_bytes(value[:4], "big"))
             if topic is None:  # the topic was deleted meanwhile
                 continue
-            sealed = value[4:]
+            sealed = memoryview(value)[4:]  # `place` copies it once, into the log record
             logs.append_record(batch, topic, logs.choose_queue(topic, records.message_group(sealed)), sealed, now)
             touched.add(topic.id)
         if same_due:

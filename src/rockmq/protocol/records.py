@@ -33,16 +33,23 @@ _RECEIPT_HANDLE, _INVISIBLE_DURATION = bytes([12 << 3 | 2]), bytes([15 << 3 | 2]
 _DELIVERY_ATTEMPT = bytes([16 << 3, 1])  # field 16 needs a two-byte key
 
 
+_SYSTEM_PROPERTIES_KEY = bytes([_SYSTEM_PROPERTIES << 3 | 2])
+
+
 class RecordView(NamedTuple):
+    """A record's parts; `rest` and `system_properties` are views into it, not copies."""
+
     store_ms: int
     tag: str | None
     message_group: str | None
-    rest: bytes
-    system_properties: bytes
+    rest: memoryview
+    system_properties: memoryview
 
     def message(self, delivery: bytes = b"") -> bytes:
-        """The serialized Message, with `delivery` (see `delivery_fields`) spliced in."""
-        return self.rest + frame(_SYSTEM_PROPERTIES, self.system_properties + delivery)
+        """The serialized Message, with `delivery` (see `delivery_fields`) spliced in: one copy
+        of the record's bytes, made once."""
+        sp = self.system_properties
+        return b"".join((self.rest, _SYSTEM_PROPERTIES_KEY, varint(len(sp) + len(delivery)), sp, delivery))
 
 
 def seal(msg: pb.Message, store_host: str) -> bytes:
@@ -68,7 +75,7 @@ def seal(msg: pb.Message, store_host: str) -> bytes:
     return _HEADER.pack(VERSION, 0, len(tag), len(group), len(rest)) + tag + group + rest + sp_bytes
 
 
-def place(record: bytes, queue_id: int, offset: int, store_ms: int) -> bytes:
+def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int) -> bytes:
     """The sealed record as stored at `queue_id`/`offset`: the store time goes into the header
     and the placement fields are appended to the system properties, which end the record (a
     parser merges fields that appear later into the message)."""
@@ -84,21 +91,22 @@ def _store_timestamp(store_ms: int) -> bytes:
     return _STORE_TIMESTAMP + varint(len(timestamp)) + timestamp
 
 
-def view(record: bytes) -> RecordView:
+def view(record: bytes | memoryview) -> RecordView:
     _, store_ms, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
     a = _HEADER.size
     b = a + tag_len
     c = b + group_len
     d = c + rest_len
-    return RecordView(store_ms, record[a:b].decode() if tag_len else None,
-                      record[b:c].decode() if group_len else None, record[c:d], record[d:])
+    whole = memoryview(record)
+    return RecordView(store_ms, str(whole[a:b], "utf-8") if tag_len else None,
+                      str(whole[b:c], "utf-8") if group_len else None, whole[c:d], whole[d:])
 
 
-def message_group(record: bytes) -> str | None:
+def message_group(record: bytes | memoryview) -> str | None:
     """The record's message group, read from the header alone."""
     _, _, tag_len, group_len, _ = _HEADER.unpack_from(record)
     start = _HEADER.size + tag_len
-    return record[start:start + group_len].decode() if group_len else None
+    return str(record[start:start + group_len], "utf-8") if group_len else None
 
 
 def store_ms(record: bytes) -> int:
