@@ -42,8 +42,9 @@ MEMTABLE = {"log": 32 * MiB, "timers": 32 * MiB}
 # timers would otherwise be rewritten by every compaction their new neighbours cause (measured:
 # 1 GB of pending timers with distinct bodies, rewritten every few seconds during a burst).
 BLOB_FAMILIES = ("log", "timers")
-# A timers blob file holds messages due at all sorts of times; once most of them fired, the
-# compaction that meets its references copies the rest to a new file, so the old one can go.
+# A timers blob file holds messages due at all sorts of times, and stays while one of them is
+# pending: compactions copy the live rest of the oldest quarter of the files to new ones, and
+# RocksDB schedules such a compaction itself once those files are half garbage.
 BLOB_GC_FAMILIES = ("timers",)
 SMALL_MEMTABLE = 8 * MiB
 BLOOM_FAMILIES = ("dedup", "checkpoints")
@@ -75,7 +76,7 @@ def _options(cache: Cache, family: str | None = None) -> Options:
         if family in BLOB_FAMILIES:
             opts.set_enable_blob_files(True)
             opts.set_min_blob_size(256)
-        if family in BLOB_GC_FAMILIES:  # the oldest quarter of the files, or sooner once half garbage
+        if family in BLOB_GC_FAMILIES:
             opts.set_enable_blob_gc(True)
             opts.set_blob_gc_age_cutoff(0.25)
             opts.set_blob_gc_force_threshold(0.5)
