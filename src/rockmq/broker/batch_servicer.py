@@ -18,7 +18,7 @@ import grpc
 
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import check_name
+from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.servicer import OK, multi_status, poll_seconds, status, unary
@@ -108,10 +108,15 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         lo, hi = logs.min_offset(topic.id, qid), logs.max_offset(topic.id, qid)
         start = max(request.offset, lo)
         end = hi if request.end_offset <= 0 else min(request.end_offset, hi)
-        reply = batch.FetchResponse(status=status(pb.OK), first_offset=start, min_offset=lo, max_offset=hi)
-        if start >= end:
-            reply.offsets = array("i", (0,)).tobytes()
-            return reply
+        first, values = await self._read_range(topic, qid, start, end, request) if start < end else (start, [])
+        ends = array("i", itertools.accumulate(map(len, values), initial=0))
+        if sys.byteorder == "big":
+            ends.byteswap()
+        return encode_fetch_response(status(pb.OK), first, values, ends.tobytes(), lo, hi)
+
+    async def _read_range(self, topic: TopicConfig, qid: int, start: int, end: int,
+                          request: batch.FetchRequest) -> tuple[int, list[bytes]]:
+        """Records of [start, end) within the request's caps -> (offset of the first, records)."""
         limit = min(request.max_records or FETCH_RECORDS, MAX_FETCH_RECORDS, end - start)
         max_bytes = min(request.max_bytes or FETCH_BYTES, MAX_FETCH_BYTES)
         values: list[bytes] = []
@@ -128,16 +133,14 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
             last = key
             if i % FETCH_SLICE == 0:
                 await asyncio.sleep(0)  # a big fetch does not hold up every other client of the broker
-        if values:
-            # Offsets are dense (retention removes a queue's oldest records only), so the first
-            # and last keys vouch for every one between; a race with retention shows in the first.
-            reply.first_offset = keys.parse_log_key(first)[2]
-            if keys.parse_log_key(last)[2] != reply.first_offset + len(values) - 1:
-                raise BrokerError(pb.INTERNAL_ERROR, f"queue {qid} of topic {topic.name!r} has a gap in its offsets")
-        ends = array("i", itertools.accumulate(map(len, values), initial=0))
-        if sys.byteorder == "big":
-            ends.byteswap()
-        return encode_fetch_response(reply.status, reply.first_offset, values, ends.tobytes(), lo, hi)
+        if not values:
+            return start, values
+        # Offsets are dense (retention removes a queue's oldest records only), so the first and
+        # last keys vouch for every one between; a race with retention shows in the first.
+        first_offset = keys.parse_log_key(first)[2]
+        if keys.parse_log_key(last)[2] != first_offset + len(values) - 1:
+            raise BrokerError(pb.INTERNAL_ERROR, f"queue {qid} of topic {topic.name!r} has a gap in its offsets")
+        return first_offset, values
 
     # --- staged writes, published once per (sink, batch): broker/staging.py ---------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 
 from rockmq.broker.clock import now_ms
@@ -91,28 +92,23 @@ class TimerService:
         now = now_ms()
         batch = ctx.store.batch()
         touched: set[int] = set()
-        moved = size = 0
-        due_ms, same_due = -1, 0  # lateness is counted per run of equal due times (a burst is one)
+        size = 0
+        due: Counter[int] = Counter()  # due time -> messages: lateness is counted once per due time
         for key, value in self.loop.due(ctx.store, "timers", now, MOVE_BATCH):
             if size >= MOVE_BYTES:  # the rest is due too: the loop comes straight back for it
                 break
             size += len(value)
             batch.delete("timers", key)
-            moved += 1
-            deadline = keys.deadline_of(key)
-            if deadline != due_ms:
-                if same_due:
-                    self.lateness.add(now - due_ms, same_due)
-                due_ms, same_due = deadline, 0
-            same_due += 1
+            due[keys.deadline_of(key)] += 1
             topic = topics.get(int.from_bytes(value[:4], "big"))
             if topic is None:  # the topic was deleted meanwhile
                 continue
             sealed = memoryview(value)[4:]  # `place` copies it once, into the log record
             logs.append_record(batch, topic, logs.choose_queue(topic, records.message_group(sealed)), sealed, now)
             touched.add(topic.id)
-        if same_due:
-            self.lateness.add(now - due_ms, same_due)
+        for due_ms, count in due.items():
+            self.lateness.add(now - due_ms, count)
+        moved = due.total()
         if moved:
             self.pending.add(batch, -moved)
             ctx.store.write(batch)

@@ -27,13 +27,11 @@ _HEADER = struct.Struct(">BQHHI")
 _VERSION_AND_STORE_MS = struct.Struct(">BQ")  # the header's start: what `place` rewrites
 VERSION = 1
 _SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
+_SYSTEM_PROPERTIES_KEY = bytes([_SYSTEM_PROPERTIES << 3 | 2])
 # Keys of the SystemProperties fields encoded by hand here: (field number << 3) | wire type.
 _STORE_TIMESTAMP, _QUEUE_ID, _QUEUE_OFFSET = bytes([9 << 3 | 2]), bytes([13 << 3]), bytes([14 << 3])
 _RECEIPT_HANDLE, _INVISIBLE_DURATION = bytes([12 << 3 | 2]), bytes([15 << 3 | 2])
 _DELIVERY_ATTEMPT = bytes([16 << 3, 1])  # field 16 needs a two-byte key
-
-
-_SYSTEM_PROPERTIES_KEY = bytes([_SYSTEM_PROPERTIES << 3 | 2])
 
 
 class RecordView(NamedTuple):
