@@ -2,7 +2,7 @@
 
 import pytest
 
-from rockmq.broker.fifo import FifoLocks
+from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.filter.tags import IllegalExpression, compile_tags
 
 

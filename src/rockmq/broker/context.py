@@ -23,7 +23,7 @@ class BrokerContext:
     # Counts broker starts. Sequence numbers in keys (timers, retries) start at epoch << 40, so
     # they never repeat across restarts, whatever the wall clock does.
     epoch: int
-    # The primary's replicator when replication is on (broker/replication.py); sync sends wait on it.
+    # The primary's replicator when replication is on (broker/cluster/replication.py); sync sends wait on it.
     replicator: Any = None
     # A replica writes nothing of its own (only what it applies): no auto-creation, no registrations.
     read_only: bool = False

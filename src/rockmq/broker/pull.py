@@ -11,7 +11,7 @@ import asyncio
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
-from rockmq.broker.pop import MAX_REPLY_BYTES
+from rockmq.broker.pop.service import MAX_REPLY_BYTES
 from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
 from rockmq.store import keys

@@ -11,18 +11,18 @@ import sys
 
 import grpc
 
-from rockmq.broker.admin import AdminServicer
-from rockmq.broker.batch_servicer import BatchServicer
+from rockmq.broker.api.admin import AdminServicer
+from rockmq.broker.api.batch import BatchServicer
+from rockmq.broker.api.messaging import MessagingServicer
+from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.clients import Clients
-from rockmq.broker.cluster import Cluster
+from rockmq.broker.cluster.replication import Follower, Replicator
+from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.pop import PopService
+from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
-from rockmq.broker.read_only import ReadOnly
-from rockmq.broker.replication import Follower, Replicator
 from rockmq.broker.retention import RetentionService
 from rockmq.broker.send import SendService
-from rockmq.broker.servicer import MessagingServicer
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService

@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 
 from rockmq.broker.clients import Clients
-from rockmq.broker.cluster import Cluster, Holder, interleave
+from rockmq.broker.cluster.routes import Cluster, Holder, interleave
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
-from rockmq.broker.pop import PopService
+from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
 from rockmq.broker.subscriptions import Subscriptions, record_filter

@@ -20,9 +20,9 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.fifo import FifoLocks
 from rockmq.broker.metadata import GroupConfig, TopicConfig
-from rockmq.broker.renew import Renewals
+from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.subscriptions import Subscription
 from rockmq.filter.record_filter import accept_all
 from rockmq.protocol import pb, receipt, records, tokens

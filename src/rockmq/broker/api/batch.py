@@ -16,12 +16,12 @@ from array import array
 
 import grpc
 
+from rockmq.broker.api.messaging import OK, multi_status, poll_seconds, status, unary
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
-from rockmq.broker.pop import PopService
+from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
-from rockmq.broker.servicer import OK, multi_status, poll_seconds, status, unary
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import batch, batch_grpc, pb

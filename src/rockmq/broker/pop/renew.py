@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rockmq.broker.pop import PopService
+    from rockmq.broker.pop.service import PopService
 
 log = logging.getLogger(__name__)
 

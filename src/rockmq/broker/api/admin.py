@@ -16,12 +16,12 @@ from typing import Any
 import grpc
 
 from rockmq.broker.clients import Clients
-from rockmq.broker.cluster import RPC_TIMEOUT_S, Cluster, spread
+from rockmq.broker.cluster.replication import Follower
+from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig, check_name
-from rockmq.broker.pop import PopService
-from rockmq.broker.replication import Follower
+from rockmq.broker.pop.service import PopService
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService

@@ -1,0 +1,1 @@
+"""gRPC servicers: translate requests to service calls and results to replies; no policy here."""

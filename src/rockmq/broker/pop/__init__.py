@@ -1,0 +1,1 @@
+"""POP consumption: receive with invisible time, ack, change invisible time, revive, renew, FIFO locks."""
