@@ -10,19 +10,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import socket
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import grpc
 
+from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError, load_settings
+
+if TYPE_CHECKING:
+    from rockmq.client import Message
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
+REQUEST_TIMEOUT_S = 10.0
+TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
 
 
 class CliError(Exception):
@@ -34,8 +40,25 @@ class CliError(Exception):
 # --- parsing -----------------------------------------------------------------------------------
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rockmq", description="rockmq: a RocketMQ-compatible message queue.")
+    p = _Parser(prog="rockmq", description="rockmq: a RocketMQ-compatible message queue.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run a broker in the foreground")
@@ -70,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")
     tc = with_endpoint(topic.add_parser("create", help="create a topic"))
     tc.add_argument("name")
-    tc.add_argument("--queues", type=int, default=0, help="number of queues (default: the broker's, 8)")
+    tc.add_argument("--queues", type=_at_least_one, help="number of queues (default: the broker's, 8)")
     tc.add_argument("--types", default="", help="accepted message types, e.g. NORMAL,FIFO,DELAY,TRANSACTION (default all)")
     tc.add_argument("--brokers", default="", help="in a cluster: brokers to spread the queues over, e.g. b1,b2 (default all)")
     with_endpoint(topic.add_parser("list", help="list topics"))
@@ -89,10 +112,12 @@ def _parser() -> argparse.ArgumentParser:
     message = message.add_subparsers(dest="action", required=True, metavar="ACTION")
     ms = with_endpoint(message.add_parser("send", help="send one message"))
     ms.add_argument("topic")
-    ms.add_argument("body")
+    ms.add_argument("body", nargs="?", help="the message body (or --body-file)")
+    ms.add_argument("--body-file", metavar="PATH", help="read the body from this file (- for standard input)")
     ms.add_argument("--tag")
     ms.add_argument("--key", action="append", default=[], help="a message key (repeatable)")
-    ms.add_argument("--group", help="message group (makes it a FIFO message)")
+    ms.add_argument("--message-group", help="message group (makes it a FIFO message)")
+    ms.add_argument("--group", dest="consumer_group", help=argparse.SUPPRESS)  # only to say what to use instead
     ms.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
     due = ms.add_mutually_exclusive_group()
     due.add_argument("--delay", help="deliver after this delay: 1500ms, 30s, 2h, 1d (a DELAY message)")
@@ -169,7 +194,10 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
 
 
 def _channel(endpoint: str) -> grpc.Channel:
-    return grpc.insecure_channel(endpoint)
+    from rockmq.client.transport import MAX_MESSAGE
+
+    return grpc.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", MAX_MESSAGE),
+                                                    ("grpc.max_send_message_length", MAX_MESSAGE)])
 
 
 def _admin(args: argparse.Namespace):
@@ -192,7 +220,7 @@ def cmd_topic(args: argparse.Namespace) -> int:
     if args.action == "create":
         types = [t for t in args.types.split(",") if t.strip()]
         brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
-        request = admin.CreateTopicRequest(name=args.name, queue_count=args.queues, message_types=types, brokers=brokers)
+        request = admin.CreateTopicRequest(name=args.name, queue_count=args.queues or 0, message_types=types, brokers=brokers)
         info = stub.CreateTopic(request, timeout=30)
         held = sorted({q.broker for q in info.queues})
         where = f" on {', '.join(held)}" if len(held) > 1 else ""
@@ -239,13 +267,6 @@ def _warn_unreachable(brokers) -> None:
         print(f"warning: not shown, did not answer: {', '.join(brokers)}", file=sys.stderr)
 
 
-def _wire_status(st) -> None:
-    from rockmq.protocol import pb
-
-    if st.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
-        raise CliError(f"{pb.Code.Name(st.code)}: {st.message}")
-
-
 def _due_ms(args: argparse.Namespace) -> int | None:
     """The delivery time `--delay` / `--deliver-at` ask for, in ms since the epoch."""
     from rockmq.when import parse_delay_ms, parse_instant_ms
@@ -264,80 +285,85 @@ def _format_ms(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000).astimezone().isoformat(timespec="milliseconds")
 
 
-def cmd_message(args: argparse.Namespace) -> int:
-    from rockmq.protocol import pb, rpc, svc
-    from rockmq.protocol.message_id import new_message_id
+def _body(args: argparse.Namespace) -> bytes:
+    """The body given as an argument or read from `--body-file` (- for standard input)."""
+    if (args.body is None) == (args.body_file is None):
+        raise CliError("give the body as an argument or with --body-file, not both", EXIT_USAGE)
+    if args.body is not None:
+        return str(args.body).encode()
+    if args.body_file == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(args.body_file).read_bytes()
+    except OSError as e:
+        raise CliError(f"cannot read --body-file {args.body_file}: {e.strerror}", EXIT_USAGE) from None
 
-    stub = svc.MessagingServiceStub(_channel(args.endpoint))
-    client_id = f"rockmq-cli@{socket.gethostname()}"
-    meta = (("x-mq-client-id", client_id), ("x-mq-language", "PYTHON"))
-    if args.action == "send":
-        props = {}
-        for kv in args.property:
-            k, sep, v = kv.partition("=")
-            if not sep or not k:
-                raise CliError(f"--property expects K=V, got {kv!r}")
-            props[k] = v
-        due = _due_ms(args)
-        if due is not None and args.group:
-            raise CliError("--group cannot be combined with --delay/--deliver-at: a message is FIFO or delayed", EXIT_USAGE)
-        msg = pb.Message(topic=pb.Resource(name=args.topic), body=args.body.encode(), user_properties=props)
-        sp = msg.system_properties
-        sp.message_id = new_message_id()
-        sp.keys.extend(args.key)
-        sp.born_host = socket.gethostname()
-        sp.born_timestamp.GetCurrentTime()
-        sp.message_type = pb.FIFO if args.group else pb.DELAY if due is not None else pb.NORMAL
-        if args.tag is not None:
-            sp.tag = args.tag
-        if args.group:
-            sp.message_group = args.group
-        if due is not None:
-            sp.delivery_timestamp.FromMilliseconds(due)
-        reply = stub.SendMessage(rpc.SendMessageRequest(messages=[msg]), metadata=meta, timeout=10)
-        entry = reply.entries[0] if reply.entries else None
-        _wire_status(entry.status if entry else reply.status)
-        if entry.recall_handle:
-            print(f"sent {entry.message_id} to {args.topic}, due at {_format_ms(due)}; recall handle {entry.recall_handle}")
-        else:
-            print(f"sent {entry.message_id} to {args.topic} at offset {entry.offset}")
-        return 0
-    if args.action == "recall":
-        reply = stub.RecallMessage(rpc.RecallMessageRequest(topic=pb.Resource(name=args.topic), recall_handle=args.handle),
-                                   metadata=meta, timeout=10)
-        _wire_status(reply.status)
-        print(f"recalled {reply.message_id} from {args.topic}")
-        return 0
-    # tail
+
+def _message_to_send(args: argparse.Namespace) -> Message:
+    from rockmq.client import Message
+
+    if args.consumer_group is not None:
+        raise CliError("on send, name a FIFO message group with --message-group (--group names a consumer group)",
+                       EXIT_USAGE)
+    props = {}
+    for kv in args.property:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            raise CliError(f"--property expects K=V, got {kv!r}")
+        props[k] = v
+    due = _due_ms(args)
+    if due is not None and args.message_group:
+        raise CliError("--message-group cannot be combined with --delay/--deliver-at: a message is FIFO or delayed",
+                       EXIT_USAGE)
+    return Message(args.topic, _body(args), tag=args.tag, keys=tuple(args.key), properties=props,
+                   message_group=args.message_group or None,
+                   deliver_at=None if due is None else datetime.fromtimestamp(due / 1000, UTC))
+
+
+def cmd_message(args: argparse.Namespace) -> int:
+    """send, recall and tail go through rockmq's own client: routed like any client's requests."""
+    return asyncio.run(_tail(args) if args.action == "tail" else _send_or_recall(args))
+
+
+async def _send_or_recall(args: argparse.Namespace) -> int:
+    from rockmq.client import AsyncProducer
+
+    message = _message_to_send(args) if args.action == "send" else None
+    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S) as producer:
+        if message is None:
+            print(f"recalled {await producer.recall(args.topic, args.handle)} from {args.topic}")
+            return 0
+        receipt = await producer.send(message)
+    if receipt.recall_handle and message.deliver_at is not None:
+        due = _format_ms(round(message.deliver_at.timestamp() * 1000))
+        print(f"sent {receipt.message_id} to {args.topic}, due at {due}; recall handle {receipt.recall_handle}")
+    else:
+        print(f"sent {receipt.message_id} to {args.topic} at offset {receipt.offset}")
+    return 0
+
+
+async def _tail(args: argparse.Namespace) -> int:
+    """Receive, print and acknowledge until `--count` messages or `--timeout` idle seconds."""
+    from rockmq.client import AsyncSimpleConsumer, Filter
+    from rockmq.protocol import admin
+
+    _admin(args).DescribeTopic(admin.TopicRequest(name=args.topic), timeout=REQUEST_TIMEOUT_S)  # tailing creates no topic
+    poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
     received, idle_since = 0, time.monotonic()
-    expr = pb.FilterExpression(type=pb.TAG, expression=args.tag)
-    while not args.count or received < args.count:
-        req = rpc.ReceiveMessageRequest(group=pb.Resource(name=args.group),
-                                        message_queue=pb.MessageQueue(topic=pb.Resource(name=args.topic), id=-1),
-                                        filter_expression=expr, batch_size=min(32, args.count - received) if args.count else 32)
-        req.invisible_duration.FromSeconds(30)
-        req.long_polling_timeout.FromSeconds(5)
-        acks = []
-        for frame in stub.ReceiveMessage(req, metadata=meta, timeout=15):
-            kind = frame.WhichOneof("content")
-            if kind == "status":
-                _wire_status(frame.status)
-            elif kind == "message":
-                m = frame.message
-                sp = m.system_properties
-                tag = sp.tag if sp.HasField("tag") else "-"
-                print(f"[{sp.queue_id}:{sp.queue_offset}] id={sp.message_id} tag={tag} attempt={sp.delivery_attempt} "
-                      f"{m.body.decode(errors='replace')}", flush=True)
-                acks.append(rpc.AckMessageEntry(message_id=sp.message_id, receipt_handle=sp.receipt_handle))
-        if acks:
-            reply = stub.AckMessage(rpc.AckMessageRequest(group=pb.Resource(name=args.group),
-                                                          topic=pb.Resource(name=args.topic), entries=acks),
-                                    metadata=meta, timeout=10)
-            _wire_status(reply.status)
-            received += len(acks)
-            idle_since = time.monotonic()
-        elif args.timeout and time.monotonic() - idle_since >= args.timeout:
-            break
+    async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: Filter.tag(args.tag)}, await_s=poll_s,
+                                   request_timeout=REQUEST_TIMEOUT_S) as consumer:
+        while not args.count or received < args.count:
+            batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=30)
+            for m in batch:
+                print(f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'} "
+                      f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}", flush=True)
+            if batch:
+                for m, why in await consumer.ack_many(batch):
+                    print(f"rockmq: not acknowledged, it will come again: {m.message_id} ({why})", file=sys.stderr)
+                received += len(batch)
+                idle_since = time.monotonic()
+            elif args.timeout and time.monotonic() - idle_since >= args.timeout:
+                break
     return 0
 
 
@@ -422,19 +448,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rockmq: {e}", file=sys.stderr)
         return 2
     except grpc.RpcError as e:
-        if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
-
-            if e.details() and e.details().startswith(BROKER_SAYS_UNREACHABLE):  # the broker answered: another did not
-                print(f"rockmq: {e.details()}", file=sys.stderr)
-            else:
-                print(f"rockmq: cannot reach the broker at {getattr(args, 'endpoint', '?')} ({e.code().name.lower()})",
-                      file=sys.stderr)
-            return EXIT_UNREACHABLE
-        print(f"rockmq: {e.details()}", file=sys.stderr)
-        return EXIT_REFUSED
+        return _rpc_failed(args, e.code(), e.details() or "")
+    except RockmqError as e:
+        return _client_failed(args, e)
     except OSError as e:
         print(f"rockmq: {e}", file=sys.stderr)
         return EXIT_REFUSED
     except KeyboardInterrupt:
         return 130
+
+
+def _rpc_failed(args: argparse.Namespace, code: grpc.StatusCode, details: str) -> int:
+    """One line for a failed admin call."""
+    endpoint = getattr(args, "endpoint", "?")
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
+
+        if details.startswith(BROKER_SAYS_UNREACHABLE):  # the broker answered: another did not
+            print(f"rockmq: {details}", file=sys.stderr)
+        else:
+            print(f"rockmq: cannot reach the broker at {endpoint} ({code.name.lower()})", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if code == grpc.StatusCode.UNIMPLEMENTED and _is_name_server(endpoint):
+        return _name_server_named(endpoint)
+    print(f"rockmq: {details}", file=sys.stderr)
+    return EXIT_REFUSED
+
+
+def _client_failed(args: argparse.Namespace, e: RockmqError) -> int:
+    """One line for a failed send, recall or tail."""
+    from rockmq.client.errors import ConnectionFailed, Timeout
+
+    endpoint = getattr(args, "endpoint", "?")
+    if isinstance(e, ConnectionFailed) and not e.retriable and _is_name_server(endpoint):
+        return _name_server_named(endpoint)
+    print(f"rockmq: {e}", file=sys.stderr)
+    return EXIT_UNREACHABLE if isinstance(e, ConnectionFailed | Timeout) and e.retriable else EXIT_REFUSED
+
+
+def _is_name_server(endpoint: str) -> bool:
+    """Whether `endpoint` answers as a name server (asked only after it refused a broker's method)."""
+    from rockmq.protocol import namesrv, namesrv_grpc
+
+    try:
+        with grpc.insecure_channel(endpoint) as channel:
+            namesrv_grpc.NameServerStub(channel).ListBrokers(namesrv.ListBrokersRequest(), timeout=2)
+        return True
+    except grpc.RpcError:
+        return False
+
+
+def _name_server_named(endpoint: str) -> int:
+    print(f"rockmq: {endpoint} is a name server, not a broker: give --endpoint a broker's HOST:PORT", file=sys.stderr)
+    return EXIT_REFUSED

@@ -7,9 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from broker_process import NameServerProcess
 from mqwire import message
 
-from rockmq.protocol import pb
+from rockmq.config import Settings
+from rockmq.protocol import admin, pb
 
 
 def ok(result: subprocess.CompletedProcess) -> str:
@@ -186,6 +188,44 @@ def test_message_send_and_tail(broker, conn, unique):
     assert code == pb.MESSAGE_NOT_FOUND and not again
 
 
+def test_tail_receives_and_acks_a_body_of_the_maximum_size(broker, conn, unique, tmp_path):
+    """A body of `max_body_size` (4 MiB) is larger than gRPC's default 4 MiB receive limit once
+    framed: tail must still receive and acknowledge it, and the broker log no failed batch."""
+    topic, group = unique("cli-big"), unique("cli-big-g")
+    conn.create_topic(topic, queues=1)
+    body = tmp_path / "body"
+    body.write_bytes(b"x" * (Settings().max_body_size - 4) + b"tail")
+    log_before = len(broker.log)
+    out = ok(broker.cli("message", "send", topic, "--body-file", str(body)))
+    assert f"to {topic} at offset 0" in out, out
+
+    out = ok(broker.cli("message", "tail", topic, "--group", group, "--count", "1", "--timeout", "10"))
+    assert out.rstrip().endswith("xxxtail") and len(out) > Settings().max_body_size, out[:200]
+    assert ok(broker.cli("group", "describe", group)).splitlines()[0].endswith(", 0 in flight")
+    logged = "\n".join(list(broker.log)[log_before:])
+    assert "Traceback" not in logged and "ExecuteBatchError" not in logged, logged
+
+
+def test_send_body_from_stdin_and_message_group(broker, conn, unique):
+    topic = unique("cli-stdin")
+    conn.create_topic(topic, queues=1)
+    cmd = [sys.executable, "-m", "rockmq", "message", "send", topic, "--body-file", "-", "--message-group", "g1",
+           "--endpoint", broker.endpoint]
+    ok(subprocess.run(cmd, input="from stdin\n", capture_output=True, text=True, timeout=30, check=False))
+    [m] = conn.pull_all(topic, 0)
+    assert m.body == b"from stdin\n"
+    assert m.system_properties.message_group == "g1" and m.system_properties.message_type == pb.FIFO
+
+
+def test_send_body_errors(broker, unique, tmp_path):
+    topic = unique("cli-body")
+    assert_one_line_error(broker.cli("message", "send", topic), 2, "--body-file")
+    assert_one_line_error(broker.cli("message", "send", topic, "x", "--body-file", "-"), 2, "not both")
+    assert_one_line_error(broker.cli("message", "send", topic, "--body-file", str(tmp_path / "nope")), 2, "nope")
+    # --group names a consumer group: on send it is refused with the flag to use.
+    assert_one_line_error(broker.cli("message", "send", topic, "x", "--group", "g"), 2, "--message-group")
+
+
 def test_message_tail_filters_by_tag(broker, conn, unique):
     topic, group = unique("cli-tagtail"), unique("cli-tagtail-g")
     conn.create_topic(topic, queues=1)
@@ -224,6 +264,13 @@ def test_create_illegal_group_name(broker):
     assert_one_line_error(broker.cli("group", "create", "no spaces allowed"), 1, "illegal")
 
 
+def test_create_topic_zero_queues_is_refused(broker, conn, unique):
+    topic = unique("cli-q0")
+    for bad in ("0", "-1", "two"):
+        assert_one_line_error(broker.cli("topic", "create", topic, "--queues", bad), 2, "--queues")
+    assert topic not in {t.name for t in conn.admin.ListTopics(admin.ListTopicsRequest(), timeout=5).topics}
+
+
 def test_create_topic_bad_queue_count_and_type(broker, unique):
     assert_one_line_error(broker.cli("topic", "create", unique("cli-q"), "--queues", "5000"), 1)
     assert_one_line_error(broker.cli("topic", "create", unique("cli-t"), "--types", "NORMAL,BOGUS"), 1, "BOGUS")
@@ -234,14 +281,30 @@ def test_send_refused_by_broker(broker, unique):
     assert_one_line_error(broker.cli("message", "send", unique("cli-empty"), ""), 1, "MESSAGE_BODY_EMPTY")
 
 
-def test_tail_missing_topic(broker, unique):
+def test_tail_missing_topic(broker, conn, unique):
     name = unique("cli-tail-missing")
     assert_one_line_error(broker.cli("message", "tail", name, "--group", "g", "--count", "1", "--timeout", "2"), 1,
-                          "TOPIC_NOT_FOUND")
+                          name, "does not exist")
+    assert name not in {t.name for t in conn.admin.ListTopics(admin.ListTopicsRequest(), timeout=5).topics}
+
+
+@pytest.fixture(scope="module")
+def name_server():
+    ns = NameServerProcess().start()
+    yield ns
+    ns.stop()
+
+
+@pytest.mark.parametrize("args", [("topic", "list"), ("group", "describe", "g"), ("message", "send", "t", "body"),
+                                  ("message", "tail", "t", "--group", "g", "--timeout", "1")])
+def test_name_server_endpoint_is_named(name_server, args):
+    cmd = [sys.executable, "-m", "rockmq", *args, "--endpoint", name_server.endpoint]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    assert_one_line_error(result, 1, "is a name server", name_server.endpoint)
 
 
 @pytest.mark.parametrize("args", [("topic", "list"), ("group", "list"), ("topic", "describe", "t"),
-                                  ("message", "send", "t", "body")])
+                                  ("message", "send", "t", "body"), ("message", "tail", "t", "--group", "g")])
 def test_unreachable_endpoint(args):
     endpoint = f"127.0.0.1:{closed_port()}"
     cmd = [sys.executable, "-m", "rockmq", *args, "--endpoint", endpoint]
