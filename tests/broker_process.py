@@ -1,18 +1,20 @@
 """Start real `rockmq serve` / `rockmq namesrv` processes on ephemeral loopback ports.
 
-The server binds port 0 and prints the port it got in its ready line, which we read back,
-so parallel runs never race for a port.
+The server binds port 0 and writes the address it got to its `--ready-file`, which we read
+back, so parallel runs never race for a port and no test depends on the wording of a log line.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import weakref
 from collections import deque
 from pathlib import Path
 
@@ -20,14 +22,15 @@ from pathlib import Path
 class ServerProcess:
     """A rockmq server subprocess bound to 127.0.0.1; restartable on the same port."""
 
-    READY: re.Pattern[str]
-
     def __init__(self, *extra_args: str, env: dict[str, str] | None = None) -> None:
         self.extra_args = list(extra_args)
         self.env = env or {}
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
         self.log: deque[str] = deque(maxlen=500)
+        ready_dir = tempfile.mkdtemp(prefix="rockmq-ready-")
+        weakref.finalize(self, shutil.rmtree, ready_dir, True)
+        self.ready_file = Path(ready_dir) / "ready"
 
     @property
     def endpoint(self) -> str:
@@ -37,26 +40,25 @@ class ServerProcess:
         raise NotImplementedError
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
-        cmd = [sys.executable, "-m", "rockmq", *self.command()]
+        """Start the server and wait for its ready file (`--ready-file`: HOST:PORT once it accepts connections)."""
+        self.ready_file.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "rockmq", *self.command(), "--ready-file", str(self.ready_file)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        ready = threading.Event()
+        self.proc = proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
-        def pump(proc: subprocess.Popen[str]) -> None:
+        def pump() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
                 self.log.append(line.rstrip())
-                m = self.READY.search(line)
-                if m and not ready.is_set():
-                    self.port = int(m.group(2))
-                    ready.set()
 
-        threading.Thread(target=pump, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=pump, daemon=True).start()
         deadline = time.monotonic() + timeout
-        while not ready.wait(0.05):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+        while not self.ready_file.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(f"rockmq {cmd[3]} did not start:\n" + "\n".join(self.log))
+            time.sleep(0.02)
+        self.port = int(self.ready_file.read_text().rsplit(":", 1)[1])
         return self
 
     def stop(self, timeout: float = 20.0) -> None:
@@ -85,8 +87,6 @@ class ServerProcess:
 class BrokerProcess(ServerProcess):
     """`rockmq serve` on a data dir."""
 
-    READY = re.compile(r"rockmq broker listening on (\S+):(\d+)")
-
     def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
         super().__init__(*extra_args, env=env)
         self.data_dir = Path(data_dir)
@@ -102,8 +102,6 @@ class BrokerProcess(ServerProcess):
 
 class NameServerProcess(ServerProcess):
     """`rockmq namesrv`."""
-
-    READY = re.compile(r"rockmq name server listening on (\S+):(\d+)")
 
     def command(self) -> list[str]:
         return ["namesrv", "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args]

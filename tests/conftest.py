@@ -1,4 +1,4 @@
-"""Shared fixtures: real broker processes on ephemeral loopback ports."""
+"""Shared fixtures: real brokers on ephemeral loopback ports, as processes or in this process."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from broker_process import BrokerProcess  # noqa: E402
+from harness import BrokerHarness  # noqa: E402
 
 _names = itertools.count()
 
@@ -28,6 +29,16 @@ def fresh_broker(tmp_path: Path):
     b = BrokerProcess(tmp_path / "data").start()
     yield b
     b.kill()
+
+
+@pytest.fixture
+def harness(tmp_path: Path, request: pytest.FixtureRequest):
+    """The real broker in this process with short timings (tests/harness.py); settings overrides
+    come from `@pytest.mark.broker_settings(name=value, ...)`."""
+    marker = request.node.get_closest_marker("broker_settings")
+    h = BrokerHarness(tmp_path / "data", **(marker.kwargs if marker else {})).start()
+    yield h
+    h.stop()
 
 
 @pytest.fixture

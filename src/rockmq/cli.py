@@ -85,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     ns.add_argument("--broker-timeout", type=float, default=30.0, metavar="SECONDS",
                     help="drop a broker not heard from for this long (default 30)")
     ns.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    for server in (serve, ns):
+        server.add_argument("--ready-file", metavar="PATH", help="once accepting connections, write HOST:PORT to PATH")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT})")
@@ -179,7 +181,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(settings))
+    asyncio.run(serve(settings, args.ready_file))
     return 0
 
 
@@ -189,7 +191,7 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     if args.broker_timeout <= 0 or not 0 <= args.port <= 65535:
         raise CliError("--broker-timeout must be above 0 and --port in 0..65535", EXIT_USAGE)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000)))
+    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file))
     return 0
 
 

@@ -29,6 +29,7 @@ from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
 from rockmq.protocol import admin_grpc, replication_grpc
+from rockmq.ready_file import write_ready_file
 from rockmq.store import keys
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class Broker:
         self.ctx.store.close()
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, ready_file: str | None = None) -> None:
     # The fsync thread must get the GIL back quickly to complete the sends it covered; the
     # default 5 ms switch interval shows up directly in the send latency tail.
     sys.setswitchinterval(0.0005)
@@ -134,6 +135,8 @@ async def serve(settings: Settings) -> None:
     role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
     print(f"rockmq broker listening on {settings.host}:{port} (data in {settings.data_dir}, flush {settings.flush}{role})",
           flush=True)
+    if ready_file:
+        write_ready_file(ready_file, settings.host, port)
     while True:
         promoted = asyncio.create_task(broker.promoted.wait())
         stopped = asyncio.create_task(stop.wait())

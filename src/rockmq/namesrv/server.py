@@ -11,6 +11,7 @@ import grpc
 
 from rockmq.namesrv.registry import Registry
 from rockmq.protocol import namesrv, namesrv_grpc
+from rockmq.ready_file import write_ready_file
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class NameServer(namesrv_grpc.NameServerServicer):
         return namesrv.ListBrokersResponse(brokers=self.registry.brokers(request.topic))
 
 
-async def serve(host: str, port: int, timeout_ms: int) -> None:
+async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None) -> None:
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     namesrv_grpc.add_NameServerServicer_to_server(NameServer(timeout_ms), server)
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -52,5 +53,7 @@ async def serve(host: str, port: int, timeout_ms: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if ready_file:
+        write_ready_file(ready_file, host, bound)
     await stop.wait()
     await server.stop(grace=1)
