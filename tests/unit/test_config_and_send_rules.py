@@ -2,7 +2,7 @@
 
 import pytest
 
-from rockmq.broker.send import delivery_ms, message_type
+from rockmq.broker.validate import delivery_ms, message_type
 from rockmq.config import ConfigError, load_settings
 from rockmq.protocol import pb
 from rockmq.protocol.message_id import new_message_id

@@ -6,10 +6,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from rockmq.broker import validate
+from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import QueueLogs
 from rockmq.config import Settings
-from rockmq.protocol.conventions import dlq_topic, group_of_retry_topic
+from rockmq.protocol import pb
+from rockmq.protocol.conventions import dlq_topic
 from rockmq.store import Store, keys
 
 
@@ -47,17 +50,23 @@ class BrokerContext:
         logs = QueueLogs(store, f"{settings.host}:{settings.port}")
         return cls(settings, store, Metadata(store), logs, secret, epoch)
 
-    def topic_for_write(self, name: str) -> TopicConfig:
-        """The named topic, created with the defaults if auto-creation is on."""
-        topic = self.meta.topics.get(name)
-        if topic is None and not self.read_only:
-            group = group_of_retry_topic(name)
-            if group is not None:  # a group's retry topic exists once the group does: one queue
-                self.group_for(group)
-                return self.meta.create_topic(name, 1)
-            if self.settings.auto_create_topics:
-                return self.meta.create_topic(name, self.settings.default_queues)
-        return topic or self.meta.topic(name)
+    def topic_for_route(self, name: str) -> TopicConfig:
+        """The named topic, created as auto-creation says (`validate.topic_or_new`) if it is new."""
+        return self.ensure_topic(validate.topic_or_new(name, self.meta, self.settings))
+
+    def ensure_topic(self, target: validate.Target) -> TopicConfig:
+        """The topic validation resolved, created now (with its retry topic's group) if it is new.
+        Called only once every check passed, so a refused request creates nothing."""
+        if isinstance(target, TopicConfig):
+            return target
+        topic = self.meta.topics.get(target.name)
+        if topic is not None:  # an earlier message of the same request created it
+            return topic
+        if self.read_only:
+            raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {target.name!r} does not exist")
+        if target.group is not None and target.group not in self.meta.groups:
+            self.meta.create_group(target.group, fifo=False, max_attempts=self.settings.max_attempts)
+        return self.meta.create_topic(target.name, target.queues)
 
     def group_for(self, name: str) -> GroupConfig:
         """The named group, created with the defaults if auto-creation is on."""

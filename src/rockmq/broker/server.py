@@ -44,7 +44,7 @@ class Broker:
         self.timers = TimerService(self.ctx)
         self.transactions = TransactionService(self.ctx, self.timers)
         self.sender = SendService(self.ctx, self.timers, self.transactions)
-        self.staging = StagingService(self.ctx, self.sender, self.timers)
+        self.staging = StagingService(self.ctx, self.timers)
         self.retention = RetentionService(self.ctx)
         self.pop = PopService(self.ctx)
         self.puller = PullService(self.ctx)

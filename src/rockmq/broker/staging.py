@@ -30,7 +30,6 @@ hex), with values led by b"S" (a pending half message is b"P...").
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import logging
 import struct
@@ -38,14 +37,12 @@ from collections.abc import Iterable, Sequence
 
 from google.protobuf.message import DecodeError
 
+from rockmq.broker import validate
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import TopicConfig
-from rockmq.broker.send import SendService, delivery_ms
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
-from rockmq.protocol.conventions import RETRY_PREFIX
 from rockmq.store import framing, keys
 from rockmq.store.db import Batch
 
@@ -91,11 +88,9 @@ def _bucket(handle: bytes) -> int:
 
 
 class StagingService:
-    def __init__(self, ctx: BrokerContext, sender: SendService, timers: TimerService) -> None:
+    def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
         self.ctx = ctx
         self.timers = timers
-        # SendMessage's validation, so a staged message is refused exactly when a sent one is.
-        self._validate = sender._validate
         self._seq = itertools.count(ctx.sequence_start + 1)  # unique across restarts (epoch-based)
         self._jobs: dict[int, asyncio.Task[tuple[int, int]]] = {}
         self._job_sink: dict[int, str] = {}
@@ -118,32 +113,28 @@ class StagingService:
         if not contents:
             raise BrokerError(pb.BAD_REQUEST, "nothing to stage")
         ttl = min(ttl_ms or DEFAULT_TTL_MS, MAX_TTL_MS)
-        validate = self._validate
-        host = records.frame(_STORE_HOST, self.ctx.logs.store_host.encode())
-        topics: dict[str, TopicConfig] = {}
-        parts = [_VALUE, b"\x01" if deduplicate else b"\x00"]
+        ctx = self.ctx
+        now = now_ms()
+        checked: list[tuple[pb.Message, validate.Target]] = []
         for i, (sp_bytes, rest) in enumerate(zip(system_properties, contents, strict=True)):
             try:
                 msg = pb.Message.FromString(rest + records.frame(_SYSTEM_PROPERTIES, sp_bytes))
             except DecodeError:
                 raise BrokerError(pb.BAD_REQUEST, f"message {i}: not a serialized message") from None
-            sp = msg.system_properties
             try:
-                topic, mtype = validate(msg, topics)
-                if mtype == "TRANSACTION":
-                    raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "transactional messages cannot be staged")
-                if topic.name.startswith(RETRY_PREFIX) or topic.name != msg.topic.name:
-                    raise BrokerError(pb.FORBIDDEN, f"topic {msg.topic.name!r} is a retry topic: it takes no staged writes")
-                digest = sp.body_digest
-                if digest.type != pb.SHA1 or digest.checksum != hashlib.sha1(msg.body).hexdigest().upper():
-                    raise BrokerError(pb.MESSAGE_CORRUPTED, "the body's SHA1 digest is missing or wrong")
-                if sp.HasField("store_timestamp") or sp.HasField("queue_offset") or sp.queue_id:
-                    raise BrokerError(pb.BAD_REQUEST, "queue_id, queue_offset and store_timestamp are the broker's to set")
+                check = validate.check_send(msg, ctx.meta, ctx.settings, now)
+                validate.check_staged(msg, check)
             except BrokerError as e:
-                raise BrokerError(e.code, f"message {i} ({sp.message_id or 'no id'}): {e.message}") from None
+                raise BrokerError(e.code, f"message {i} ({msg.system_properties.message_id or 'no id'}): {e.message}") from None
+            checked.append((msg, check.target))
+        host = records.frame(_STORE_HOST, ctx.logs.store_host.encode())
+        parts = [_VALUE, b"\x01" if deduplicate else b"\x00"]
+        for (msg, target), sp_bytes, rest in zip(checked, system_properties, contents, strict=True):
+            topic = ctx.ensure_topic(target)  # every message passed: new topics are created now
+            sp = msg.system_properties
             tag = sp.tag.encode() if sp.HasField("tag") else b""
             group = sp.message_group.encode() if sp.HasField("message_group") else b""
-            due = delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
+            due = validate.delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
             mid = sp.message_id.encode()
             # records.seal's layout, from the parts as they came (the store host appended last wins).
             encoding = b"" if sp.body_encoding else _IDENTITY

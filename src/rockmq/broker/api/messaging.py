@@ -156,7 +156,7 @@ class MessagingServicer:
         A topic no broker holds is created here if auto-creation is on."""
         holders = await self.cluster.holders(topic)
         if not holders:
-            self.ctx.topic_for_write(topic)
+            self.ctx.topic_for_route(topic)
             holders = await self.cluster.holders(topic)
         if per_broker:
             return [self._queue(topic, h, -1, self._endpoints(h, requested)) for h in holders]

@@ -1,0 +1,181 @@
+"""What a producer's message must be before the broker writes anything (like RocketMQ's GrpcValidator).
+
+Pure: no context, no I/O. The caller passes its settings, the time, and the topics and groups it
+knows (the metadata's in-memory maps), and gets back a refusal (BrokerError) or where the message
+goes. A topic that auto-creation would make comes back as a `NewTopic`, which the caller creates
+only once every message of the request passed: a refused send creates no topic and no group.
+SendMessage and Stage (the Spark sink) call the same functions, so a staged message is refused
+exactly when a sent one is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import MESSAGE_TYPES, GroupConfig, TopicConfig, check_name
+from rockmq.config import Settings
+from rockmq.protocol import pb
+from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, dlq_topic, group_of_retry_topic
+
+_TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
+MAX_MESSAGE_ID = 128
+
+
+class Catalog(Protocol):
+    """The topics and groups a broker knows, by name (`Metadata` is one)."""
+
+    @property
+    def topics(self) -> Mapping[str, TopicConfig]: ...
+
+    @property
+    def groups(self) -> Mapping[str, GroupConfig]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create once every check passed; `group`: a group to create with it (the group
+    of a new retry topic, when the group is new too)."""
+
+    name: str
+    queues: int
+    group: str | None = None
+    message_types: tuple[str, ...] = MESSAGE_TYPES
+
+
+Target = TopicConfig | NewTopic
+
+
+class Checked(NamedTuple):
+    """Where a valid message goes. `dead_letter`: a consumer's send-back that used up its group's
+    attempts; it goes to the group's dead-letter topic as a NORMAL message, due now."""
+
+    target: Target
+    message_type: str
+    dead_letter: bool = False
+
+
+def delivery_ms(ts: Timestamp) -> int:
+    """A delivery timestamp in ms. rocketmq-python-client 5.1.x writes milliseconds into the
+    seconds field; no real date in seconds exceeds 1e11 (year 5138), so such values are ms."""
+    if ts.seconds > 100_000_000_000:
+        return ts.seconds + ts.nanos // 1_000_000
+    return ts.seconds * 1000 + ts.nanos // 1_000_000
+
+
+def message_type(sp: pb.SystemProperties) -> str:
+    if sp.message_type in _TYPE_NAMES:
+        return _TYPE_NAMES[sp.message_type]
+    if sp.HasField("message_group"):
+        return "FIFO"
+    if sp.HasField("delivery_timestamp"):
+        return "DELAY"
+    return "NORMAL"
+
+
+def topic_or_new(name: str, known: Catalog, settings: Settings) -> Target:
+    """The named topic, or the one auto-creation would make: a group's retry topic exists once the
+    group does (one queue), a dead-letter topic has one queue, any other `default_queues`."""
+    topic = known.topics.get(name)
+    if topic is not None:
+        return topic
+    check_name("topic", name)
+    group = group_of_retry_topic(name)
+    if group is not None:
+        if group in known.groups:
+            return NewTopic(name, 1)
+        if settings.auto_create_groups:
+            return NewTopic(name, 1, group)
+        raise BrokerError(pb.CONSUMER_GROUP_NOT_FOUND, f"consumer group {group!r} does not exist")
+    if settings.auto_create_topics:
+        return NewTopic(name, 1 if name.startswith(DLQ_PREFIX) else settings.default_queues)
+    raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
+
+
+def topic_for_write(name: str, known: Catalog, settings: Settings) -> Target:
+    """The topic a producer's message to `name` is written to: a dead-letter topic takes no sends
+    (only the broker writes there), and is refused before anything is looked up or created."""
+    if name.startswith(DLQ_PREFIX):
+        raise BrokerError(pb.FORBIDDEN, f"topic {name!r} is a dead-letter topic: it takes no sends")
+    return topic_or_new(name, known, settings)
+
+
+def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int) -> Checked:
+    """Where a producer's message goes, or a BrokerError naming what is wrong. Hot path."""
+    sp = msg.system_properties
+    mid = sp.message_id
+    if not mid or len(mid) > MAX_MESSAGE_ID:
+        raise BrokerError(pb.ILLEGAL_MESSAGE_ID, f"message_id must be 1-{MAX_MESSAGE_ID} characters")
+    name = msg.topic.name
+    target = topic_for_write(name, known, settings)
+    size = len(msg.body)
+    if not size:
+        raise BrokerError(pb.MESSAGE_BODY_EMPTY, "message body is empty")
+    if size > settings.max_body_size:
+        raise BrokerError(pb.MESSAGE_BODY_TOO_LARGE,
+                          f"message body is {size} bytes, over the {settings.max_body_size}-byte limit")
+    if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
+        raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}: must be non-blank without '|'")
+    if sp.keys and any(not k.strip() for k in sp.keys):
+        raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
+    grouped = sp.HasField("message_group")
+    if grouped and not sp.message_group.strip():
+        raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
+    props = msg.user_properties
+    if props:
+        if sum(len(k) + len(v) for k, v in props.items()) > settings.max_properties_size:
+            raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
+                              f"user properties are over the {settings.max_properties_size}-byte limit")
+        if "" in props:
+            raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
+    mtype = message_type(sp)
+    if mtype not in target.message_types:
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                          f"topic {name!r} does not accept {mtype} messages (accepts {', '.join(target.message_types)})")
+    if mtype == "FIFO" and not grouped:
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message needs a message group")
+    delayed = sp.HasField("delivery_timestamp")
+    if mtype == "DELAY" and not delayed:
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
+    if delayed and delivery_ms(sp.delivery_timestamp) - now_ms > settings.max_delay_s * 1000:
+        raise BrokerError(pb.ILLEGAL_DELIVERY_TIME,
+                          f"delivery time is more than the maximum delay ({settings.max_delay_s} s) away")
+    group = group_of_retry_topic(name)
+    if group is not None:
+        return _dead_letter_if_spent(msg, group, target, mtype, known, settings)
+    return Checked(target, mtype)
+
+
+def _dead_letter_if_spent(msg: pb.Message, group: str, target: Target, mtype: str, known: Catalog,
+                          settings: Settings) -> Checked:
+    """A consumer's send-back to its group's retry topic that has used up the group's attempts
+    goes to the dead-letter topic instead, at once: the group's max_attempts is decided here."""
+    raw = msg.user_properties.get(RECONSUME_TIMES, "0")
+    if not raw.isdigit():
+        raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {RECONSUME_TIMES} must be a count, not {raw!r}")
+    config = known.groups.get(group)
+    max_attempts = config.max_attempts if config is not None else settings.max_attempts
+    if int(raw) < max_attempts:
+        return Checked(target, mtype)
+    name = dlq_topic(group)
+    return Checked(known.topics.get(name) or NewTopic(name, 1), "NORMAL", dead_letter=True)
+
+
+def check_staged(msg: pb.Message, checked: Checked) -> None:
+    """What a staged message (the Spark sink) must be besides a valid send: not transactional, not
+    a send-back, its body digest right, and no placement fields (those are the broker's)."""
+    sp = msg.system_properties
+    if checked.message_type == "TRANSACTION":
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "transactional messages cannot be staged")
+    if group_of_retry_topic(msg.topic.name) is not None:
+        raise BrokerError(pb.FORBIDDEN, f"topic {msg.topic.name!r} is a retry topic: it takes no staged writes")
+    digest = sp.body_digest
+    if digest.type != pb.SHA1 or digest.checksum != hashlib.sha1(msg.body).hexdigest().upper():
+        raise BrokerError(pb.MESSAGE_CORRUPTED, "the body's SHA1 digest is missing or wrong")
+    if sp.HasField("store_timestamp") or sp.HasField("queue_offset") or sp.queue_id:
+        raise BrokerError(pb.BAD_REQUEST, "queue_id, queue_offset and store_timestamp are the broker's to set")

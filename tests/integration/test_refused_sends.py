@@ -1,0 +1,103 @@
+"""Validation happens before any write: a refused send or stage creates no topic, no group, and
+stores nothing (issue 16 §1.1). Checked against the shared broker through topic and group lists."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from mqwire import RPC_TIMEOUT, Conn, code_name, message
+
+from rockmq.protocol import admin, pb
+from rockmq.protocol import batch as batch_pb
+from rockmq.protocol.conventions import RECONSUME_TIMES
+
+
+def topic_names(conn: Conn) -> set[str]:
+    return {t.name for t in conn.admin.ListTopics(admin.ListTopicsRequest(), timeout=RPC_TIMEOUT).topics}
+
+
+def group_names(conn: Conn) -> set[str]:
+    return {g.name for g in conn.admin.ListGroups(admin.ListGroupsRequest(), timeout=RPC_TIMEOUT).groups}
+
+
+def codes(conn: Conn, *messages: pb.Message) -> list[str]:
+    return [code_name(e.status.code) for e in conn.send(*messages).entries]
+
+
+def stored(conn: Conn, topic: str) -> int:
+    return sum(q.max_offset - q.min_offset for q in conn.describe_topic(topic).queues)
+
+
+def test_a_dead_letter_topic_takes_no_sends_whatever_the_request(conn, unique):
+    name = f"%DLQ%{unique('billing')}"
+    reply = conn.send(message(name, "one"), message(name, "two"))
+    assert [code_name(e.status.code) for e in reply.entries] == ["FORBIDDEN", "FORBIDDEN"]
+    assert code_name(reply.status.code) == "FORBIDDEN"
+    assert name not in topic_names(conn)
+
+
+def test_an_existing_dead_letter_topic_takes_no_sends_either(conn, unique):
+    name = f"%DLQ%{unique('billing')}"
+    conn.create_topic(name)
+    assert codes(conn, message(name, "one"), message(name, "two"), message(name, "three")) == ["FORBIDDEN"] * 3
+    assert stored(conn, name) == 0
+
+
+@pytest.mark.parametrize("bad", [
+    pytest.param(lambda t: message(t, b""), id="empty-body"),
+    pytest.param(lambda t: message(t, "x", tag="a|b"), id="bad-tag"),
+    pytest.param(lambda t: message(t, "x", keys=(" ",)), id="blank-key"),
+    pytest.param(lambda t: message(t, "x", properties={"": "v"}), id="empty-property-key"),
+    pytest.param(lambda t: _typed(message(t, "x"), pb.FIFO), id="fifo-without-group"),
+    pytest.param(lambda t: _typed(message(t, "x"), pb.DELAY), id="delay-without-time"),
+])
+def test_a_refused_send_creates_no_topic(conn, unique, bad):
+    topic = unique("refused")
+    assert codes(conn, bad(topic), bad(topic)) != ["OK", "OK"]
+    assert topic not in topic_names(conn)
+
+
+def _typed(msg: pb.Message, mtype: int) -> pb.Message:
+    msg.system_properties.message_type = mtype
+    return msg
+
+
+def test_a_refused_send_back_to_a_retry_topic_creates_no_group(conn, unique):
+    group = unique("retry-g")
+    retry = f"%RETRY%{group}"
+    empty = message(retry, b"")
+    bad_count = message(retry, "x", properties={RECONSUME_TIMES: "many"})
+    assert codes(conn, empty, bad_count) == ["MESSAGE_BODY_EMPTY", "ILLEGAL_MESSAGE_PROPERTY_KEY"]
+    assert retry not in topic_names(conn)
+    assert group not in group_names(conn)
+
+
+def test_a_good_send_back_creates_the_group_and_its_retry_topic(conn, unique):
+    group = unique("retry-ok")
+    retry = f"%RETRY%{group}"
+    assert codes(conn, message(retry, "x", properties={RECONSUME_TIMES: "1"})) == ["OK"]
+    assert retry in topic_names(conn) and group in group_names(conn)
+    assert len(conn.describe_topic(retry).queues) == 1
+
+
+def test_a_refused_stage_creates_no_topic(conn, unique):
+    topic = unique("refused-stage")
+    chunk = [_staged(message(topic, "fine")), _staged(message(f"%DLQ%{topic}", "dead"))]
+    stage = conn.channel.unary_unary("/rockmq.messaging.v1.BatchMessaging/Stage",
+                                     request_serializer=batch_pb.StageRequest.SerializeToString,
+                                     response_deserializer=batch_pb.StageResponse.FromString)
+    reply = stage(batch_pb.StageRequest(system_properties=[sp for sp, _ in chunk], contents=[c for _, c in chunk]),
+                  timeout=RPC_TIMEOUT)
+    assert code_name(reply.status.code) == "FORBIDDEN", reply.status
+    assert topic not in topic_names(conn) and f"%DLQ%{topic}" not in topic_names(conn)
+
+
+def _staged(msg: pb.Message) -> tuple[bytes, bytes]:
+    """A message in the two parts Stage takes: its system properties (with the body digest), the rest."""
+    sp = msg.system_properties
+    sp.body_digest.type = pb.SHA1
+    sp.body_digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
+    sp_bytes = sp.SerializeToString()
+    msg.ClearField("system_properties")
+    return sp_bytes, msg.SerializeToString()
