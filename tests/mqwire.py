@@ -8,13 +8,12 @@ from __future__ import annotations
 import socket
 import time
 
-import grpc
-
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
+from rockmq.protocol.channels import client_metadata, open_channel
 from rockmq.protocol.message_id import new_message_id
 
 CLIENT_ID = "rockmq-tests@" + socket.gethostname()
-META = (("x-mq-client-id", CLIENT_ID), ("x-mq-language", "PYTHON"))
+META = client_metadata(CLIENT_ID)
 RPC_TIMEOUT = 10.0
 
 
@@ -22,7 +21,7 @@ class Conn:
     """One channel to a broker: the messaging stub plus the admin stub."""
 
     def __init__(self, endpoint: str) -> None:
-        self.channel = grpc.insecure_channel(endpoint)
+        self.channel = open_channel(endpoint)
         self.mq = svc.MessagingServiceStub(self.channel)
         self.admin = admin_grpc.AdminStub(self.channel)
 

@@ -37,11 +37,13 @@ from typing import Any
 
 import grpc
 
+from rockmq.client.errors import from_status
 from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as pb
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as svc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch_pb
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
+from rockmq.protocol.channels import client_metadata, open_aio_channel
 from rockmq.protocol.endpoints import endpoints_of
 
 SCENARIOS = ("produce-batch", "produce-single", "consume", "consume-batch", "latency")
@@ -145,11 +147,7 @@ class SetupError(Exception):
 
 def describe(status: pb.Status) -> str:
     """Render a reply status the way the protocol docs name it."""
-    try:
-        name = pb.Code.Name(status.code)
-    except ValueError:
-        name = "UNKNOWN"
-    return f"{name} ({status.code}): {status.message}"
+    return str(from_status(status.code, status.message))
 
 
 class Client:
@@ -157,18 +155,11 @@ class Client:
 
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self._channel = grpc.aio.insecure_channel(
-            opts.endpoint,
-            options=[("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)],
-        )
+        self._channel = open_aio_channel(opts.endpoint)
         self.stub = svc_grpc.MessagingServiceStub(self._channel)
         self.batch_stub = batch_grpc.BatchMessagingStub(self._channel)
         tag = uuid.uuid4().hex.upper()
-        self.metadata = (
-            ("x-mq-client-id", f"rockmq-bench@{socket.gethostname()}@{os.getpid()}@{tag[:8]}"),
-            ("x-mq-language", "PYTHON"),
-            ("x-mq-client-version", "rockmq-bench"),
-        )
+        self.metadata = client_metadata(f"rockmq-bench@{socket.gethostname()}@{os.getpid()}@{tag[:8]}", version="rockmq-bench")
         self.topic = pb.Resource(name=opts.topic)
         self.group = pb.Resource(name=opts.group)
         self.queue = pb.MessageQueue()

@@ -29,11 +29,11 @@ from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
 from rockmq.protocol import admin_grpc, replication_grpc
+from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
 from rockmq.store import keys
 
 log = logging.getLogger(__name__)
-MAX_MESSAGE = 64 * 1024 * 1024  # bigger than any valid request: oversize bodies get a RocketMQ status
 HOUSEKEEPING_S = 10
 
 
@@ -71,8 +71,7 @@ class Broker:
         s = self.settings
         interceptors = [ReadOnly(s.replica_of)] if self.follower is not None else []
         self.server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.max_send_message_length", MAX_MESSAGE),
+            *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
             ("grpc.so_reuseport", 0),
         ])
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from rockmq.client.errors import BrokerRefused, RockmqError, from_status
+from rockmq.client.errors import BrokerRefused, RockmqError, from_rpc_error, from_status
 from rockmq.client.message import ReceivedMessage
-from rockmq.client.transport import Transport, rpc_error
+from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
@@ -108,7 +108,7 @@ class AsyncSimpleConsumer:
                 if kind == "message":
                     out.append(ReceivedMessage.from_pb(frame.message, queue.broker.name, endpoint))
         except grpc.aio.AioRpcError as e:
-            raise rpc_error(endpoint, e) from None
+            raise from_rpc_error(endpoint, e) from None
         return out
 
     async def ack(self, message: ReceivedMessage) -> None:

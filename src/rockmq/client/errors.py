@@ -6,17 +6,30 @@
     ├── Timeout                      no answer in time (retriable)
     ├── BrokerRefused                the broker answered with a non-OK status; `.code`, `.status_name`
     │   ├── NotFound                 topic, group, message or offset unknown
-    │   ├── IllegalArgument          the request is malformed (bad topic name, body, filter, ...)
+    │   ├── IllegalArgument          the request is malformed (bad topic name, body, filter, a time
+    │   │                            without a zone, ...)
     │   └── Throttled                the broker is overloaded or a replica did not confirm (retriable)
+    ├── BatchSendError               some messages of a batch were refused: `.receipts` (a SendReceipt
+    │                                or None per message, in order), `.errors` (index -> the error)
     └── ClientClosed                 the producer or consumer was closed
 
-`from_status(code, message)` maps a wire status to its exception through one table, as
-aiokafka does: the table is the only place that decides what is retriable.
+`from_status(code, message)` maps a RocketMQ status to its exception through one table, as
+aiokafka does: the table is the only place that decides what is retriable. A gRPC status (a
+call that failed below the RocketMQ protocol, or rockmq's admin service, which answers with gRPC
+codes) goes through `from_grpc`, which maps it onto the same table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import grpc
+
 from rockmq.protocol import pb
+
+if TYPE_CHECKING:
+    from rockmq.client.message import SendReceipt
 
 
 class RockmqError(Exception):
@@ -72,6 +85,18 @@ class ClientClosed(RockmqError):
     pass
 
 
+class BatchSendError(RockmqError):
+    """Part of a batch was refused: what was stored has its receipt, what was not its error.
+    Retriable when every refusal is (resending the batch stores nothing twice: ids are kept)."""
+
+    def __init__(self, receipts: Sequence[SendReceipt | None], errors: Mapping[int, RockmqError]) -> None:
+        first = min(errors)
+        super().__init__(f"{len(errors)} of {len(receipts)} messages refused (message {first}: {errors[first]})",
+                         code=errors[first].code, retriable=all(e.retriable for e in errors.values()))
+        self.receipts = list(receipts)
+        self.errors = dict(errors)
+
+
 _NOT_FOUND = {pb.NOT_FOUND, pb.TOPIC_NOT_FOUND, pb.CONSUMER_GROUP_NOT_FOUND, pb.MESSAGE_NOT_FOUND, pb.OFFSET_NOT_FOUND}
 _RETRIABLE = {pb.TOO_MANY_REQUESTS, pb.SLAVE_PERSISTENCE_TIMEOUT, pb.MASTER_PERSISTENCE_TIMEOUT, pb.HA_NOT_AVAILABLE,
               pb.PROXY_TIMEOUT, pb.REQUEST_TIMEOUT, pb.INTERNAL_ERROR, pb.INTERNAL_SERVER_ERROR}
@@ -86,3 +111,27 @@ def from_status(code: int, message: str) -> BrokerRefused:
     if 40000 <= code < 50000:
         return IllegalArgument(message, code=code)
     return BrokerRefused(message, code=code, retriable=code >= 50000)
+
+
+_GRPC_AS_STATUS = {grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
+                   grpc.StatusCode.ALREADY_EXISTS: pb.BAD_REQUEST, grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN,
+                   grpc.StatusCode.OUT_OF_RANGE: pb.BAD_REQUEST, grpc.StatusCode.PERMISSION_DENIED: pb.FORBIDDEN}
+
+
+def from_grpc(endpoint: str, code: grpc.StatusCode, details: str | None) -> RockmqError:
+    """The exception for a failed gRPC call to `endpoint`."""
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return Timeout(f"{endpoint} did not answer in time")
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ConnectionFailed(f"cannot reach {endpoint}: {details}")
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return Unimplemented(f"{endpoint}: {details}")
+    status = _GRPC_AS_STATUS.get(code)
+    if status is not None:
+        return from_status(status, details or "")
+    return ConnectionFailed(f"{endpoint}: {code.name}: {details}", retriable=False)
+
+
+def from_rpc_error(endpoint: str, e: grpc.RpcError) -> RockmqError:
+    """`from_grpc` for a caught grpc.RpcError (blocking or asyncio)."""
+    return from_grpc(endpoint, e.code(), e.details())  # type: ignore[attr-defined]

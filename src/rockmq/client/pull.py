@@ -15,9 +15,9 @@ from datetime import datetime
 import grpc
 
 from rockmq.client.consumer import Filter
-from rockmq.client.errors import NotFound, from_status
+from rockmq.client.errors import NotFound, from_rpc_error, from_status
 from rockmq.client.message import ReceivedMessage
-from rockmq.client.transport import Queue, Transport, Unimplemented, rpc_error
+from rockmq.client.transport import Queue, Transport, Unimplemented
 from rockmq.protocol import batch, pb, rpc
 
 
@@ -87,7 +87,7 @@ class AsyncPullConsumer:
                 elif kind == "next_offset":
                     next_offset = frame.next_offset
         except grpc.aio.AioRpcError as e:
-            raise rpc_error(queue.endpoint, e) from None
+            raise from_rpc_error(queue.endpoint, e) from None
         return PullResult(out, next_offset)
 
     async def committed(self, queue: Queue) -> int | None:

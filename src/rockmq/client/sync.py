@@ -1,9 +1,11 @@
 """Synchronous wrappers: the asyncio clients driven from plain code. One event loop runs in one
-background thread, started the first time a sync client is made; asyncio users never start it."""
+background thread, started the first time a sync client is made; asyncio users never start it.
+A forked child has no such thread (fork copies only the calling thread): it starts its own."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
@@ -30,6 +32,15 @@ def _background_loop() -> asyncio.AbstractEventLoop:
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="rockmq-client", daemon=True).start()
         return _loop
+
+
+def _forget_loop_in_child() -> None:
+    """The parent's loop thread did not come along; its clients are unusable here, new ones work."""
+    global _loop, _lock
+    _loop, _lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_loop_in_child)
 
 
 class _Sync:

@@ -3,26 +3,16 @@ client's identity headers, deadlines, and wire statuses turned into exceptions (
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from dataclasses import dataclass
 
 import grpc
 
-from rockmq.client.errors import ClientClosed, ConnectionFailed, Timeout, Unimplemented, from_status
+from rockmq.client.errors import ClientClosed, Unimplemented, from_rpc_error, from_status
 from rockmq.protocol import admin_grpc, batch_grpc, pb, rpc, svc
-from rockmq.protocol.conventions import LANE_HEADER
+from rockmq.protocol.channels import ChannelCache, client_metadata, new_client_id, open_aio_channel
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
-_ADMIN_CODES = {grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
-                grpc.StatusCode.ALREADY_EXISTS: pb.BAD_REQUEST, grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN}
-MAX_MESSAGE = 64 * 1024 * 1024
-
-
-def new_client_id() -> str:
-    return f"{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)
@@ -47,26 +37,18 @@ class Transport:
         self.access_point = access_point
         self.request_timeout_s = request_timeout_s
         self.client_id = client_id or new_client_id()
-        self.metadata = (("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON"),
-                         ("x-mq-client-version", "rockmq")) + (((LANE_HEADER, lane),) if lane else ())
-        self._channels: dict[str, grpc.aio.Channel] = {}
-        self._stubs: dict[str, svc.MessagingServiceStub] = {}
+        self.metadata = client_metadata(self.client_id, lane=lane)
+        self._channels = ChannelCache(open_aio_channel)
+        self._stubs = ChannelCache(lambda endpoint: svc.MessagingServiceStub(self._channel(endpoint)))
         self.closed = False
 
     def _channel(self, endpoint: str) -> grpc.aio.Channel:
         if self.closed:
             raise ClientClosed("the client is closed")
-        channel = self._channels.get(endpoint)
-        if channel is None:
-            channel = self._channels[endpoint] = grpc.aio.insecure_channel(endpoint, options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)])
-        return channel
+        return self._channels.get(endpoint)
 
     def stub(self, endpoint: str) -> svc.MessagingServiceStub:
-        stub = self._stubs.get(endpoint)
-        if stub is None:
-            stub = self._stubs[endpoint] = svc.MessagingServiceStub(self._channel(endpoint))
-        return stub
+        return self._stubs.get(endpoint)
 
     async def batch(self, endpoint: str, method: str, request, timeout: float | None = None):
         """Call a method of rockmq's BatchMessaging service (many messages per reply); raises
@@ -77,7 +59,7 @@ class Transport:
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.UNIMPLEMENTED:
                 raise Unimplemented(f"{endpoint} has no {method}") from None
-            raise rpc_error(endpoint, e) from None
+            raise from_rpc_error(endpoint, e) from None
         if reply.status.code not in (*OK_CODES, pb.MESSAGE_NOT_FOUND):
             raise from_status(reply.status.code, reply.status.message)
         return reply
@@ -88,10 +70,7 @@ class Transport:
             return await getattr(admin_grpc.AdminStub(self._channel(endpoint)), method)(
                 request, metadata=self.metadata, timeout=timeout or self.request_timeout_s)
         except grpc.aio.AioRpcError as e:
-            code = _ADMIN_CODES.get(e.code())
-            if code is not None:
-                raise from_status(code, e.details() or "") from None
-            raise rpc_error(endpoint, e) from None
+            raise from_rpc_error(endpoint, e) from None
 
     async def unary(self, endpoint: str, method: str, request, timeout: float | None = None):
         """Call a unary MessagingService method; raise for transport errors and non-OK statuses."""
@@ -99,7 +78,7 @@ class Transport:
             reply = await getattr(self.stub(endpoint), method)(request, metadata=self.metadata,
                                                                 timeout=timeout or self.request_timeout_s)
         except grpc.aio.AioRpcError as e:
-            raise rpc_error(endpoint, e) from None
+            raise from_rpc_error(endpoint, e) from None
         if reply.status.code not in OK_CODES:
             raise from_status(reply.status.code, reply.status.message)
         return reply
@@ -111,15 +90,6 @@ class Transport:
 
     async def close(self) -> None:
         self.closed = True
-        for channel in self._channels.values():
+        for channel in self._channels.take_all():
             await channel.close()
-        self._channels.clear()
-        self._stubs.clear()
-
-
-def rpc_error(endpoint: str, e: grpc.aio.AioRpcError) -> Exception:
-    if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return Timeout(f"{endpoint} did not answer in time")
-    if e.code() == grpc.StatusCode.UNAVAILABLE:
-        return ConnectionFailed(f"cannot reach {endpoint}: {e.details()}")
-    return ConnectionFailed(f"{endpoint}: {e.code().name}: {e.details()}", retriable=False)
+        self._stubs.take_all()

@@ -2,7 +2,8 @@
 lookups (planner side), and reading a queue range as Arrow record batches (executor side).
 
 Readers are pickled into Spark's Python workers, so nothing here holds a channel: channels live
-in a per-process cache, created on first use in the worker (workers are reused across tasks).
+in the per-process cache of protocol/channels.py, created on first use in the worker (workers are
+reused across tasks, and forked: a child never reuses its parent's channel).
 """
 
 from __future__ import annotations
@@ -14,18 +15,18 @@ from typing import TypeVar
 
 import grpc
 
+from rockmq.client.errors import NotFound, from_rpc_error
 from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
+from rockmq.protocol.channels import ChannelCache, channel, client_metadata
 from rockmq.protocol.endpoints import address_of, endpoints_of
 from rockmq.protocol.fetch import FetchReply, parse_fetch_response
 from rockmq.spark.offsets import QueueState
 
 log = logging.getLogger(__name__)
-MAX_MESSAGE = 64 * 1024 * 1024
-META = (("x-mq-client-id", "rockmq-spark"), ("x-mq-language", "PYTHON"), ("x-mq-client-version", "rockmq"))
+META = client_metadata("rockmq-spark")
 ATTEMPTS = 3  # metadata calls: a failed latestOffset fails the whole streaming query
 T = TypeVar("T")
 
-_channels: dict[str, grpc.Channel] = {}
 
 
 class SourceError(RuntimeError):
@@ -40,23 +41,15 @@ class _NotFound(SourceError):
     pass
 
 
-def channel(endpoint: str) -> grpc.Channel:
-    ch = _channels.get(endpoint)
-    if ch is None:
-        ch = _channels[endpoint] = grpc.insecure_channel(endpoint, options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)])
-    return ch
-
-
 def _retry(what: str, endpoint: str, call: Callable[[], T]) -> T:
     for attempt in range(ATTEMPTS):
         try:
             return call()
         except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:
-                raise _NotFound(f"rockmq {what} at {endpoint}: {e.details()}") from None
-            retriable = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-            if not retriable or attempt == ATTEMPTS - 1:
+            error = from_rpc_error(endpoint, e)
+            if isinstance(error, NotFound):
+                raise _NotFound(f"rockmq {what} at {endpoint}: {error.message}") from None
+            if not error.retriable or attempt == ATTEMPTS - 1:
                 raise SourceError(f"rockmq {what} at {endpoint} failed: {e.code().name}: {e.details()}") from None
             time.sleep(0.2 * 2 ** attempt)
     raise AssertionError("unreachable")
@@ -117,16 +110,9 @@ class Brokers:
         return reply.offset
 
 
-_fetch_calls: dict[str, grpc.UnaryUnaryMultiCallable] = {}
-
-
-def _fetch_call(endpoint: str) -> grpc.UnaryUnaryMultiCallable:
-    call = _fetch_calls.get(endpoint)
-    if call is None:
-        call = _fetch_calls[endpoint] = channel(endpoint).unary_unary(
-            "/rockmq.messaging.v1.BatchMessaging/Fetch", request_serializer=batch.FetchRequest.SerializeToString,
-            response_deserializer=parse_fetch_response)
-    return call
+_fetch_calls: ChannelCache[grpc.UnaryUnaryMultiCallable] = ChannelCache(lambda endpoint: channel(endpoint).unary_unary(
+    "/rockmq.messaging.v1.BatchMessaging/Fetch", request_serializer=batch.FetchRequest.SerializeToString,
+    response_deserializer=parse_fetch_response))
 
 
 def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: int, end: int, *, fail_on_data_loss: bool,
@@ -136,7 +122,7 @@ def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: 
 
     Messages retention removed before they were read are a DataLossError, or skipped with
     `fail_on_data_loss=False`; so is a range the queue no longer has (topic recreated)."""
-    call = _fetch_call(endpoint)
+    call = _fetch_calls.get(endpoint)
     where = f"queue {broker}:{queue_id} of topic {topic!r}"
 
     def ask(offset: int):

@@ -1,0 +1,106 @@
+"""How every rockmq process talks gRPC to a broker: the client's identity headers, channel
+options, and channels cached per endpoint for this process only. Used by the client, the CLI,
+the Spark source and sink, and the benchmark (the broker's own size limit is `MAX_MESSAGE` too).
+
+- Channel options: a channel accepts (and may send) up to `MAX_MESSAGE`, the broker's limit, so
+  a reply carrying a message of the largest body the broker takes (framed, it is larger than
+  the body) is never refused by the receiving side.
+- Headers: `client_metadata()` is the one definition of `x-mq-client-id`, `x-mq-language`,
+  `x-mq-client-version` (and the lane header, conventions.py).
+- Fork: gRPC channels do not survive `os.fork()`. A `ChannelCache` forgets, in the child, every
+  channel the parent made (without closing them: they are the parent's), so a child opens its own.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import grpc
+
+from rockmq.protocol.conventions import LANE_HEADER
+
+MAX_MESSAGE = 64 * 1024 * 1024  # the broker's request and reply limit; above any valid request
+CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE))
+
+CLIENT_ID_HEADER = "x-mq-client-id"
+LANGUAGE_HEADER = "x-mq-language"
+VERSION_HEADER = "x-mq-client-version"
+
+Metadata = tuple[tuple[str, str], ...]
+C = TypeVar("C")
+
+
+def new_client_id(kind: str = "") -> str:
+    """`[kind@]host@pid@random`: unique per client instance, readable in the broker's listings."""
+    return f"{kind + '@' if kind else ''}{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex[:12]}"
+
+
+def client_metadata(client_id: str, *, version: str = "rockmq", lane: str | None = None) -> Metadata:
+    """The headers every call of a client carries."""
+    headers = ((CLIENT_ID_HEADER, client_id), (LANGUAGE_HEADER, "PYTHON"), (VERSION_HEADER, version))
+    return headers + (((LANE_HEADER, lane),) if lane else ())
+
+
+def open_channel(endpoint: str) -> grpc.Channel:
+    """A new blocking channel with rockmq's options."""
+    return grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+
+
+def open_aio_channel(endpoint: str) -> grpc.aio.Channel:
+    """A new asyncio channel with rockmq's options (bound to the running event loop)."""
+    return grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+
+
+_caches: weakref.WeakSet[ChannelCache[object]] = weakref.WeakSet()
+
+
+class ChannelCache(Generic[C]):
+    """One `C` (a channel, or what is built on one) per endpoint, made on first use, for this
+    process: after a fork the child starts empty."""
+
+    def __init__(self, open: Callable[[str], C]) -> None:
+        self._open = open
+        self._items: dict[str, C] = {}
+        self._lock = threading.Lock()
+        _caches.add(self)  # type: ignore[arg-type]
+
+    def get(self, endpoint: str) -> C:
+        item = self._items.get(endpoint)
+        if item is None:
+            with self._lock:
+                item = self._items.get(endpoint)
+                if item is None:
+                    item = self._items[endpoint] = self._open(endpoint)
+        return item
+
+    def take_all(self) -> list[C]:
+        """Empty the cache; -> what it held (for the caller to close)."""
+        with self._lock:
+            items, self._items = list(self._items.values()), {}
+        return items
+
+    def _forget(self) -> None:
+        self._items = {}
+        self._lock = threading.Lock()  # a lock held by another thread at fork time stays held in the child
+
+
+def _forget_all_in_child() -> None:
+    for cache in list(_caches):
+        cache._forget()
+
+
+os.register_at_fork(after_in_child=_forget_all_in_child)
+
+_shared: ChannelCache[grpc.Channel] = ChannelCache(open_channel)
+
+
+def channel(endpoint: str) -> grpc.Channel:
+    """The process's blocking channel to `endpoint` (CLI, Spark): shared, never closed."""
+    return _shared.get(endpoint)
