@@ -196,10 +196,9 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
 
 
 def _channel(endpoint: str) -> grpc.Channel:
-    from rockmq.client.transport import MAX_MESSAGE
+    from rockmq.protocol.channels import open_channel
 
-    return grpc.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", MAX_MESSAGE),
-                                                    ("grpc.max_send_message_length", MAX_MESSAGE)])
+    return open_channel(endpoint)
 
 
 def _admin(args: argparse.Namespace):
