@@ -260,14 +260,14 @@ def test_unpublished_chunks_and_batch_jobs_are_forgotten(tmp_path):
             handle, _ = s.stage(request.system_properties, request.contents, 1000, False)
             now = int(time.time() * 1000)
             s.sweep(now)
-            assert b.ctx.store.get("txn", staging._chunk_key(handle)) is not None
+            assert b.ctx.store.get("staging", staging._chunk_key(handle)) is not None
             s._job_floor[0] = staging._bucket(handle)  # a job that needs it: kept
             s.sweep(now + 10 * staging.BUCKET_MS)
-            assert b.ctx.store.get("txn", staging._chunk_key(handle)) is not None
+            assert b.ctx.store.get("staging", staging._chunk_key(handle)) is not None
             del s._job_floor[0]
             s.sweep(now + 10 * staging.BUCKET_MS)
-            assert b.ctx.store.get("txn", staging._chunk_key(handle)) is None
-            assert b.ctx.store.get("txn", staging._index_key(handle)) is None
+            assert b.ctx.store.get("staging", staging._chunk_key(handle)) is None
+            assert b.ctx.store.get("staging", staging._index_key(handle)) is None
             # A sink's last batch is kept for its retain time (a batch job's), or for ever.
             request = batch_pb.StageRequest.FromString(stage_request(encode(topic, [b"y"]), 0, False))
             kept, _ = s.stage(request.system_properties, request.contents, 0, False)

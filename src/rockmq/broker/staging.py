@@ -23,8 +23,8 @@ stage, and the driver decides once per batch:
 A chunk staged with `deduplicate` (application-chosen message ids) is also checked against, and
 recorded in, the producer de-duplication table at publish, as SendMessage would.
 
-Everything lives in the `txn` family, under a namespace led by a NUL byte (transaction ids are
-hex), with values led by b"S" (a pending half message is b"P...").
+Everything lives in the `staging` family (keys in store/keys.py); values start with b"S", as in
+rockmq 0.1.0, which kept them in `txn` (store/schema.py moves them, bytes unchanged).
 """
 
 from __future__ import annotations
@@ -48,8 +48,7 @@ from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 
-_NS = b"\x00sink/"
-_CHUNK, _INDEX, _SINK, _JOB = _NS + b"c", _NS + b"i", _NS + b"s", _NS + b"j"
+_CHUNK, _INDEX, _SINK, _JOB = keys.STAGED_CHUNK, keys.STAGED_INDEX, keys.SINK_STATE, keys.PUBLISH_JOB
 _HANDLE = struct.Struct(">IQ")  # expiry bucket · sequence
 _ENTRY = struct.Struct(">IQB")  # topic id · due ms (0: now) · message id length; then the id
 _LEN = framing.LEN
@@ -144,8 +143,8 @@ class StagingService:
             parts += (rest, sp_bytes, host, encoding)
         handle = _HANDLE.pack((now_ms() + ttl) // BUCKET_MS + 1, next(self._seq))
         batch = self.ctx.store.batch()
-        batch.put("txn", _chunk_key(handle), b"".join(parts))
-        batch.put("txn", _index_key(handle), _VALUE + _LEN.pack(len(contents)))
+        batch.put("staging", _chunk_key(handle), b"".join(parts))
+        batch.put("staging", _index_key(handle), _VALUE + _LEN.pack(len(contents)))
         self.ctx.store.write(batch)
         return handle, len(contents)
 
@@ -154,14 +153,14 @@ class StagingService:
         batch = self.ctx.store.batch()
         for h in handles:
             if len(h) == _HANDLE.size and h not in self._moving:
-                batch.delete("txn", _chunk_key(h))
-                batch.delete("txn", _index_key(h))
+                batch.delete("staging", _chunk_key(h))
+                batch.delete("staging", _index_key(h))
         self.ctx.store.write(batch)
 
     # --- publish -------------------------------------------------------------------------------
 
     def last_batch(self, sink_id: str) -> int | None:
-        raw = self.ctx.store.get("txn", _SINK + sink_id.encode())
+        raw = self.ctx.store.get("staging", _SINK + sink_id.encode())
         return None if raw is None else _SINK_STATE.unpack_from(raw, 1)[0]
 
     async def publish(self, sink_id: str, batch_id: int, chunks: list[tuple[bytes, int]],
@@ -183,7 +182,7 @@ class StagingService:
             self.discard(handles)
             return True, 0, 0
         store = self.ctx.store
-        found = store.get_many("txn", [_index_key(h) for h in handles])
+        found = store.get_many("staging", [_index_key(h) for h in handles])
         for i, ((_, count), raw) in enumerate(zip(chunks, found, strict=True)):
             if raw is None:
                 raise BrokerError(pb.NOT_FOUND, f"staged chunk {i + 1} of {len(chunks)} is gone (its ttl ran out, or it "
@@ -194,8 +193,8 @@ class StagingService:
         seq = next(self._seq)
         batch = store.batch()
         forget = now_ms() + retain_ms if retain_ms else 0
-        batch.put("txn", _SINK + sink_id.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget))
-        batch.put("txn", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(sink_id.encode())) + sink_id.encode()
+        batch.put("staging", _SINK + sink_id.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget))
+        batch.put("staging", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(sink_id.encode())) + sink_id.encode()
                   + b"".join(handles))
         store.write(batch)
         published, deduplicated = await asyncio.shield(self._start(seq, sink_id, handles))  # a cancelled call
@@ -240,15 +239,15 @@ class StagingService:
         batch, pending, touched = store.batch(), 0, set()
         allocated: dict[tuple[int, int], int] = {}
         for h in handles:
-            raw = store.get("txn", _chunk_key(h))
+            raw = store.get("staging", _chunk_key(h))
             if raw is None:  # moved before a restart
                 continue
             if raw[1] and pending:  # its lookups must see the dedup entries written so far
                 self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
             moved, skipped = self._move(batch, raw, bool(raw[1]), allocated, touched)
-            batch.delete("txn", _chunk_key(h))
-            batch.delete("txn", _index_key(h))
+            batch.delete("staging", _chunk_key(h))
+            batch.delete("staging", _index_key(h))
             published += moved
             deduplicated += skipped
             pending += moved + skipped
@@ -256,7 +255,7 @@ class StagingService:
                 self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
                 await asyncio.sleep(0)
-        batch.delete("txn", _JOB + keys.encode_u64(seq))
+        batch.delete("staging", _JOB + keys.encode_u64(seq))
         self.ctx.logs.write_appends(batch, allocated, touched)
         if durable:
             await store.sync()
@@ -309,7 +308,7 @@ class StagingService:
         if self._resumed:
             return
         self._resumed = True
-        for key, value in list(self.ctx.store.scan_prefix("txn", _JOB)):
+        for key, value in list(self.ctx.store.scan_prefix("staging", _JOB)):
             seq = keys.decode_u64(key[len(_JOB):])
             (n,) = _JOB_HEAD.unpack_from(value, 1)
             start = 1 + _JOB_HEAD.size
@@ -341,12 +340,12 @@ class StagingService:
         batch = self.ctx.store.batch()
         if floor > self._swept:  # one range tombstone per bucket (each lookup pays for them)
             for ns in (_CHUNK, _INDEX):
-                batch.delete_range("txn", ns, ns + floor.to_bytes(4, "big"))
+                batch.delete_range("staging", ns, ns + floor.to_bytes(4, "big"))
             self._swept = floor
         if now // SINK_SWEEP_MS != self._sinks_swept:  # forgotten sinks: once a minute is plenty
             self._sinks_swept = now // SINK_SWEEP_MS
-            for key, value in self.ctx.store.scan_prefix("txn", _SINK):
+            for key, value in self.ctx.store.scan_prefix("staging", _SINK):
                 forget = _SINK_STATE.unpack_from(value, 1)[1]
                 if forget and forget < now and key[len(_SINK):].decode() not in self._job_sink.values():
-                    batch.delete("txn", key)
+                    batch.delete("staging", key)
         self.ctx.store.write(batch)

@@ -13,6 +13,7 @@ returns at once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import threading
@@ -21,14 +22,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+from rocksdict import BlockBasedOptions, Cache, ColumnFamily, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
-from rockmq.store import oplog
+from rockmq.store import keys, oplog
 from rockmq.store.keys import prefix_end
+from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, SchemaError
 
 log = logging.getLogger(__name__)
-
-FAMILIES = ("meta", "log", "offsets", "inflight", "checkpoints", "retry", "timers", "dedup", "txn", "txnchecks", "matches")
 
 
 MiB = 1024 * 1024
@@ -36,23 +36,23 @@ MiB = 1024 * 1024
 # the big ones, the bookkeeping families small ones) and every block read, index and filter
 # included, goes through one BLOCK_CACHE.
 TOTAL_MEMTABLES = 128 * MiB
-MEMTABLE = {"log": 32 * MiB, "timers": 32 * MiB}
+MEMTABLE: dict[str, int] = {Family.LOG: 32 * MiB, Family.TIMERS: 32 * MiB}
 # The log and the timers keep message bodies in blob files (key-value separation): compactions
 # then move keys and blob references only. Queues interleave in key order, and a million pending
 # timers would otherwise be rewritten by every compaction their new neighbours cause (measured:
 # 1 GB of pending timers with distinct bodies, rewritten every few seconds during a burst).
-BLOB_FAMILIES = ("log", "timers")
+BLOB_FAMILIES = (Family.LOG, Family.TIMERS)
 # A timers blob file holds messages due at all sorts of times, and stays while one of them is
 # pending: compactions copy the live rest of the oldest quarter of the files to new ones, and
 # RocksDB schedules such a compaction itself once those files are half garbage.
-BLOB_GC_FAMILIES = ("timers",)
+BLOB_GC_FAMILIES = (Family.TIMERS,)
 SMALL_MEMTABLE = 8 * MiB
-BLOOM_FAMILIES = ("dedup", "checkpoints")
+BLOOM_FAMILIES = (Family.DEDUP, Family.CHECKPOINTS)
 BLOCK_CACHE = 64 * MiB
 MAX_TOTAL_WAL = 256 * MiB
 # Families read by long in-order scans (due timers are moved thousands at a time) get big
 # blocks: one read per block instead of one per few entries.
-SCANNED_FAMILIES = ("timers",)
+SCANNED_FAMILIES = (Family.TIMERS,)
 SCAN_BLOCK = 64 * 1024
 
 
@@ -103,18 +103,45 @@ class Store:
         self.flush_policy = flush
         cache = Cache(BLOCK_CACHE)
         # RocksDB must open every family a database has; one an older version left is opened too.
-        existing = Rdict.list_cf(str(path)) if (path / "CURRENT").exists() else []
-        names = [*FAMILIES, *(f for f in existing if f not in FAMILIES and f != "default")]
+        new = not (path / "CURRENT").exists()
+        existing = [] if new else Rdict.list_cf(str(path))
+        names = [*Family, *(f for f in existing if f not in {*Family, "default"})]
         families = {f: _options(cache, f) for f in names}
         self._db = Rdict(str(path), options=_options(cache), column_families=families)
-        self._cf = {f: self._db.get_column_family(f) for f in FAMILIES}
-        self._handles = {f: self._db.get_column_family_handle(f) for f in FAMILIES}
+        self._cf: dict[str, Rdict] = {f: self._db.get_column_family(f) for f in Family}
+        self._handles: dict[str, ColumnFamily] = {f: self._db.get_column_family_handle(f) for f in Family}
         self._nosync = WriteOptions()
         self._nosync.sync = False
         interval = None if flush == "sync" else flush_interval_ms / 1000
         self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval)
         self._closed = False
         self.replication: Replication | None = None  # a primary's replicator, when it has one
+        try:
+            self._migrate(new)
+        except BaseException:
+            self.close()
+            raise
+
+    def _migrate(self, new: bool) -> None:
+        """Bring the data up to SCHEMA_VERSION (store/schema.py), one synced write per step."""
+        raw = self.get(Family.META, keys.SCHEMA_VERSION_KEY)
+        version = SCHEMA_VERSION if new else LEGACY_VERSION if raw is None else keys.decode_u64(raw)
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"{self.path} holds storage schema {version}, newer than this rockmq's "
+                              f"{SCHEMA_VERSION}: run the release that wrote it")
+        sync = WriteOptions()
+        sync.sync = True
+        for step in MIGRATIONS[version - 1:]:
+            batch = self.batch()
+            moved = step(self, batch)
+            version += 1
+            batch.put(Family.META, keys.SCHEMA_VERSION_KEY, keys.encode_u64(version))
+            self._db.write(batch.wb, sync)
+            log.info("storage schema migrated to version %d (%s: %d entries moved)", version, step.__name__, moved)
+        if raw is None and new:  # a new directory starts at the current version
+            batch = self.batch()
+            batch.put(Family.META, keys.SCHEMA_VERSION_KEY, keys.encode_u64(version))
+            self._db.write(batch.wb, sync)
 
     # --- writes ------------------------------------------------------------------------------
 
@@ -144,11 +171,14 @@ class Store:
     # --- reads -------------------------------------------------------------------------------
 
     def get(self, family: str, key: bytes) -> bytes | None:
-        return self._cf[family].get(key)
+        value: bytes | None = self._cf[family].get(key)
+        return value
 
     def get_many(self, family: str, keys: list[bytes]) -> list[bytes | None]:
         """One multi-get: cheaper than a get per key."""
-        return self._cf[family].get(keys) if keys else []
+        if not keys:
+            return []
+        return self._cf[family].get(keys)  # type: ignore[arg-type, return-value]  # the stub takes a list[str | bytes ...]
 
     def scan(self, family: str, lower: bytes, upper: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Entries with lower <= key < upper, in key order."""
@@ -188,9 +218,8 @@ class Store:
             it.prev()
         else:
             it.seek_to_last()
-        if it.valid() and it.key().startswith(prefix):
-            return it.key()
-        return None
+        key: bytes | None = it.key() if it.valid() else None
+        return key if key is not None and key.startswith(prefix) else None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -260,7 +289,7 @@ class GroupCommit:
         while True:
             with self._cv:
                 if self._interval is None:
-                    self._cv.wait_for(lambda done=flushed: self._stopped or self._requested != done)
+                    self._cv.wait_for(functools.partial(self._woken, flushed))
                 else:
                     self._cv.wait_for(lambda: self._stopped, timeout=self._interval)
                 if self._stopped:
@@ -281,6 +310,10 @@ class GroupCommit:
                     loop.call_soon_threadsafe(_complete, covered, error)
                 except RuntimeError:  # the loop is closed: nobody is waiting any more
                     pass
+
+    def _woken(self, flushed: int) -> bool:
+        """Stopped, or waiters were handed over since the flush that covered `flushed`."""
+        return self._stopped or self._requested != flushed
 
     def stop(self) -> None:
         with self._cv:
@@ -304,7 +337,7 @@ class Batch:
 
     __slots__ = ("wb", "_handles", "empty", "ops", "seq")
 
-    def __init__(self, handles: dict, record: bool = False) -> None:
+    def __init__(self, handles: dict[str, ColumnFamily], record: bool = False) -> None:
         self.wb = WriteBatch(raw_mode=True)
         self._handles = handles
         self.empty = True

@@ -1,4 +1,4 @@
-"""Key encodings for the column families (design.md §4). Pure functions, no I/O.
+"""Key encodings for the column families (docs/storage.md). Pure functions, no I/O.
 
 Integers are big-endian so that RocksDB's byte order is numeric order: a queue's log is one
 contiguous, offset-ordered key range, and checkpoints and timers sort by their deadline.
@@ -46,6 +46,7 @@ TIMER_COUNT_KEY = b"count/timers"  # pending delayed messages (store/counts.py)
 HALF_COUNT_KEY = b"count/half"  # undecided transactions
 REPLICATION_SEQ_KEY = b"repl/seq"  # number of the last batch written (primary) or applied (replica)
 PROMOTED_KEY = b"repl/promoted"  # a replica that was promoted: it never follows again
+SCHEMA_VERSION_KEY = b"schema"  # the storage schema version of the data (store/schema.py)
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------
 
@@ -86,7 +87,8 @@ def encode_u64(value: int) -> bytes:
 
 
 def decode_u64(raw: bytes) -> int:
-    return _U64.unpack(raw)[0]
+    value: int = _U64.unpack(raw)[0]
+    return value
 
 
 # --- inflight family: deadline_ms · group · topic · queue · offset -> (empty) ---------------
@@ -109,7 +111,8 @@ def deadline_bound(deadline_ms: int) -> bytes:
 
 def deadline_of(key: bytes) -> int:
     """The deadline a key of a deadline-keyed family starts with."""
-    return _U64.unpack_from(key)[0]
+    deadline: int = _U64.unpack_from(key)[0]
+    return deadline
 
 
 # --- checkpoints family: group · topic · queue · offset -> deadline · attempt · version ------
@@ -225,6 +228,13 @@ def parse_dedup_value(raw: bytes) -> tuple[int, int, str, str]:
     queue_id, offset = _POSITION.unpack_from(raw)
     transaction_id, _, recall_handle = raw[_POSITION.size :].decode().partition("\n")
     return queue_id, offset, transaction_id, recall_handle
+
+
+# --- staging family: kind · ... (broker/staging.py) ----------------------------------------
+# A staged chunk and its index entry are named by its handle (expiry bucket · sequence), so
+# expiring chunks is one range delete per kind; a sink's state by the sink id, a job by its number.
+
+STAGED_CHUNK, STAGED_INDEX, SINK_STATE, PUBLISH_JOB = b"c", b"i", b"s", b"j"
 
 
 def prefix_end(prefix: bytes) -> bytes:

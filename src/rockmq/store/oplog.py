@@ -2,7 +2,8 @@
 
     batch = op* ;  op = kind:u8 · family:u8 · key_len:u32 · key · value_len:u32 · value
 
-kind: 0 put (value), 1 delete, 2 delete_range (value = upper bound); family: index in FAMILIES.
+kind: 0 put (value), 1 delete, 2 delete_range (value = upper bound); family: the family's stable
+id (`Family.id`, store/schema.py), the same on every broker whatever its release.
 """
 
 from __future__ import annotations
@@ -10,29 +11,31 @@ from __future__ import annotations
 import struct
 
 from rockmq.store import framing
+from rockmq.store.schema import FAMILY_BY_ID, Family
 
 PUT, DELETE, DELETE_RANGE = 0, 1, 2
 Op = tuple[int, str, bytes, bytes]
 _HEAD = struct.Struct(">BBI")
 _LEN = framing.LEN
+_ID = {f.value: f.id for f in Family}  # by name: Batch records family names as given
 
 
-def encode(ops: list[Op], families: tuple[str, ...]) -> bytes:
-    index = {f: i for i, f in enumerate(families)}
+def encode(ops: list[Op]) -> bytes:
     out = bytearray()
     for kind, family, key, value in ops:
-        out += _HEAD.pack(kind, index[family], len(key))
+        out += _HEAD.pack(kind, _ID[family], len(key))
         out += key
         out += _LEN.pack(len(value))
         out += value
     return bytes(out)
 
 
-def decode(data: bytes, families: tuple[str, ...]) -> list[Op]:
+def decode(data: bytes) -> list[Op]:
     """Raises ValueError on anything `encode` did not produce."""
     ops: list[Op] = []
-    for (kind, family, _), key, value in framing.entries(data, _HEAD):
-        if kind > DELETE_RANGE or family >= len(families):
-            raise ValueError("corrupt batch: unknown operation or family")
-        ops.append((kind, families[family], key, value))
+    for (kind, family_id, _), key, value in framing.entries(data, _HEAD):
+        family = FAMILY_BY_ID.get(family_id)
+        if kind > DELETE_RANGE or family is None:
+            raise ValueError(f"corrupt batch: unknown operation {kind} or family id {family_id}")
+        ops.append((kind, family, key, value))
     return ops

@@ -23,7 +23,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.store import keys, oplog
-from rockmq.store.db import FAMILIES, Batch
+from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 RING_BYTES = 64 * 1024 * 1024
@@ -63,7 +63,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         batch.put("meta", keys.REPLICATION_SEQ_KEY, keys.encode_u64(self.seq))
 
     def written(self, batch: Batch) -> None:
-        data = oplog.encode(batch.ops or [], FAMILIES)
+        data = oplog.encode(batch.ops or [])
         self._ring.append((batch.seq, data))
         self._ring_bytes += len(data)
         while self._ring_bytes > RING_BYTES and len(self._ring) > 1:
@@ -212,7 +212,7 @@ class Follower:
                 self.connected = True
                 if shipped.seq != self.applied + 1:
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
-                self._apply(oplog.decode(shipped.ops, FAMILIES))
+                self._apply(oplog.decode(shipped.ops))
                 self.applied = shipped.seq
                 progress.set()
         finally:
