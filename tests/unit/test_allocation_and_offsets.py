@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rockmq.client.allocation import ByConfig, ConsistentHash, average, average_by_circle, by_environment
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
-from rockmq.client.transport import Queue
+from rockmq.client.queues import Queue
 
 
 def qs(n: int, broker: str = "b0", topic: str = "T") -> list[Queue]:

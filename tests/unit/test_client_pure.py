@@ -9,8 +9,8 @@ import pytest
 from rockmq.client import Message, allocation, by_hash, by_index
 from rockmq.client.errors import BrokerRefused, IllegalArgument, NotFound, Throttled, from_status
 from rockmq.client.fault import FaultAvoidance
+from rockmq.client.queues import Queue
 from rockmq.client.selectors import RoundRobin, by_environment
-from rockmq.client.transport import Queue
 from rockmq.protocol import pb
 
 

@@ -9,6 +9,8 @@ wrappers that run one event loop in one background thread.
   `rockmq.client.selectors`, idempotent handlers in `rockmq.client.idempotent`.
 
 Errors: see `rockmq.client.errors` (one tree; every error says whether it is retriable).
+I/O: every client takes `transport=` (`rockmq.client.transport`): the gRPC one by default, or a
+`MockTransport(handler)` that answers calls from a function, for tests without a broker.
 """
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
@@ -18,13 +20,15 @@ from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.producer import AsyncProducer
 from rockmq.client.pull import AsyncPullConsumer, PullResult
 from rockmq.client.push import AsyncPushConsumer
+from rockmq.client.queues import Queue
 from rockmq.client.selectors import RoundRobin, at_random, by_hash, by_index
 from rockmq.client.spool import DeadEntry
 from rockmq.client.sync import Producer, PullConsumer, PushConsumer, SimpleConsumer, Transaction
 from rockmq.client.transaction import AsyncTransaction, TransactionResolution
-from rockmq.client.transport import Queue
+from rockmq.client.transport import Call, GrpcTransport, MockTransport, Transport
 
 __all__ = ["SKIPPED", "AsyncProducer", "AsyncPullConsumer", "AsyncPushConsumer", "AsyncSimpleConsumer", "AsyncTransaction",
-           "DeadEntry", "DuplicateInFlight", "Filter", "Idempotent", "Message", "Producer", "PullConsumer", "PullResult",
-           "PushConsumer", "Queue", "ReceivedMessage", "RedisStore", "RockmqError", "RocksDBStore", "RoundRobin", "SQLStore",
-           "SendReceipt", "SimpleConsumer", "Transaction", "TransactionResolution", "at_random", "by_hash", "by_index"]
+           "Call", "DeadEntry", "DuplicateInFlight", "Filter", "GrpcTransport", "Idempotent", "Message", "MockTransport",
+           "Producer", "PullConsumer", "PullResult", "PushConsumer", "Queue", "ReceivedMessage", "RedisStore", "RockmqError",
+           "RocksDBStore", "RoundRobin", "SQLStore", "SendReceipt", "SimpleConsumer", "Transaction", "TransactionResolution",
+           "Transport", "at_random", "by_hash", "by_index"]

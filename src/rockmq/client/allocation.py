@@ -14,7 +14,7 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from rockmq.client.transport import Queue, queue_order
+from rockmq.client.queues import Queue, queue_order
 
 Strategy = Callable[[str, Sequence[str], Sequence[Queue]], list[Queue]]
 

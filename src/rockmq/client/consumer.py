@@ -13,10 +13,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import grpc
-
-from rockmq.client.errors import BrokerRefused, RockmqError, from_rpc_error, from_status
+from rockmq.client.errors import BrokerRefused, RockmqError, from_status
 from rockmq.client.message import ReceivedMessage
+from rockmq.client.session import Session
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import address_of, endpoints_of
@@ -43,11 +42,12 @@ class Filter:
 
 class AsyncSimpleConsumer:
     def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *,
-                 await_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None) -> None:
+                 await_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None,
+                 transport: Transport | None = None) -> None:
         self.group = group
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
         self.await_s = await_s
-        self.transport = Transport(endpoint, request_timeout, client_id)
+        self.session = Session(endpoint, request_timeout, client_id, transport=transport)
         self._turn = itertools.count()
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
 
@@ -58,14 +58,14 @@ class AsyncSimpleConsumer:
         await self.close()
 
     async def close(self) -> None:
-        await self.transport.close()
+        await self.session.close()
 
     async def _assignments(self, topic: str) -> list[pb.MessageQueue]:
         """Where to receive the topic from (one entry per broker), cached for ASSIGNMENT_TTL_S."""
         cached = self._assigned.get(topic)
         if cached is not None and time.monotonic() - cached[0] < ASSIGNMENT_TTL_S:
             return cached[1]
-        t = self.transport
+        t = self.session
         request = rpc.QueryAssignmentRequest(topic=pb.Resource(name=topic), group=pb.Resource(name=self.group),
                                              endpoints=endpoints_of(t.access_point))
         queues = [a.message_queue for a in (await t.unary(t.access_point, "QueryAssignment", request)).assignments]
@@ -99,16 +99,12 @@ class AsyncSimpleConsumer:
         wait = self.await_s if poll else 0
         request.long_polling_timeout.FromMilliseconds(int(wait * 1000))
         out = []
-        try:
-            async for frame in self.transport.stub(endpoint).ReceiveMessage(
-                    request, metadata=self.transport.metadata, timeout=wait + self.transport.request_timeout_s):
-                kind = frame.WhichOneof("content")
-                if kind == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
-                    raise from_status(frame.status.code, frame.status.message)
-                if kind == "message":
-                    out.append(ReceivedMessage.from_pb(frame.message, queue.broker.name, endpoint))
-        except grpc.aio.AioRpcError as e:
-            raise from_rpc_error(endpoint, e) from None
+        async for frame in self.session.stream(endpoint, "ReceiveMessage", request, wait + self.session.request_timeout_s):
+            kind = frame.WhichOneof("content")
+            if kind == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+                raise from_status(frame.status.code, frame.status.message)
+            if kind == "message":
+                out.append(ReceivedMessage.from_pb(frame.message, queue.broker.name, endpoint))
         return out
 
     async def ack(self, message: ReceivedMessage) -> None:
@@ -127,7 +123,7 @@ class AsyncSimpleConsumer:
             request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
                                             entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
                                                      for m in part])
-            reply = await self.transport.unary(endpoint, "AckMessage", request)
+            reply = await self.session.unary(endpoint, "AckMessage", request)
             refused += [(m, from_status(e.status.code, e.status.message))
                         for m, e in zip(part, reply.entries, strict=False) if e.status.code != pb.OK]
         return refused
@@ -139,5 +135,5 @@ class AsyncSimpleConsumer:
                                                      receipt_handle=message.receipt_handle,
                                                      message_id=message.message_id)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
-        reply = await self.transport.unary(message.endpoint, "ChangeInvisibleDuration", request)
+        reply = await self.session.unary(message.endpoint, "ChangeInvisibleDuration", request)
         return dataclasses.replace(message, receipt_handle=reply.receipt_handle)

@@ -134,4 +134,4 @@ def from_grpc(endpoint: str, code: grpc.StatusCode, details: str | None) -> Rock
 
 def from_rpc_error(endpoint: str, e: grpc.RpcError) -> RockmqError:
     """`from_grpc` for a caught grpc.RpcError (blocking or asyncio)."""
-    return from_grpc(endpoint, e.code(), e.details())  # type: ignore[attr-defined]
+    return from_grpc(endpoint, e.code(), e.details())

@@ -8,7 +8,7 @@ import os
 from collections import deque
 from collections.abc import Mapping
 
-from rockmq.client.transport import Queue
+from rockmq.client.queues import Queue
 
 
 class OffsetWindow:

@@ -40,10 +40,12 @@ from rockmq.client.errors import ClientClosed, RockmqError, from_status
 from rockmq.client.fault import FaultAvoidance
 from rockmq.client.lanes import check_lane
 from rockmq.client.message import Message, SendReceipt
+from rockmq.client.queues import Queue
 from rockmq.client.selectors import RoundRobin, Selector, by_hash
+from rockmq.client.session import Session
 from rockmq.client.spool import MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
-from rockmq.client.transport import Queue, Transport
+from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import LANE_PROPERTY
 from rockmq.protocol.message_id import new_message_id
@@ -61,7 +63,8 @@ class AsyncProducer:
                  selector: Selector | None = None, client_id: str | None = None, route_ttl_s: float = ROUTE_TTL_S,
                  spool_dir: str | Path | None = None, spool_schedule_s: Sequence[float] = SPOOL_SCHEDULE_S,
                  spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
-                 transaction_topics: Sequence[str] = (), lane: str | None = None) -> None:
+                 transaction_topics: Sequence[str] = (), lane: str | None = None,
+                 transport: Transport | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
         if transaction_topics and checker is None:
@@ -72,7 +75,7 @@ class AsyncProducer:
         self.checker = checker
         self.transaction_topics = tuple(transaction_topics)
         self.lane = check_lane(lane)
-        self.transport = Transport(endpoint, request_timeout, client_id, self.lane)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
         self.faults = FaultAvoidance(lambda: time.monotonic() * 1000)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
@@ -94,7 +97,7 @@ class AsyncProducer:
         first send calls it too; calling it again does nothing."""
         if self._started:
             return
-        if self.transport.closed:
+        if self.session.closed:
             raise ClientClosed("the producer is closed")
         self._started = True
         if self._spool is not None:
@@ -103,15 +106,15 @@ class AsyncProducer:
             try:
                 queues = await self.queues(topic)
             except RockmqError as e:
-                log.warning("no route for %s yet (%s): checks are taken from %s only", topic, e, self.transport.access_point)
+                log.warning("no route for %s yet (%s): checks are taken from %s only", topic, e, self.session.access_point)
                 queues = []
             # Without a route the access point will do: a lone broker holds every queue.
-            for q in {q.endpoint: q for q in queues}.values() or [Queue(topic, "", self.transport.access_point, -1)]:
+            for q in {q.endpoint: q for q in queues}.values() or [Queue(topic, "", self.session.access_point, -1)]:
                 self._checked_at(q, topic)
 
     async def close(self) -> None:
         if self._oneway:  # one-way sends already made get their chance
-            await asyncio.wait(list(self._oneway), timeout=self.transport.request_timeout_s)
+            await asyncio.wait(list(self._oneway), timeout=self.session.request_timeout_s)
         tasks = list(self._route_fetches.values())
         for task in tasks:
             task.cancel()
@@ -122,7 +125,7 @@ class AsyncProducer:
         self._telemetry.clear()
         if self._spool is not None:
             await self._spool.close()
-        await self.transport.close()
+        await self.session.close()
 
     # --- routes ------------------------------------------------------------------------------
 
@@ -145,7 +148,7 @@ class AsyncProducer:
 
     async def _query_route(self, topic: str) -> list[Queue]:
         try:
-            queues = await self.transport.route(topic)
+            queues = await self.session.route(topic)
             self._routes[topic] = (time.monotonic(), queues)
             return queues
         finally:
@@ -185,7 +188,7 @@ class AsyncProducer:
     async def _send_once(self, request: rpc.SendMessageRequest, message: Message, arg: Any) -> None:
         await self.start()
         queues = await self.queues(message.topic)
-        await self.transport.unary(self._pick(queues, message, arg, set()).endpoint, "SendMessage", request)
+        await self.session.unary(self._pick(queues, message, arg, set()).endpoint, "SendMessage", request)
 
     async def send_transactional(self, message: Message, *, arg: Any = None) -> AsyncTransaction:
         """Send a half message, invisible to consumers until the transaction is committed."""
@@ -195,12 +198,12 @@ class AsyncProducer:
         if self.checker is not None:
             self._checked_at(queue, message.topic)
         receipt = SendReceipt(entry.message_id, message.topic, queue.broker, entry.offset, entry.transaction_id)
-        return AsyncTransaction(self.transport, queue.endpoint, receipt)
+        return AsyncTransaction(self.session, queue.endpoint, receipt)
 
     async def recall(self, topic: str, recall_handle: str) -> str:
         """Cancel a pending delayed message; -> its message id."""
         request = rpc.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=recall_handle)
-        return (await self.transport.unary(self.transport.access_point, "RecallMessage", request)).message_id
+        return (await self.session.unary(self.session.access_point, "RecallMessage", request)).message_id
 
     async def _send(self, messages: list[Message], arg: Any) -> list[SendReceipt]:
         await self.start()
@@ -233,7 +236,7 @@ class AsyncProducer:
     async def _deliver(self, request: rpc.SendMessageRequest, first: Message,
                        arg: Any) -> tuple[Queue, list[rpc.SendResultEntry]]:
         """Send one request, with retries; -> the queue it went to and the reply's entries."""
-        if self.transport.closed:
+        if self.session.closed:
             raise ClientClosed("the producer is closed")
         tried: set[str] = set()
         last: RockmqError | None = None
@@ -249,7 +252,7 @@ class AsyncProducer:
             tried.add(queue.broker)
             started = time.monotonic()
             try:
-                reply = await self.transport.unary(queue.endpoint, "SendMessage", request)
+                reply = await self.session.unary(queue.endpoint, "SendMessage", request)
             except RockmqError as e:
                 self.faults.record(queue.broker, 0, failed=e.retriable)
                 if not e.retriable:
@@ -292,7 +295,7 @@ class AsyncProducer:
     def _open_spool(self) -> Spool:
         if self._spool is None:
             raise ValueError("this producer has no spool (spool_dir)")
-        if self.transport.closed:
+        if self.session.closed:
             raise ClientClosed("the producer is closed")
         return self._spool
 
@@ -301,7 +304,7 @@ class AsyncProducer:
         assert self.checker is not None
         session = self._telemetry.get(queue.endpoint)
         if session is None:
-            session = self._telemetry[queue.endpoint] = TelemetrySession(self.transport, queue.endpoint, queue.broker,
+            session = self._telemetry[queue.endpoint] = TelemetrySession(self.session, queue.endpoint, queue.broker,
                                                                          self.checker)
         session.publish(topic)
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import grpc
-
 from rockmq.client.consumer import Filter
-from rockmq.client.errors import NotFound, from_rpc_error, from_status
+from rockmq.client.errors import NotFound, Unimplemented, from_status
 from rockmq.client.message import ReceivedMessage
-from rockmq.client.transport import Queue, Transport, Unimplemented
+from rockmq.client.queues import Queue
+from rockmq.client.session import Session
+from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
 
 
@@ -33,9 +33,9 @@ def _queue_pb(queue: Queue) -> pb.MessageQueue:
 
 class AsyncPullConsumer:
     def __init__(self, endpoint: str, group: str, *, request_timeout: float = 3.0, client_id: str | None = None,
-                 lane: str | None = None) -> None:
+                 lane: str | None = None, transport: Transport | None = None) -> None:
         self.group = group
-        self.transport = Transport(endpoint, request_timeout, client_id, lane)
+        self.session = Session(endpoint, request_timeout, client_id, lane, transport)
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging
 
     async def __aenter__(self) -> AsyncPullConsumer:
@@ -45,11 +45,11 @@ class AsyncPullConsumer:
         await self.close()
 
     async def close(self) -> None:
-        await self.transport.close()
+        await self.session.close()
 
     async def queues(self, topic: str) -> list[Queue]:
         """Every queue of the topic, on every broker."""
-        return await self.transport.route(topic)
+        return await self.session.route(topic)
 
     async def pull(self, queue: Queue, offset: int, *, max_messages: int = 32, filter: str | Filter = "*",
                    poll_s: float = 0.0) -> PullResult:
@@ -60,7 +60,7 @@ class AsyncPullConsumer:
                                         batch_size=max_messages, filter_expression=f.to_pb(),
                                         long_polling_timeout_ms=int(poll_s * 1000))
             try:
-                reply = await self.transport.batch(queue.endpoint, "Pull", request, poll_s + self.transport.request_timeout_s)
+                reply = await self.session.batch(queue.endpoint, "Pull", request, poll_s + self.session.request_timeout_s)
             except Unimplemented:
                 self._streaming_only.add(queue.endpoint)
             else:
@@ -73,35 +73,30 @@ class AsyncPullConsumer:
         request = rpc.PullMessageRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue), offset=offset,
                                          batch_size=max_messages, filter_expression=f.to_pb())
         request.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
-        t = self.transport
         out: list[ReceivedMessage] = []
         next_offset = offset
-        try:
-            async for frame in t.stub(queue.endpoint).PullMessage(request, metadata=t.metadata,
-                                                                  timeout=poll_s + t.request_timeout_s):
-                kind = frame.WhichOneof("content")
-                if kind == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
-                    raise from_status(frame.status.code, frame.status.message)
-                if kind == "message":
-                    out.append(ReceivedMessage.from_pb(frame.message, queue.broker, queue.endpoint))
-                elif kind == "next_offset":
-                    next_offset = frame.next_offset
-        except grpc.aio.AioRpcError as e:
-            raise from_rpc_error(queue.endpoint, e) from None
+        async for frame in self.session.stream(queue.endpoint, "PullMessage", request, poll_s + self.session.request_timeout_s):
+            kind = frame.WhichOneof("content")
+            if kind == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+                raise from_status(frame.status.code, frame.status.message)
+            if kind == "message":
+                out.append(ReceivedMessage.from_pb(frame.message, queue.broker, queue.endpoint))
+            elif kind == "next_offset":
+                next_offset = frame.next_offset
         return PullResult(out, next_offset)
 
     async def committed(self, queue: Queue) -> int | None:
         """The group's committed offset of the queue (the next one to read); None if never committed."""
         request = rpc.GetOffsetRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue))
         try:
-            return (await self.transport.unary(queue.endpoint, "GetOffset", request)).offset
+            return (await self.session.unary(queue.endpoint, "GetOffset", request)).offset
         except NotFound:
             return None
 
     async def commit(self, queue: Queue, offset: int) -> None:
         """Record that the group has processed everything before `offset` in the queue."""
         request = rpc.UpdateOffsetRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue), offset=offset)
-        await self.transport.unary(queue.endpoint, "UpdateOffset", request)
+        await self.session.unary(queue.endpoint, "UpdateOffset", request)
 
     async def offset_at(self, queue: Queue, where: str | datetime | int) -> int:
         """`"earliest"`, `"latest"`, or the first offset stored at or after a time (datetime or ms)."""
@@ -115,4 +110,4 @@ class AsyncPullConsumer:
             request.timestamp.FromMilliseconds(round(where.timestamp() * 1000) if isinstance(where, datetime) else where)
         else:
             raise ValueError(f"offset_at takes 'earliest', 'latest', a datetime or ms, not {where!r}")
-        return (await self.transport.unary(queue.endpoint, "QueryOffset", request)).offset
+        return (await self.session.unary(queue.endpoint, "QueryOffset", request)).offset

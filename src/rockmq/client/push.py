@@ -44,7 +44,8 @@ from rockmq.client.lanes import check_lane, lane_filter, lane_group
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
 from rockmq.client.pull import AsyncPullConsumer
-from rockmq.client.transport import Queue, queue_order
+from rockmq.client.queues import Queue, queue_order
+from rockmq.client.transport import GrpcTransport, Transport
 from rockmq.protocol import admin, pb, rpc
 from rockmq.protocol.conventions import ORIGIN_MESSAGE_ID, ORIGIN_TOPIC, RECONSUME_TIMES, RETRY_PREFIX, retry_topic
 from rockmq.protocol.message_id import new_message_id
@@ -119,7 +120,8 @@ class AsyncPushConsumer:
                  commit_interval_s: float = 5.0, retry_backoff_s: Sequence[float] = RETRY_BACKOFF_S,
                  max_attempts: int | None = None, start_from: str = "earliest", offset_file: str | None = None,
                  invisible_s: float = 30.0, lane: str | None = None, lane_fallback: bool = True,
-                 shutdown_timeout_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None) -> None:
+                 shutdown_timeout_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None,
+                 transport: Transport | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "broadcast" and not offset_file:
@@ -143,10 +145,12 @@ class AsyncPushConsumer:
         self.retry_backoff_s = tuple(retry_backoff_s)
         self.max_attempts = max_attempts
         self.start_from, self.invisible_s, self.lane_fallback = start_from, invisible_s, lane_fallback
+        self._transport = transport or GrpcTransport()  # shared by the pull and POP consumers
+        self._owns_transport = transport is None
         self._pull = AsyncPullConsumer(endpoint, self.state_group, request_timeout=request_timeout, client_id=client_id,
-                                       lane=self.lane)
-        self.transport = self._pull.transport
-        self.client_id = self.transport.client_id
+                                       lane=self.lane, transport=self._transport)
+        self.session = self._pull.session
+        self.client_id = self.session.client_id
         self._offsets_file = LocalOffsetStore(offset_file) if offset_file else None
         self._local_offsets: dict[str, int] = {}
         self._owned: dict[Queue, _Owned] = {}
@@ -195,9 +199,9 @@ class AsyncPushConsumer:
                 self._endpoints.update(q.endpoint for q in await self._pull.queues(topic))
         await self._heartbeat()
         if self.mode == "pop":
-            self._simple = AsyncSimpleConsumer(self.transport.access_point, self.state_group, dict(self.subscriptions),
-                                               await_s=self.poll_s, request_timeout=self.transport.request_timeout_s,
-                                               client_id=self.client_id)
+            self._simple = AsyncSimpleConsumer(self.session.access_point, self.state_group, dict(self.subscriptions),
+                                               await_s=self.poll_s, request_timeout=self.session.request_timeout_s,
+                                               client_id=self.client_id, transport=self._transport)
             loops = max(2, -(-self.concurrency // self.batch_size))  # receives in flight while handlers run
             self._workers = [asyncio.create_task(self._pop_loop(self._simple), name="rockmq-pop") for _ in range(loops)]
         else:
@@ -230,6 +234,8 @@ class AsyncPushConsumer:
         await self._commit_all(owned)
         await asyncio.gather(*(self._leave(e) for e in self._endpoints), return_exceptions=True)
         await self._pull.close()
+        if self._owns_transport:
+            await self._transport.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False)
 
@@ -267,7 +273,7 @@ class AsyncPushConsumer:
 
     async def _heartbeat(self) -> None:
         request = rpc.HeartbeatRequest(group=pb.Resource(name=self.group), client_type=pb.PUSH_CONSUMER)
-        replies = await asyncio.gather(*(self.transport.unary(e, "Heartbeat", request) for e in sorted(self._endpoints)),
+        replies = await asyncio.gather(*(self.session.unary(e, "Heartbeat", request) for e in sorted(self._endpoints)),
                                        return_exceptions=True)
         errors = [r for r in replies if isinstance(r, BaseException)]
         if len(errors) == len(replies):
@@ -276,9 +282,9 @@ class AsyncPushConsumer:
     async def _fetch_members(self) -> None:
         """The group's members in this lane (sorted ids) and the lanes that have live members."""
         last: RockmqError | None = None
-        for endpoint in [self.transport.access_point, *sorted(self._endpoints - {self.transport.access_point})]:
+        for endpoint in [self.session.access_point, *sorted(self._endpoints - {self.session.access_point})]:
             try:
-                reply = await self.transport.admin(endpoint, "ListMembers", admin.GroupRequest(name=self.group, local=True))
+                reply = await self.session.admin(endpoint, "ListMembers", admin.GroupRequest(name=self.group, local=True))
             except RockmqError as e:
                 last = e
                 continue
@@ -382,11 +388,11 @@ class AsyncPushConsumer:
 
     async def _leave(self, endpoint: str) -> None:
         request = rpc.NotifyClientTerminationRequest(group=pb.Resource(name=self.group))
-        await self.transport.unary(endpoint, "NotifyClientTermination", request, timeout=1.0)
+        await self.session.unary(endpoint, "NotifyClientTermination", request, timeout=1.0)
 
     async def _group_max_attempts(self) -> int:
         try:
-            info = await self.transport.admin(self.transport.access_point, "DescribeGroup",
+            info = await self.session.admin(self.session.access_point, "DescribeGroup",
                                               admin.GroupRequest(name=self.state_group, local=True))
             return info.max_attempts or DEFAULT_MAX_ATTEMPTS
         except RockmqError:
@@ -523,7 +529,7 @@ class AsyncPushConsumer:
         copy = send_back_copy(message, self.state_group, failures, int(delay_s * 1000))
         request = rpc.SendMessageRequest(messages=[copy.to_pb(new_message_id(), self._host, int(time.time() * 1000))])
         try:
-            reply = await self.transport.unary(message.endpoint, "SendMessage", request)
+            reply = await self.session.unary(message.endpoint, "SendMessage", request)
             entry = reply.entries[0]
             if entry.status.code != pb.OK:
                 raise from_status(entry.status.code, entry.status.message)

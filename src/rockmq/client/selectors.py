@@ -11,7 +11,7 @@ from typing import Any
 
 from rockmq.client.allocation import environment_queues, environment_slice
 from rockmq.client.message import Message
-from rockmq.client.transport import Queue, queue_order
+from rockmq.client.queues import Queue, queue_order
 
 Selector = Callable[[Sequence[Queue], Message, Any], Queue]
 

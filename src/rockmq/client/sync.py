@@ -16,9 +16,9 @@ from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.pull import PullResult
 from rockmq.client.push import Handler
+from rockmq.client.queues import Queue
 from rockmq.client.spool import DeadEntry
 from rockmq.client.transaction import AsyncTransaction
-from rockmq.client.transport import Queue
 
 T = TypeVar("T")
 _lock = threading.Lock()

@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from rockmq.client.message import ReceivedMessage, SendReceipt
-from rockmq.client.transport import Transport
+from rockmq.client.session import Session
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import endpoints_of
 
@@ -44,19 +44,19 @@ class TransactionResolution(enum.Enum):
 Checker = Callable[[ReceivedMessage], TransactionResolution | Awaitable[TransactionResolution]]
 
 
-async def end_transaction(transport: Transport, endpoint: str, topic: str, message_id: str, transaction_id: str,
+async def end_transaction(session: Session, endpoint: str, topic: str, message_id: str, transaction_id: str,
                           resolution: TransactionResolution, source: int) -> None:
     request = rpc.EndTransactionRequest(topic=pb.Resource(name=topic), message_id=message_id,
                                         transaction_id=transaction_id, resolution=resolution.value, source=source)
-    await transport.unary(endpoint, "EndTransaction", request)
+    await session.unary(endpoint, "EndTransaction", request)
 
 
 class AsyncTransaction:
     """A sent half message: consumers see it after `commit()`; `rollback()` drops it. Ending it
     again the same way is harmless; the other way raises."""
 
-    def __init__(self, transport: Transport, endpoint: str, receipt: SendReceipt) -> None:
-        self._transport = transport
+    def __init__(self, session: Session, endpoint: str, receipt: SendReceipt) -> None:
+        self._session = session
         self._endpoint = endpoint  # the broker holding the half message
         self.receipt = receipt
 
@@ -76,15 +76,15 @@ class AsyncTransaction:
 
     async def _end(self, resolution: TransactionResolution) -> None:
         r = self.receipt
-        await end_transaction(self._transport, self._endpoint, r.topic, r.message_id, r.transaction_id, resolution,
+        await end_transaction(self._session, self._endpoint, r.topic, r.message_id, r.transaction_id, resolution,
                               pb.SOURCE_CLIENT)
 
 
 class TelemetrySession:
     """A producer's Telemetry stream to one broker, kept open until `close()`."""
 
-    def __init__(self, transport: Transport, endpoint: str, broker: str, checker: Checker) -> None:
-        self.transport = transport
+    def __init__(self, session: Session, endpoint: str, broker: str, checker: Checker) -> None:
+        self.session = session
         self.endpoint = endpoint
         self.broker = broker
         self.checker = checker
@@ -103,10 +103,10 @@ class TelemetrySession:
             self._outbox.put_nowait(self._settings())
 
     def _settings(self) -> rpc.TelemetryCommand:
-        settings = pb.Settings(client_type=pb.PRODUCER, access_point=endpoints_of(self.transport.access_point),
+        settings = pb.Settings(client_type=pb.PRODUCER, access_point=endpoints_of(self.session.access_point),
                                publishing=pb.Publishing(topics=[pb.Resource(name=t) for t in sorted(self.topics)]),
                                user_agent=pb.UA(language=pb.PYTHON, version="rockmq", hostname=socket.gethostname()))
-        settings.request_timeout.FromMilliseconds(int(self.transport.request_timeout_s * 1000))
+        settings.request_timeout.FromMilliseconds(int(self.session.request_timeout_s * 1000))
         return rpc.TelemetryCommand(settings=settings)
 
     async def _keep_open(self) -> None:
@@ -130,11 +130,10 @@ class TelemetrySession:
             while (command := await outbox.get()) is not None:
                 yield command
 
-        call = self.transport.stub(self.endpoint).Telemetry(requests(), metadata=self.transport.metadata,
-                                                            timeout=STREAM_S)
+        frames = self.session.stream(self.endpoint, "Telemetry", requests(), STREAM_S)
         self._outbox = outbox
         try:
-            async for command in call:
+            async for command in frames:
                 if command.HasField("recover_orphaned_transaction_command"):
                     self._start_check(command.recover_orphaned_transaction_command)
                 elif command.HasField("status") and command.status.code != pb.OK:
@@ -142,12 +141,12 @@ class TelemetrySession:
         finally:
             self._outbox = None
             outbox.put_nowait(None)
-            call.cancel()
+            await frames.aclose()
 
     async def _heartbeats(self) -> None:
         while True:
             try:
-                await self.transport.unary(self.endpoint, "Heartbeat", rpc.HeartbeatRequest(client_type=pb.PRODUCER))
+                await self.session.unary(self.endpoint, "Heartbeat", rpc.HeartbeatRequest(client_type=pb.PRODUCER))
             except Exception as e:
                 log.debug("heartbeat to %s failed: %s", self.endpoint, e)
             await asyncio.sleep(HEARTBEAT_S)
@@ -173,7 +172,7 @@ class TelemetrySession:
         if verdict is TransactionResolution.UNKNOWN:
             return
         try:
-            await end_transaction(self.transport, self.endpoint, message.topic, message.message_id,
+            await end_transaction(self.session, self.endpoint, message.topic, message.message_id,
                                   recover.transaction_id, verdict, pb.SOURCE_SERVER_CHECK)
         except Exception as e:
             log.warning("could not settle transaction %s (%s): %s", recover.transaction_id, verdict.name, e)

@@ -1,95 +1,121 @@
-"""The one seam between the client API and the network: gRPC channels per broker endpoint, the
-client's identity headers, deadlines, and wire statuses turned into exceptions (errors.py)."""
+"""The client's I/O seam: every call a client makes to a broker is a `Call` handed to its
+`Transport` (like httpx's transports). `GrpcTransport` is the real one; `MockTransport(handler)`
+answers from a function, so code using the client is tested without a broker and without
+patching the client's insides:
+
+    def handler(call: Call):
+        if call.method == "QueryRoute": return rpc.QueryRouteResponse(...)
+        ...
+    producer = AsyncProducer("broker:8081", transport=MockTransport(handler))
+
+A transport raises a `RockmqError` when a call fails below the RocketMQ protocol (unreachable,
+deadline, a gRPC status); RocketMQ statuses in replies are the session's to judge (session.py).
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import grpc
 
-from rockmq.client.errors import ClientClosed, Unimplemented, from_rpc_error, from_status
-from rockmq.protocol import admin_grpc, batch_grpc, pb, rpc, svc
-from rockmq.protocol.channels import ChannelCache, client_metadata, new_client_id, open_aio_channel
-from rockmq.protocol.endpoints import address_of, endpoints_of
+from rockmq.client.errors import from_rpc_error
+from rockmq.protocol import admin_grpc, batch_grpc, svc
+from rockmq.protocol.channels import ChannelCache, Metadata, open_aio_channel
 
-OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
+MESSAGING, BATCH, ADMIN = "messaging", "batch", "admin"  # RocketMQ's MessagingService, rockmq's BatchMessaging and Admin
 
 
-@dataclass(frozen=True)
-class Queue:
-    """One queue of a topic on one broker (queue ids are per broker)."""
-
-    topic: str
-    broker: str
+@dataclass(frozen=True, slots=True)
+class Call:
     endpoint: str
-    queue_id: int
+    service: str  # MESSAGING, BATCH or ADMIN
+    method: str  # the gRPC method, e.g. "SendMessage"
+    request: Any  # a protobuf request (Telemetry: an async iterator of them)
+    metadata: Metadata
+    timeout: float
 
 
-def queue_order(queue: Queue) -> tuple[str, str, int, str]:
-    """The order every client agrees on whatever order a route lists queues in: (topic, broker,
-    queue_id), as RocketMQ sorts them."""
-    return queue.topic, queue.broker, queue.queue_id, queue.endpoint
+class Transport(Protocol):
+    async def unary(self, call: Call) -> Any:
+        """The reply to a unary call."""
+
+    def stream(self, call: Call) -> AsyncGenerator[Any, None]:
+        """The replies of a streaming call (ReceiveMessage, PullMessage, Telemetry)."""
+
+    async def close(self) -> None:
+        """Release what the transport holds; it is not used afterwards."""
 
 
-class Transport:
-    def __init__(self, access_point: str, request_timeout_s: float, client_id: str | None = None,
-                 lane: str | None = None) -> None:
-        self.access_point = access_point
-        self.request_timeout_s = request_timeout_s
-        self.client_id = client_id or new_client_id()
-        self.metadata = client_metadata(self.client_id, lane=lane)
-        self._channels = ChannelCache(open_aio_channel)
-        self._stubs = ChannelCache(lambda endpoint: svc.MessagingServiceStub(self._channel(endpoint)))
+_STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
+    MESSAGING: svc.MessagingServiceStub, BATCH: batch_grpc.BatchMessagingStub, ADMIN: admin_grpc.AdminStub}
+
+
+class GrpcTransport:
+    """gRPC channels per endpoint (protocol/channels.py: rockmq's options, remade after a fork)."""
+
+    def __init__(self) -> None:
+        self._stubs: ChannelCache[tuple[grpc.aio.Channel, dict[str, Any]]] = ChannelCache(self._open)
+
+    @staticmethod
+    def _open(endpoint: str) -> tuple[grpc.aio.Channel, dict[str, Any]]:
+        channel = open_aio_channel(endpoint)
+        return channel, {service: stub(channel) for service, stub in _STUBS.items()}
+
+    def _method(self, call: Call) -> Any:
+        return getattr(self._stubs.get(call.endpoint)[1][call.service], call.method)
+
+    async def unary(self, call: Call) -> Any:
+        try:
+            return await self._method(call)(call.request, metadata=call.metadata, timeout=call.timeout)
+        except grpc.aio.AioRpcError as e:
+            raise from_rpc_error(call.endpoint, e) from None
+
+    async def stream(self, call: Call) -> AsyncGenerator[Any, None]:
+        rpc = self._method(call)(call.request, metadata=call.metadata, timeout=call.timeout)
+        try:
+            async for reply in rpc:
+                yield reply
+        except grpc.aio.AioRpcError as e:
+            raise from_rpc_error(call.endpoint, e) from None
+        finally:
+            rpc.cancel()
+
+    async def close(self) -> None:
+        for channel, _ in self._stubs.take_all():
+            await channel.close()
+
+
+Handler = Callable[[Call], Any]
+
+
+class MockTransport:
+    """Answers every call with `handler(call)`: a reply (or, for a stream, an iterable or async
+    iterable of replies), possibly awaitable. A handler raising a RockmqError fails the call."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.calls: list[Call] = []  # every call made, in order
         self.closed = False
 
-    def _channel(self, endpoint: str) -> grpc.aio.Channel:
-        if self.closed:
-            raise ClientClosed("the client is closed")
-        return self._channels.get(endpoint)
+    async def _answer(self, call: Call) -> Any:
+        self.calls.append(call)
+        reply = self.handler(call)
+        return await reply if inspect.isawaitable(reply) else reply
 
-    def stub(self, endpoint: str) -> svc.MessagingServiceStub:
-        return self._stubs.get(endpoint)
+    async def unary(self, call: Call) -> Any:
+        return await self._answer(call)
 
-    async def batch(self, endpoint: str, method: str, request, timeout: float | None = None):
-        """Call a method of rockmq's BatchMessaging service (many messages per reply); raises
-        Unimplemented against a broker without it."""
-        try:
-            reply = await getattr(batch_grpc.BatchMessagingStub(self._channel(endpoint)), method)(
-                request, metadata=self.metadata, timeout=timeout or self.request_timeout_s)
-        except grpc.aio.AioRpcError as e:
-            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
-                raise Unimplemented(f"{endpoint} has no {method}") from None
-            raise from_rpc_error(endpoint, e) from None
-        if reply.status.code not in (*OK_CODES, pb.MESSAGE_NOT_FOUND):
-            raise from_status(reply.status.code, reply.status.message)
-        return reply
-
-    async def admin(self, endpoint: str, method: str, request, timeout: float | None = None):
-        """Call a method of rockmq's admin service (it answers with gRPC status codes)."""
-        try:
-            return await getattr(admin_grpc.AdminStub(self._channel(endpoint)), method)(
-                request, metadata=self.metadata, timeout=timeout or self.request_timeout_s)
-        except grpc.aio.AioRpcError as e:
-            raise from_rpc_error(endpoint, e) from None
-
-    async def unary(self, endpoint: str, method: str, request, timeout: float | None = None):
-        """Call a unary MessagingService method; raise for transport errors and non-OK statuses."""
-        try:
-            reply = await getattr(self.stub(endpoint), method)(request, metadata=self.metadata,
-                                                                timeout=timeout or self.request_timeout_s)
-        except grpc.aio.AioRpcError as e:
-            raise from_rpc_error(endpoint, e) from None
-        if reply.status.code not in OK_CODES:
-            raise from_status(reply.status.code, reply.status.message)
-        return reply
-
-    async def route(self, topic: str) -> list[Queue]:
-        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.access_point))
-        reply = await self.unary(self.access_point, "QueryRoute", request)
-        return [Queue(topic, q.broker.name, address_of(q.broker.endpoints), q.id) for q in reply.message_queues]
+    async def stream(self, call: Call) -> AsyncGenerator[Any, None]:
+        replies = await self._answer(call)
+        if hasattr(replies, "__aiter__"):
+            async for reply in replies:
+                yield reply
+        else:
+            for reply in replies:
+                yield reply
 
     async def close(self) -> None:
         self.closed = True
-        for channel in self._channels.take_all():
-            await channel.close()
-        self._stubs.take_all()
