@@ -9,6 +9,7 @@ import time
 import pytest
 
 from rockmq.broker.clock import now_ms
+from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
@@ -23,6 +24,10 @@ def ctx(tmp_path):
     c = BrokerContext.open(Settings(data_dir=str(tmp_path / "data")))
     yield c
     c.store.close()
+
+
+def _timers(ctx: BrokerContext) -> TimerService:
+    return TimerService(ctx, Committer(ctx.store, ctx.logs, ctx.settings, None))
 
 
 def _message(topic: str, body: bytes, group: str | None = None) -> pb.Message:
@@ -50,7 +55,7 @@ def test_lateness_histogram_buckets():
 
 
 def test_move_is_atomic_ordered_and_leaves_later_timers(ctx):
-    timers = TimerService(ctx)
+    timers = _timers(ctx)
     topic = ctx.meta.create_topic("t", 2)
     now = now_ms()
     _schedule(ctx, timers, topic, b"b-due", now - 5)
@@ -69,7 +74,7 @@ def test_move_is_atomic_ordered_and_leaves_later_timers(ctx):
 
 
 def test_fifo_timers_go_to_their_groups_queue(ctx):
-    timers = TimerService(ctx)
+    timers = _timers(ctx)
     topic = ctx.meta.create_topic("fifo", 4)
     batch = ctx.store.batch()
     for i in range(3):
@@ -83,7 +88,7 @@ def test_fifo_timers_go_to_their_groups_queue(ctx):
 def test_count_survives_reopen_and_recall_updates_it(tmp_path):
     settings = Settings(data_dir=str(tmp_path / "data"))
     ctx = BrokerContext.open(settings)
-    timers = TimerService(ctx)
+    timers = _timers(ctx)
     topic = ctx.meta.create_topic("t", 1)
     handles = [_schedule(ctx, timers, topic, f"m{i}".encode(), now_ms() + 3_600_000) for i in range(5)]
     assert asyncio.run(timers.recall(handles[0])) == "m0"
@@ -94,7 +99,7 @@ def test_count_survives_reopen_and_recall_updates_it(tmp_path):
 
     ctx = BrokerContext.open(settings)
     try:
-        timers = TimerService(ctx)
+        timers = _timers(ctx)
         assert timers.pending.value == 4
         assert timers.next_due() is not None
     finally:
@@ -102,7 +107,7 @@ def test_count_survives_reopen_and_recall_updates_it(tmp_path):
 
 
 def test_scans_start_at_the_floor_and_a_past_timer_lowers_it(ctx):
-    timers = TimerService(ctx)
+    timers = _timers(ctx)
     topic = ctx.meta.create_topic("t", 1)
     now = now_ms()
     for i in range(2000):  # more than one move batch, all due
@@ -175,7 +180,7 @@ YEAR_MS = 365 * 24 * 3600 * 1000
 def test_moved_timers_free_their_blob_files(ctx):
     """Pending bodies live in blob files; once most of a file's timers fired, blob GC copies the
     rest and the space comes back (one in 20 stays pending, due in a year)."""
-    timers = TimerService(ctx)
+    timers = _timers(ctx)
     topic = ctx.meta.create_topic("t", 4)
     now = now_ms()
     for start in range(0, 40_000, 1000):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from rockmq.broker import validate
 from rockmq.broker.errors import BrokerError
@@ -26,8 +25,6 @@ class BrokerContext:
     # Counts broker starts. Sequence numbers in keys (timers, retries) start at epoch << 40, so
     # they never repeat across restarts, whatever the wall clock does.
     epoch: int
-    # The primary's replicator when replication is on (broker/cluster/replication.py); sync sends wait on it.
-    replicator: Any = None
     # A replica writes nothing of its own (only what it applies): no auto-creation, no registrations.
     read_only: bool = False
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Callable, Container, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig
@@ -79,7 +79,7 @@ class QueueLogs:
         """Give back offsets allocated for a batch that was never written."""
         self._next[(topic_id, queue_id)] = offset
 
-    def write_appends(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: set[int]) -> None:
+    def write_appends(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: Iterable[int]) -> None:
         """Write a batch of appends (`allocated`: each queue's first offset in it), then wake the
         readers of the `touched` topics; if the write fails, its offsets are free again."""
         try:

@@ -16,9 +16,12 @@ from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.clients import Clients
+from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.replication import Follower, Replicator
 from rockmq.broker.cluster.routes import Cluster
+from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.dedup import Dedup
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.retention import RetentionService
@@ -41,27 +44,28 @@ class Broker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.ctx = BrokerContext.open(settings)
-        self.timers = TimerService(self.ctx)
-        self.transactions = TransactionService(self.ctx, self.timers)
-        self.sender = SendService(self.ctx, self.timers, self.transactions)
-        self.staging = StagingService(self.ctx, self.timers)
-        self.retention = RetentionService(self.ctx)
-        self.pop = PopService(self.ctx)
-        self.puller = PullService(self.ctx)
-        self.subscriptions = Subscriptions(self.ctx)
         self.cluster = Cluster(self.ctx)
-        self.clients = Clients(self.ctx, self.subscriptions)
-        self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
-        self.transactions.send_check = self.clients.push_to_publisher
-        self.pop.renewals.last_seen = self.clients.last_seen
         promoted = self.ctx.store.get("meta", keys.PROMOTED_KEY) is not None
         if settings.replica_of and promoted:
             log.warning("this broker was promoted: it no longer follows %s", settings.replica_of)
         following = settings.replica_of and not promoted
         self.follower = Follower(self.ctx, settings.replica_of, self.cluster.endpoint_of) if following else None
         self.replicator = Replicator(self.ctx) if self.follower is None and settings.replication != "off" else None
-        self.ctx.replicator = self.replicator
         self.ctx.read_only = self.follower is not None
+        self.committer = Committer(self.ctx.store, self.ctx.logs, settings, self.replicator)
+        self.dedup = Dedup(self.ctx.store, settings.dedup_window_s)
+        self.timers = TimerService(self.ctx, self.committer)
+        self.transactions = TransactionService(self.ctx, self.timers, self.committer)
+        self.sender = SendService(self.ctx, self.timers, self.transactions, self.dedup, self.committer)
+        self.staging = StagingService(self.ctx, self.timers, self.dedup, self.committer)
+        self.retention = RetentionService(self.ctx)
+        self.pop = PopService(self.ctx, self.committer)
+        self.puller = PullService(self.ctx)
+        self.subscriptions = Subscriptions(self.ctx)
+        self.clients = Clients(self.ctx, self.subscriptions)
+        self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
+        self.transactions.send_check = self.clients.push_to_publisher
+        self.pop.renewals.last_seen = self.clients.last_seen
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.server: grpc.aio.Server | None = None
         self.port = 0
@@ -106,7 +110,7 @@ class Broker:
         """Now and then: expire de-duplication buckets, trim consumed match entries."""
         while True:
             await asyncio.sleep(HOUSEKEEPING_S)
-            for chore in (self.sender.expire_dedup, lambda: self.subscriptions.trim(self.pop.pop_offset)):
+            for chore in (lambda: self.dedup.expire(now_ms()), lambda: self.subscriptions.trim(self.pop.pop_offset)):
                 try:
                     chore()
                 except Exception:

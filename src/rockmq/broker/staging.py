@@ -39,7 +39,9 @@ from google.protobuf.message import DecodeError
 
 from rockmq.broker import validate
 from rockmq.broker.clock import now_ms
+from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.dedup import Dedup
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
@@ -83,13 +85,16 @@ def _index_key(handle: bytes) -> bytes:
 
 
 def _bucket(handle: bytes) -> int:
-    return _HANDLE.unpack(handle)[0]
+    bucket: int = _HANDLE.unpack(handle)[0]
+    return bucket
 
 
 class StagingService:
-    def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
+    def __init__(self, ctx: BrokerContext, timers: TimerService, dedup: Dedup, committer: Committer) -> None:
         self.ctx = ctx
         self.timers = timers
+        self.dedup = dedup
+        self.committer = committer
         self._seq = itertools.count(ctx.sequence_start + 1)  # unique across restarts (epoch-based)
         self._jobs: dict[int, asyncio.Task[tuple[int, int]]] = {}
         self._job_sink: dict[int, str] = {}
@@ -197,18 +202,20 @@ class StagingService:
         batch.put("staging", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(sink_id.encode())) + sink_id.encode()
                   + b"".join(handles))
         store.write(batch)
-        published, deduplicated = await asyncio.shield(self._start(seq, sink_id, handles))  # a cancelled call
+        published, deduplicated = await asyncio.shield(self._start(seq, sink_id, handles, batch))  # a cancelled call
         return False, published, deduplicated                                                # leaves it running
 
-    def _start(self, seq: int, sink_id: str, handles: list[bytes]) -> asyncio.Task[tuple[int, int]]:
+    def _start(self, seq: int, sink_id: str, handles: list[bytes],
+               decision: Batch | None = None) -> asyncio.Task[tuple[int, int]]:
+        """Run a decided job; `decision`: the batch that decided it, if not durable yet."""
         self._moving.update(handles)
         self._job_sink[seq] = sink_id
         self._job_floor[seq] = min((_bucket(h) for h in handles), default=2**32)
-        task = self._jobs[seq] = asyncio.get_running_loop().create_task(self._run(seq, handles))
+        task = self._jobs[seq] = asyncio.get_running_loop().create_task(self._run(seq, handles, decision))
         task.add_done_callback(lambda t: self._finished(seq, handles, t))
         return task
 
-    def _finished(self, seq: int, handles: list[bytes], task: asyncio.Task) -> None:
+    def _finished(self, seq: int, handles: list[bytes], task: asyncio.Task[tuple[int, int]]) -> None:
         self._jobs.pop(seq, None)
         self._job_sink.pop(seq, None)
         self._job_floor.pop(seq, None)
@@ -219,24 +226,23 @@ class StagingService:
         if running:
             await asyncio.wait([asyncio.shield(t) for t in running])
 
-    async def _run(self, seq: int, handles: list[bytes]) -> tuple[int, int]:
+    async def _run(self, seq: int, handles: list[bytes], decision: Batch | None) -> tuple[int, int]:
         """Move a decided job's chunks into their queues, retrying until it is done (it is decided:
         giving up would publish part of a batch); -> (published, de-duplicated)."""
         while True:
             try:
-                return await self._move_all(seq, handles)
+                return await self._move_all(seq, handles, decision)
             except Exception:
                 log.exception("publishing staged job %d failed; retrying in 1 s", seq)
                 await asyncio.sleep(1)
 
-    async def _move_all(self, seq: int, handles: list[bytes]) -> tuple[int, int]:
-        ctx = self.ctx
-        store = ctx.store
-        durable = ctx.settings.flush == "sync"
-        if durable:
-            await store.sync()  # the decision is durable before any of it is visible
+    async def _move_all(self, seq: int, handles: list[bytes], decision: Batch | None) -> tuple[int, int]:
+        store = self.ctx.store
+        if decision is not None:
+            await self.committer.durable(decision)  # the decision is durable before any of it is visible
         published = deduplicated = 0
-        batch, pending, touched = store.batch(), 0, set()
+        batch, pending = store.batch(), 0
+        touched: set[int] = set()
         allocated: dict[tuple[int, int], int] = {}
         for h in handles:
             raw = store.get("staging", _chunk_key(h))
@@ -256,11 +262,7 @@ class StagingService:
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
                 await asyncio.sleep(0)
         batch.delete("staging", _JOB + keys.encode_u64(seq))
-        self.ctx.logs.write_appends(batch, allocated, touched)
-        if durable:
-            await store.sync()
-        if ctx.settings.replication == "sync" and ctx.replicator is not None:
-            await ctx.replicator.confirm(batch.seq)
+        await self.committer.commit(batch, allocated, touched)
         return published, deduplicated
 
     def _move(self, batch: Batch, raw: bytes, deduplicate: bool, allocated: dict[tuple[int, int], int],
@@ -272,12 +274,8 @@ class StagingService:
         now = now_ms()
         entries = _chunk_entries(raw)
         seen: set[tuple[int, bytes]] = set()
-        stored: list[bytes | None] = []
-        bucket = now // (ctx.settings.dedup_window_s * 1000)
-        if deduplicate:
-            found = ctx.store.get_many("dedup", [keys.dedup_key(b, tid, mid.decode()) for tid, _, mid, _ in entries
-                                                 for b in (bucket, bucket - 1)])
-            stored = [found[i] or found[i + 1] for i in range(0, len(found), 2)]
+        bucket = self.dedup.bucket(now)
+        stored = self.dedup.lookup(bucket, [(tid, mid.decode()) for tid, _, mid, _ in entries]) if deduplicate else []
         moved = skipped = 0
         for i, (topic_id, due, mid, sealed) in enumerate(entries):
             topic = topics.get(topic_id)
@@ -296,8 +294,7 @@ class StagingService:
                 offset = logs.append_record(batch, topic, queue_id, sealed, now, allocated=allocated)
                 touched.add(topic_id)
             if deduplicate:
-                batch.put("dedup", keys.dedup_key(bucket, topic_id, mid.decode()),
-                          keys.dedup_value(queue_id & 0xFFFFFFFF, offset, "", recall))
+                self.dedup.record(batch, bucket, topic_id, mid.decode(), queue_id, offset, recall_handle=recall)
             moved += 1
         return moved, skipped
 

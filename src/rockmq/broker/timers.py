@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rockmq.broker.clock import now_ms
+from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
@@ -46,8 +47,9 @@ class Lateness:
 
 
 class TimerService:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, committer: Committer) -> None:
         self.ctx = ctx
+        self.commit = committer.commit
         self._seq = ctx.sequence_start
         self.loop = DeadlineLoop("timer service", self.move_due, MOVE_BATCH)
         self.on_move = lambda topic_ids: None  # set by the broker: wake long-polling readers
@@ -81,8 +83,8 @@ class TimerService:
         batch = self.ctx.store.batch()
         batch.delete("timers", key)
         self.pending.add(batch, -1)
-        await self.ctx.store.commit(batch)
-        return pb.SystemProperties.FromString(records.view(raw[4:]).system_properties).message_id
+        await self.commit(batch)
+        return records.message_id(raw[4:])
 
     def move_due(self) -> tuple[int, int | None]:
         """Move up to MOVE_BATCH due messages; -> (moved, due time of the next pending timer)."""

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 
 from rockmq.broker.clock import now_ms
+from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
@@ -43,9 +44,10 @@ CheckSender = Callable[[str, rpc.TelemetryCommand], bool]
 
 
 class TransactionService:
-    def __init__(self, ctx: BrokerContext, timers: TimerService) -> None:
+    def __init__(self, ctx: BrokerContext, timers: TimerService, committer: Committer) -> None:
         self.ctx = ctx
         self.timers = timers
+        self.commit = committer.commit
         self.loop = DeadlineLoop("transaction checks", self.check_due, CHECK_BATCH)
         self.send_check: CheckSender = lambda topic, command: False  # set by the broker
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
@@ -84,21 +86,23 @@ class TransactionService:
         topic_id, due_ms, next_check, _ = _HALF.unpack_from(raw, 1)
         sealed = raw[1 + _HALF.size:]
         topic = ctx.meta.topics_by_id.get(topic_id)
-        wrong_id = message_id and _message_id(sealed) != message_id
+        wrong_id = message_id and records.message_id(sealed) != message_id
         if (topic is not None and topic.name != topic_name) or wrong_id:
             raise BrokerError(pb.INVALID_TRANSACTION_ID,
                               f"transaction {transaction_id!r} is not message {message_id!r} of topic {topic_name!r}")
         batch = ctx.store.batch()
         batch.delete("txnchecks", keys.txn_check_key(next_check, transaction_id))
         self._resolve(batch, transaction_id, outcome)
+        allocated: dict[tuple[int, int], int] = {}
+        touched: list[int] = []
         if commit and topic is not None:
             if due_ms > now_ms():
                 self.timers.schedule_record(batch, topic, sealed, due_ms)
             else:
-                ctx.logs.append_record(batch, topic, ctx.logs.choose_queue(topic, records.message_group(sealed)), sealed)
-        await ctx.store.commit(batch)
-        if commit and topic is not None:
-            ctx.logs.notify(topic.id)
+                queue_id = ctx.logs.choose_queue(topic, records.message_group(sealed))
+                ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
+                touched.append(topic.id)
+        await self.commit(batch, allocated, touched)
 
     def _resolve(self, batch: Batch, transaction_id: str, outcome: bytes) -> None:
         """Replace the half message by its outcome marker, which expires after the dedup window."""
@@ -131,7 +135,7 @@ class TransactionService:
             topic = ctx.meta.topics_by_id.get(topic_id)
             if topic is None or sent >= s.txn_check_max:
                 log.warning("transaction %s (message %s) undecided after %d checks: rolled back",
-                            txn_id, _message_id(sealed), sent)
+                            txn_id, records.message_id(sealed), sent)
                 self._resolve(batch, txn_id, ROLLED_BACK)
                 continue
             nxt = now + int(s.txn_check_interval_s * 1000)
@@ -153,7 +157,3 @@ def check_command(sealed: bytes, transaction_id: str) -> rpc.TelemetryCommand:
     recover.message.ParseFromString(records.view(sealed).message())
     recover.transaction_id = transaction_id
     return command
-
-
-def _message_id(sealed: bytes) -> str:
-    return pb.SystemProperties.FromString(records.view(sealed).system_properties).message_id

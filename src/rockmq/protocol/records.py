@@ -111,6 +111,11 @@ def store_ms(record: bytes) -> int:
     return _HEADER.unpack_from(record)[1]
 
 
+def message_id(record: bytes | memoryview) -> str:
+    """The record's message id (parses its system properties)."""
+    return pb.SystemProperties.FromString(bytes(view(record).system_properties)).message_id
+
+
 def decode(record: bytes) -> pb.Message:
     return pb.Message.FromString(view(record).message())
 

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 
 from rockmq.broker.clock import now_ms
+from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
@@ -40,8 +41,9 @@ PARK_MS = 60_000  # a checkpoint revive could not handle is looked at again this
 
 
 class PopService:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, committer: Committer) -> None:
         self.ctx = ctx
+        self.commit = committer.commit
         self.fifo = FifoLocks()
         self._pop_offsets: dict[tuple[int, int, int], int] = {}
         self._cursor: dict[tuple[int, int], int] = {}
@@ -362,7 +364,7 @@ class PopService:
         batch = self.ctx.store.batch()
         self._delete_checkpoint(batch, group.id, topic.id, r.queue_id, r.offset, deadline)
         self._dead_letter(batch, group, topic, r.queue_id, r.offset)
-        await self.ctx.store.commit(batch)
+        await self.commit(batch)
         if group.fifo:
             self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
             self.ctx.logs.notify(topic.id)

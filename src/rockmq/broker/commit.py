@@ -1,0 +1,46 @@
+"""The one durable-commit step of every write a client is told about (sends, staged publishes,
+recalls, transaction ends, dead-letter forwards): write the batch, fsync it under the `sync` flush
+policy (a group commit shared with concurrent writers), then, under `sync` replication, wait until
+a replica applied it. A write whose fsync or confirmation fails stays written (a retry must find
+it, not a reused offset); the caller fails the request and the client retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from rockmq.broker.queues import QueueLogs
+from rockmq.config import Settings
+from rockmq.store import Store
+from rockmq.store.db import Batch
+
+
+class Confirms(Protocol):
+    """A primary's replicator (broker/cluster/replication.py)."""
+
+    async def confirm(self, seq: int) -> None:
+        """Return once a replica applied batch `seq`; raise a BrokerError after the timeout."""
+
+
+class Committer:
+    def __init__(self, store: Store, logs: QueueLogs, settings: Settings, replicator: Confirms | None) -> None:
+        self.store = store
+        self.logs = logs
+        self._fsync = settings.flush == "sync"
+        self._replicator = replicator if settings.replication == "sync" else None
+
+    async def commit(self, batch: Batch, allocated: dict[tuple[int, int], int] | None = None,
+                     touched: Iterable[int] = ()) -> None:
+        """Write `batch`, then return once it is durable. `allocated`: the first offset of each
+        queue it appends to, given back if the write fails; `touched`: topics whose readers are
+        woken once it is written (see `QueueLogs.write_appends`)."""
+        self.logs.write_appends(batch, allocated or {}, touched)
+        await self.durable(batch)
+
+    async def durable(self, batch: Batch) -> None:
+        """Return once `batch`, already written, and everything written before it are durable."""
+        if self._fsync:
+            await self.store.sync()
+        if self._replicator is not None:
+            await self._replicator.confirm(batch.seq)
