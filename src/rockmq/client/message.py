@@ -2,6 +2,10 @@
 
 Delays are milliseconds (or a timedelta) and delivery times datetimes; both reach the wire as a
 proper Timestamp (seconds and nanos), never as milliseconds stuffed into the seconds field.
+
+A message gets its id when it is first sent and keeps it: sending the same Message again (alone
+or in a batch, say after a BatchSendError or a lost reply) is a retry, which the broker answers
+with the first send's receipt and does not store again (within its de-dup window, 10 minutes).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ class Message:
     message_group: str | None = None  # FIFO: messages of one group are consumed in order
     delay: timedelta | int | None = None  # milliseconds, or a timedelta
     deliver_at: datetime | None = None
+    message_id: str | None = field(default=None, compare=False)  # set by the first send
 
     def due_ms(self, now_ms: int) -> int | None:
         """When the message is due, in ms since the epoch (None: at once)."""
@@ -46,7 +51,8 @@ class Message:
                       if sp.HasField("delivery_timestamp") else None)
         return cls(topic=m.topic.name, body=m.body, tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
                    properties=dict(m.user_properties),
-                   message_group=sp.message_group if sp.HasField("message_group") else None, deliver_at=deliver_at)
+                   message_group=sp.message_group if sp.HasField("message_group") else None, deliver_at=deliver_at,
+                   message_id=sp.message_id or None)
 
     def to_pb(self, message_id: str, born_host: str, now_ms: int, transactional: bool = False) -> pb.Message:
         m = pb.Message(topic=pb.Resource(name=self.topic), body=self.body, user_properties=dict(self.properties))

@@ -34,9 +34,9 @@ import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from rockmq.client.errors import ClientClosed, RockmqError, from_status
+from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError, from_status
 from rockmq.client.fault import FaultAvoidance
 from rockmq.client.lanes import check_lane
 from rockmq.client.message import Message, SendReceipt
@@ -158,15 +158,16 @@ class AsyncProducer:
 
     async def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
         """Send and wait until the broker stored it (durably, under its flush policy), or the spool did."""
-        return (await self._send([message], arg))[0]
+        return (await self._send([message], arg, batch=False))[0]
 
     async def send_batch(self, messages: Sequence[Message], *, arg: Any = None) -> list[SendReceipt]:
-        """Send messages of one topic in one request (one queue, one broker)."""
+        """Send messages of one topic in one request (one queue, one broker). If the broker refuses
+        any of them, raises BatchSendError: its `.receipts` say which ones were stored."""
         if not messages:
             return []
         if len({m.topic for m in messages}) != 1:
             raise ValueError("a batch goes to one topic")
-        return await self._send(list(messages), arg)
+        return await self._send(list(messages), arg, batch=True)
 
     def send_nowait(self, message: Message, *, arg: Any = None) -> asyncio.Future[SendReceipt]:
         """Fire and forget: a future for the receipt (add a callback, or ignore it)."""
@@ -205,13 +206,15 @@ class AsyncProducer:
         request = rpc.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=recall_handle)
         return (await self.session.unary(self.session.access_point, "RecallMessage", request)).message_id
 
-    async def _send(self, messages: list[Message], arg: Any) -> list[SendReceipt]:
+    async def _send(self, messages: list[Message], arg: Any, batch: bool) -> list[SendReceipt]:
         await self.start()
         now = _now_ms()
         request = rpc.SendMessageRequest(messages=[self._to_pb(m, now) for m in messages])
         try:
             queue, entries = await self._deliver(request, messages[0], arg)
         except RockmqError as e:
+            if batch and isinstance(e, BrokerRefused) and not e.retriable:  # every entry refused alike
+                raise BatchSendError([None] * len(messages), dict.fromkeys(range(len(messages)), e)) from None
             if not e.retriable or self._spool is None or messages[0].message_group is not None:
                 raise
             if not await self._spool.add(request, e):
@@ -219,19 +222,21 @@ class AsyncProducer:
             log.debug("spooled %d message(s) to %s: %s", len(messages), messages[0].topic, e)
             return [SendReceipt(m.system_properties.message_id, m.topic.name, "", -1, spooled=True)
                     for m in request.messages]
-        return [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
-                for e in entries]
+        return _receipts(queue, entries)
 
     def _to_pb(self, message: Message, now_ms: int, transactional: bool = False) -> pb.Message:
-        """The wire form with a fresh id, marked with the producer's lane unless it names one."""
-        m = message.to_pb(new_message_id(), self._host, now_ms, transactional)
+        """The wire form with the message's id (assigned here at its first send), marked with the
+        producer's lane unless it names one."""
+        if message.message_id is None:
+            message.message_id = new_message_id()
+        m = message.to_pb(message.message_id, self._host, now_ms, transactional)
         if self.lane is not None and LANE_PROPERTY not in m.user_properties:
             m.user_properties[LANE_PROPERTY] = self.lane
         return m
 
     async def _resend(self, request: rpc.SendMessageRequest) -> None:
         """The spool's way back to the broker: the same retries, no spooling."""
-        await self._deliver(request, Message.from_pb(request.messages[0]), None)
+        _receipts(*await self._deliver(request, Message.from_pb(request.messages[0]), None))
 
     async def _deliver(self, request: rpc.SendMessageRequest, first: Message,
                        arg: Any) -> tuple[Queue, list[rpc.SendResultEntry]]:
@@ -261,10 +266,7 @@ class AsyncProducer:
                 log.debug("send to %s failed (attempt %d): %s", queue.broker, attempt + 1, e)
                 continue
             self.faults.record(queue.broker, (time.monotonic() - started) * 1000)
-            failed = next((e.status for e in reply.entries if e.status.code != pb.OK), None)
-            if failed is not None:
-                raise from_status(failed.code, failed.message)
-            return queue, list(reply.entries)
+            return queue, list(reply.entries)  # with MULTIPLE_RESULTS, some entries are refusals
         assert last is not None
         raise last
 
@@ -307,6 +309,16 @@ class AsyncProducer:
             session = self._telemetry[queue.endpoint] = TelemetrySession(self.session, queue.endpoint, queue.broker,
                                                                          self.checker)
         session.publish(topic)
+
+
+def _receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry]) -> list[SendReceipt]:
+    """The receipts of a reply; BatchSendError if the broker refused some entries (MULTIPLE_RESULTS)."""
+    receipts = [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
+                if e.status.code == pb.OK else None for e in entries]
+    errors = {i: from_status(e.status.code, e.status.message) for i, e in enumerate(entries) if e.status.code != pb.OK}
+    if errors:
+        raise BatchSendError(receipts, errors)
+    return cast(list[SendReceipt], receipts)
 
 
 def _log_route_failure(task: asyncio.Task[list[Queue]]) -> None:
