@@ -1,7 +1,9 @@
 """One typed settings object for the broker: defaults < TOML file < ROCKMQ_* environment < flags.
 
 Every field can be set in a TOML file (`rockmq serve --config rockmq.toml`, top-level keys named
-as the fields), through an environment variable `ROCKMQ_<FIELD>` (upper case), or by a CLI flag.
+as the fields), through an environment variable `ROCKMQ_<FIELD>` (upper case; a tuple as comma
+separated numbers), or by a CLI flag. The broker's limits and batch sizes are fields too: each is
+defined here once, and tests shrink them.
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
+
+from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
+
+MiB = 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -44,8 +50,11 @@ class Settings:
     default_queues: int = 8
     max_body_size: int = 4 * 1024 * 1024
     max_properties_size: int = 32 * 1024
-    # Deliveries of one message to a group before it goes to %DLQ%<group> (RocketMQ: 17).
-    max_attempts: int = 17
+    # Deliveries of one message to a group before it goes to %DLQ%<group>, and the wait before
+    # each redelivery (RocketMQ's; the last step repeats); a FIFO group waits fifo_retry_s.
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    retry_ladder_s: tuple[float, ...] = RETRY_LADDER_S
+    fifo_retry_s: float = 3.0
     dedup_window_s: int = 600
     # Retention: a queue's messages older than retention_s go, and with retention_bytes above 0,
     # the oldest messages of all queues go while the log holds more; checked every
@@ -71,6 +80,22 @@ class Settings:
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
     log_level: str = "INFO"
+    # --- limits and batch sizes ---------------------------------------------------------------
+    max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
+    max_reply_bytes: int = 16 * MiB  # one receive hands out at most this much (at least one message)
+    pop_scan_limit: int = 2048  # log entries one receive may skip per queue (filtered out)
+    pull_scan_limit: int = 4096  # the same for one pull
+    revive_batch: int = 1000  # expired deliveries revived per step
+    # Fetch (BatchMessaging): the caps of a request that names none, and the most it may ask for.
+    fetch_records: int = 4096
+    fetch_bytes: int = 8 * MiB
+    max_fetch_records: int = 65536
+    max_fetch_bytes: int = 32 * MiB
+    timer_move_batch: int = 1000  # due delayed messages moved into their queues per write
+    timer_move_bytes: int = 32 * MiB  # ... and that write's size, about
+    staging_move_batch: int = 2048  # staged messages published per write
+    txn_check_batch: int = 500  # due transaction checks handled per step
+    replication_ring_bytes: int = 64 * MiB  # recent batches a primary keeps for replicas to catch up
 
     def __post_init__(self) -> None:
         if self.flush not in ("sync", "async"):
@@ -78,7 +103,10 @@ class Settings:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port out of range: {self.port}")
         at_least_one = ("default_queues", "max_attempts", "max_body_size", "dedup_window_s", "max_delay_s",
-                        "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs")
+                        "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
+                        "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch", "fetch_records",
+                        "fetch_bytes", "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
+                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
@@ -95,34 +123,55 @@ class Settings:
         if self.auto_renew_invisible_ms < 100 or self.client_silence_s <= 0 or self.max_long_polling_s <= 0:
             raise ConfigError("auto_renew_invisible_ms must be at least 100, client_silence_s and "
                               "max_long_polling_s above 0")
+        if not self.retry_ladder_s or min(self.retry_ladder_s) <= 0 or self.fifo_retry_s <= 0:
+            raise ConfigError("retry_ladder_s must list waits above 0, and fifo_retry_s be above 0")
+        if self.fetch_records > self.max_fetch_records or self.fetch_bytes > self.max_fetch_bytes:
+            raise ConfigError("fetch_records and fetch_bytes must not exceed max_fetch_records and max_fetch_bytes")
 
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
 
 
-_FIELDS = {f.name: f for f in fields(Settings)}
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    return bool(value)
+
+
+def _to_floats(value: Any) -> tuple[float, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    return tuple(float(v) for v in items)
+
+
+_CONVERTERS: dict[Any, Callable[[Any], Any]] = {bool: _to_bool, int: int, float: float, str: str,
+                                                 tuple[float, ...]: _to_floats}
+
+
+def _converter(name: str, kind: Any) -> Callable[[Any], Any]:
+    if kind not in _CONVERTERS:
+        raise TypeError(f"Settings.{name}: no conversion from text to {kind}")
+    return _CONVERTERS[kind]
+
+
+# By the fields' types, resolved: with `from __future__ import annotations` a field's `.type` is a
+# string, which is easy to compare wrongly (or not at all) and never fails loudly.
+_TYPES = get_type_hints(Settings)
+_CONVERT = {name: _converter(name, kind) for name, kind in _TYPES.items()}
 
 
 def _coerce(name: str, value: Any) -> Any:
-    kind = _FIELDS[name].type
     try:
-        if kind == "bool":
-            if isinstance(value, str):
-                low = value.strip().lower()
-                if low in ("1", "true", "yes", "on"):
-                    return True
-                if low in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError(value)
-            return bool(value)
-        if kind == "int":
-            return int(value)
-        if kind == "float":
-            return float(value)
-        return str(value)
+        return _CONVERT[name](value)
     except (TypeError, ValueError):
-        raise ConfigError(f"setting {name}: expected {kind}, got {value!r}") from None
+        kind = _TYPES[name]
+        raise ConfigError(f"setting {name}: expected {kind.__name__ if isinstance(kind, type) else kind}, "
+                          f"got {value!r}") from None
 
 
 def load_settings(
@@ -139,11 +188,11 @@ def load_settings(
             raise ConfigError(f"cannot read config file {config_file}: {e}") from None
         for key, value in data.items():
             name = key.replace("-", "_")
-            if name not in _FIELDS:
+            if name not in _CONVERT:
                 raise ConfigError(f"unknown setting {key!r} in {config_file}")
             values[name] = _coerce(name, value)
     env = os.environ if environ is None else environ
-    for name in _FIELDS:
+    for name in _CONVERT:
         raw = env.get(f"ROCKMQ_{name.upper()}")
         if raw is not None:
             values[name] = _coerce(name, raw)

@@ -1,9 +1,11 @@
 """Settings layering and the pure rules of the send path."""
 
+import dataclasses
+
 import pytest
 
 from rockmq.broker.validate import delivery_ms, message_type
-from rockmq.config import ConfigError, load_settings
+from rockmq.config import ConfigError, Settings, load_settings
 from rockmq.protocol import pb
 from rockmq.protocol.message_id import new_message_id
 
@@ -58,3 +60,16 @@ def test_message_ids_are_unique_and_v2_shaped():
 def test_settings_out_of_range_are_refused(name, value):
     with pytest.raises(ConfigError, match=name):
         load_settings(None, None, {f"ROCKMQ_{name.upper()}": value})
+
+
+def test_every_setting_converts_from_text_to_its_type():
+    """Field types are strings under `from __future__ import annotations`: each field must still
+    get its own conversion (a tuple from comma separated numbers), never a silent str()."""
+    defaults = Settings()
+    text = {f.name: ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+            for f in dataclasses.fields(Settings) for v in [getattr(defaults, f.name)]}
+    s = load_settings(None, None, {f"ROCKMQ_{name.upper()}": value for name, value in text.items()})
+    assert s == defaults
+    assert load_settings(None, None, {"ROCKMQ_RETRY_LADDER_S": "0.5, 2"}).retry_ladder_s == (0.5, 2.0)
+    with pytest.raises(ConfigError, match="retry_ladder_s"):
+        load_settings(None, None, {"ROCKMQ_RETRY_LADDER_S": "soon"})

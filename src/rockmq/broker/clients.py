@@ -19,8 +19,6 @@ from rockmq.protocol import pb
 
 MAX_CLIENTS = 100_000
 # RocketMQ's customised retry ladder for concurrent push consumers (seconds).
-RETRY_LADDER_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-FIFO_RETRY_S = 3
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 
 
@@ -145,7 +143,7 @@ class Clients:
             policy = out.backoff_policy
             policy.Clear()
             policy.max_attempts = group.max_attempts if group else self.ctx.settings.max_attempts
-            ladder = (FIFO_RETRY_S,) if fifo else RETRY_LADDER_S
+            ladder = (self.ctx.settings.fifo_retry_s,) if fifo else self.ctx.settings.retry_ladder_s
             for s in ladder:
                 policy.customized_backoff.next.add().FromMilliseconds(_ms(s))
         return out

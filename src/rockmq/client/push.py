@@ -47,16 +47,21 @@ from rockmq.client.pull import AsyncPullConsumer
 from rockmq.client.queues import Queue, queue_order
 from rockmq.client.transport import GrpcTransport, Transport
 from rockmq.protocol import admin, pb, rpc
-from rockmq.protocol.conventions import ORIGIN_MESSAGE_ID, ORIGIN_TOPIC, RECONSUME_TIMES, RETRY_PREFIX, retry_topic
+from rockmq.protocol.conventions import (
+    DEFAULT_MAX_ATTEMPTS,
+    ORIGIN_MESSAGE_ID,
+    ORIGIN_TOPIC,
+    RECONSUME_TIMES,
+    RETRY_LADDER_S,
+    RETRY_PREFIX,
+    retry_topic,
+)
 from rockmq.protocol.message_id import new_message_id
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[ReceivedMessage], Any]
 MODES = ("clustering", "broadcast", "pop")
-# RocketMQ's retry ladder for concurrent consumers (seconds), as the broker's backoff policy.
-RETRY_BACKOFF_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-DEFAULT_MAX_ATTEMPTS = 17
 PAUSE_S = 1.0  # longest sleep of a paused puller, and the wait after a failed pull
 INTERNAL_PROPERTIES = (ORIGIN_TOPIC, ORIGIN_MESSAGE_ID, RECONSUME_TIMES)
 
@@ -117,7 +122,7 @@ class AsyncPushConsumer:
                  mode: str = "clustering", strategy: Strategy = average, orderly: bool = False, concurrency: int = 16,
                  max_cached_messages: int = 1000, max_cached_bytes: int = 100 * 1024 * 1024, batch_size: int = 32,
                  poll_s: float = 10.0, heartbeat_s: float = 10.0, rebalance_s: float = 20.0,
-                 commit_interval_s: float = 5.0, retry_backoff_s: Sequence[float] = RETRY_BACKOFF_S,
+                 commit_interval_s: float = 5.0, retry_backoff_s: Sequence[float] = RETRY_LADDER_S,
                  max_attempts: int | None = None, start_from: str = "earliest", offset_file: str | None = None,
                  invisible_s: float = 30.0, lane: str | None = None, lane_fallback: bool = True,
                  shutdown_timeout_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None,

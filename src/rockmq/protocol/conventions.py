@@ -6,6 +6,10 @@ properties and reserved topic names. Pure constants and helpers, no I/O.
 - Offset-based consumers hand a message whose handler failed back to the broker by sending a copy,
   delayed by the backoff, to the group's retry topic `%RETRY%<group>`, with the properties below.
   The broker turns a copy that has used up the group's attempts into a dead letter instead.
+- A message whose delivery failed is delivered again after RETRY_LADDER_S[attempt - 1] seconds
+  (the last step repeats), at most DEFAULT_MAX_ATTEMPTS times unless its group says otherwise:
+  RocketMQ's schedule, applied by the broker to POP consumers and by offset-based consumers
+  themselves.
 - A cluster-wide admin call that found nothing because brokers did not answer fails with
   UNAVAILABLE and a message led by BROKER_SAYS_UNREACHABLE, so a client tells it from not
   reaching the broker it asked.
@@ -22,6 +26,10 @@ ORIGIN_TOPIC = "RETRY_TOPIC"  # the topic the message was first sent to
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 RECONSUME_TIMES = "RECONSUME_TIME"  # failed deliveries so far (RocketMQ's property name)
 BROKER_SAYS_UNREACHABLE = "brokers did not answer"
+
+RETRY_LADDER_S = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 240.0, 300.0, 360.0, 420.0, 480.0, 540.0, 600.0, 1200.0,
+                  1800.0, 3600.0, 7200.0)
+DEFAULT_MAX_ATTEMPTS = 17
 
 
 def retry_topic(group: str) -> str:
