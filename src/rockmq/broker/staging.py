@@ -64,7 +64,6 @@ _IDENTITY = bytes([5 << 3, pb.IDENTITY])  # SystemProperties.body_encoding
 BUCKET_MS = 60_000
 DEFAULT_TTL_MS = 3_600_000
 MAX_TTL_MS = 7 * 24 * 3_600_000
-MOVE_BATCH = 2048  # messages per atomic move (one write, then the event loop runs others)
 SWEEP_S = 10.0
 SINK_SWEEP_MS = 60_000
 MAX_SINK_ID = 256
@@ -257,7 +256,7 @@ class StagingService:
             published += moved
             deduplicated += skipped
             pending += moved + skipped
-            if pending >= MOVE_BATCH:
+            if pending >= self.ctx.settings.staging_move_batch:  # one write, then the event loop runs others
                 self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
                 await asyncio.sleep(0)

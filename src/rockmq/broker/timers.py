@@ -28,8 +28,6 @@ from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 _RECALL = struct.Struct(">QQ")
-MOVE_BATCH = 1000
-MOVE_BYTES = 32 * 1024 * 1024  # one move's WriteBatch stays about this small
 # Upper bounds (ms) of the lateness histogram's buckets; the last bucket is everything later.
 LATENESS_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
 
@@ -51,7 +49,7 @@ class TimerService:
         self.ctx = ctx
         self.commit = committer.commit
         self._seq = ctx.sequence_start
-        self.loop = DeadlineLoop("timer service", self.move_due, MOVE_BATCH)
+        self.loop = DeadlineLoop("timer service", self.move_due, ctx.settings.timer_move_batch)
         self.on_move = lambda topic_ids: None  # set by the broker: wake long-polling readers
         self.lateness = Lateness()
         self.moved = 0
@@ -87,7 +85,7 @@ class TimerService:
         return records.message_id(raw[4:])
 
     def move_due(self) -> tuple[int, int | None]:
-        """Move up to MOVE_BATCH due messages; -> (moved, due time of the next pending timer)."""
+        """Move up to `timer_move_batch` due messages; -> (moved, due time of the next pending timer)."""
         ctx = self.ctx
         logs = ctx.logs
         topics = ctx.meta.topics_by_id
@@ -96,8 +94,8 @@ class TimerService:
         touched: set[int] = set()
         size = 0
         due: Counter[int] = Counter()  # due time -> messages: lateness is counted once per due time
-        for key, value in self.loop.due(ctx.store, "timers", now, MOVE_BATCH):
-            if size >= MOVE_BYTES:  # the rest is due too: the loop comes straight back for it
+        for key, value in self.loop.due(ctx.store, "timers", now, ctx.settings.timer_move_batch):
+            if size >= ctx.settings.timer_move_bytes:  # the rest is due too: the loop comes straight back for it
                 break
             size += len(value)
             batch.delete("timers", key)

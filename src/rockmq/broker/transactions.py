@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 _PENDING = b"P"  # + _HALF + sealed record
 _HALF = struct.Struct(">IQQH")  # topic_id · due_ms (0: not delayed) · next check ms · checks sent
 COMMITTED, ROLLED_BACK = b"C", b"R"
-CHECK_BATCH = 500
 
 # Hands a check to a producer of the topic; False when none is connected.
 CheckSender = Callable[[str, rpc.TelemetryCommand], bool]
@@ -48,7 +47,7 @@ class TransactionService:
         self.ctx = ctx
         self.timers = timers
         self.commit = committer.commit
-        self.loop = DeadlineLoop("transaction checks", self.check_due, CHECK_BATCH)
+        self.loop = DeadlineLoop("transaction checks", self.check_due, ctx.settings.txn_check_batch)
         self.send_check: CheckSender = lambda topic, command: False  # set by the broker
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
             1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] == _PENDING))
@@ -113,14 +112,14 @@ class TransactionService:
         self.loop.note(expiry)
 
     def check_due(self) -> tuple[int, int | None]:
-        """Handle up to CHECK_BATCH due entries: send checks, give up, drop expired markers."""
+        """Handle up to `txn_check_batch` due entries: send checks, give up, drop expired markers."""
         ctx = self.ctx
         s = ctx.settings
         now = now_ms()
         batch = ctx.store.batch()
         checks: list[tuple[str, rpc.TelemetryCommand]] = []
         handled = 0
-        for key, _ in self.loop.due(ctx.store, "txnchecks", now, CHECK_BATCH):
+        for key, _ in self.loop.due(ctx.store, "txnchecks", now, s.txn_check_batch):
             handled += 1
             batch.delete("txnchecks", key)
             _, txn_id = keys.parse_txn_check_key(key)

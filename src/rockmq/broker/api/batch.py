@@ -28,10 +28,6 @@ from rockmq.protocol import batch, batch_grpc, pb
 from rockmq.protocol.fetch import encode_fetch_response
 from rockmq.store import keys
 
-FETCH_RECORDS = 4096  # Fetch's default caps, and its ceilings
-FETCH_BYTES = 8 * 1024 * 1024
-MAX_FETCH_RECORDS = 65536
-MAX_FETCH_BYTES = 32 * 1024 * 1024
 FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
 SERVICE = "rockmq.messaging.v1.BatchMessaging"
 METHODS = {  # but Fetch
@@ -117,8 +113,9 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     async def _read_range(self, topic: TopicConfig, qid: int, start: int, end: int,
                           request: batch.FetchRequest) -> tuple[int, list[bytes]]:
         """Records of [start, end) within the request's caps -> (offset of the first, records)."""
-        limit = min(request.max_records or FETCH_RECORDS, MAX_FETCH_RECORDS, end - start)
-        max_bytes = min(request.max_bytes or FETCH_BYTES, MAX_FETCH_BYTES)
+        s = self.ctx.settings
+        limit = min(request.max_records or s.fetch_records, s.max_fetch_records, end - start)
+        max_bytes = min(request.max_bytes or s.fetch_bytes, s.max_fetch_bytes)
         values: list[bytes] = []
         size = 0
         first = last = b""

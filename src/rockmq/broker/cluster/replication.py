@@ -26,7 +26,6 @@ from rockmq.store import keys, oplog
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
-RING_BYTES = 64 * 1024 * 1024
 RETRY_S = 1.0
 
 
@@ -66,7 +65,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         data = oplog.encode(batch.ops or [])
         self._ring.append((batch.seq, data))
         self._ring_bytes += len(data)
-        while self._ring_bytes > RING_BYTES and len(self._ring) > 1:
+        while self._ring_bytes > self.ctx.settings.replication_ring_bytes and len(self._ring) > 1:
             self._ring_bytes -= len(self._ring.popleft()[1])
         self._grew.set()
 
