@@ -136,3 +136,7 @@ class BrokerHarness:
                     for _, record in logs.scan(config.id, qid, logs.min_offset(config.id, qid), 1 << 30)]
 
         return self.call(read)
+
+    def waiting_receives(self) -> int:
+        """Long-polling receives the broker is holding now."""
+        return self.call(lambda: self.services.pop.waiting)

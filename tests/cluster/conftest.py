@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
 from mqwire import Conn
+from waiting import wait_for
 
 from rockmq.protocol import namesrv, namesrv_grpc
 
 BROKER_TIMEOUT_S = 2  # the name server drops a silent broker this fast in tests (brokers register every 0.3 s)
-
-
-def wait_until(predicate, what: str, timeout: float = 15.0) -> None:
-    """Poll `predicate` until it holds; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 @dataclass
@@ -50,10 +42,7 @@ class Cluster:
         return ids
 
     def wait_for_brokers(self, names: set[str], timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while set(self.live_brokers()) != names:
-            assert time.monotonic() < deadline, f"live brokers {self.live_brokers()}, want {sorted(names)}"
-            time.sleep(0.2)
+        wait_for(lambda: set(self.live_brokers()) == names, timeout, 0.1, what=f"live brokers {sorted(names)}")
 
 
 def start_cluster(root: Path, names: tuple[str, ...] = ("b1", "b2", "b3"), broker_timeout_s: float = BROKER_TIMEOUT_S) -> Cluster:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from waiting import async_wait_for
+
 from rockmq.client import AsyncProducer, Message
 
 
@@ -54,10 +56,8 @@ def test_push_consumers_share_every_brokers_queues_and_retry_where_the_message_l
         # Two members, each joined through a different broker.
         async with AsyncPushConsumer(cluster.brokers["b2"].endpoint, "pcg", {"pc": "*"}, handler, **fast) as a, \
                 AsyncPushConsumer(cluster.brokers["b3"].endpoint, "pcg", {"pc": "*"}, handler, **fast) as b:
-            deadline = time.monotonic() + 20
-            while (set(seen) != bodies or any(seen[x] < 2 for x in bodies if x.endswith("-0"))) \
-                    and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
+            await async_wait_for(lambda: set(seen) == bodies and all(seen[x] >= 2 for x in bodies if x.endswith("-0")), 20,
+                                 0.1, what="every message, the -0 ones twice")
             mine = [{q for q in c.assignment if q.topic == "pc"} for c in (a, b)]
         assert len(mine[0]) == len(mine[1]) == 3 and not mine[0] & mine[1], mine
         assert {q.broker for q in mine[0] | mine[1]} == {"b1", "b2", "b3"}

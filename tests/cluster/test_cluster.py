@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from mqwire import Conn, message
+from waiting import wait_for
 
 from rockmq.protocol import pb, rpc
 
@@ -22,13 +22,10 @@ def _route(endpoint: str, topic: str) -> list[tuple[str, int, int]]:
 
 
 def _wait_route(cluster, topic: str, want, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        routes = {n: _route(b.endpoint, topic) for n, b in cluster.brokers.items() if b.proc is not None}
-        if all(r == want for r in routes.values()):
-            return
-        assert time.monotonic() < deadline, f"routes {routes}, want {want}"
-        time.sleep(0.2)
+    def routes() -> dict:
+        return {n: _route(b.endpoint, topic) for n, b in cluster.brokers.items() if b.proc is not None}
+
+    wait_for(lambda: all(r == want for r in routes().values()), timeout, 0.1, what=f"every broker's route to be {want}")
 
 
 def test_topic_spreads_over_brokers_and_every_broker_returns_the_same_interleaved_route(cluster):

@@ -11,6 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
 from mqwire import Conn  # noqa: E402
 from official_client import producer, receive_until, send, simple_consumer  # noqa: E402
+from waiting import wait_for  # noqa: E402
 
 
 def _stored(cluster, topic: str) -> dict[str, int]:
@@ -59,7 +60,7 @@ def test_sends_keep_succeeding_when_a_broker_dies(cluster):
     t = threading.Thread(target=produce)
     t.start()
     try:
-        time.sleep(1.5)
+        wait_for(lambda: len(acked) >= 20, 15, what="the producer sending")
         cluster.brokers["b3"].kill()
         before = len(acked)
         time.sleep(4.0)  # past the name server's timeout: routes drop b3

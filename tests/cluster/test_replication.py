@@ -9,8 +9,8 @@ import time
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from conftest import wait_until
 from mqwire import Conn, message
+from waiting import wait_for
 
 from rockmq.protocol import pb
 
@@ -48,7 +48,7 @@ def test_replica_follows_and_serves_reads_only(pair):
         except (grpc.RpcError, AssertionError):
             return False
 
-    wait_until(caught_up, "the replica did not catch up")
+    wait_for(caught_up, 15, what="the replica to catch up")
     rconn = Conn(replica.endpoint)
     try:
         with pytest.raises(grpc.RpcError) as e:
@@ -82,13 +82,12 @@ def test_every_acknowledged_send_survives_on_the_replica_and_promotion(pair):
     threads = [threading.Thread(target=sender, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()
-    time.sleep(2.0)
+    wait_for(lambda: len(acked) >= 400, 15, what="400 sends acknowledged")  # then kill it mid-stream
     primary.kill()
     stop.set()
     for t in threads:
         t.join(20)
     conn.close()
-    assert len(acked) > 100, f"only {len(acked)} sends acknowledged before the kill"
     held = _all_ids(replica.endpoint, "sync", 4)
     lost = set(acked) - held
     assert not lost, f"{len(lost)} of {len(acked)} acknowledged messages are not on the replica"
@@ -105,7 +104,7 @@ def test_every_acknowledged_send_survives_on_the_replica_and_promotion(pair):
         finally:
             c.close()
 
-    wait_until(accepts_sends, "the promoted replica does not accept sends")
+    wait_for(accepts_sends, 15, what="the promoted replica to accept sends")
     c = Conn(replica.endpoint)
     try:
         got = c.receive_n("after-g", "sync", 10, within=10)
@@ -147,7 +146,7 @@ def test_a_replica_creates_nothing_of_its_own(pair):
             except (grpc.RpcError, AssertionError):
                 return False
 
-        wait_until(caught_up, "the replica did not receive the topic created after its route query")
+        wait_for(caught_up, 15, what="the replica to receive the topic created after its route query")
     finally:
         rconn.close()
         pconn.close()

@@ -6,8 +6,9 @@ import time
 
 import grpc
 from broker_process import BrokerProcess, NameServerProcess
-from conftest import BROKER_TIMEOUT_S, Cluster, wait_until
+from conftest import BROKER_TIMEOUT_S, Cluster
 from mqwire import Conn, message
+from waiting import wait_for
 
 from rockmq.protocol import namesrv, namesrv_grpc
 
@@ -25,8 +26,8 @@ def test_brokers_register_with_every_name_server_and_survive_losing_one(tmp_path
         ns[0].kill()  # the first name server a broker asks is gone: the second answers
         conn = Conn(brokers["b2"].endpoint)
         try:
-            wait_until(lambda: sorted({q.broker.name for q in conn.query_route("t2").message_queues}) == ["b1", "b2"],
-                       "routes lost a broker with one name server down")
+            wait_for(lambda: sorted({q.broker.name for q in conn.query_route("t2").message_queues}) == ["b1", "b2"],
+                       15, what="routes naming both brokers with one name server down")
         finally:
             conn.close()
     finally:
@@ -60,7 +61,7 @@ def test_replica_of_a_broker_name(tmp_path):
                 return False
 
         try:
-            wait_until(caught_up, "the replica of b1 did not catch up")
+            wait_for(caught_up, 15, what="the replica of b1 to catch up")
         finally:
             rconn.close()
         time.sleep(1.0)  # several registration intervals: a replica must not have registered as b1

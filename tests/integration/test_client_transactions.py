@@ -9,6 +9,7 @@ import time
 
 import pytest
 from broker_process import BrokerProcess
+from waiting import wait_for
 
 from rockmq.client import AsyncProducer, AsyncSimpleConsumer, Message, Producer, ReceivedMessage, TransactionResolution
 from rockmq.client.errors import IllegalArgument
@@ -122,8 +123,6 @@ def test_sync_producer_transactions_and_a_plain_function_checker(checking_broker
     with Producer(checking_broker.endpoint, checker=checker) as p:
         p.send_transactional(Message(topic, b"committed")).commit()
         undecided = p.send_transactional(Message(topic, b"undecided"))
-        deadline = time.monotonic() + 10
-        while not asked and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: asked, 10, what="the broker's transaction check")
         assert asked == [undecided.message_id]
     assert asyncio.run(_bodies(checking_broker.endpoint, topic, group, 2, within=1)) == [b"committed"]

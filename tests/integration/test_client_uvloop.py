@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import uvloop
+from waiting import async_wait_for
 
 from rockmq.client import AsyncProducer, Message
 from rockmq.client.pull import AsyncPullConsumer
@@ -22,9 +22,7 @@ def test_producer_and_consumers_under_uvloop(broker, unique):
             sent = [r.message_id for r in await p.send_batch([Message(topic, f"u{i}".encode()) for i in range(20)])]
         async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, lambda m: got.append(m.message_id),
                                      heartbeat_s=0.3, poll_s=1.0):
-            deadline = time.monotonic() + 10
-            while len(got) < 20 and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            await async_wait_for(lambda: len(got) >= 20, 10, what="20 messages pushed")
         async with AsyncPullConsumer(broker.endpoint, unique("uvloop-pull")) as puller:
             pulled = []
             for queue in await puller.queues(topic):

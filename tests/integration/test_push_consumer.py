@@ -6,22 +6,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
 
 from mqwire import Conn
+from waiting import async_wait_for
 
 from rockmq.client import AsyncProducer, Message
 from rockmq.client.push import AsyncPushConsumer
 
+UNTIL_S = 20.0
 FAST = dict(heartbeat_s=0.3, rebalance_s=2.0, commit_interval_s=0.3, poll_s=1.0, shutdown_timeout_s=2.0)
-
-
-async def _until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def _shares(consumers: list[AsyncPushConsumer], topic: str) -> list[int]:
@@ -49,18 +42,18 @@ def test_members_split_queues_and_rebalance_as_they_join_and_leave(broker, uniqu
         consumers = [AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, **FAST) for _ in range(3)]
         for c in consumers:
             await c.start()
-        await _until(lambda: _shares(consumers, topic) == [3, 3, 2], "a 3/3/2 split")
+        await async_wait_for(lambda: _shares(consumers, topic) == [3, 3, 2], UNTIL_S, what="a 3/3/2 split")
         sent = await _send(broker.endpoint, topic, 300)
         fourth = AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, **FAST)
         await fourth.start()
         consumers.append(fourth)
-        await _until(lambda: _shares(consumers, topic) == [2, 2, 2, 2], "a 2/2/2/2 split")
+        await async_wait_for(lambda: _shares(consumers, topic) == [2, 2, 2, 2], UNTIL_S, what="a 2/2/2/2 split")
         sent += await _send(broker.endpoint, topic, 300, start=300)
         leaving = consumers.pop(0)
         await leaving.close()
-        await _until(lambda: _shares(consumers, topic) == [3, 3, 2], "3/3/2 after one left")
+        await async_wait_for(lambda: _shares(consumers, topic) == [3, 3, 2], UNTIL_S, what="3/3/2 after one left")
         sent += await _send(broker.endpoint, topic, 300, start=600)
-        await _until(lambda: set(sent) <= set(seen), "every message processed")
+        await async_wait_for(lambda: set(sent) <= set(seen), UNTIL_S, what="every message processed")
         all_queues = {q for c in consumers for q in c.assignment if q.topic == topic}
         assert len(all_queues) == 8
         for c in consumers:
@@ -82,10 +75,10 @@ def test_committed_offsets_let_the_next_consumer_continue(broker, unique, conn: 
     async def scenario():
         sent = await _send(broker.endpoint, topic, 100)
         async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, lambda m: first.append(m.message_id), **FAST):
-            await _until(lambda: len(first) == 100, "the first consumer's 100 messages")
+            await async_wait_for(lambda: len(first) == 100, UNTIL_S, what="the first consumer's 100 messages")
         sent += await _send(broker.endpoint, topic, 50, start=100)
         async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, lambda m: second.append(m.message_id), **FAST):
-            await _until(lambda: len(second) >= 50, "the next 50")
+            await async_wait_for(lambda: len(second) >= 50, UNTIL_S, what="the next 50")
             await asyncio.sleep(0.5)
         return sent
 
@@ -111,8 +104,8 @@ def test_failed_messages_come_back_with_backoff_then_go_to_the_dlq(broker, uniqu
             await p.send(Message(topic, b"flaky"))
         async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, retry_backoff_s=(0.3, 0.6),
                                      **FAST):
-            await _until(lambda: len(attempts.get("poison", ())) == 3 and len(attempts.get("flaky", ())) == 2,
-                         f"three deliveries of the poison message, two of the flaky one: {attempts}")
+            await async_wait_for(lambda: len(attempts.get("poison", ())) == 3 and len(attempts.get("flaky", ())) == 2,
+                                 UNTIL_S, what=f"three deliveries of the poison message, two of the flaky one: {attempts}")
             await asyncio.sleep(1.5)
         return poison
 
@@ -138,10 +131,10 @@ def test_broadcast_members_each_see_every_message(broker, unique, conn: Conn, tm
     async def scenario():
         sent = await _send(broker.endpoint, topic, 120)
         async with consumer(0), consumer(1):
-            await _until(lambda: len(seen[0]) == len(seen[1]) == 120, "both members see all 120")
+            await async_wait_for(lambda: len(seen[0]) == len(seen[1]) == 120, UNTIL_S, what="both members see all 120")
         sent += await _send(broker.endpoint, topic, 30, start=120)
         async with consumer(0):  # restarts from its local offsets
-            await _until(lambda: len(seen[0]) == 150, "the 30 new ones")
+            await async_wait_for(lambda: len(seen[0]) == 150, UNTIL_S, what="the 30 new ones")
             await asyncio.sleep(0.5)
         return sent
 
@@ -189,7 +182,7 @@ def test_orderly_consumption_keeps_queue_order_through_a_failure(broker, unique,
         await _send(broker.endpoint, topic, 40)
         async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, orderly=True, retry_backoff_s=(0.1,),
                                      **FAST):
-            await _until(lambda: len(order) == 40, "all 40 in order")
+            await async_wait_for(lambda: len(order) == 40, UNTIL_S, what="all 40 in order")
 
     asyncio.run(scenario())
     assert order == list(range(40))
@@ -209,7 +202,7 @@ def test_pop_mode_acks_and_retries(broker, unique, conn: Conn):
         await _send(broker.endpoint, topic, 50)
         async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, mode="pop", retry_backoff_s=(0.3,),
                                      **FAST):
-            await _until(lambda: len(calls) == 50 and calls["m7"] == 2, "50 messages, m7 twice")
+            await async_wait_for(lambda: len(calls) == 50 and calls["m7"] == 2, UNTIL_S, what="50 messages, m7 twice")
             await asyncio.sleep(1.0)
 
     asyncio.run(scenario())
@@ -227,16 +220,16 @@ def test_lanes_stay_isolated_and_fall_back_to_the_base_lane(broker, unique, conn
 
     async def scenario():
         async with consumer(None) as base, consumer("dev1"), consumer("dev2"):
-            await _until(lambda: base._live_lanes == {"dev1", "dev2"}, "the base consumer sees both lanes")
+            await async_wait_for(lambda: base._live_lanes == {"dev1", "dev2"}, UNTIL_S, what="the base consumer sees both lanes")
             await asyncio.sleep(FAST["poll_s"] + 0.2)  # a long poll begun before they joined uses the old filter
             for lane in ("dev1", "dev2", None):
                 await _send(broker.endpoint, topic, 10, lane=lane)
-            await _until(lambda: all(len(v) == 10 for v in got.values()), "10 messages in each lane")
+            await async_wait_for(lambda: all(len(v) == 10 for v in got.values()), UNTIL_S, what="10 messages in each lane")
             await asyncio.sleep(0.5)
         assert all(len(v) == 10 for v in got.values()), {k: len(v) for k, v in got.items()}
         async with consumer(None) as base:  # dev2 has nobody now: its messages fall back to the base lane
-            await _until(lambda: not base._live_lanes, "no live lanes")
+            await async_wait_for(lambda: not base._live_lanes, UNTIL_S, what="no live lanes")
             await _send(broker.endpoint, topic, 5, lane="dev2")
-            await _until(lambda: len(got["base"]) == 15, "dev2's messages at the base consumer")
+            await async_wait_for(lambda: len(got["base"]) == 15, UNTIL_S, what="dev2's messages at the base consumer")
 
     asyncio.run(scenario())

@@ -8,6 +8,7 @@ import time
 
 from broker_process import BrokerProcess
 from mqwire import Conn, message
+from waiting import wait_for
 
 from rockmq.protocol import pb
 
@@ -19,11 +20,8 @@ def _range(conn: Conn, topic: str) -> tuple[int, int]:
     return q.min_offset, q.max_offset
 
 
-def _wait_for(conn: Conn, topic: str, want_min: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while _range(conn, topic)[0] != want_min:
-        assert time.monotonic() < deadline, f"min offset {_range(conn, topic)}, want {want_min}"
-        time.sleep(0.1)
+def _wait_for_min(conn: Conn, topic: str, want_min: int, timeout: float = 10.0) -> None:
+    wait_for(lambda: _range(conn, topic)[0] == want_min, timeout, 0.1, what=f"min offset {want_min} in {topic}")
 
 
 def test_old_messages_go_and_offsets_are_never_reused(tmp_path):
@@ -34,14 +32,14 @@ def test_old_messages_go_and_offsets_are_never_reused(tmp_path):
         conn.send_ok(*(message("aging", f"old-{i}") for i in range(20)))
         time.sleep(2.2)
         conn.send_ok(*(message("aging", f"new-{i}") for i in range(5)))
-        _wait_for(conn, "aging", 20)
+        _wait_for_min(conn, "aging", 20)
         assert _range(conn, "aging") == (20, 25)
         assert conn.pull("reader", "aging", 0, 0)[0] == pb.ILLEGAL_OFFSET  # gone: readers move to the minimum
         code, msgs, nxt = conn.pull("reader", "aging", 0, 20, batch=100)
         assert code == pb.OK and [m.body for m in msgs] == [f"new-{i}".encode() for i in range(5)] and nxt == 25
         assert [m.system_properties.queue_offset for m in msgs] == list(range(20, 25))
 
-        _wait_for(conn, "aging", 24, timeout=6)  # all old now: the newest stays
+        _wait_for_min(conn, "aging", 24, timeout=6)  # all old now: the newest stays
         conn.close()
         broker.stop()
         broker.start()
@@ -65,10 +63,7 @@ def test_the_size_cap_removes_the_oldest_first(tmp_path):
         for round_ in range(8):  # 8 x 250 KiB, spread in time
             conn.send_ok(*(message("capped", body, keys=(f"r{round_}",)) for _ in range(250)))
             time.sleep(0.3)
-        deadline = time.monotonic() + 15
-        while _range(conn, "capped")[1] - _range(conn, "capped")[0] > 600:
-            assert time.monotonic() < deadline, f"still holding {_range(conn, 'capped')}"
-            time.sleep(0.2)
+        wait_for(lambda: _range(conn, "capped")[1] - _range(conn, "capped")[0] <= 600, 15, 0.2, what="at most 600 messages kept")
         low, high = _range(conn, "capped")
         assert high == 2000 and low > 0
         kept = conn.pull_all("capped", 0)

@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+from waiting import wait_for
 
 from rockmq.store.db import GroupCommit
 
@@ -73,6 +74,7 @@ def test_a_failed_flush_fails_the_waiters_it_covered():
 def test_interval_mode_flushes_periodically_without_waiters():
     flush = SlowFlush(0)
     gc = GroupCommit(flush, 0.01)
-    time.sleep(0.2)
-    gc.stop()
-    assert flush.calls >= 5
+    try:
+        wait_for(lambda: flush.calls >= 5, 2, 0.01, what="five interval flushes")
+    finally:
+        gc.stop()
