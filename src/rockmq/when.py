@@ -1,15 +1,20 @@
-"""Parsing delays and delivery times as people write them (`1500ms`, `30s`, `2h`, ISO 8601).
+"""Parsing delays and points in time as people write them (`1500ms`, `30s`, `2h`, ISO 8601).
 
-Pure functions, shared by the CLI and the client.
+Pure functions, the one parser of the CLI, the client and the Spark source. A time without a zone
+is refused everywhere: read as local time by one and as UTC by another, the same text named two
+instants (and a machine's zone is rarely what the writer had in mind).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DELAY = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+ZONE_HINT = "add a zone: Z for UTC or an offset such as +01:00"
 
 
 def parse_delay_ms(text: str) -> int:
@@ -20,10 +25,19 @@ def parse_delay_ms(text: str) -> int:
     return round(float(m.group(1)) * _UNITS_MS[m.group(2)])
 
 
+def instant_ms(when: datetime) -> int:
+    """A datetime with a zone -> ms since the epoch (sub-millisecond digits cut, as stores do)."""
+    if when.utcoffset() is None:
+        raise ValueError(f"time {when.isoformat()} has no zone; {ZONE_HINT}")
+    return (when - _EPOCH) // _MS
+
+
 def parse_instant_ms(text: str) -> int:
-    """An ISO 8601 date and time -> ms since the epoch. Without a zone it is local time."""
+    """An ISO 8601 date and time with a zone ('Z' or '+01:00') -> ms since the epoch."""
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ValueError(f"invalid time {text!r}: expected ISO 8601, e.g. 2026-11-22T18:30:00.250+01:00") from None
-    return round(when.timestamp() * 1000)
+        raise ValueError(f"invalid time {text!r}: expected ISO 8601 with a zone, e.g. 2026-11-22T18:30:00.250+01:00") from None
+    if when.utcoffset() is None:
+        raise ValueError(f"time {text.strip()!r} has no zone; {ZONE_HINT}")
+    return instant_ms(when)

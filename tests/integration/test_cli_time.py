@@ -67,6 +67,8 @@ def test_recall_twice_and_bad_time_flags_fail_with_one_line(broker, conn, unique
     assert_one_line_error(broker.cli("message", "recall", topic, "garbage"), 1, "recall handle")
     assert_one_line_error(broker.cli("message", "send", topic, "x", "--delay", "10parsecs"), 2, "invalid delay")
     assert_one_line_error(broker.cli("message", "send", topic, "x", "--deliver-at", "tomorrow"), 2, "ISO 8601")
+    naive = broker.cli("message", "send", topic, "x", "--deliver-at", "2030-11-23T12:00")  # local time? UTC? neither
+    assert_one_line_error(naive, 2, "no zone", "Z for UTC", "+01:00")
     assert_one_line_error(broker.cli("message", "send", topic, "x", "--delay", "1s", "--message-group", "g"), 2,
                           "--message-group")
     assert_one_line_error(broker.cli("message", "send", topic, "x", "--delay", "400d"), 1, "ILLEGAL_DELIVERY_TIME")

@@ -21,7 +21,9 @@ def test_parse_spec_forms():
     assert om.parse_spec("1767225600000", "latest", "o") == om.OffsetSpec("timestamp", 1_767_225_600_000)
     assert om.parse_spec("2026-01-01T00:00:00Z", "latest", "o").timestamp_ms == 1_767_225_600_000
     assert om.parse_spec("2026-01-01T01:00:00+01:00", "latest", "o").timestamp_ms == 1_767_225_600_000
-    assert om.parse_spec("2026-01-01 00:00:00.250", "latest", "o").timestamp_ms == 1_767_225_600_250  # naive = UTC
+    assert om.parse_spec("2026-01-01 00:00:00.250Z", "latest", "o").timestamp_ms == 1_767_225_600_250
+    with pytest.raises(ValueError, match=r"^o: .*no zone.*Z.*\+01:00"):  # the CLI and the client refuse it too
+        om.parse_spec("2026-01-01 00:00:00.250", "latest", "o")
     spec = om.parse_spec('{"orders": {"b1:0": 5, "b2:0": -2, "1": -1}}', "latest", "o")
     assert spec.kind == "json" and spec.per_queue == {"orders": {"b1:0": 5, "b2:0": -2, "1": -1}}
     for bad in ("yesterday", '{"orders": [1]}', '{"orders": {"b1:0": -3}}', '{"orders": {"b1:0": "5"}}', "{not json"):

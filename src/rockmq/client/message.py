@@ -1,7 +1,8 @@
 """Typed messages, receipts and received messages, and their wire form. Pure, no I/O.
 
-Delays are milliseconds (or a timedelta) and delivery times datetimes; both reach the wire as a
-proper Timestamp (seconds and nanos), never as milliseconds stuffed into the seconds field.
+Delays are milliseconds (or a timedelta) and delivery times datetimes with a zone (a naive one is
+refused with IllegalArgument: when.py); both reach the wire as a proper Timestamp (seconds and
+nanos), never as milliseconds stuffed into the seconds field.
 
 A message gets its id when it is first sent and keeps it: sending the same Message again (alone
 or in a batch, say after a BatchSendError or a lost reply) is a retry, which the broker answers
@@ -14,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from rockmq.client.errors import IllegalArgument
 from rockmq.protocol import pb
+from rockmq.when import instant_ms
 
 
 @dataclass
@@ -39,7 +42,10 @@ class Message:
                 raise ValueError(f"delay must not be negative, not {ms} ms")
             return now_ms + ms
         if self.deliver_at is not None:
-            return round(self.deliver_at.timestamp() * 1000)
+            try:
+                return instant_ms(self.deliver_at)
+            except ValueError as e:
+                raise IllegalArgument(f"deliver_at: {e}", code=pb.ILLEGAL_DELIVERY_TIME) from None
         return None
 
     @classmethod

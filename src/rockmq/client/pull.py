@@ -13,18 +13,32 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rockmq.client.consumer import Filter
-from rockmq.client.errors import NotFound, Unimplemented, from_status
+from rockmq.client.errors import IllegalArgument, NotFound, Unimplemented, from_status
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.queues import Queue
 from rockmq.client.session import Session
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
+from rockmq.when import instant_ms, parse_instant_ms
 
 
 @dataclass(frozen=True)
 class PullResult:
     messages: list[ReceivedMessage]
     next_offset: int  # where the next pull starts (past filtered-out messages too)
+
+
+def _time_ms(where: str | datetime | int) -> int:
+    try:
+        if isinstance(where, datetime):
+            return instant_ms(where)
+        if isinstance(where, str):
+            return parse_instant_ms(where)
+    except ValueError as e:
+        raise IllegalArgument(f"offset_at: {e}") from None
+    if isinstance(where, int) and not isinstance(where, bool):
+        return where
+    raise IllegalArgument(f"offset_at takes 'earliest', 'latest', a datetime, ISO 8601 text or ms, not {where!r}")
 
 
 def _queue_pb(queue: Queue) -> pb.MessageQueue:
@@ -99,15 +113,14 @@ class AsyncPullConsumer:
         await self.session.unary(queue.endpoint, "UpdateOffset", request)
 
     async def offset_at(self, queue: Queue, where: str | datetime | int) -> int:
-        """`"earliest"`, `"latest"`, or the first offset stored at or after a time (datetime or ms)."""
+        """`"earliest"`, `"latest"`, or the first offset stored at or after a time: a datetime with
+        a zone, ISO 8601 text with a zone, or ms since the epoch."""
         request = rpc.QueryOffsetRequest(message_queue=_queue_pb(queue))
         if where == "earliest":
             request.query_offset_policy = pb.BEGINNING
         elif where == "latest":
             request.query_offset_policy = pb.END
-        elif isinstance(where, (datetime, int)):
-            request.query_offset_policy = pb.TIMESTAMP
-            request.timestamp.FromMilliseconds(round(where.timestamp() * 1000) if isinstance(where, datetime) else where)
         else:
-            raise ValueError(f"offset_at takes 'earliest', 'latest', a datetime or ms, not {where!r}")
+            request.query_offset_policy = pb.TIMESTAMP
+            request.timestamp.FromMilliseconds(_time_ms(where))
         return (await self.session.unary(queue.endpoint, "QueryOffset", request)).offset

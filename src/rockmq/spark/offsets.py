@@ -13,7 +13,8 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+
+from rockmq.when import parse_instant_ms
 
 EARLIEST, LATEST = -2, -1  # in a JSON map, as Kafka's source spells them
 Offsets = dict[str, dict[str, int]]
@@ -59,7 +60,7 @@ _MS = re.compile(r"^\d+$")
 
 
 def parse_spec(value: str | None, default: str, option: str) -> OffsetSpec:
-    """`earliest`, `latest`, ms since the epoch, an ISO-8601 time (naive = UTC), or a JSON map
+    """`earliest`, `latest`, ms since the epoch, an ISO-8601 time with a zone, or a JSON map
     `{"topic": {"broker:queueId": offset}}` (-2 = earliest, -1 = latest)."""
     text = (value if value is not None else default).strip()
     low = text.lower()
@@ -83,13 +84,10 @@ def parse_spec(value: str | None, default: str, option: str) -> OffsetSpec:
     if _MS.match(text):
         return OffsetSpec("timestamp", timestamp_ms=int(text))
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError:
-        raise ValueError(f"{option}: use earliest, latest, a JSON per-queue map, ms since the epoch or an ISO-8601 time, "
-                         f"not {text!r}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return OffsetSpec("timestamp", timestamp_ms=math.floor(when.timestamp() * 1000))
+        return OffsetSpec("timestamp", timestamp_ms=parse_instant_ms(text))
+    except ValueError as e:
+        raise ValueError(f"{option}: use earliest, latest, a JSON per-queue map, ms since the epoch or an ISO-8601 time "
+                         f"with a zone ({e})") from None
 
 
 def _json_offset(per_queue: Offsets, q: QueueState) -> int | None:

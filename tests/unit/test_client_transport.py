@@ -1,0 +1,142 @@
+"""The client over a MockTransport (its one I/O seam): statuses and gRPC failures become the
+errors of one table, retries go to another broker, streams are read, batches report refusals,
+and times without a zone are refused before anything is sent."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+import grpc
+import pytest
+
+from rockmq.client import AsyncProducer, AsyncPullConsumer, AsyncSimpleConsumer, Call, Message, MockTransport, Queue
+from rockmq.client.errors import (
+    BatchSendError,
+    ConnectionFailed,
+    IllegalArgument,
+    NotFound,
+    Throttled,
+    Timeout,
+    Unimplemented,
+    from_grpc,
+)
+from rockmq.protocol import pb, rpc
+
+OK = pb.Status(code=pb.OK)
+
+
+def _route(topic: str, brokers: int) -> rpc.QueryRouteResponse:
+    return rpc.QueryRouteResponse(status=OK, message_queues=[
+        pb.MessageQueue(topic=pb.Resource(name=topic), id=0, broker=pb.Broker(name=f"b{i}", endpoints=pb.Endpoints(
+            scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=9000 + i)]))) for i in range(brokers)])
+
+
+def _stored(request: rpc.SendMessageRequest, refuse: set[int] = frozenset()) -> rpc.SendMessageResponse:
+    entries = [rpc.SendResultEntry(status=pb.Status(code=pb.BAD_REQUEST, message="empty body") if i in refuse else OK,
+                                   message_id=m.system_properties.message_id, offset=i)
+               for i, m in enumerate(request.messages)]
+    code = pb.MULTIPLE_RESULTS if refuse and len(refuse) < len(entries) else entries[0].status.code
+    return rpc.SendMessageResponse(status=pb.Status(code=code), entries=entries)
+
+
+@pytest.mark.parametrize("code,kind,retriable", [
+    (grpc.StatusCode.UNAVAILABLE, ConnectionFailed, True), (grpc.StatusCode.DEADLINE_EXCEEDED, Timeout, True),
+    (grpc.StatusCode.UNIMPLEMENTED, Unimplemented, False), (grpc.StatusCode.NOT_FOUND, NotFound, False),
+    (grpc.StatusCode.INVALID_ARGUMENT, IllegalArgument, False), (grpc.StatusCode.FAILED_PRECONDITION, IllegalArgument, False),
+    (grpc.StatusCode.INTERNAL, ConnectionFailed, False),
+])
+def test_grpc_statuses_map_onto_the_one_table(code, kind, retriable):
+    e = from_grpc("127.0.0.1:1", code, "why")
+    assert type(e) is kind and e.retriable is retriable
+
+
+def test_a_send_retries_on_another_broker_and_keeps_its_id():
+    def broker(call: Call) -> object:
+        if call.method == "QueryRoute":
+            return _route("t", 2)
+        if call.endpoint.endswith(":9000"):
+            raise ConnectionFailed("b0 is down")
+        return _stored(call.request)
+
+    async def scenario() -> None:
+        transport = MockTransport(broker)
+        async with AsyncProducer("127.0.0.1:1", transport=transport) as p:
+            message = Message("t", b"x")
+            for _ in range(3):
+                assert (await p.send(message)).broker == "b1"
+        sent = [c.request.messages[0].system_properties.message_id for c in transport.calls if c.method == "SendMessage"]
+        assert len(set(sent)) == 1 and sent[0] == message.message_id, "one message, one id, however often sent"
+        assert all(c.metadata[0] == ("x-mq-client-id", p.session.client_id) for c in transport.calls)
+        assert not transport.closed, "the caller's transport is the caller's to close"
+
+    asyncio.run(scenario())
+
+
+def test_statuses_become_errors_and_a_batch_reports_its_refusals():
+    def broker(call: Call) -> object:
+        if call.method == "QueryRoute":
+            return _route("t", 1)
+        bodies = [m.body for m in call.request.messages]
+        return _stored(call.request, {i for i, b in enumerate(bodies) if not b})
+
+    async def scenario() -> None:
+        async with AsyncProducer("127.0.0.1:1", transport=MockTransport(broker), retries=0) as p:
+            with pytest.raises(IllegalArgument):
+                await p.send(Message("t", b""))
+            with pytest.raises(BatchSendError) as caught:
+                await p.send_batch([Message("t", b"a"), Message("t", b""), Message("t", b"c")])
+            assert [r is not None for r in caught.value.receipts] == [True, False, True]
+            assert list(caught.value.errors) == [1] and caught.value.errors[1].code == pb.BAD_REQUEST
+
+    asyncio.run(scenario())
+
+
+def test_a_throttled_send_is_retried_and_then_raised():
+    def broker(call: Call) -> object:
+        if call.method == "QueryRoute":
+            return _route("t", 1)
+        return rpc.SendMessageResponse(status=pb.Status(code=pb.TOO_MANY_REQUESTS, message="slow down"))
+
+    async def scenario() -> None:
+        transport = MockTransport(broker)
+        async with AsyncProducer("127.0.0.1:1", transport=transport, retries=2) as p:
+            with pytest.raises(Throttled):
+                await p.send(Message("t", b"x"))
+        assert [c.method for c in transport.calls].count("SendMessage") == 3
+
+    asyncio.run(scenario())
+
+
+def test_receive_reads_the_stream():
+    def broker(call: Call) -> object:
+        if call.method == "QueryAssignment":
+            mq = _route("t", 1).message_queues[0]
+            return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=mq)])
+        assert call.method == "ReceiveMessage"
+        message = pb.Message(topic=pb.Resource(name="t"), body=b"hello")
+        message.system_properties.message_id = "ID1"
+        return [rpc.ReceiveMessageResponse(status=OK), rpc.ReceiveMessageResponse(message=message)]
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"}, transport=MockTransport(broker)) as c:
+            [got] = await c.receive()
+        assert (got.body, got.message_id, got.broker, got.endpoint) == (b"hello", "ID1", "b0", "127.0.0.1:9000")
+
+    asyncio.run(scenario())
+
+
+def test_times_without_a_zone_are_refused_before_anything_is_sent():
+    transport = MockTransport(lambda call: pytest.fail(f"nothing may be sent: {call.method}"))
+
+    async def scenario() -> None:
+        async with AsyncProducer("127.0.0.1:1", transport=transport) as p:
+            with pytest.raises(IllegalArgument, match="no zone.*Z for UTC"):
+                await p.send(Message("t", b"x", deliver_at=datetime(2030, 11, 23, 12, 0)))
+        async with AsyncPullConsumer("127.0.0.1:1", "g", transport=transport) as c:
+            queue = Queue("t", "b0", "127.0.0.1:9000", 0)
+            for naive in (datetime(2030, 11, 23, 12, 0), "2030-11-23T12:00"):
+                with pytest.raises(IllegalArgument, match="no zone"):
+                    await c.offset_at(queue, naive)
+
+    asyncio.run(scenario())
