@@ -700,6 +700,8 @@ def parse_args(argv: list[str] | None) -> Options:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     if args.messages is not None and args.messages <= 0:
         parser.error("--messages must be positive")
+    if args.broker_pid is not None and broker_sample(args.broker_pid) is None:  # not silently left out of the figures
+        parser.error(f"--broker-pid {args.broker_pid}: no such process is running")
     return Options(**vars(args))
 
 

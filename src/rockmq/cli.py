@@ -24,6 +24,7 @@ from rockmq.config import ConfigError, load_settings
 
 if TYPE_CHECKING:
     from rockmq.client import Message
+    from rockmq.protocol import admin_grpc
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
@@ -110,8 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     with_endpoint(group.add_parser("list", help="list consumer groups"))
     with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages")).add_argument("name")
 
-    message = sub.add_parser("message", help="send and tail messages")
-    message = message.add_subparsers(dest="action", required=True, metavar="ACTION")
+    message = sub.add_parser("message", help="send and tail messages").add_subparsers(dest="action", required=True,
+                                                                                      metavar="ACTION")
     ms = with_endpoint(message.add_parser("send", help="send one message"))
     ms.add_argument("topic")
     ms.add_argument("body", nargs="?", help="the message body (or --body-file)")
@@ -141,8 +142,8 @@ def _parser() -> argparse.ArgumentParser:
                                                                                    metavar="ACTION")
     with_endpoint(timer.add_parser("stats", help="pending delayed messages, next due time, lateness histogram"))
 
-    pipeline = sub.add_parser("pipeline", help="Spark pipeline jobs (needs the spark extra)")
-    pipeline = pipeline.add_subparsers(dest="action", required=True, metavar="ACTION")
+    pipeline = sub.add_parser("pipeline", help="Spark pipeline jobs (needs the spark extra)").add_subparsers(
+        dest="action", required=True, metavar="ACTION")
     pa = with_endpoint(pipeline.add_parser("archive", help="archive a topic to Parquet by date (until stopped)"))
     pa.add_argument("--topic", required=True)
     pa.add_argument("--path", required=True, help="where the Parquet files go")
@@ -168,6 +169,7 @@ def _parser() -> argparse.ArgumentParser:
 def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq import allocator
     from rockmq.broker.server import serve
+    from rockmq.broker.startup import CannotStart
 
     allocator.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
@@ -181,7 +183,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(settings, args.ready_file))
+    try:
+        asyncio.run(serve(settings, args.ready_file))
+    except CannotStart as e:
+        raise CliError(str(e)) from None
     return 0
 
 
@@ -201,7 +206,7 @@ def _channel(endpoint: str) -> grpc.Channel:
     return open_channel(endpoint)
 
 
-def _admin(args: argparse.Namespace):
+def _admin(args: argparse.Namespace) -> admin_grpc.AdminStub:
     from rockmq.protocol import admin_grpc
 
     return admin_grpc.AdminStub(_channel(args.endpoint))
@@ -263,7 +268,7 @@ def cmd_group(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn_unreachable(brokers) -> None:
+def _warn_unreachable(brokers: Sequence[str]) -> None:
     if brokers:
         print(f"warning: not shown, did not answer: {', '.join(brokers)}", file=sys.stderr)
 
@@ -492,7 +497,7 @@ def _is_name_server(endpoint: str) -> bool:
     from rockmq.protocol import namesrv, namesrv_grpc
 
     try:
-        with grpc.insecure_channel(endpoint) as channel:
+        with _channel(endpoint) as channel:
             namesrv_grpc.NameServerStub(channel).ListBrokers(namesrv.ListBrokersRequest(), timeout=2)
         return True
     except grpc.RpcError:

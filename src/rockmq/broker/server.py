@@ -27,6 +27,7 @@ from rockmq.broker.pull import PullService
 from rockmq.broker.retention import RetentionService
 from rockmq.broker.send import SendService
 from rockmq.broker.staging import StagingService
+from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
@@ -89,9 +90,12 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
         batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
-        self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
+        try:
+            self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
+        except RuntimeError:  # taken since serve() checked it
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {s.host}:{s.port}")
+            raise CannotStart(f"cannot listen on {s.host}:{s.port}")
         # The endpoint the broker advertises must be the port it really got (port 0 = any free one).
         self.ctx.logs.store_host = f"{s.host}:{self.port}"
         await self.server.start()
@@ -132,6 +136,8 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
+    check_data_dir(settings.data_path)
     broker = Broker(settings)
     port = await broker.start()
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass

@@ -1,0 +1,66 @@
+"""`rockmq serve` refuses ordinary mistakes with one line and a non-zero exit, no traceback, and
+leaves no data directory behind; `rockmq bench --broker-pid` refuses a PID that is not running."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def rockmq(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rockmq", *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def assert_refused(result: subprocess.CompletedProcess[str], code: int, *fragments: str) -> None:
+    out = result.stdout + result.stderr
+    assert result.returncode == code, f"exit {result.returncode}, want {code}\n{out}"
+    assert "Traceback" not in out, out
+    last = result.stderr.strip().splitlines()[-1]
+    for f in fragments:
+        assert f in last, last
+
+
+def serve(data_dir: Path, *args: str, host: str = "127.0.0.1", port: int = 0) -> subprocess.CompletedProcess[str]:
+    return rockmq("serve", "--host", host, "--port", str(port), "--data-dir", str(data_dir), *args)
+
+
+def test_port_in_use(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_refused(serve(tmp_path / "data", port=port), 1, f"127.0.0.1:{port}", "in use")
+    assert not (tmp_path / "data").exists()
+
+
+def test_address_not_of_this_machine(tmp_path):
+    # 192.0.2.1 is a documentation address (RFC 5737): binding it fails at once, nothing is sent.
+    assert_refused(serve(tmp_path / "data", host="192.0.2.1"), 1, "192.0.2.1", "not an address of this machine")
+    assert not (tmp_path / "data").exists()
+
+
+def test_data_dir_is_a_file(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    assert_refused(serve(tmp_path / "file"), 1, "is a file")
+    assert_refused(serve(tmp_path / "file" / "data"), 1, "is a file")
+
+
+def test_second_broker_on_the_same_data_dir(fresh_broker):
+    assert_refused(serve(fresh_broker.data_dir), 1, str(fresh_broker.data_dir), "in use")
+    assert fresh_broker.proc is not None and fresh_broker.proc.poll() is None  # the first one runs on
+
+
+@pytest.mark.parametrize("args", [("--port", "70000"), ("--flush", "never")])
+def test_bad_settings(tmp_path, args):
+    assert_refused(serve(tmp_path / "data", *args), 2)
+    assert not (tmp_path / "data").exists()
+
+
+def test_bench_broker_pid_not_running():
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert_refused(rockmq("bench", "--broker-pid", str(gone.pid), "--duration", "1"), 2, str(gone.pid), "no such process")
