@@ -332,10 +332,11 @@ def cmd_message(args: argparse.Namespace) -> int:
 
 
 async def _send_or_recall(args: argparse.Namespace) -> int:
-    from rockmq.client import AsyncProducer
+    from rockmq.client import AsyncProducer, at_random
 
     message = _message_to_send(args) if args.action == "send" else None
-    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S) as producer:
+    # One send per process: a round robin would always start at the first queue.
+    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random) as producer:
         if message is None:
             print(f"recalled {await producer.recall(args.topic, args.handle)} from {args.topic}")
             return 0
