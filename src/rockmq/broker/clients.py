@@ -77,6 +77,14 @@ class Clients:
         s.last_seen = time.monotonic()
         return s
 
+    def heartbeat(self, client_id: str, client_type: int, group: str | None, lane: str) -> None:
+        """A client's heartbeat: it is alive, of this type (if given), in this group (if given), on this lane."""
+        session = self.register(client_id)
+        session.client_type = client_type or session.client_type
+        if group is not None:
+            session.group = group
+        session.lane = lane
+
     def _drop_oldest(self) -> None:
         self.drop(min(self.sessions.values(), key=lambda s: s.last_seen).client_id)
 

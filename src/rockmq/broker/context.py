@@ -15,6 +15,21 @@ from rockmq.protocol.conventions import dlq_topic
 from rockmq.store import Store, keys
 
 
+def start_epoch(store: Store) -> tuple[bytes, int]:
+    """A start of the broker on this store -> (its secret, made on the first start and stable
+    after it: it signs receipt and recall handles; this start's epoch), both stored."""
+    batch = store.batch()
+    secret = store.get("meta", keys.SECRET_KEY)
+    if secret is None:
+        secret = os.urandom(32)
+        batch.put("meta", keys.SECRET_KEY, secret)
+    raw = store.get("meta", keys.EPOCH_KEY)
+    epoch = (keys.decode_u64(raw) if raw else 0) + 1
+    batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
+    store.write(batch)
+    return secret, epoch
+
+
 @dataclass
 class BrokerContext:
     settings: Settings
@@ -33,19 +48,15 @@ class BrokerContext:
         return self.epoch << 40
 
     @classmethod
-    def open(cls, settings: Settings) -> BrokerContext:
-        store = Store(settings.data_path, settings.flush, settings.flush_interval_ms)
-        batch = store.batch()
-        secret = store.get("meta", keys.SECRET_KEY)
-        if secret is None:  # signs receipt and recall handles; stable across restarts
-            secret = os.urandom(32)
-            batch.put("meta", keys.SECRET_KEY, secret)
-        raw = store.get("meta", keys.EPOCH_KEY)
-        epoch = (keys.decode_u64(raw) if raw else 0) + 1
-        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
-        store.write(batch)
+    def open(cls, settings: Settings, store: Store | None = None, secret: bytes = b"", epoch: int = 0,
+             read_only: bool = False) -> BrokerContext:
+        """The context over `store` (default: opened from the settings) and this start's
+        secret and epoch (default: `start_epoch`)."""
+        store = store or Store(settings.data_path, settings.flush, settings.flush_interval_ms)
+        if not secret:
+            secret, epoch = start_epoch(store)
         logs = QueueLogs(store, f"{settings.host}:{settings.port}")
-        return cls(settings, store, Metadata(store), logs, secret, epoch)
+        return cls(settings, store, Metadata(store), logs, secret, epoch, read_only)
 
     def topic_for_route(self, name: str) -> TopicConfig:
         """The named topic, created as auto-creation says (`validate.topic_or_new`) if it is new."""

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from rockmq.protocol import pb
 
+NOT_FOUND_CODES = frozenset({pb.TOPIC_NOT_FOUND, pb.CONSUMER_GROUP_NOT_FOUND, pb.NOT_FOUND})
+
 
 class BrokerError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        """The topic, group or thing asked about does not exist (here)."""
+        return self.code in NOT_FOUND_CODES
 
     def __repr__(self) -> str:
         return f"BrokerError({pb.Code.Name(self.code)}, {self.message!r})"

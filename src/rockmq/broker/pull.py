@@ -18,6 +18,7 @@ from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
 
 SCAN_LIMIT = 4096
+FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
 
 
 class PullService:
@@ -69,12 +70,17 @@ class PullService:
         batch.put("offsets", keys.offset_key(group.id, topic.id, queue_id, COMMITTED), keys.encode_u64(offset))
         self.ctx.store.write(batch)
 
+    def committed(self, group_id: int, topic_id: int, queue_id: int) -> int:
+        """The group's committed offset on a queue; -1: none."""
+        raw = self.ctx.store.get("offsets", keys.offset_key(group_id, topic_id, queue_id, COMMITTED))
+        return keys.decode_u64(raw) if raw is not None else -1
+
     def get_offset(self, group: GroupConfig, topic: TopicConfig, queue_id: int) -> int:
         self._check_queue(topic, queue_id)
-        raw = self.ctx.store.get("offsets", keys.offset_key(group.id, topic.id, queue_id, COMMITTED))
-        if raw is None:
+        offset = self.committed(group.id, topic.id, queue_id)
+        if offset < 0:
             raise BrokerError(pb.OFFSET_NOT_FOUND, f"group {group.name!r} has no committed offset for queue {queue_id}")
-        return keys.decode_u64(raw)
+        return offset
 
     def query_offset(self, topic: TopicConfig, queue_id: int, policy: int, timestamp_ms: int | None) -> int:
         self._check_queue(topic, queue_id)
@@ -95,3 +101,48 @@ class PullService:
             else:
                 hi = mid
         return lo
+
+    async def fetch(self, topic: TopicConfig, queue_id: int, offset: int, end_offset: int, max_records: int,
+                    max_bytes: int) -> tuple[int, list[bytes], int, int]:
+        """Stored records of a queue as they are, from `offset` up to `end_offset` (<= 0: the
+        end) within the caps (0: the defaults) -> (offset of the first, records, min offset, max offset)."""
+        self._check_queue(topic, queue_id)
+        if max_records < 0 or max_bytes < 0:
+            raise BrokerError(pb.BAD_REQUEST, "max_records and max_bytes must not be negative")
+        logs = self.ctx.logs
+        lo, hi = logs.min_offset(topic.id, queue_id), logs.max_offset(topic.id, queue_id)
+        start = max(offset, lo)
+        end = hi if end_offset <= 0 else min(end_offset, hi)
+        if start >= end:
+            return start, [], lo, hi
+        first, values = await self._read_range(topic, queue_id, start, end, max_records, max_bytes)
+        return first, values, lo, hi
+
+    async def _read_range(self, topic: TopicConfig, qid: int, start: int, end: int, max_records: int,
+                          max_bytes: int) -> tuple[int, list[bytes]]:
+        """Records of [start, end) within the caps -> (offset of the first, records)."""
+        s = self.ctx.settings
+        limit = min(max_records or s.fetch_records, s.max_fetch_records, end - start)
+        max_bytes = min(max_bytes or s.fetch_bytes, s.max_fetch_bytes)
+        values: list[bytes] = []
+        size = 0
+        first = last = b""
+        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit)
+        for i, (key, value) in enumerate(scan, 1):  # the iterator reads a snapshot: pausing in between is safe
+            if values and size + len(value) > max_bytes:
+                break
+            if not values:
+                first = key
+            values.append(value)
+            size += len(value)
+            last = key
+            if i % FETCH_SLICE == 0:
+                await asyncio.sleep(0)  # a big fetch does not hold up every other client of the broker
+        if not values:
+            return start, values
+        # Offsets are dense (retention removes a queue's oldest records only), so the first and
+        # last keys vouch for every one between; a race with retention shows in the first.
+        first_offset = keys.parse_log_key(first)[2]
+        if keys.parse_log_key(last)[2] != first_offset + len(values) - 1:
+            raise BrokerError(pb.INTERNAL_ERROR, f"queue {qid} of topic {topic.name!r} has a gap in its offsets")
+        return first_offset, values

@@ -17,12 +17,18 @@ from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
-from rockmq.broker.cluster.replication import Follower, Replicator
+from rockmq.broker.cluster.admin_fanout import AdminFanout
+from rockmq.broker.cluster.replication import Follower, Replicator, was_promoted
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
-from rockmq.broker.context import BrokerContext
+from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.pop.checkpoints import Checkpoints
+from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.pop.renew import Renewals
+from rockmq.broker.pop.revive import Reviver
 from rockmq.broker.pop.service import PopService
+from rockmq.broker.positions import Positions
 from rockmq.broker.pull import PullService
 from rockmq.broker.retention import RetentionService
 from rockmq.broker.send import SendService
@@ -35,7 +41,7 @@ from rockmq.config import Settings
 from rockmq.protocol import admin_grpc, replication_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
-from rockmq.store import keys
+from rockmq.store import Store
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_S = 10
@@ -43,30 +49,36 @@ HOUSEKEEPING_S = 10
 
 class Broker:
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.ctx = BrokerContext.open(settings)
-        self.cluster = Cluster(self.ctx)
-        promoted = self.ctx.store.get("meta", keys.PROMOTED_KEY) is not None
-        if settings.replica_of and promoted:
-            log.warning("this broker was promoted: it no longer follows %s", settings.replica_of)
-        following = settings.replica_of and not promoted
-        self.follower = Follower(self.ctx, settings.replica_of, self.cluster.endpoint_of) if following else None
-        self.replicator = Replicator(self.ctx) if self.follower is None and settings.replication != "off" else None
-        self.ctx.read_only = self.follower is not None
-        self.committer = Committer(self.ctx.store, self.ctx.logs, settings, self.replicator)
-        self.dedup = Dedup(self.ctx.store, settings.dedup_window_s)
-        self.timers = TimerService(self.ctx, self.committer)
-        self.transactions = TransactionService(self.ctx, self.timers, self.committer)
-        self.sender = SendService(self.ctx, self.timers, self.transactions, self.dedup, self.committer)
-        self.staging = StagingService(self.ctx, self.timers, self.dedup, self.committer)
-        self.retention = RetentionService(self.ctx)
-        self.pop = PopService(self.ctx, self.committer)
-        self.puller = PullService(self.ctx)
-        self.subscriptions = Subscriptions(self.ctx)
-        self.clients = Clients(self.ctx, self.subscriptions)
-        self.timers.on_move = lambda topic_ids: [self.ctx.logs.notify(t) for t in topic_ids]
-        self.transactions.send_check = self.clients.push_to_publisher
-        self.pop.renewals.last_seen = self.clients.last_seen
+        """Every part of the broker, built in dependency order: each gets what it uses."""
+        self.settings = s = settings
+        store = Store(s.data_path, s.flush, s.flush_interval_ms)
+        secret, epoch = start_epoch(store)
+        promoted = was_promoted(store)
+        if s.replica_of and promoted:
+            log.warning("this broker was promoted: it no longer follows %s", s.replica_of)
+        following = bool(s.replica_of) and not promoted
+        # A primary numbers and keeps its batches for replicas; a replica writes nothing of its own.
+        self.replicator = Replicator(store, s, secret, epoch) if not following and s.replication != "off" else None
+        self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following)
+        self.cluster = Cluster(ctx)
+        self.follower = Follower(ctx, s.replica_of, self.cluster.endpoint_of) if following else None
+        self.committer = Committer(store, ctx.logs, s, self.replicator)
+        self.dedup = Dedup(store, s.dedup_window_s)
+        self.subscriptions = Subscriptions(ctx)
+        self.clients = Clients(ctx, self.subscriptions)
+        self.timers = TimerService(ctx, self.committer)
+        self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
+        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer)
+        self.staging = StagingService(ctx, self.timers, self.dedup, self.committer)
+        self.retention = RetentionService(ctx)
+        fifo = FifoLocks()
+        checkpoints = Checkpoints(store, secret, epoch)
+        self.reviver = Reviver(ctx, checkpoints, fifo)
+        self.renewals = Renewals(checkpoints, self.clients, s.auto_renew_invisible_ms, s.client_silence_s)
+        self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer)
+        self.puller = PullService(ctx)
+        self.positions = Positions(ctx, self.pop, self.puller)
+        self.fanout = AdminFanout(self.cluster, s.default_queues)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.server: grpc.aio.Server | None = None
         self.port = 0
@@ -82,9 +94,8 @@ class Broker:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
                                       self.clients, self.subscriptions, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
-        admin = AdminServicer(self.ctx, self.pop, self.timers, self.transactions, self.subscriptions, self.cluster,
-                              self.clients)
-        admin.follower, admin.on_promote = self.follower, self.promoted.set
+        admin = AdminServicer(self.ctx, self.timers, self.transactions, self.subscriptions, self.cluster, self.fanout,
+                              self.clients, self.positions, self.follower, self.promoted.set)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
@@ -102,9 +113,9 @@ class Broker:
         if self.follower is not None:  # a replica writes nothing of its own
             self._tasks = [asyncio.create_task(self.follower.run())]
             return self.port
-        loops = (self.timers.loop, self.transactions.loop, self.pop.reviver)
+        loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks = [asyncio.create_task(t) for t in
-                       (*(loop.run() for loop in loops), self.pop.renewals.run(), self._housekeeping(), self.staging.run(),
+                       (*(loop.run() for loop in loops), self.renewals.run(), self._housekeeping(), self.staging.run(),
                         self.retention.run())]
         if self.cluster.enabled:
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))

@@ -50,7 +50,6 @@ class TimerService:
         self.commit = committer.commit
         self._seq = ctx.sequence_start
         self.loop = DeadlineLoop("timer service", self.move_due, ctx.settings.timer_move_batch)
-        self.on_move = lambda topic_ids: None  # set by the broker: wake long-polling readers
         self.lateness = Lateness()
         self.moved = 0
         self.pending = StoredCount(ctx.store, keys.TIMER_COUNT_KEY,
@@ -113,8 +112,8 @@ class TimerService:
             self.pending.add(batch, -moved)
             ctx.store.write(batch)
             self.moved += moved
-        if touched:
-            self.on_move(touched)
+        for topic_id in touched:  # wake the topics' long-polling readers
+            ctx.logs.notify(topic_id)
         return moved, self.loop.earliest(ctx.store, "timers")
 
     def next_due(self) -> int | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from collections.abc import Callable
+from typing import Protocol
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
@@ -38,17 +38,21 @@ _PENDING = b"P"  # + _HALF + sealed record
 _HALF = struct.Struct(">IQQH")  # topic_id · due_ms (0: not delayed) · next check ms · checks sent
 COMMITTED, ROLLED_BACK = b"C", b"R"
 
-# Hands a check to a producer of the topic; False when none is connected.
-CheckSender = Callable[[str, rpc.TelemetryCommand], bool]
+class Publishers(Protocol):
+    """The producers connected to this broker (broker/clients.py)."""
+
+    def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand) -> bool:
+        """Hand a command to a producer of the topic; False when none is connected."""
+        ...
 
 
 class TransactionService:
-    def __init__(self, ctx: BrokerContext, timers: TimerService, committer: Committer) -> None:
+    def __init__(self, ctx: BrokerContext, timers: TimerService, committer: Committer, publishers: Publishers) -> None:
         self.ctx = ctx
         self.timers = timers
         self.commit = committer.commit
+        self.publishers = publishers
         self.loop = DeadlineLoop("transaction checks", self.check_due, ctx.settings.txn_check_batch)
-        self.send_check: CheckSender = lambda topic, command: False  # set by the broker
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
             1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] == _PENDING))
 
@@ -143,7 +147,7 @@ class TransactionService:
             checks.append((topic.name, check_command(sealed, txn_id)))
         ctx.store.write(batch)
         for topic_name, command in checks:
-            if not self.send_check(topic_name, command):
+            if not self.publishers.push_to_publisher(topic_name, command):
                 log.debug("no producer of %s connected to check transaction %s", topic_name,
                           command.recover_orphaned_transaction_command.transaction_id)
         return handled, self.loop.earliest(ctx.store, "txnchecks")

@@ -9,26 +9,24 @@ Spark sink's exactly-once writes (broker/staging.py).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import sys
 from array import array
 
 import grpc
 
-from rockmq.broker.api.messaging import OK, multi_status, poll_seconds, status, unary
+from rockmq.broker.api.replies import OK, entry_status, found_status, multi_status, unary
+from rockmq.broker.api.requests import poll_seconds
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import TopicConfig, check_name
+from rockmq.broker.metadata import check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import batch, batch_grpc, pb
 from rockmq.protocol.fetch import encode_fetch_response
-from rockmq.store import keys
 
-FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
 SERVICE = "rockmq.messaging.v1.BatchMessaging"
 METHODS = {  # but Fetch
     "Receive": (batch.ReceiveRequest, batch.ReceiveResponse),
@@ -59,15 +57,14 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         sub = self.subscriptions.resolve(group, topic, request.filter_expression)
         messages = await self.pop.receive(group, topic, sub, request.batch_size or 32,
                                           request.invisible_duration_ms, self._poll_seconds(request, context))
-        code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
-        return batch.ReceiveResponse(status=code, messages=messages)
+        return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
 
     @unary(batch.AckResponse)
     async def Ack(self, request, context):
         group = self.ctx.meta.group(request.group)
         topic = self.ctx.meta.topic(request.topic)
         results = self.pop.ack(group, topic, list(request.receipt_handles))
-        entries = [OK if r is None else status(r.code, r.message) for r in results]
+        entries = [entry_status(r) for r in results]
         return batch.AckResponse(status=multi_status(entries), entries=entries)
 
     @unary(batch.PullResponse)
@@ -79,8 +76,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         messages, next_offset = await self.puller.pull(topic, request.queue_id, request.offset, request.batch_size or 32,
                                                        record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context))
-        code = status(pb.OK) if messages else status(pb.MESSAGE_NOT_FOUND, "no new message")
-        return batch.PullResponse(status=code, messages=messages, next_offset=next_offset)
+        return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
 
     def handler(self) -> grpc.GenericRpcHandler:
         """The service's methods; Fetch answers with a reply already serialized (or a
@@ -95,49 +91,12 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     @unary(batch.FetchResponse)
     async def Fetch(self, request, context):
         topic = self.ctx.meta.topic(request.topic)
-        qid = request.queue_id
-        if not 0 <= qid < topic.queues:
-            raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {qid}")
-        if request.max_records < 0 or request.max_bytes < 0:
-            raise BrokerError(pb.BAD_REQUEST, "max_records and max_bytes must not be negative")
-        logs = self.ctx.logs
-        lo, hi = logs.min_offset(topic.id, qid), logs.max_offset(topic.id, qid)
-        start = max(request.offset, lo)
-        end = hi if request.end_offset <= 0 else min(request.end_offset, hi)
-        first, values = await self._read_range(topic, qid, start, end, request) if start < end else (start, [])
+        first, values, lo, hi = await self.puller.fetch(topic, request.queue_id, request.offset, request.end_offset,
+                                                        request.max_records, request.max_bytes)
         ends = array("i", itertools.accumulate(map(len, values), initial=0))
         if sys.byteorder == "big":
             ends.byteswap()
-        return encode_fetch_response(status(pb.OK), first, values, ends.tobytes(), lo, hi)
-
-    async def _read_range(self, topic: TopicConfig, qid: int, start: int, end: int,
-                          request: batch.FetchRequest) -> tuple[int, list[bytes]]:
-        """Records of [start, end) within the request's caps -> (offset of the first, records)."""
-        s = self.ctx.settings
-        limit = min(request.max_records or s.fetch_records, s.max_fetch_records, end - start)
-        max_bytes = min(request.max_bytes or s.fetch_bytes, s.max_fetch_bytes)
-        values: list[bytes] = []
-        size = 0
-        first = last = b""
-        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit)
-        for i, (key, value) in enumerate(scan, 1):  # the iterator reads a snapshot: pausing in between is safe
-            if values and size + len(value) > max_bytes:
-                break
-            if not values:
-                first = key
-            values.append(value)
-            size += len(value)
-            last = key
-            if i % FETCH_SLICE == 0:
-                await asyncio.sleep(0)  # a big fetch does not hold up every other client of the broker
-        if not values:
-            return start, values
-        # Offsets are dense (retention removes a queue's oldest records only), so the first and
-        # last keys vouch for every one between; a race with retention shows in the first.
-        first_offset = keys.parse_log_key(first)[2]
-        if keys.parse_log_key(last)[2] != first_offset + len(values) - 1:
-            raise BrokerError(pb.INTERNAL_ERROR, f"queue {qid} of topic {topic.name!r} has a gap in its offsets")
-        return first_offset, values
+        return encode_fetch_response(OK, first, values, ends.tobytes(), lo, hi)
 
     # --- staged writes, published once per (sink, batch): broker/staging.py ---------------------
 

@@ -9,14 +9,25 @@ straight from the store), so their handlers are registered with a pass-through s
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import grpc
 
+from rockmq.broker.api.replies import (
+    OK,
+    entry_status,
+    found_status,
+    multi_status,
+    now_frame,
+    status,
+    status_frame,
+    status_of,
+    unary,
+)
+from rockmq.broker.api.requests import client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
-from rockmq.broker.cluster.routes import Cluster, Holder, interleave
+from rockmq.broker.cluster.routes import Cluster, Holder
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import check_name
@@ -32,75 +43,8 @@ from rockmq.protocol.endpoints import endpoints_of
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
-DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
 MESSAGE_FIELD = 2  # ReceiveMessageResponse.message / PullMessageResponse.message
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
-
-
-def status(code: int, message: str = "OK") -> pb.Status:
-    return pb.Status(code=code, message=message)
-
-
-OK = status(pb.OK)
-
-
-def header(context: grpc.aio.ServicerContext, name: str) -> str:
-    for key, value in context.invocation_metadata() or ():
-        if key == name:
-            return value
-    return ""
-
-
-def client_id(context: grpc.aio.ServicerContext) -> str:
-    return header(context, "x-mq-client-id")
-
-
-def unary(response_type: type) -> Callable:
-    """Wrap a unary handler: BrokerError -> reply with its status; crash -> INTERNAL_ERROR."""
-
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        async def handler(self, request, context):
-            try:
-                return await fn(self, request, context)
-            except BrokerError as e:
-                return response_type(status=status(e.code, e.message))
-            except Exception:
-                log.exception("%s failed", fn.__name__)
-                return response_type(status=status(pb.INTERNAL_ERROR, "internal error; see the broker log"))
-
-        return handler
-
-    return wrap
-
-
-def poll_seconds(asked_s: float | None, cap_s: float, context: grpc.aio.ServicerContext) -> float:
-    """How long a long poll may wait: what the client asked (capped), ending before its deadline."""
-    poll = cap_s if asked_s is None else min(cap_s, asked_s)
-    remaining = context.time_remaining()
-    if remaining is not None:
-        poll = min(poll, remaining - DEADLINE_MARGIN_S)
-    return max(0.0, poll)
-
-
-def multi_status(statuses: list[pb.Status]) -> pb.Status:
-    """The top-level status of a request with per-entry results."""
-    if not statuses:
-        return OK
-    first = statuses[0]
-    if all(st.code == first.code for st in statuses):
-        return first
-    return status(pb.MULTIPLE_RESULTS, "entries differ; see each")
-
-
-def _status_frame(response_type: type, code: int, message: str) -> bytes:
-    return response_type(status=status(code, message)).SerializeToString()
-
-
-def _now_frame(response_type: type) -> bytes:
-    frame = response_type()
-    frame.delivery_timestamp.GetCurrentTime()
-    return frame.SerializeToString()
 
 
 UNARY_METHODS = {
@@ -145,59 +89,37 @@ class MessagingServicer:
             return requested
         return endpoints_of(holder.endpoint)
 
-    @staticmethod
-    def _queue(topic: str, holder: Holder, queue_id: int, endpoints: pb.Endpoints) -> pb.MessageQueue:
-        return pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
-                               broker=pb.Broker(name=holder.broker, id=0, endpoints=endpoints),
-                               accept_message_types=holder.wire_types)
-
-    async def _route(self, topic: str, requested: pb.Endpoints, per_broker: bool = False) -> list[pb.MessageQueue]:
-        """The topic's queues on every broker, interleaved; `per_broker`: one entry (id -1) each.
-        A topic no broker holds is created here if auto-creation is on."""
-        holders = await self.cluster.holders(topic)
-        if not holders:
-            self.ctx.topic_for_route(topic)
-            holders = await self.cluster.holders(topic)
-        if per_broker:
-            return [self._queue(topic, h, -1, self._endpoints(h, requested)) for h in holders]
-        return [self._queue(topic, h, q, self._endpoints(h, requested)) for h, q in interleave(holders)]
+    def _queues(self, topic: str, queues: list[tuple[Holder, int]], requested: pb.Endpoints) -> list[pb.MessageQueue]:
+        return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
+                                broker=pb.Broker(name=h.broker, id=0, endpoints=self._endpoints(h, requested)),
+                                accept_message_types=h.wire_types) for h, queue_id in queues]
 
     def _queue_topic(self, queue: pb.MessageQueue):
-        """The local topic of a queue a request names; a queue of another broker is refused
-        (queue ids are per broker: serving it here would silently read the wrong queue)."""
-        owner = queue.broker.name
-        if owner and owner != self.cluster.name:
-            raise BrokerError(pb.BAD_REQUEST, f"queue {queue.id} of topic {queue.topic.name!r} belongs to broker {owner!r}; "
-                                              f"this is broker {self.cluster.name!r}: send the request to {owner}'s endpoint")
-        return self.ctx.meta.topic(queue.topic.name)
+        return self.cluster.local_topic(queue.topic.name, queue.id, queue.broker.name)
 
     @unary(rpc.QueryRouteResponse)
     async def QueryRoute(self, request, context):
-        return rpc.QueryRouteResponse(status=OK, message_queues=await self._route(request.topic.name, request.endpoints))
+        queues = await self.cluster.route(request.topic.name)
+        return rpc.QueryRouteResponse(status=OK, message_queues=self._queues(request.topic.name, queues, request.endpoints))
 
     @unary(rpc.QueryAssignmentResponse)
     async def QueryAssignment(self, request, context):
         check_name("topic", request.topic.name)
-        group = self.ctx.group_for(request.group.name)
-        # FIFO: one assignment per queue, long-polled in order; else one per broker, popping
-        # across all its queues.
-        queues = await self._route(request.topic.name, request.endpoints, per_broker=not group.fifo)
-        return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=q) for q in queues])
+        queues = await self.cluster.assignment(request.topic.name, self.ctx.group_for(request.group.name))
+        return rpc.QueryAssignmentResponse(status=OK, assignments=[
+            pb.Assignment(message_queue=q) for q in self._queues(request.topic.name, queues, request.endpoints)])
 
     @unary(rpc.HeartbeatResponse)
     async def Heartbeat(self, request, context):
-        session = self.clients.register(client_id(context))
-        session.client_type = request.client_type or session.client_type
-        if request.HasField("group"):
-            session.group = request.group.name
-        session.lane = header(context, LANE_HEADER)
+        self.clients.heartbeat(client_id(context), request.client_type,
+                               request.group.name if request.HasField("group") else None, header(context, LANE_HEADER))
         return rpc.HeartbeatResponse(status=OK)
 
     @unary(rpc.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request, context):
         cid = client_id(context)
         self.clients.drop(cid)
-        self.pop.renewals.forget(cid)
+        self.pop.forget_client(cid)
         return rpc.NotifyClientTerminationResponse(status=OK)
 
     async def Telemetry(self, requests: AsyncIterator, context) -> AsyncIterator:
@@ -218,7 +140,7 @@ class MessagingServicer:
                             settings = self.clients.complete_settings(session, command.settings)
                             reply = rpc.TelemetryCommand(status=OK, settings=settings)
                         except BrokerError as e:
-                            reply = rpc.TelemetryCommand(status=status(e.code, e.message))
+                            reply = rpc.TelemetryCommand(status=status_of(e))
                         await replies.put(reply)
                         if command.settings.HasField("publishing"):  # Node may miss the first reply
                             asyncio.get_running_loop().call_later(1.0, _offer, replies, reply)
@@ -268,35 +190,25 @@ class MessagingServicer:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
             sub = self.subscriptions.resolve(group, topic, request.filter_expression)
-            renew_for = None
-            if request.HasField("invisible_duration"):
-                invisible_ms = request.invisible_duration.ToMilliseconds()
-            elif request.auto_renew:  # PushConsumers: the broker renews while the client lives
-                invisible_ms = self.pop.renewals.invisible_ms
-                renew_for = client_id(context)
+            invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
+            renew_for = client_id(context) if request.auto_renew and invisible_ms is None else None
+            if renew_for is not None:  # PushConsumers: the broker renews while the client lives
                 self.clients.register(renew_for)
-            else:
-                raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
             messages = await self.pop.receive(group, topic, sub, request.batch_size or 32, invisible_ms,
                                               self._poll_seconds(request, context), renew_for)
-        except BrokerError as e:
-            yield _status_frame(R, e.code, e.message)
-            yield _now_frame(R)
-            return
-        except Exception:
-            log.exception("ReceiveMessage failed")
-            yield _status_frame(R, pb.INTERNAL_ERROR, "internal error; see the broker log")
-            yield _now_frame(R)
+        except Exception as e:
+            yield status_frame(R, status_of(e, "ReceiveMessage"))
+            yield now_frame(R)
             return
         if not messages:
-            yield _status_frame(R, pb.MESSAGE_NOT_FOUND, "no new message")
-            yield _now_frame(R)
+            yield status_frame(R, found_status(False))
+            yield now_frame(R)
             return
         try:
-            yield _status_frame(R, pb.OK, "OK")
+            yield status_frame(R, OK)
             for message in messages:
                 yield records.frame(MESSAGE_FIELD, message)
-            yield _now_frame(R)
+            yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)
             raise
@@ -310,8 +222,7 @@ class MessagingServicer:
         group = self.ctx.meta.group(request.group.name)
         topic = self.ctx.meta.topic(request.topic.name)
         results = self.pop.ack(group, topic, [e.receipt_handle for e in request.entries])
-        entries = [rpc.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle,
-                                             status=OK if r is None else status(r.code, r.message))
+        entries = [rpc.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle, status=entry_status(r))
                    for e, r in zip(request.entries, results)]
         return rpc.AckMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
 
@@ -322,11 +233,8 @@ class MessagingServicer:
             handle = self.pop.change_invisible(group, topic, request.receipt_handle,
                                                request.invisible_duration.ToMilliseconds())
             return rpc.ChangeInvisibleDurationResponse(status=OK, receipt_handle=handle)
-        except BrokerError as e:  # the old handle comes back: the client overwrites its copy
-            return rpc.ChangeInvisibleDurationResponse(status=status(e.code, e.message), receipt_handle=request.receipt_handle)
-        except Exception:
-            log.exception("ChangeInvisibleDuration failed")
-            return rpc.ChangeInvisibleDurationResponse(status=status(pb.INTERNAL_ERROR, "internal error"),
+        except Exception as e:  # the old handle comes back: the client overwrites its copy
+            return rpc.ChangeInvisibleDurationResponse(status=status_of(e, "ChangeInvisibleDuration"),
                                                        receipt_handle=request.receipt_handle)
 
     @unary(rpc.ForwardMessageToDeadLetterQueueResponse)
@@ -347,14 +255,10 @@ class MessagingServicer:
             messages, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
                                                            request.batch_size or 32, accept,
                                                            self._poll_seconds(request, context))
-        except BrokerError as e:
-            yield _status_frame(R, e.code, e.message)
+        except Exception as e:
+            yield status_frame(R, status_of(e, "PullMessage"))
             return
-        except Exception:
-            log.exception("PullMessage failed")
-            yield _status_frame(R, pb.INTERNAL_ERROR, "internal error; see the broker log")
-            return
-        yield _status_frame(R, pb.OK if messages else pb.MESSAGE_NOT_FOUND, "OK" if messages else "no new message")
+        yield status_frame(R, found_status(bool(messages)))
         for message in messages:
             yield records.frame(MESSAGE_FIELD, message)
         yield R(next_offset=next_offset).SerializeToString()

@@ -21,38 +21,44 @@ import grpc
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
+from rockmq.config import Settings
 from rockmq.protocol import pb, replication, replication_grpc
-from rockmq.store import keys, oplog
+from rockmq.store import Store, keys, oplog
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
 
 
-def stored_seq(ctx: BrokerContext) -> int:
-    raw = ctx.store.get("meta", keys.REPLICATION_SEQ_KEY)
+def was_promoted(store: Store) -> bool:
+    """A replica promoted once never follows again (its data went its own way)."""
+    return store.get("meta", keys.PROMOTED_KEY) is not None
+
+
+def stored_seq(store: Store) -> int:
+    raw = store.get("meta", keys.REPLICATION_SEQ_KEY)
     return keys.decode_u64(raw) if raw is not None else 0
 
 
 class Replicator(replication_grpc.ReplicationServicer):
     """The primary's side: numbers batches, keeps the recent ones, streams them to replicas."""
 
-    def __init__(self, ctx: BrokerContext) -> None:
-        self.ctx = ctx
-        self.seq = stored_seq(ctx)
-        self.acked = self.seq if ctx.settings.replication == "sync" else 0  # nothing unconfirmed yet
+    def __init__(self, store: Store, settings: Settings, secret: bytes, epoch: int) -> None:
+        self.settings = settings
+        self.seq = stored_seq(store)
+        self.acked = self.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
         self._ring: deque[tuple[int, bytes]] = deque()
         self._ring_bytes = 0
         self._grew = asyncio.Event()
         self._acked_moved = asyncio.Event()
         self.followers = 0
-        ctx.store.replication = self
+        store.replication = self
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
         # and recall handles stay valid) and the epoch (its sequence numbers start above ours).
-        batch = ctx.store.batch()
-        batch.put("meta", keys.SECRET_KEY, ctx.secret)
-        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(ctx.epoch))
-        ctx.store.write(batch)
+        batch = store.batch()
+        batch.put("meta", keys.SECRET_KEY, secret)
+        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
+        store.write(batch)
 
     # --- store hooks -------------------------------------------------------------------------
 
@@ -65,7 +71,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         data = oplog.encode(batch.ops or [])
         self._ring.append((batch.seq, data))
         self._ring_bytes += len(data)
-        while self._ring_bytes > self.ctx.settings.replication_ring_bytes and len(self._ring) > 1:
+        while self._ring_bytes > self.settings.replication_ring_bytes and len(self._ring) > 1:
             self._ring_bytes -= len(self._ring.popleft()[1])
         self._grew.set()
 
@@ -73,7 +79,7 @@ class Replicator(replication_grpc.ReplicationServicer):
 
     async def confirm(self, seq: int) -> None:
         """Wait until a replica applied batch `seq`, or fail the send (retriable)."""
-        timeout = self.ctx.settings.replication_timeout_s
+        timeout = self.settings.replication_timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while self.acked < seq:
@@ -146,7 +152,7 @@ class Follower:
         self.ctx = ctx
         self.primary = primary
         self._resolve = resolve
-        self.applied = stored_seq(ctx)
+        self.applied = stored_seq(ctx.store)
         self.connected = False
 
     async def _endpoint(self) -> str | None:
@@ -217,6 +223,14 @@ class Follower:
         finally:
             acker.cancel()
             call.cancel()
+
+    async def promote(self) -> int:
+        """Stop following for good (stored, durably) -> the primary's last batch applied here."""
+        batch = self.ctx.store.batch()
+        batch.put("meta", keys.PROMOTED_KEY, b"1")
+        await self.ctx.store.commit(batch)
+        log.warning("promoted by request after applying the primary's batch %d", self.applied)
+        return self.applied
 
     def _apply(self, ops: list[oplog.Op]) -> None:
         batch = self.ctx.store.batch()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import grpc
 
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.errors import BrokerError
+from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.protocol import admin_grpc, namesrv, namesrv_grpc, pb
 
 log = logging.getLogger(__name__)
@@ -143,3 +145,25 @@ class Cluster:
                 for name in sorted(self._routes, key=lambda n: self._routes[n][0])[:5_000]:
                     del self._routes[name]
         return [*me, *cached[1]]
+
+    async def route(self, topic_name: str, per_broker: bool = False) -> list[tuple[Holder, int]]:
+        """The topic's queues on every broker, interleaved; `per_broker`: one entry (queue id -1)
+        each. A topic no broker holds is created here if auto-creation is on."""
+        holders = await self.holders(topic_name)
+        if not holders:
+            self.ctx.topic_for_route(topic_name)
+            holders = await self.holders(topic_name)
+        return [(h, -1) for h in holders] if per_broker else interleave(holders)
+
+    async def assignment(self, topic_name: str, group: GroupConfig) -> list[tuple[Holder, int]]:
+        """What a group's consumers are assigned: for a FIFO group every queue, long-polled in
+        order; else one entry per broker, popping across all its queues."""
+        return await self.route(topic_name, per_broker=not group.fifo)
+
+    def local_topic(self, topic_name: str, queue_id: int, owner: str) -> TopicConfig:
+        """The local topic of a queue a request names; a queue of another broker is refused
+        (queue ids are per broker: serving it here would silently read the wrong queue)."""
+        if owner and owner != self.name:
+            raise BrokerError(pb.BAD_REQUEST, f"queue {queue_id} of topic {topic_name!r} belongs to broker {owner!r}; "
+                                              f"this is broker {self.name!r}: send the request to {owner}'s endpoint")
+        return self.ctx.meta.topic(topic_name)

@@ -14,37 +14,46 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from rockmq.broker.pop.service import PopService
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 MAX_TRACKED = 200_000
 
 
+class Extend(Protocol):
+    """Push a live delivery's deadline out when it is due within ahead_ms; False once it is gone
+    or was nacked (pop/checkpoints.py)."""
+
+    def extend(self, renew_key: bytes, version: int, invisible_ms: int, ahead_ms: int) -> bool: ...
+
+
+class Liveness(Protocol):
+    """When a client was last heard from (broker/clients.py); None: unknown."""
+
+    def last_seen(self, client_id: str) -> float | None: ...
+
+
 class Renewals:
-    def __init__(self, pop: PopService, invisible_ms: int, client_silence_s: float) -> None:
-        self.pop = pop
+    def __init__(self, checkpoints: Extend, clients: Liveness, invisible_ms: int, client_silence_s: float) -> None:
+        self.checkpoints = checkpoints
+        self.clients = clients
         self.invisible_ms = invisible_ms
         self.client_silence_s = client_silence_s
         # Look four times per invisible time; extend what is due within the next third of it.
         self._check_every_s = invisible_ms / 4000
         self._ahead_ms = invisible_ms // 3
-        self._tracked: dict[str, dict[bytes, int]] = {}  # client -> checkpoint key -> version
+        self._tracked: dict[str, dict[bytes, int]] = {}  # client -> renew key -> version
         self._count = 0
-        self.last_seen: Callable[[str], float | None] = lambda cid: None  # set by the broker
 
-    def track(self, client_id: str, checkpoint_key: bytes, version: int) -> None:
+    def track(self, client_id: str, renew_key: bytes, version: int) -> None:
         """Renew this delivery while it keeps this version (a nack issues a new one)."""
         if self._count >= MAX_TRACKED:
             return  # bounded: beyond this, messages rely on their 60 s invisible time alone
         keys = self._tracked.setdefault(client_id, {})
-        if checkpoint_key not in keys:
+        if renew_key not in keys:
             self._count += 1
-        keys[checkpoint_key] = version
+        keys[renew_key] = version
 
     def forget(self, client_id: str) -> None:
         self._count -= len(self._tracked.pop(client_id, ()))
@@ -53,13 +62,13 @@ class Renewals:
         renewed = 0
         now = time.monotonic()
         for cid in list(self._tracked):
-            seen = self.last_seen(cid)
+            seen = self.clients.last_seen(cid)
             if seen is None or now - seen > self.client_silence_s:
                 self.forget(cid)
                 continue
             keys = self._tracked[cid]
             for key, version in list(keys.items()):
-                if self.pop.extend(key, version, self.invisible_ms, self._ahead_ms):
+                if self.checkpoints.extend(key, version, self.invisible_ms, self._ahead_ms):
                     renewed += 1
                 else:
                     del keys[key]

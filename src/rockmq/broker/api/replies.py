@@ -1,0 +1,122 @@
+"""Every reply the servicers build from a result or a refusal (like RocketMQ's ResponseBuilder).
+
+`status_of` is the one place a `BrokerError` (or a crash) becomes a status: a RocketMQ
+`status{code, message}` for MessagingService and BatchMessaging, which answer with gRPC OK as
+the official clients expect, and through `grpc_code` a gRPC status for Admin, whose refusals
+the CLI prints as one line. A crash is logged and answered INTERNAL_ERROR: the broker keeps
+serving.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+import grpc
+
+from rockmq.broker.errors import NOT_FOUND_CODES, AlreadyExists, BrokerError
+from rockmq.protocol import pb, rpc
+
+log = logging.getLogger(__name__)
+INTERNAL = "internal error; see the broker log"
+Reply = rpc.ReceiveMessageResponse | rpc.PullMessageResponse  # the streamed replies
+
+_GRPC_CODES = {
+    **dict.fromkeys(NOT_FOUND_CODES, grpc.StatusCode.NOT_FOUND),
+    pb.INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
+    pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
+    pb.FORBIDDEN: grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+
+def status(code: int, message: str = "OK") -> pb.Status:
+    return pb.Status(code=cast("pb.Code", code), message=message)
+
+
+OK = status(pb.OK)
+NOT_FOUND = status(pb.MESSAGE_NOT_FOUND, "no new message")
+
+
+def status_of(error: BaseException, what: str = "request") -> pb.Status:
+    """The status a refusal (BrokerError) or a crash (anything else, logged) is answered with."""
+    if isinstance(error, BrokerError):
+        return status(error.code, error.message)
+    log.error("%s failed", what, exc_info=error)
+    return status(pb.INTERNAL_ERROR, INTERNAL)
+
+
+def entry_status(error: BrokerError | None) -> pb.Status:
+    """One entry's status in a reply with per-entry results (None: it went through)."""
+    return OK if error is None else status_of(error)
+
+
+def multi_status(statuses: list[pb.Status]) -> pb.Status:
+    """The top-level status of a request with per-entry results."""
+    if not statuses:
+        return OK
+    first = statuses[0]
+    if all(st.code == first.code for st in statuses):
+        return first
+    return status(pb.MULTIPLE_RESULTS, "entries differ; see each")
+
+
+def found_status(found: bool) -> pb.Status:
+    """A receive or pull: OK with messages, MESSAGE_NOT_FOUND without."""
+    return OK if found else NOT_FOUND
+
+
+def status_frame(response_type: type[Reply], st: pb.Status) -> bytes:
+    """A streamed reply's status frame."""
+    return response_type(status=st).SerializeToString()
+
+
+def now_frame(response_type: type[rpc.ReceiveMessageResponse]) -> bytes:
+    """ReceiveMessage's closing frame: the broker's time of delivery."""
+    frame = response_type()
+    frame.delivery_timestamp.GetCurrentTime()
+    return frame.SerializeToString()
+
+
+def grpc_code(st: pb.Status) -> grpc.StatusCode:
+    """The gRPC status Admin answers a refusal with."""
+    return _GRPC_CODES.get(st.code, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+
+def unary(response_type: type) -> Callable[[Handler], Handler]:
+    """Wrap a unary RocketMQ-style handler: a refusal or crash is a reply carrying its status."""
+
+    def wrap(fn: Handler) -> Handler:
+        @functools.wraps(fn)
+        async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            try:
+                return await fn(self, request, context)
+            except Exception as e:
+                return response_type(status=status_of(e, fn.__name__))
+
+        return handler  # type: ignore[return-value]
+
+    return wrap
+
+
+def admin_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """Wrap an Admin handler (sync or async, taking the request): a refusal or crash aborts the
+    call with its gRPC status and one readable line."""
+
+    @functools.wraps(fn)
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            result = fn(self, request)
+            return await result if inspect.isawaitable(result) else result
+        except AlreadyExists as e:
+            await context.abort(grpc.StatusCode.ALREADY_EXISTS, e.message)
+        except Exception as e:
+            st = status_of(e, f"admin {fn.__name__}")
+            await context.abort(grpc_code(st), st.message)
+
+    return handler

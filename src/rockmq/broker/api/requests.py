@@ -1,0 +1,29 @@
+"""What the servicers read from a request's call: headers and how long a long poll may wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
+
+
+def header(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == name:
+            return str(value)
+    return ""
+
+
+def client_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    return header(context, "x-mq-client-id")
+
+
+def poll_seconds(asked_s: float | None, cap_s: float, context: grpc.aio.ServicerContext[Any, Any]) -> float:
+    """How long a long poll may wait: what the client asked (capped), ending before its deadline."""
+    poll = cap_s if asked_s is None else min(cap_s, asked_s)
+    remaining = context.time_remaining()
+    if remaining is not None:
+        poll = min(poll, remaining - DEADLINE_MARGIN_S)
+    return max(0.0, poll)

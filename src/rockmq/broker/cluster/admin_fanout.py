@@ -1,0 +1,136 @@
+"""Admin calls answered across the cluster: a topic created over several brokers, a topic or
+group described by every broker that has it.
+
+The admin servicer hands each call here with how to answer it on this broker (`here`); without
+name servers, or for a call marked `local`, that is the whole answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
+from rockmq.broker.errors import AlreadyExists, BrokerError
+from rockmq.broker.metadata import check_name
+from rockmq.protocol import admin, pb
+from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
+
+log = logging.getLogger(__name__)
+# How a cluster broker that is down (or too slow) shows when asked.
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+Info = TypeVar("Info", admin.TopicInfo, admin.GroupInfo)
+
+
+class AdminFanout:
+    def __init__(self, cluster: Cluster, default_queues: int) -> None:
+        self.cluster = cluster
+        self.default_queues = default_queues
+
+    async def create_topic(self, request: admin.CreateTopicRequest,
+                           here: Callable[[admin.CreateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:
+        """Create a topic: here alone without name servers; here and registered at once for a
+        `local` request; else over several brokers, its queues spread over them (see `spread`)."""
+        if not self.cluster.enabled:
+            return here(request)
+        if request.local:
+            return await self._create_here_and_register(request, here)
+        check_name("topic", request.name)
+        live = await self.cluster.live()
+        chosen = list(dict.fromkeys(request.brokers)) or sorted(live)
+        unknown = [b for b in chosen if b not in live]
+        if unknown:
+            raise BrokerError(pb.BAD_REQUEST,
+                              f"unknown or unreachable brokers {', '.join(unknown)}; live: {', '.join(sorted(live))}")
+        total = request.queue_count or self.default_queues
+        info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
+        done: list[str] = []
+        for broker, count in spread(total, chosen).items():
+            part = admin.CreateTopicRequest(name=request.name, queue_count=count, message_types=request.message_types,
+                                            local=True)
+            note = f" (already created on {', '.join(done)})" if done else ""
+            try:
+                if broker == self.cluster.name:
+                    created = await self._create_here_and_register(part, here)
+                else:
+                    created = await self.cluster.admin(live[broker]).CreateTopic(part, timeout=RPC_TIMEOUT_S)
+            except AlreadyExists as e:
+                raise AlreadyExists(f"on broker {broker}: {e.message}{note}") from None
+            except BrokerError as e:
+                raise BrokerError(e.code, f"on broker {broker}: {e.message}{note}") from None
+            except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.ALREADY_EXISTS:
+                    raise AlreadyExists(f"on broker {broker}: {e.details()}{note}") from None
+                raise BrokerError(pb.BAD_REQUEST if e.code() == grpc.StatusCode.INVALID_ARGUMENT else pb.INTERNAL_ERROR,
+                                  f"on broker {broker}: {e.details()}{note}") from None
+            done.append(broker)
+            info.queues.extend(admin.QueueInfo(queue_id=q.queue_id, min_offset=q.min_offset, max_offset=q.max_offset,
+                                               broker=broker) for q in created.queues)
+        del info.message_types[:]
+        info.message_types.extend(created.message_types)
+        return info
+
+    async def _create_here_and_register(self, request: admin.CreateTopicRequest,
+                                        here: Callable[[admin.CreateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:
+        """In a cluster, answer once the name servers know: routes include the topic from then on."""
+        info = here(request)
+        await self.cluster.register_now()
+        return info
+
+    async def describe_topic(self, name: str, local: bool, here: Callable[[], admin.TopicInfo]) -> admin.TopicInfo:
+        if not self.cluster.enabled or local:
+            return here()
+        parts, unreachable = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True), here,
+                                                    "topic", name)
+        info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable)
+        for part in parts:
+            info.queue_count += part.queue_count
+            info.queues.extend(part.queues)
+        return info
+
+    async def describe_group(self, name: str, local: bool, here: Callable[[], admin.GroupInfo]) -> admin.GroupInfo:
+        if not self.cluster.enabled or local:
+            return here()
+        parts, unreachable = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True), here,
+                                                    "group", name)
+        first = parts[0]
+        info = admin.GroupInfo(name=name, fifo=first.fifo, max_attempts=first.max_attempts, unreachable=unreachable)
+        for part in parts:
+            info.inflight += part.inflight
+            info.queues.extend(part.queues)
+        return info
+
+    async def _everywhere(self, method: str, request: Any, here: Callable[[], Info], kind: str,
+                          name: str) -> tuple[list[Info], list[str]]:
+        """`method` answered by every live broker that has the topic or group (this one
+        directly) -> (the answers, the brokers that could not be reached). A broker killed a
+        moment ago is still registered: the caller tells what is missing instead of failing."""
+        live = await self.cluster.live()
+        parts: list[Info] = []
+        unreachable: list[str] = []
+        for broker in sorted(live):
+            try:
+                if broker == self.cluster.name:
+                    parts.append(here())
+                else:
+                    call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(live[broker]), method)
+                    parts.append(await call(request, timeout=RPC_TIMEOUT_S))
+            except BrokerError as e:
+                if not e.not_found:
+                    raise
+            except grpc.aio.AioRpcError as e:
+                if e.code() in _UNREACHABLE:
+                    log.warning("%s %r: broker %s did not answer: %s", method, name, broker, e.details())
+                    unreachable.append(broker)
+                elif e.code() != grpc.StatusCode.NOT_FOUND:
+                    raise BrokerError(pb.INTERNAL_ERROR, f"broker {broker} failed: {e.details()}") from None
+        if not parts:
+            if unreachable:
+                raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; "
+                                                    f"no broker that answered has {kind} {name!r}")
+            raise BrokerError(pb.NOT_FOUND, f"no broker has {kind} {name!r}")
+        return parts, unreachable

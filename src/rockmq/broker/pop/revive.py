@@ -1,0 +1,101 @@
+"""Revive: deliveries whose invisible time ran out come back, or go to the dead-letter topic.
+
+The loop sleeps until the earliest in-flight deadline (`DeadlineLoop`; a receive or a change of
+invisible time that writes an earlier one wakes it through `note`). Each expired delivery moves
+to the retry family (served first by the group's next receive, with delivery_attempt + 1) or,
+once the group's max attempts were delivered, is copied to `%DLQ%<group>`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+
+from rockmq.broker.clock import now_ms
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.deadlines import DeadlineLoop
+from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.pop.checkpoints import Checkpoints
+from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.protocol import records
+from rockmq.store import keys
+from rockmq.store.db import Batch
+
+log = logging.getLogger(__name__)
+
+REVIVE_BATCH = 1000
+MAX_DEAD_BYTES = 16 * 1024 * 1024  # DLQ copies per revive step; the rest comes next round
+PARK_MS = 60_000  # a delivery revive could not handle is looked at again this much later
+
+
+class Reviver:
+    def __init__(self, ctx: BrokerContext, checkpoints: Checkpoints, fifo: FifoLocks) -> None:
+        self.ctx = ctx
+        self.checkpoints = checkpoints
+        self.fifo = fifo
+        self._retry_seq = ctx.sequence_start
+        self.loop = DeadlineLoop("revive", self.revive_due, REVIVE_BATCH)
+
+    def note(self, deadline_ms: int) -> None:
+        """A delivery now expires at `deadline_ms`: wake up in time for it."""
+        self.loop.note(deadline_ms)
+
+    def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> int:
+        """Copy a message to the group's dead-letter topic in `batch`; -> bytes copied."""
+        record = self.ctx.logs.read(topic.id, queue_id, offset)
+        if record is None:  # removed by retention: nothing left to keep
+            return 0
+        msg = records.decode(record)
+        message_id = msg.system_properties.message_id
+        msg.system_properties.dead_letter_queue.topic = topic.name
+        msg.system_properties.dead_letter_queue.message_id = message_id
+        dlq = self.ctx.dlq_topic(group)
+        self.ctx.logs.append_record(batch, dlq, 0, self.ctx.logs.seal(dlq, msg))
+        log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
+        return len(record)
+
+    def revive_due(self) -> tuple[int, int | None]:
+        """Move up to REVIVE_BATCH expired deliveries; -> (moved, next deadline or None).
+
+        One entry that cannot be handled is parked for PARK_MS and logged; it never holds up
+        the others. In-memory FIFO state changes only once the batch is written.
+        """
+        ctx = self.ctx
+        batch = ctx.store.batch()
+        touched: set[int] = set()
+        settled: list[Callable[[], None]] = []
+        moved = dead_bytes = 0
+        now = now_ms()
+        for e in self.checkpoints.expired(self.loop, now, REVIVE_BATCH):
+            if dead_bytes >= MAX_DEAD_BYTES:
+                break
+            moved += 1
+            gid, tid, qid, offset = e.group_id, e.topic_id, e.queue_id, e.offset
+            group, topic = ctx.meta.groups_by_id.get(gid), ctx.meta.topics_by_id.get(tid)
+            if group is None or topic is None or e.state is None:
+                self.checkpoints.delete(batch, gid, tid, qid, offset, e.deadline)
+                continue
+            try:
+                if e.state.attempt >= group.max_attempts:
+                    dead_bytes += self.dead_letter(batch, group, topic, qid, offset)
+                    if group.fifo:
+                        settled.append(partial(self.fifo.settled, (gid, tid, qid), was_inflight=True))
+                else:
+                    self._retry_seq += 1
+                    batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, e.state.attempt))
+                    if group.fifo:
+                        settled.append(partial(self.fifo.revived, (gid, tid, qid)))
+            except Exception:
+                log.exception("cannot revive %s:%d:%d for group %s; retrying in %d s",
+                              topic.name, qid, offset, group.name, PARK_MS // 1000)
+                self.checkpoints.park(batch, e, e.state, now + PARK_MS)
+                continue
+            self.checkpoints.delete(batch, gid, tid, qid, offset, e.deadline)
+            touched.add(tid)
+        ctx.store.write(batch)
+        for apply in settled:
+            apply()
+        for tid in touched:
+            ctx.logs.notify(tid)
+        return moved, self.checkpoints.earliest(self.loop)
