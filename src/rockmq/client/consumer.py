@@ -14,13 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rockmq.client.errors import BrokerRefused, RockmqError, from_status
+from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Session
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import address_of, endpoints_of
-
-ASSIGNMENT_TTL_S = 5.0  # brokers come and go rarely; a failed receive asks again at once
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Filter:
 
 class AsyncSimpleConsumer:
     def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *,
-                 await_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None,
+                 await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  transport: Transport | None = None) -> None:
         self.group = group
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
@@ -72,7 +71,7 @@ class AsyncSimpleConsumer:
         self._assigned[topic] = (time.monotonic(), queues)
         return queues
 
-    async def receive(self, max_messages: int = 32, invisible_s: float = 30.0) -> list[ReceivedMessage]:
+    async def receive(self, max_messages: int = BATCH_SIZE, invisible_s: float = INVISIBLE_S) -> list[ReceivedMessage]:
         """Up to `max_messages`, invisible to the group's other consumers for `invisible_s`."""
         topics = list(self.subscriptions)
         start = next(self._turn)

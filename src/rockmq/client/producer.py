@@ -39,11 +39,12 @@ from typing import Any, cast
 from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError, from_status
 from rockmq.client.fault import FaultAvoidance
 from rockmq.client.lanes import check_lane
+from rockmq.client.limits import REQUEST_TIMEOUT_S, ROUTE_TTL_S, SEND_RETRIES
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
 from rockmq.client.selectors import RoundRobin, Selector, by_hash
 from rockmq.client.session import Session
-from rockmq.client.spool import MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
+from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
@@ -51,7 +52,6 @@ from rockmq.protocol.conventions import LANE_PROPERTY
 from rockmq.protocol.message_id import new_message_id
 
 log = logging.getLogger(__name__)
-ROUTE_TTL_S = 30.0
 
 
 def _now_ms() -> int:
@@ -59,7 +59,7 @@ def _now_ms() -> int:
 
 
 class AsyncProducer:
-    def __init__(self, endpoint: str, *, retries: int = 2, request_timeout: float = 3.0,
+    def __init__(self, endpoint: str, *, retries: int = SEND_RETRIES, request_timeout: float = REQUEST_TIMEOUT_S,
                  selector: Selector | None = None, client_id: str | None = None, route_ttl_s: float = ROUTE_TTL_S,
                  spool_dir: str | Path | None = None, spool_schedule_s: Sequence[float] = SPOOL_SCHEDULE_S,
                  spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
@@ -281,7 +281,7 @@ class AsyncProducer:
 
     # --- spool and transaction checks --------------------------------------------------------
 
-    async def dead_spool(self, limit: int = 1000) -> list[DeadEntry]:
+    async def dead_spool(self, limit: int = DEAD_LIST_LIMIT) -> list[DeadEntry]:
         """Spooled sends that failed their last scheduled attempt, oldest first."""
         return self._open_spool().dead(limit)
 

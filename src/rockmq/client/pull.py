@@ -14,6 +14,7 @@ from datetime import datetime
 
 from rockmq.client.consumer import Filter
 from rockmq.client.errors import IllegalArgument, NotFound, Unimplemented, from_status
+from rockmq.client.limits import BATCH_SIZE, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.queues import Queue
 from rockmq.client.session import Session
@@ -46,7 +47,7 @@ def _queue_pb(queue: Queue) -> pb.MessageQueue:
 
 
 class AsyncPullConsumer:
-    def __init__(self, endpoint: str, group: str, *, request_timeout: float = 3.0, client_id: str | None = None,
+    def __init__(self, endpoint: str, group: str, *, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  lane: str | None = None, transport: Transport | None = None) -> None:
         self.group = group
         self.session = Session(endpoint, request_timeout, client_id, lane, transport)
@@ -65,7 +66,7 @@ class AsyncPullConsumer:
         """Every queue of the topic, on every broker."""
         return await self.session.route(topic)
 
-    async def pull(self, queue: Queue, offset: int, *, max_messages: int = 32, filter: str | Filter = "*",
+    async def pull(self, queue: Queue, offset: int, *, max_messages: int = BATCH_SIZE, filter: str | Filter = "*",
                    poll_s: float = 0.0) -> PullResult:
         """Messages from `offset` on; waits up to `poll_s` for the first one to arrive."""
         f = filter if isinstance(filter, Filter) else Filter.tag(filter)

@@ -41,6 +41,7 @@ from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError, from_status
 from rockmq.client.lanes import check_lane, lane_filter, lane_group
+from rockmq.client.limits import BATCH_SIZE, HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
 from rockmq.client.pull import AsyncPullConsumer
@@ -120,12 +121,12 @@ def send_back_copy(message: ReceivedMessage, group: str, failures: int, delay_ms
 class AsyncPushConsumer:
     def __init__(self, endpoint: str, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
                  mode: str = "clustering", strategy: Strategy = average, orderly: bool = False, concurrency: int = 16,
-                 max_cached_messages: int = 1000, max_cached_bytes: int = 100 * 1024 * 1024, batch_size: int = 32,
-                 poll_s: float = 10.0, heartbeat_s: float = 10.0, rebalance_s: float = 20.0,
+                 max_cached_messages: int = 1000, max_cached_bytes: int = 100 * 1024 * 1024, batch_size: int = BATCH_SIZE,
+                 poll_s: float = LONG_POLL_S, heartbeat_s: float = HEARTBEAT_S, rebalance_s: float = 20.0,
                  commit_interval_s: float = 5.0, retry_backoff_s: Sequence[float] = RETRY_LADDER_S,
                  max_attempts: int | None = None, start_from: str = "earliest", offset_file: str | None = None,
-                 invisible_s: float = 30.0, lane: str | None = None, lane_fallback: bool = True,
-                 shutdown_timeout_s: float = 10.0, request_timeout: float = 3.0, client_id: str | None = None,
+                 invisible_s: float = INVISIBLE_S, lane: str | None = None, lane_fallback: bool = True,
+                 shutdown_timeout_s: float = 10.0, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  transport: Transport | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")

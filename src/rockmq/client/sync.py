@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
+from rockmq.client.limits import BATCH_SIZE, INVISIBLE_S, SYNC_CONSUME_TIMEOUT_S, SYNC_SEND_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.pull import PullResult
 from rockmq.client.push import Handler
 from rockmq.client.queues import Queue
-from rockmq.client.spool import DeadEntry
+from rockmq.client.spool import DEAD_LIST_LIMIT, DeadEntry
 from rockmq.client.transaction import AsyncTransaction
 
 T = TypeVar("T")
@@ -66,7 +67,7 @@ class _Sync:
 class Producer(_Sync):
     """`Producer("127.0.0.1:8081").send(Message("orders", b"..."))` from plain code."""
 
-    def __init__(self, endpoint: str, *, timeout: float = 30.0, **options: Any) -> None:
+    def __init__(self, endpoint: str, *, timeout: float = SYNC_SEND_TIMEOUT_S, **options: Any) -> None:
         """Options as AsyncProducer's. Its callbacks (`checker`, `on_dead`) are plain functions
         here and run in worker threads, so a slow one never stalls the shared event loop."""
         from rockmq.client.producer import AsyncProducer
@@ -97,7 +98,7 @@ class Producer(_Sync):
     def send_transactional(self, message: Message, *, arg: Any = None) -> Transaction:
         return Transaction(self._inner.send_transactional(message, arg=arg), self._run)
 
-    def dead_spool(self, limit: int = 1000) -> list[DeadEntry]:
+    def dead_spool(self, limit: int = DEAD_LIST_LIMIT) -> list[DeadEntry]:
         return self._run(self._inner.dead_spool(limit))
 
     def drain_spool(self, timeout: float) -> int:
@@ -135,12 +136,12 @@ def _in_thread(callback: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, 
 
 
 class SimpleConsumer(_Sync):
-    def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *, timeout: float = 60.0,
-                 **options: Any) -> None:
+    def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *,
+                 timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         self._timeout = timeout
         self._inner: AsyncSimpleConsumer = AsyncSimpleConsumer(endpoint, group, subscriptions, **options)
 
-    def receive(self, max_messages: int = 32, invisible_s: float = 30.0) -> list[ReceivedMessage]:
+    def receive(self, max_messages: int = BATCH_SIZE, invisible_s: float = INVISIBLE_S) -> list[ReceivedMessage]:
         return self._run(self._inner.receive(max_messages, invisible_s))
 
     def ack(self, message: ReceivedMessage) -> None:
@@ -155,7 +156,7 @@ class PushConsumer(_Sync):
     consumer's worker threads (options as AsyncPushConsumer's)."""
 
     def __init__(self, endpoint: str, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
-                 timeout: float = 60.0, **options: Any) -> None:
+                 timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         from rockmq.client.push import AsyncPushConsumer
 
         self._timeout = timeout
@@ -170,7 +171,7 @@ class PushConsumer(_Sync):
 class PullConsumer(_Sync):
     """Reads queues by offset from plain code (methods as AsyncPullConsumer's)."""
 
-    def __init__(self, endpoint: str, group: str, *, timeout: float = 60.0, **options: Any) -> None:
+    def __init__(self, endpoint: str, group: str, *, timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         from rockmq.client.pull import AsyncPullConsumer
 
         self._timeout = timeout
@@ -179,7 +180,7 @@ class PullConsumer(_Sync):
     def queues(self, topic: str) -> list[Queue]:
         return self._run(self._inner.queues(topic))
 
-    def pull(self, queue: Queue, offset: int, *, max_messages: int = 32, filter: str | Filter = "*",
+    def pull(self, queue: Queue, offset: int, *, max_messages: int = BATCH_SIZE, filter: str | Filter = "*",
              poll_s: float = 0.0) -> PullResult:
         return self._run(self._inner.pull(queue, offset, max_messages=max_messages, filter=filter, poll_s=poll_s),
                          poll_s + self._timeout)

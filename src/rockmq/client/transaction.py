@@ -21,6 +21,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from rockmq.client.limits import HEARTBEAT_S
 from rockmq.client.message import ReceivedMessage, SendReceipt
 from rockmq.client.session import Session
 from rockmq.protocol import pb, rpc
@@ -28,7 +29,6 @@ from rockmq.protocol.endpoints import endpoints_of
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_S = 10.0
 STREAM_S = 300.0  # a stream's deadline: it is re-opened then, so no call waits forever
 MIN_BACKOFF_S, MAX_BACKOFF_S = 0.2, 10.0
 CHECK_TIMEOUT_S = 30.0
