@@ -30,6 +30,8 @@ CALL_TIMEOUT_S = 15.0
 # Settings a test waits on, made short. The defaults are minutes; here everything is seconds or less.
 FAST: dict[str, Any] = {
     "max_attempts": 3,
+    "retry_ladder_s": (0.1, 0.2, 0.4),  # what consumers are told to back off
+    "fifo_retry_s": 0.1,
     "dedup_window_s": 2,
     "txn_check_first_s": 0.3,
     "txn_check_interval_s": 0.3,

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 from mqwire import Conn
+from waiting import wait_for
 
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import batch_grpc, pb, records
@@ -182,10 +183,8 @@ def test_stage_validates_like_send_and_keeps_every_field(broker, unique):
         assert (now.body, now.system_properties.tag, list(now.system_properties.keys), dict(now.user_properties)) == (
             b"now", "t", ["k"], {"p": "v"})
         assert now.system_properties.body_digest.checksum  # sealed like a sent message
-        deadline = time.monotonic() + 10
-        while len(msgs := read_topic(conn, topic)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        later = next(m for m in msgs if m.body == b"later")
+        later = wait_for(lambda: next((m for m in read_topic(conn, topic) if m.body == b"later"), None), 10,
+                         what="the delayed message in its queue")
         assert later.system_properties.delivery_timestamp.ToMicroseconds() // 1000 == due_us // 1000
         assert time.time_ns() // 1000 >= due_us - 5000
     finally:

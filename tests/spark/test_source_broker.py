@@ -11,6 +11,7 @@ import grpc
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
 from mqwire import Conn, message
+from waiting import wait_for
 
 from rockmq.protocol import batch, batch_grpc, namesrv, namesrv_grpc, pb, records
 from rockmq.spark.arrow import record_slices
@@ -193,11 +194,10 @@ def test_cluster_queues_are_named_by_broker(tmp_path, unique):
     try:
         topic = unique("spread")
         conn = Conn(b1.endpoint)
-        deadline = time.monotonic() + 15
         with grpc.insecure_channel(ns.endpoint) as ch:  # both brokers registered: the topic spreads over both
-            while len(namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=5).brokers) < 2:
-                assert time.monotonic() < deadline, "the brokers did not register"
-                time.sleep(0.2)
+            stub = namesrv_grpc.NameServerStub(ch)
+            wait_for(lambda: len(stub.ListBrokers(namesrv.ListBrokersRequest(), timeout=5).brokers) == 2, 15, 0.1,
+                     what="both brokers registered")
         conn.create_topic(topic, queues=2)
         assert sorted(q.broker for q in conn.describe_topic(topic).queues) == ["b1", "b2"]
         other = Conn(b2.endpoint)
