@@ -6,6 +6,9 @@ Invisible times here are a few hundred milliseconds: waiting them out is the beh
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from mqwire import RPC_TIMEOUT, message
 from waiting import wait_for
@@ -186,3 +189,27 @@ def test_a_tampered_receipt_handle_is_refused(harness, unique, topic):
     forged = handle[:-2] + ("AA" if not handle.endswith("AA") else "BB")
     assert ack_codes(harness.conn.ack(group, topic, forged)) == ["INVALID_RECEIPT_HANDLE"]
     assert inflight(harness, group) == 1
+
+
+# --- long polling ------------------------------------------------------------------------------
+
+
+def test_a_long_poll_is_answered_as_soon_as_a_message_arrives(harness, unique, topic):
+    group = unique("g")
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        polling = pool.submit(harness.conn.receive, group, topic, poll_s=10, invisible_ms=LONG_MS)
+        wait_for(lambda: harness.waiting_receives() == 1, what="the broker holding the poll")
+        harness.conn.send_ok(message(topic, "wake up"))
+        code, got = polling.result(timeout=5)
+    assert pb.Code.Name(code) == "OK" and bodies(got) == [b"wake up"]
+    assert time.monotonic() - started < 5
+    assert harness.waiting_receives() == 0
+
+
+@pytest.mark.broker_settings(max_long_polling_s=0.3)
+def test_a_long_poll_is_capped_by_the_broker(harness, unique, topic):
+    started = time.monotonic()
+    code, got = harness.conn.receive(unique("g"), topic, poll_s=10, invisible_ms=LONG_MS)
+    assert pb.Code.Name(code) == "MESSAGE_NOT_FOUND" and got == []
+    assert 0.25 <= time.monotonic() - started < 3
