@@ -24,23 +24,22 @@ import sys
 import time
 import uuid
 
-import grpc
-
 from rockmq.protocol import admin, admin_grpc, batch, batch_grpc, pb, rpc, svc
+from rockmq.protocol.channels import client_metadata, new_client_id, open_aio_channel
 
 OK, NOT_FOUND = pb.OK, pb.MESSAGE_NOT_FOUND
 RPC_TIMEOUT = 30.0
 SEND_BATCH = 64
 SEND_CONCURRENCY = 8
 RECEIVE_BATCH = 256
-META = (("x-mq-client-id", f"filter-bench@{os.getpid()}"), ("x-mq-language", "PYTHON"))
+META = client_metadata(new_client_id("filter-bench"))
 SQL = pb.FilterExpression(type=pb.SQL, expression="k = 'hit'")
 EVERYTHING = pb.FilterExpression(type=pb.TAG, expression="*")
 
 
 class Bench:
     def __init__(self, endpoint: str, size: int) -> None:
-        self.channel = grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", 64 << 20)])
+        self.channel = open_aio_channel(endpoint)
         self.mq = svc.MessagingServiceStub(self.channel)
         self.batch = batch_grpc.BatchMessagingStub(self.channel)
         self.topic = f"filter-bench-{uuid.uuid4().hex[:8]}"

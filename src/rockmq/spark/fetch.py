@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import grpc
 
-from rockmq.client.errors import NotFound, from_rpc_error
+from rockmq.client.errors import NotFound, from_rpc_error, from_status
 from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
 from rockmq.protocol.channels import ChannelCache, channel, client_metadata
 from rockmq.protocol.endpoints import address_of, endpoints_of
@@ -138,7 +138,7 @@ def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: 
         except grpc.RpcError as e:
             raise SourceError(f"rockmq Fetch of {where} at {endpoint} failed: {e.code().name}: {e.details()}") from None
         if reply.code != pb.OK:
-            raise SourceError(f"rockmq Fetch of {where}: {pb.Code.Name(reply.code)}: {reply.message}")
+            raise SourceError(f"rockmq Fetch of {where}: {from_status(reply.code, reply.message)}")
         if reply.first_offset > pos:
             lost = f"messages [{pos}, {min(reply.first_offset, end)}) of {where} were removed (retention) before they were read"
             if fail_on_data_loss:

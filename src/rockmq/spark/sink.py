@@ -50,9 +50,7 @@ shared with Spark, about the broker's own batched produce rate (bench/spark_writ
 
 from __future__ import annotations
 
-import os
 import socket
-import threading
 import time
 import uuid
 from collections import deque
@@ -64,8 +62,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, TimestampNTZType, TimestampType
 
+from rockmq.client.errors import from_rpc_error, from_status
 from rockmq.protocol import batch as batch_pb
-from rockmq.protocol import pb
+from rockmq.protocol import channels, pb
 from rockmq.spark.sink_wire import COLUMNS, Encoder, id_prefix, stage_request
 
 _SERVICE = "/rockmq.messaging.v1.BatchMessaging/"
@@ -169,34 +168,27 @@ class RockmqCommitMessage(WriterCommitMessage):
 
 # --- connections: one channel per endpoint per process (Spark reuses its Python workers) --------
 
-_channels: dict[str, tuple[int, grpc.Channel, dict]] = {}
-_channels_lock = threading.Lock()
+def _open_calls(endpoint: str) -> dict:
+    """The BatchMessaging calls on the process's channel (protocol/channels.py). Stage takes raw
+    request bytes."""
+    channel = channels.channel(endpoint)
+    return {
+        "stage": channel.unary_unary(_SERVICE + "Stage", request_serializer=None,
+                                     response_deserializer=batch_pb.StageResponse.FromString),
+        "publish": channel.unary_unary(_SERVICE + "PublishStaged",
+                                       request_serializer=batch_pb.PublishStagedRequest.SerializeToString,
+                                       response_deserializer=batch_pb.PublishStagedResponse.FromString),
+        "discard": channel.unary_unary(_SERVICE + "DiscardStaged",
+                                       request_serializer=batch_pb.DiscardStagedRequest.SerializeToString,
+                                       response_deserializer=batch_pb.DiscardStagedResponse.FromString),
+    }
 
 
-def _calls(endpoint: str) -> dict:
-    """The BatchMessaging calls on a cached channel. Stage takes raw request bytes."""
-    with _channels_lock:
-        cached = _channels.get(endpoint)
-        if cached is not None and cached[0] == os.getpid():
-            return cached[2]
-        channel = grpc.insecure_channel(endpoint, options=[("grpc.max_send_message_length", -1),
-                                                           ("grpc.max_receive_message_length", 64 << 20)])
-        calls = {
-            "stage": channel.unary_unary(_SERVICE + "Stage", request_serializer=None,
-                                         response_deserializer=batch_pb.StageResponse.FromString),
-            "publish": channel.unary_unary(_SERVICE + "PublishStaged",
-                                           request_serializer=batch_pb.PublishStagedRequest.SerializeToString,
-                                           response_deserializer=batch_pb.PublishStagedResponse.FromString),
-            "discard": channel.unary_unary(_SERVICE + "DiscardStaged",
-                                           request_serializer=batch_pb.DiscardStagedRequest.SerializeToString,
-                                           response_deserializer=batch_pb.DiscardStagedResponse.FromString),
-        }
-        _channels[endpoint] = (os.getpid(), channel, calls)
-        return calls
+_calls = channels.ChannelCache(_open_calls).get
 
 
-def _transient(e: grpc.RpcError) -> bool:
-    return e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+def _transient(endpoint: str, e: grpc.RpcError) -> bool:
+    return from_rpc_error(endpoint, e).retriable
 
 
 def _call(endpoint: str, name: str, request, timeout: float):
@@ -205,15 +197,14 @@ def _call(endpoint: str, name: str, request, timeout: float):
         try:
             return _calls(endpoint)[name](request, timeout=timeout)
         except grpc.RpcError as e:
-            if not _transient(e) or attempt == RETRIES - 1:
+            if not _transient(endpoint, e) or attempt == RETRIES - 1:
                 raise RuntimeError(f"rockmq {endpoint}: {name} failed: {e.code().name} {e.details()}") from None
             time.sleep(0.5 * 2 ** attempt)
     raise AssertionError("unreachable")
 
 
 def _refused(what: str, status: pb.Status) -> RuntimeError:
-    return RuntimeError(f"rockmq refused {what}: {pb.Code.Name(status.code) if status.code in pb.Code.values() else status.code} "
-                        f"({status.code}): {status.message}")
+    return RuntimeError(f"rockmq refused {what}: {from_status(status.code, status.message)}")
 
 
 # --- the writers -----------------------------------------------------------------------------
@@ -243,7 +234,7 @@ class _Sink:
             try:
                 reply = fut.result()
             except grpc.RpcError as e:
-                if not _transient(e):
+                if not _transient(o.endpoint, e):
                     raise RuntimeError(f"rockmq {o.endpoint}: Stage failed: {e.code().name} {e.details()}") from None
                 reply = _call(o.endpoint, "stage", request, o.timeout_s)  # a chunk staged twice: one copy expires
             if reply.status.code != pb.OK:
