@@ -22,7 +22,7 @@ Subscription = SqlFilter | str | AbstractSet[str] | None
 """A compiled SQL92 filter, a tag expression (`a||b`, `*`), a set of tags, or None for everything."""
 
 
-def _tag_set(subscription: Subscription) -> frozenset[str] | None:
+def _tag_set(subscription: str | AbstractSet[str] | None) -> frozenset[str] | None:
     if subscription is None or isinstance(subscription, str):
         return parse_tags(subscription or "")
     return frozenset(subscription)
@@ -49,16 +49,17 @@ _MISSING = object()
 class _Bucket:
     """Subscriptions pinned to one value of one field, with match-ready lists rebuilt after changes."""
 
-    __slots__ = ("residuals", "hits", "checks")
+    __slots__ = ("residuals", "ready")
 
     def __init__(self) -> None:
         self.residuals: dict[Hashable, SqlFilter | None] = {}  # None: nothing left to check
-        self.hits: list[Hashable] | None = None
-        self.checks: list[tuple[Hashable, Matcher]] | None = None
+        # (keys that match, (key, check) pairs left to evaluate); None: to rebuild
+        self.ready: tuple[list[Hashable], list[tuple[Hashable, Matcher]]] | None = None
 
-    def refresh(self) -> None:
-        self.hits = [k for k, r in self.residuals.items() if r is None or r.always_true]
-        self.checks = [(k, r.matches) for k, r in self.residuals.items() if r is not None and not r.always_true]
+    def refresh(self) -> tuple[list[Hashable], list[tuple[Hashable, Matcher]]]:
+        self.ready = ([k for k, r in self.residuals.items() if r is None or r.always_true],
+                      [(k, r.matches) for k, r in self.residuals.items() if r is not None and not r.always_true])
+        return self.ready
 
 
 class SubscriptionIndex:
@@ -125,7 +126,7 @@ class SubscriptionIndex:
             if bucket is None:
                 bucket = buckets[value] = _Bucket()
             bucket.residuals[key] = residual
-            bucket.hits = None
+            bucket.ready = None
         self._placed[key] = (field, tuple(residuals))
 
     def _add_scan(self, key: Hashable, fn: Matcher) -> None:
@@ -145,7 +146,7 @@ class SubscriptionIndex:
                 bucket = buckets.get(value)
                 if bucket is not None and bucket.residuals.pop(key, _MISSING) is not _MISSING:
                     if bucket.residuals:
-                        bucket.hits = None
+                        bucket.ready = None
                     else:
                         del buckets[value]
         elif self._scan.pop(key, None) is not None:
@@ -164,10 +165,9 @@ class SubscriptionIndex:
             bucket = buckets.get(value)
             if bucket is None:
                 continue
-            if bucket.hits is None:
-                bucket.refresh()
-            out += bucket.hits
-            for key, fn in bucket.checks:
+            hits, checks = bucket.ready or bucket.refresh()
+            out += hits
+            for key, fn in checks:
                 if fn(props, tag):
                     out.append(key)
         scan = self._scan_list

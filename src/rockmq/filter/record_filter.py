@@ -32,6 +32,7 @@ def compile_filter(expression: str, sql: bool = False) -> RecordFilter:
     matches = compile_sql(expression).matches
 
     def accept(view: RecordView) -> bool:
-        return matches(pb.Message.FromString(view.rest).user_properties, view.tag)
+        message = pb.Message.FromString(view.rest)  # type: ignore[arg-type]  # any buffer parses: no copy
+        return matches(message.user_properties, view.tag)
 
     return accept

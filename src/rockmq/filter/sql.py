@@ -55,6 +55,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 from rockmq.filter.tags import IllegalExpression
 
@@ -65,6 +66,9 @@ MAX_DEPTH = 64  # nesting of parentheses, prefixes and chained comparisons: eval
 TAGS = "TAGS"
 
 Props = Mapping[str, str]
+# A Java value: str, int, float, bool or None. Which one is told by its jtype, a tag mypy cannot
+# follow, so values are typed Any and the jtype checks stand in for isinstance.
+JValue: TypeAlias = Any
 Eval = Callable[[Props, str | None], bool | None]
 
 _NUMERIC = frozenset({"int", "long", "double"})
@@ -81,10 +85,12 @@ class _EvalError(Exception):
 
 class _Node:
     __slots__ = ("depth",)
+    depth: int
 
 
 class _Prop(_Node):
     __slots__ = ("name",)
+    name: str
 
     def __init__(self, name: str) -> None:
         self.name, self.depth = name, 1
@@ -94,8 +100,10 @@ class _Const(_Node):
     """A literal; jtype is the Java class it stands for: str, int, long, double, bool or null."""
 
     __slots__ = ("value", "jtype")
+    value: JValue
+    jtype: str
 
-    def __init__(self, value: object, jtype: str) -> None:
+    def __init__(self, value: JValue, jtype: str) -> None:
         self.value, self.jtype, self.depth = value, jtype, 1
 
 
@@ -110,6 +118,7 @@ class _Err(_Node):
 
 class _Unary(_Node):
     __slots__ = ("operand",)
+    operand: _Node
 
     def __init__(self, operand: _Node) -> None:
         self.operand, self.depth = operand, operand.depth + 1
@@ -131,6 +140,7 @@ class _Cast(_Unary):
 
 class _Junction(_Node):
     __slots__ = ("items",)
+    items: tuple[_Node, ...]
 
     def __init__(self, items: tuple[_Node, ...]) -> None:
         self.items, self.depth = items, 1 + max(i.depth for i in items)
@@ -154,6 +164,8 @@ class _Or(_Junction):
 
 class _Eq(_Node):
     __slots__ = ("left", "right")
+    left: _Node
+    right: _Node
 
     def __init__(self, left: _Node, right: _Node) -> None:
         self.left, self.right, self.depth = left, right, 1 + max(left.depth, right.depth)
@@ -161,6 +173,9 @@ class _Eq(_Node):
 
 class _Cmp(_Node):
     __slots__ = ("op", "left", "right")
+    op: str
+    left: _Node
+    right: _Node
 
     def __init__(self, op: str, left: _Node, right: _Node) -> None:
         self.op, self.left, self.right, self.depth = op, left, right, 1 + max(left.depth, right.depth)
@@ -168,6 +183,9 @@ class _Cmp(_Node):
 
 class _In(_Node):
     __slots__ = ("operand", "values", "negated")
+    operand: _Node
+    values: tuple[str, ...]
+    negated: bool
 
     def __init__(self, operand: _Node, values: tuple[str, ...], negated: bool) -> None:
         self.operand, self.values, self.negated, self.depth = operand, values, negated, operand.depth + 1
@@ -177,6 +195,10 @@ class _Match(_Node):
     """CONTAINS / STARTSWITH / ENDSWITH."""
 
     __slots__ = ("kind", "operand", "search", "negated")
+    kind: str
+    operand: _Node
+    search: str
+    negated: bool
 
     def __init__(self, kind: str, operand: _Node, search: str, negated: bool) -> None:
         self.kind, self.operand, self.search, self.negated = kind, operand, search, negated
@@ -204,7 +226,7 @@ _NUMBER_TAIL = re.compile(r"[A-Za-z0-9_$.]*")
 _OPERATORS = ("<>", "<=", ">=", "=", "<", ">", "(", ")", ",", "+", "-")
 _MIN_DOUBLE = 4.9e-324  # Double.MIN_VALUE: createFloat rejects anything below, 0.0 included
 
-Token = tuple[str, object, int, str]  # kind (ID KW STR NUM OP EOF), value, column, source text
+Token = tuple[str, Any, int, str]  # kind (ID KW STR NUM OP EOF), value (a str, or a _Const for STR and NUM), column, text
 
 
 def _error(message: str, column: int) -> IllegalExpression:
@@ -217,10 +239,10 @@ def _number(text: str, column: int) -> _Const:
         if value > _INT64[1]:
             raise _error(f"integer literal {text} is out of range", column)
         return _Const(value, "int" if value <= _INT32[1] else "long")
-    value = float(text)
-    if math.isinf(value) or value < _MIN_DOUBLE:
+    number = float(text)
+    if math.isinf(number) or number < _MIN_DOUBLE:
         raise _error(f"decimal literal {text} is out of range (RocketMQ takes 4.9E-324 to 1.8E308)", column)
-    return _Const(value, "double")
+    return _Const(number, "double")
 
 
 def _tokenize(src: str) -> list[Token]:
@@ -268,7 +290,7 @@ def _tokenize(src: str) -> list[Token]:
         if "0" <= c <= "9" or (c == "." and i + 1 < n and "0" <= src[i + 1] <= "9"):
             d, f = _DECIMAL.match(src, i), _FLOAT.match(src, i)
             end = max(d.end() if d else i, f.end() if f else i)  # the longest match, as JavaCC does
-            tail = _NUMBER_TAIL.match(src, end).group()
+            tail = m.group() if (m := _NUMBER_TAIL.match(src, end)) else ""  # it matches, maybe nothing
             if tail and tail.upper() not in _KEYWORDS:
                 raise _error(f"malformed number '{src[i:end]}{tail}'", col)
             tokens.append(("NUM", _number(src[i:end], col), col, src[i:end]))
@@ -462,7 +484,8 @@ class _Parser:
         tok = self.take()
         if tok[0] != "STR":
             raise self.unexpected(tok, "a string literal")
-        return tok[1].value
+        text: str = tok[1].value
+        return text
 
     def unary(self) -> _Node:
         tok = self.peek()
@@ -481,7 +504,8 @@ class _Parser:
         tok = self.take()
         kind, value = tok[0], tok[1]
         if kind in ("STR", "NUM"):
-            return value
+            literal: _Const = value
+            return literal
         if kind == "ID":
             return _Prop(value)
         if kind == "KW" and value in ("TRUE", "FALSE", "NULL"):
@@ -549,7 +573,7 @@ def _parse_double(s: str) -> float:
     return -value if sign == "-" else value
 
 
-_CONVERT: dict[str, Callable[[str], object]] = {"int": _parse_int32, "long": _parse_int64, "double": _parse_double}
+_CONVERT: dict[str | None, Callable[[str], JValue]] = {"int": _parse_int32, "long": _parse_int64, "double": _parse_double}
 
 
 def _java_boolean(s: str) -> bool:
@@ -570,13 +594,14 @@ def _dcmp(a: float, b: float) -> int:
     return (sa > sb) - (sa < sb)
 
 
-def _num_cmp(a: object, at: str, b: object, bt: str) -> int:
+def _num_cmp(a: JValue, at: str | None, b: JValue, bt: str | None) -> int:
     if at == "double" or bt == "double":
         return _dcmp(float(a), float(b))
-    return (a > b) - (a < b)
+    order: int = (a > b) - (a < b)
+    return order
 
 
-def _jcompare(lv: object, lt: str, rv: object, rt: str) -> int:
+def _jcompare(lv: JValue, lt: str | None, rv: JValue, rt: str | None) -> int:
     """ComparisonExpression.__compare for two non-null values of different classes."""
     if lt == "bool":
         if rt == "str":
@@ -585,7 +610,8 @@ def _jcompare(lv: object, lt: str, rv: object, rt: str) -> int:
     if lt == "str":
         if rt == "bool":
             b = _java_boolean(lv)
-            return (b > rv) - (b < rv)
+            order: int = (b > rv) - (b < rv)
+            return order
         return _num_cmp(_CONVERT[rt](lv), rt, rv, rt)
     if rt == "str":
         return _num_cmp(lv, lt, _CONVERT[lt](rv), lt)
@@ -594,7 +620,7 @@ def _jcompare(lv: object, lt: str, rv: object, rt: str) -> int:
     return _num_cmp(lv, lt, rv, rt)
 
 
-def _java_equal(lv: object, lt: str | None, rv: object, rt: str | None) -> bool | None:
+def _java_equal(lv: JValue, lt: str | None, rv: JValue, rt: str | None) -> bool | None:
     """doCreateEqual's evaluate, with jtypes for the non-null values."""
     if lv is None or rv is None:
         if lv is None and rv is None:
@@ -605,7 +631,7 @@ def _java_equal(lv: object, lt: str | None, rv: object, rt: str | None) -> bool 
     return _jcompare(lv, lt, rv, rt) == 0
 
 
-def _java_order(lv: object, lt: str, rv: object, rt: str) -> int:
+def _java_order(lv: JValue, lt: str | None, rv: JValue, rt: str | None) -> int:
     """ComparisonExpression.evaluate for > >= < <= on two non-null values."""
     if lt == "str" and rt == "str":
         return _dcmp(_parse_double(lv), _parse_double(rv))
@@ -614,7 +640,7 @@ def _java_order(lv: object, lt: str, rv: object, rt: str) -> int:
     return _jcompare(lv, lt, rv, rt)
 
 
-def _jtype(v: object, hint: str | None) -> str | None:
+def _jtype(v: JValue, hint: str | None) -> str | None:
     """The Java class of a runtime value; Python ints come only from literals, whose jtype is the hint."""
     c = v.__class__
     if c is str:
@@ -626,7 +652,7 @@ def _jtype(v: object, hint: str | None) -> str | None:
     return hint
 
 
-_ORDER_OPS: dict[str, Callable[[object, object], bool]] = {
+_ORDER_OPS: dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 _MATCHERS: dict[str, Callable[[str, str], bool]] = {
@@ -638,28 +664,26 @@ _MATCHERS: dict[str, Callable[[str, str], bool]] = {
 
 def _kinds(n: _Node) -> frozenset[str]:
     """The jtypes a folded node's non-null values can have."""
-    t = type(n)
-    if t is _Prop:
+    if isinstance(n, _Prop):
         return frozenset({"str"})
-    if t is _Const:
+    if isinstance(n, _Const):
         return frozenset() if n.jtype == "null" else frozenset({n.jtype})
-    if t is _Neg:
+    if isinstance(n, _Neg):
         return _kinds(n.operand) & _NUMERIC
-    if t is _Err:
+    if isinstance(n, _Err):
         return frozenset()
     return frozenset({"bool"})
 
 
 def _may_raise(n: _Node) -> bool:
     """Whether evaluating the (folded) node can throw; conservative."""
-    t = type(n)
-    if t is _Prop or t is _Const:
+    if isinstance(n, _Prop) or isinstance(n, _Const):
         return False
-    if t is _Err:
+    if isinstance(n, _Err):
         return True
-    if isinstance(n, _Unary) or t is _In:
+    if isinstance(n, _Unary) or isinstance(n, _In):
         return _may_raise(n.operand)
-    if t is _Match:
+    if isinstance(n, _Match):
         return bool(n.search) and _may_raise(n.operand)
     if isinstance(n, _Junction):
         return any(_may_raise(i) for i in n.items)
@@ -671,7 +695,7 @@ def _may_raise(n: _Node) -> bool:
         return True  # the string may not parse
     if "str" in rk and lk & (_NUMERIC | {"bool"}):
         return True  # ditto, or a Boolean cast to String
-    return t is _Cmp and "str" in lk and "str" in rk  # both parsed as Double
+    return isinstance(n, _Cmp) and "str" in lk and "str" in rk  # both parsed as Double
 
 
 def _const(compute: Callable[[], bool | None]) -> _Node:
@@ -685,57 +709,57 @@ def _const(compute: Callable[[], bool | None]) -> _Node:
 def _fold(n: _Node, bind: tuple[str, str] | None) -> _Node:
     """Constant-fold, optionally with property bind[0] known to be bind[1], keeping RocketMQ's
     evaluation order: a side that might throw is never dropped in front of a short-circuit."""
-    t = type(n)
-    if t is _Prop:
+    if isinstance(n, _Prop):
         return _Const(bind[1], "str") if bind is not None and n.name == bind[0] else n
-    if t is _Const or t is _Err:
+    if isinstance(n, _Const) or isinstance(n, _Err):
         return n
-    if t is _And or t is _Or:
+    if isinstance(n, _And) or isinstance(n, _Or):
         return _fold_junction(n, bind)
-    if t is _Eq or t is _Cmp:
+    if isinstance(n, _Eq) or isinstance(n, _Cmp):
         lhs, rhs = _fold(n.left, bind), _fold(n.right, bind)
         if type(lhs) is _Err:
             return lhs
-        if t is _Cmp and type(lhs) is _Const and lhs.value is None:
+        if isinstance(n, _Cmp) and type(lhs) is _Const and lhs.value is None:
             return NULL  # a NULL left side answers before the right one is evaluated
         if type(lhs) is _Const and type(rhs) is _Const:
-            if t is _Eq:
+            if isinstance(n, _Eq):
                 return _const(lambda: _java_equal(lhs.value, lhs.jtype, rhs.value, rhs.jtype))
             if rhs.value is None:
                 return NULL
             op = _ORDER_OPS[n.op]
             return _const(lambda: op(_java_order(lhs.value, lhs.jtype, rhs.value, rhs.jtype), 0))
-        if type(rhs) is _Err and t is _Eq:
+        if type(rhs) is _Err and isinstance(n, _Eq):
             return rhs  # both sides are always evaluated
-        return _Eq(lhs, rhs) if t is _Eq else _Cmp(n.op, lhs, rhs)
-    if t is _Match and not n.search:
+        return _Eq(lhs, rhs) if isinstance(n, _Eq) else _Cmp(n.op, lhs, rhs)
+    if isinstance(n, _Match) and not n.search:
         return FALSE  # an empty search string answers FALSE before the operand is evaluated
+    assert isinstance(n, _Unary | _In | _Match)
     x = _fold(n.operand, bind)
     if type(x) is _Err:
         return x
     if type(x) is _Const:
         v = x.value
-        if t is _Neg:
+        if isinstance(n, _Neg):
             return _Const(-v, x.jtype) if x.jtype in _NUMERIC else NULL
-        if t is _Not:
+        if isinstance(n, _Not):
             return NULL if v is None else (FALSE if v else TRUE)
-        if t is _Cast:
+        if isinstance(n, _Cast):
             return NULL if v is None else (x if x.jtype == "bool" else FALSE)
-        if t is _In:
+        if isinstance(n, _In):
             if v.__class__ is not str:
                 return NULL
             return TRUE if (v in n.values) != n.negated else FALSE
-        if t is _Match:
+        if isinstance(n, _Match):
             if v.__class__ is not str:
                 return FALSE
             return TRUE if _MATCHERS[n.kind](v, n.search) != n.negated else FALSE
-    if t is _Neg and not _may_raise(x):
+    if isinstance(n, _Neg) and not _may_raise(x):
         return NULL  # a negated property or condition is never a number
-    if t is _In:
+    if isinstance(n, _In):
         return _In(x, n.values, n.negated)
-    if t is _Match:
+    if isinstance(n, _Match):
         return _Match(n.kind, x, n.search, n.negated)
-    return t(x)
+    return type(n)(x)
 
 
 def _fold_junction(n: _Junction, bind: tuple[str, str] | None) -> _Node:
@@ -765,28 +789,27 @@ def _fold_junction(n: _Junction, bind: tuple[str, str] | None) -> _Node:
 
 def _candidates(n: _Node, field: str) -> frozenset[str] | None:
     """Values of `field` outside which the node cannot be TRUE; None when there is no finite set."""
-    t = type(n)
-    if t is _Eq:
+    if isinstance(n, _Eq):
         for a, b in ((n.left, n.right), (n.right, n.left)):
             if type(a) is _Prop and a.name == field and type(b) is _Const and b.jtype == "str":
                 return frozenset((b.value,))
         return None
-    if t is _In:
+    if isinstance(n, _In):
         if not n.negated and type(n.operand) is _Prop and n.operand.name == field:
             return frozenset(n.values)
         return None
-    if t is _Const:
+    if isinstance(n, _Const):
         return None if n.value is True else frozenset()
-    if t is _Err:
+    if isinstance(n, _Err):
         return frozenset()
-    if t is _And:
+    if isinstance(n, _And):
         found: frozenset[str] | None = None
         for item in n.items:
             c = _candidates(item, field)
             if c is not None:
                 found = c if found is None else found & c
         return found
-    if t is _Or:
+    if isinstance(n, _Or):
         union: set[str] = set()
         for item in n.items:
             c = _candidates(item, field)
@@ -814,18 +837,17 @@ def _getter(name: str) -> Callable[[Props, str | None], str | None]:
     return lambda props, tag: props.get(name)
 
 
-def _value(n: _Node, fast: bool) -> tuple[Callable[[Props, str | None], object], str | None]:
+def _value(n: _Node, fast: bool) -> tuple[Callable[[Props, str | None], JValue], str | None]:
     """A closure giving an operand's value, and the jtype of the ints it may give."""
-    t = type(n)
-    if t is _Prop:
+    if isinstance(n, _Prop):
         return _getter(n.name), None
-    if t is _Const:
+    if isinstance(n, _Const):
         v = n.value
         return (lambda props, tag: v), n.jtype
-    if t is _Neg:
+    if isinstance(n, _Neg):
         inner, hint = _value(n.operand, fast)
 
-        def negate(props: Props, tag: str | None) -> object:
+        def negate(props: Props, tag: str | None) -> JValue:
             v = inner(props, tag)
             return None if v is None or v.__class__ is bool or v.__class__ is str else -v
 
@@ -839,17 +861,16 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
         f = _compile_fast(n)
         if f is not None:
             return f
-    t = type(n)
-    if t is _Const:
+    if isinstance(n, _Const):
         v = n.value
         return lambda props, tag: v
-    if t is _Err:
+    if isinstance(n, _Err):
         def fail(props: Props, tag: str | None) -> bool | None:
             raise _EvalError
         return fail
-    if t is _And or t is _Or:
-        return _compile_junction(t is _And, [_compile(i, fast) for i in n.items])
-    if t is _Not:
+    if isinstance(n, _And) or isinstance(n, _Or):
+        return _compile_junction(isinstance(n, _And), [_compile(i, fast) for i in n.items])
+    if isinstance(n, _Not):
         inner = _compile(n.operand, fast)
 
         def negation(props: Props, tag: str | None) -> bool | None:
@@ -857,7 +878,7 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
             return None if v is None else not v
 
         return negation
-    if t is _Cast:
+    if isinstance(n, _Cast):
         get, _ = _value(n.operand, fast)
 
         def cast(props: Props, tag: str | None) -> bool | None:
@@ -865,7 +886,7 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
             return None if v is None else (v if v.__class__ is bool else False)
 
         return cast
-    if t is _Eq:
+    if isinstance(n, _Eq):
         (lf, lh), (rf, rh) = _value(n.left, fast), _value(n.right, fast)
 
         def equal(props: Props, tag: str | None) -> bool | None:
@@ -873,7 +894,7 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
             return _java_equal(lv, _jtype(lv, lh), rv, _jtype(rv, rh))
 
         return equal
-    if t is _Cmp:
+    if isinstance(n, _Cmp):
         (lf, lh), (rf, rh) = _value(n.left, fast), _value(n.right, fast)
         op = _ORDER_OPS[n.op]
 
@@ -887,7 +908,7 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
             return op(_java_order(lv, _jtype(lv, lh), rv, _jtype(rv, rh)), 0)
 
         return order
-    if t is _In:
+    if isinstance(n, _In):
         get, _ = _value(n.operand, fast)
         values, negated = frozenset(n.values), n.negated
 
@@ -898,7 +919,7 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
             return (v in values) is not negated
 
         return member
-    if t is _Match:
+    if isinstance(n, _Match):
         get, _ = _value(n.operand, fast)
         test, search, negated = _MATCHERS[n.kind], n.search, n.negated
 
@@ -909,7 +930,7 @@ def _compile(n: _Node, fast: bool = True) -> Eval:
             return test(v, search) is not negated
 
         return match
-    raise AssertionError(f"not a condition: {t.__name__}")
+    raise AssertionError(f"not a condition: {type(n).__name__}")
 
 
 def _compile_junction(is_and: bool, fs: list[Eval]) -> Eval:
@@ -943,8 +964,7 @@ def _compile_junction(is_and: bool, fs: list[Eval]) -> Eval:
 
 def _compile_fast(n: _Node) -> Eval | None:
     """Specialised closures for the common shapes on a plain property (TAGS takes the generic path)."""
-    t = type(n)
-    if t is _Not:
+    if isinstance(n, _Not):
         x = n.operand
         if type(x) is _Eq and type(x.left) is _Prop and x.left.name != TAGS and type(x.right) is _Const:
             name, c = x.left.name, x.right.value
@@ -956,7 +976,7 @@ def _compile_fast(n: _Node) -> Eval | None:
                     return None if v is None else v != c
                 return differs
         return None
-    if t is _In:
+    if isinstance(n, _In):
         x = n.operand
         if type(x) is not _Prop or x.name == TAGS:
             return None
@@ -967,7 +987,7 @@ def _compile_fast(n: _Node) -> Eval | None:
             return None if v is None else (v in values) is not negated
 
         return member
-    if t is _Match:
+    if isinstance(n, _Match):
         x = n.operand
         if type(x) is not _Prop or x.name == TAGS:
             return None
@@ -978,9 +998,9 @@ def _compile_fast(n: _Node) -> Eval | None:
             return False if v.__class__ is not str else test(v, search) is not negated
 
         return match
-    if t is _Eq:
+    if isinstance(n, _Eq):
         return _fast_equal(n.left, n.right)
-    if t is _Cmp:
+    if isinstance(n, _Cmp):
         return _fast_order(n.op, n.left, n.right)
     return None
 
@@ -1026,11 +1046,12 @@ def _fast_equal(left: _Node, right: _Node) -> Eval | None:
         return boolean
     if jt == "double" and not (math.isfinite(c) and c != 0):
         return None  # literals are finite and non-zero; anything else takes the generic path
-    conv = _CONVERT[jt]
+    conv: Callable[[str], float] = _CONVERT[jt]
+    number: float = c
     if jt == "double":
         def decimal(props: Props, tag: str | None) -> bool | None:
             v = props.get(name)
-            return missing if v is None else conv(v) == c
+            return missing if v is None else number == conv(v)
         return decimal
 
     def integer(props: Props, tag: str | None) -> bool | None:
@@ -1038,8 +1059,8 @@ def _fast_equal(left: _Node, right: _Node) -> Eval | None:
         if v is None:
             return missing
         if v.isdecimal() and len(v) < 10:  # the common case, always in range
-            return int(v) == c
-        return conv(v) == c
+            return int(v) == number
+        return number == conv(v)
 
     return integer
 
@@ -1093,17 +1114,17 @@ def _never(props: Props, tag: str | None = None) -> bool:
 def _cost(n: _Node) -> int:
     """A rough cost over selectivity: equalities (cheap and selective) before the rest, string tests
     before integer parsing before decimal parsing."""
-    t = type(n)
-    if t is _Prop or t is _Const or t is _Err:
+    if isinstance(n, _Prop) or isinstance(n, _Const) or isinstance(n, _Err):
         return 0
     if isinstance(n, _Junction):
         return 2 + sum(map(_cost, n.items))
-    if t is _Eq or t is _Cmp:
+    if isinstance(n, _Eq) or isinstance(n, _Cmp):
         kinds = _kinds(n.left) | _kinds(n.right)
-        cost = (1 if t is _Eq else 3) + 2 * bool(kinds & {"int", "long"}) + 4 * ("double" in kinds)
-        if t is _Cmp and "str" in kinds and not kinds & _NUMERIC:
+        cost = (1 if isinstance(n, _Eq) else 3) + 2 * bool(kinds & {"int", "long"}) + 4 * ("double" in kinds)
+        if isinstance(n, _Cmp) and "str" in kinds and not kinds & _NUMERIC:
             cost += 8  # two properties parsed as Double
         return cost + _cost(n.left) + _cost(n.right)
+    assert isinstance(n, _Unary | _In | _Match)
     return 3 + _cost(n.operand)
 
 
@@ -1181,41 +1202,41 @@ def _quote(s: str) -> str:
 
 
 def _render(n: _Node) -> str:
-    t = type(n)
-    if t is _Prop:
+    if isinstance(n, _Prop):
         return n.name
-    if t is _Const:
+    if isinstance(n, _Const):
         v, jt = n.value, n.jtype
         if jt == "str":
             return _quote(v)
         if jt in ("bool", "null"):
             return {True: "TRUE", False: "FALSE", None: "NULL"}[v]
         return repr(v)
-    if t is _Err:
+    if isinstance(n, _Err):
         return "<conversion error>"
-    if t is _Neg:
+    if isinstance(n, _Neg):
         return "-" + _operand(n.operand)
-    if t is _Cast:
+    if isinstance(n, _Cast):
         return _render(n.operand)
-    if t is _Not:
+    if isinstance(n, _Not):
         x = n.operand
         if type(x) is _Eq and x.right is NULL:
             return f"{_operand(x.left)} IS NOT NULL"
         if type(x) is _Eq:
             return f"{_operand(x.left)} <> {_operand(x.right)}"
         return "NOT " + _operand(x)
-    if t is _And:
+    if isinstance(n, _And):
         return " AND ".join(f"({_render(i)})" if type(i) is _Or else _render(i) for i in n.items)
-    if t is _Or:
+    if isinstance(n, _Or):
         return " OR ".join(_render(i) for i in n.items)
-    if t is _Eq:
+    if isinstance(n, _Eq):
         if n.right is NULL:
             return f"{_operand(n.left)} IS NULL"
         return f"{_operand(n.left)} = {_operand(n.right)}"
-    if t is _Cmp:
+    if isinstance(n, _Cmp):
         return f"{_operand(n.left)} {n.op} {_operand(n.right)}"
+    assert isinstance(n, _In | _Match)
     neg = "NOT " if n.negated else ""
-    if t is _In:
+    if isinstance(n, _In):
         return f"{_operand(n.operand)} {neg}IN ({', '.join(map(_quote, n.values))})"
     return f"{_operand(n.operand)} {neg}{n.kind} {_quote(n.search)}"
 
