@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import time
+from typing import Any
 
 import grpc
 
@@ -28,7 +29,8 @@ class NameServer(namesrv_grpc.NameServerServicer):
         for name in self.registry.expire(_now_ms()):
             log.warning("broker %s dropped: no registration for %d ms", name, self.registry.timeout_ms)
 
-    async def Register(self, request, context):
+    async def Register(self, request: namesrv.RegisterRequest,
+                       context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.RegisterResponse:
         try:
             self.registry.register(request.broker, _now_ms())
         except ValueError as e:
@@ -36,7 +38,8 @@ class NameServer(namesrv_grpc.NameServerServicer):
         self._expire()
         return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms)
 
-    async def ListBrokers(self, request, context):
+    async def ListBrokers(self, request: namesrv.ListBrokersRequest,
+                          context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.ListBrokersResponse:
         self._expire()
         return namesrv.ListBrokersResponse(brokers=self.registry.brokers(request.topic))
 

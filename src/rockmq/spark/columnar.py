@@ -45,7 +45,7 @@ def _s(v: int) -> pa.Scalar:
 class _Bytes:
     """The fetched records as one uint8 array, for gathers at per-record positions."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | memoryview) -> None:
         self.buffer = pa.py_buffer(data)
         self.u8 = pa.Array.from_buffers(pa.uint8(), len(data), [None, self.buffer])
 
@@ -136,11 +136,11 @@ def _walk(data: _Bytes, start: pa.Array, end: pa.Array, last: tuple[int, ...] = 
             slot.present = pc.or_(slot.present, hit)
             slot.pos = pc.if_else(hit, where, slot.pos)
             slot.value = pc.if_else(hit, value, slot.value)
-        for f, slot in lists.items():
+        for f, repeated in lists.items():
             hit = pc.and_(pc.and_(active, pc.equal(number, _s(f))), delimited)
             if pc.any(hit).as_py():
-                slot.rounds.append((pc.filter(iota(n), hit), pc.filter(payload, hit), pc.filter(value, hit)))
-                slot.count = pc.add(slot.count, _i64(hit))
+                repeated.rounds.append((pc.filter(iota(n), hit), pc.filter(payload, hit), pc.filter(value, hit)))
+                repeated.count = pc.add(repeated.count, _i64(hit))
         pos = pc.if_else(active, nxt, pos)
         if stop_at is not None:
             done = pc.or_(done, pc.and_(active, pc.greater_equal(number, _s(stop_at))))
@@ -184,8 +184,8 @@ def _big_endian(records: pa.Array, at: int, width: int, kind: pa.DataType) -> pa
     return _i64(pa.Array.from_buffers(kind, len(records), [None, flipped.buffers()[2]], offset=0))
 
 
-def decode(topic: str, broker: str, queue_id: int, first_offset: int, records: bytes, offsets: bytes,
-           count: int) -> pa.RecordBatch:
+def decode(topic: str, broker: str, queue_id: int, first_offset: int, records: bytes | memoryview,
+           offsets: bytes | memoryview, count: int) -> pa.RecordBatch:
     """The record batch of a Fetch reply's records (consecutive offsets from `first_offset`)."""
     if count == 0:
         return pa.RecordBatch.from_pylist([], schema=SCHEMA)
@@ -195,8 +195,8 @@ def decode(topic: str, broker: str, queue_id: int, first_offset: int, records: b
         return decode_simple(topic, broker, queue_id, first_offset, record_slices(records, offsets, count))
 
 
-def decode_fast(topic: str, broker: str, queue_id: int, first_offset: int, records: bytes, offsets: bytes,
-                count: int) -> pa.RecordBatch:
+def decode_fast(topic: str, broker: str, queue_id: int, first_offset: int, records: bytes | memoryview,
+                offsets: bytes | memoryview, count: int) -> pa.RecordBatch:
     n = count
     data = _Bytes(records)
     ends_buf = pa.py_buffer(offsets)

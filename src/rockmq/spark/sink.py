@@ -54,8 +54,9 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 import pyarrow as pa
@@ -66,6 +67,9 @@ from rockmq.client.errors import from_rpc_error, from_status
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import channels, pb
 from rockmq.spark.sink_wire import COLUMNS, Encoder, id_prefix, stage_request
+
+if TYPE_CHECKING:
+    from pyspark import TaskContext
 
 _SERVICE = "/rockmq.messaging.v1.BatchMessaging/"
 _STRING = StringType()
@@ -80,6 +84,8 @@ _ACCEPTED: dict[str, tuple[str, tuple[DataType, ...]]] = {
     "message_id": ("string", (_STRING,)),
 }
 BATCH_RETAIN_S = 86_400
+N = TypeVar("N", bound=float)  # a numeric option's type
+D = TypeVar("D")  # its default's
 RETRIES = 4  # attempts of an RPC that failed in transport (the broker is restarting, say)
 
 
@@ -104,13 +110,13 @@ class SinkOptions:
     retain_s: int | None = None  # `retainSeconds`: how long the broker remembers the sink's last batch
 
     @classmethod
-    def parse(cls, options: dict) -> SinkOptions:
+    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
         opts = {str(k).lower(): v for k, v in dict(options).items()}
         endpoint = (opts.get("endpoint") or "").strip()
         if not endpoint:
             raise SinkError("the rockmq sink needs option `endpoint` (host:port of a broker)")
 
-        def number(name: str, default, kind=int, low=1):
+        def number(name: str, default: D, kind: Callable[[str], N], low: float = 1) -> N | D:
             raw = opts.get(name.lower())
             if raw is None:
                 return default
@@ -127,8 +133,9 @@ class SinkOptions:
         if batch_id is not None and sink_id is None:
             raise SinkError("option `batchId` needs option `sinkId` (whose batches they are)")
         return cls(endpoint=endpoint, topic=opts.get("topic") or None,
-                   batch_size=number("batchSize", cls.batch_size), batch_bytes=number("batchBytes", cls.batch_bytes),
-                   max_inflight=number("maxInflight", cls.max_inflight), stage_ttl_s=number("stageTtlSeconds", cls.stage_ttl_s),
+                   batch_size=number("batchSize", cls.batch_size, int), batch_bytes=number("batchBytes", cls.batch_bytes, int),
+                   max_inflight=number("maxInflight", cls.max_inflight, int),
+                   stage_ttl_s=number("stageTtlSeconds", cls.stage_ttl_s, int),
                    timeout_s=number("timeoutSeconds", cls.timeout_s, float),
                    publish_timeout_s=number("publishTimeoutSeconds", cls.publish_timeout_s, float),
                    sink_id=sink_id, batch_id=batch_id, retain_s=number("retainSeconds", None, int, 0))
@@ -168,7 +175,7 @@ class RockmqCommitMessage(WriterCommitMessage):
 
 # --- connections: one channel per endpoint per process (Spark reuses its Python workers) --------
 
-def _open_calls(endpoint: str) -> dict:
+def _open_calls(endpoint: str) -> dict[str, Any]:
     """The BatchMessaging calls on the process's channel (protocol/channels.py). Stage takes raw
     request bytes."""
     channel = channels.channel(endpoint)
@@ -191,7 +198,7 @@ def _transient(endpoint: str, e: grpc.RpcError) -> bool:
     return from_rpc_error(endpoint, e).retriable
 
 
-def _call(endpoint: str, name: str, request, timeout: float):
+def _call(endpoint: str, name: str, request: Any, timeout: float) -> Any:
     """One RPC, retried while the transport fails (every call here is safe to repeat)."""
     for attempt in range(RETRIES):
         try:
@@ -213,7 +220,7 @@ def _refused(what: str, status: pb.Status) -> RuntimeError:
 class _Sink:
     """What the batch and streaming writers share: checks at creation, staging in tasks."""
 
-    def __init__(self, options: dict, schema: StructType, overwrite: bool) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool) -> None:
         if overwrite:
             raise SinkError("the rockmq sink only appends: a topic cannot be overwritten (use mode 'append', "
                             "or output mode 'append'/'update' for a stream)")
@@ -226,11 +233,11 @@ class _Sink:
         o = self.options
         encoder = Encoder(o.topic, socket.gethostname(), id_prefix(sink_id, batch_id, partition))
         result = RockmqCommitMessage(sink_id, partition)
-        inflight: deque[tuple[grpc.Future, int, bytes]] = deque()
+        inflight: deque[tuple[grpc.Future[batch_pb.StageResponse], int, bytes]] = deque()
         stage = _calls(o.endpoint)["stage"]
         ttl_ms = o.stage_ttl_s * 1000
 
-        def settle(fut: grpc.Future, count: int, request: bytes) -> None:
+        def settle(fut: grpc.Future[batch_pb.StageResponse], count: int, request: bytes) -> None:
             try:
                 reply = fut.result()
             except grpc.RpcError as e:
@@ -271,23 +278,28 @@ class _Sink:
             raise
         return result
 
-    def _publish(self, messages: list[RockmqCommitMessage | None], sink_id: str | None, batch_id: int,
+    def _publish(self, messages: list[WriterCommitMessage | None], sink_id: str | None, batch_id: int,
                  retain_s: int) -> batch_pb.PublishStagedResponse | None:
         """Have the broker publish the batch (or drop it, if it did already); -> its answer."""
-        chunks = [batch_pb.StagedChunk(handle=h, count=c) for m in messages if m is not None
-                  for h, c in zip(m.handles, m.counts, strict=True)]
+        ours = _ours(messages)
+        chunks = [batch_pb.StagedChunk(handle=h, count=c) for m in ours for h, c in zip(m.handles, m.counts, strict=True)]
         if sink_id is None:
-            sink_id = next((m.sink_id for m in messages if m is not None), None)
+            sink_id = next((m.sink_id for m in ours), None)
         if sink_id is None or (not chunks and self.options.sink_id is None):
             return None  # nothing was written: nothing to decide
         request = batch_pb.PublishStagedRequest(sink_id=sink_id, batch_id=batch_id, chunks=chunks, retain_ms=retain_s * 1000)
-        reply = _call(self.options.endpoint, "publish", request, self.options.publish_timeout_s)
+        reply: batch_pb.PublishStagedResponse = _call(self.options.endpoint, "publish", request, self.options.publish_timeout_s)
         if reply.status.code != pb.OK:
             raise _refused(f"publishing batch {batch_id} of sink {sink_id}", reply.status)
         return reply
 
-    def _abort(self, messages: list[RockmqCommitMessage | None]) -> None:
-        _discard(self.options, [h for m in messages if m is not None for h in m.handles])
+    def _abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        _discard(self.options, [h for m in _ours(messages) for h in m.handles])
+
+
+def _ours(messages: list[WriterCommitMessage | None]) -> list[RockmqCommitMessage]:
+    """The commit messages of tasks that wrote (Spark gives None for a failed one)."""
+    return [m for m in messages if isinstance(m, RockmqCommitMessage)]
 
 
 def _discard(options: SinkOptions, handles: list[bytes]) -> None:
@@ -300,7 +312,7 @@ def _discard(options: SinkOptions, handles: list[bytes]) -> None:
         pass
 
 
-def _task():
+def _task() -> TaskContext:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
@@ -312,7 +324,7 @@ def _task():
 class RockmqBatchWriter(_Sink, DataSourceArrowWriter):
     """`df.write.format("rockmq")`: one sink id per job (or `sinkId`/`batchId` from the options)."""
 
-    def __init__(self, options: dict, schema: StructType, overwrite: bool) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool) -> None:
         super().__init__(options, schema, overwrite)
         o = self.options
         self.sink_id = o.sink_id or f"batch-{uuid.uuid4().hex}"
@@ -325,10 +337,10 @@ class RockmqBatchWriter(_Sink, DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> RockmqCommitMessage:
         return self._stage(iterator, self.sink_id, self.batch_id, _task().partitionId())
 
-    def commit(self, messages: list[RockmqCommitMessage | None]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._publish(messages, self.sink_id, self.batch_id, self.retain_s)
 
-    def abort(self, messages: list[RockmqCommitMessage | None]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self._abort(messages)
 
 
@@ -343,9 +355,9 @@ class RockmqStreamWriter(_Sink, DataSourceStreamArrowWriter):
             raise RuntimeError("the rockmq stream writer found no streaming query id / batch id in its task")
         return self._stage(iterator, sink_id, int(batch_id), ctx.partitionId())
 
-    def commit(self, messages: list[RockmqCommitMessage | None], batchId: int) -> None:  # noqa: N803 (Spark's name)
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 (Spark's name)
         retain = self.options.retain_s if self.options.retain_s is not None else 0
         self._publish(messages, self.options.sink_id, batchId, retain)
 
-    def abort(self, messages: list[RockmqCommitMessage | None], batchId: int) -> None:  # noqa: N803
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         self._abort(messages)
