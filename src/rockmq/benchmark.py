@@ -3,7 +3,7 @@
 It starts nothing: point it at a broker (`--endpoint`) and pick a scenario.
 
 - produce-batch: SendMessage with `--batch` messages per request, `--concurrency` in flight.
-- produce-single: one message per SendMessage, 64 in flight (the official clients' pattern).
+- produce-single: one message per SendMessage, `--concurrency` in flight (the official clients' pattern).
 - consume: prefill `--messages` (batched), then POP them: ReceiveMessage streams plus one
   AckMessage per received batch; the figure is received-and-acked messages per second.
 - latency: one message per RPC at a steady `--rate`; p50/p90/p99/max in ms.
@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from multiprocessing.queues import Queue as ProcessQueue
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -56,6 +56,7 @@ START_TIMEOUT = 60.0  # spawned workers import grpc first; slow on a loaded 2-co
 MAX_ERROR_SAMPLES = 5
 SOAK_SAMPLE_S = 10.0
 SOAK_RECEIVE_BATCH = 128
+T = TypeVar("T")  # what one consume loop receives and acks: entries or receipt handles
 DEFAULT_CONCURRENCY = {"produce-batch": 32, "produce-single": 64, "consume": 8, "consume-batch": 4}
 
 
@@ -351,8 +352,15 @@ async def run_consume(client: Client, job: Job, tally: Tally) -> None:
     The figure ends at the last ack, so the final empty long poll does not dilute it. The
     `consume-batch` kind uses rockmq's BatchMessaging service instead of the v2 stream.
     """
+    if job.kind == "consume-batch":
+        await _consume(client, job, tally, receive_batched, ack_batched)
+    else:
+        await _consume(client, job, tally, receive, ack)
+
+
+async def _consume(client: Client, job: Job, tally: Tally, get: Callable[[Client, Tally, int], Awaitable[list[T] | None]],
+                   put: Callable[[Client, Tally, list[T]], Awaitable[None]]) -> None:
     remaining = job.quota or 0
-    get, put = (receive_batched, ack_batched) if job.kind == "consume-batch" else (receive, ack)
 
     async def stream() -> None:
         nonlocal remaining
@@ -687,7 +695,9 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument(
         "--concurrency",
         type=int,
-        help="requests/streams in flight, over all processes (default: produce-batch 8, produce-single 64, consume 8)",
+        help="requests (produce) or receive-then-ack loops (consume) in flight, over all processes (at least one per process); "
+             "default: " + ", ".join(f"{name} {n}" for name, n in DEFAULT_CONCURRENCY.items())
+             + " (consume's prefill as produce-batch); latency and soak keep their own schedule",
     )
     parser.add_argument("--processes", type=int, default=1, help="client processes sharing the load")
     parser.add_argument("--rate", type=float, default=1000.0, help="latency scenario: messages per second")

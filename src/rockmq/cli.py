@@ -167,11 +167,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from rockmq import allocator
+    from rockmq import malloc_tuning
     from rockmq.broker.server import serve
     from rockmq.broker.startup import CannotStart
 
-    allocator.tune()
+    malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of",
                                                 "default_queues", "auto_create_topics", "log_level")}

@@ -1,1 +1,3 @@
-"""Subscription filters: tag expressions (and, later, SQL92) evaluated on the broker."""
+"""Subscription filters, evaluated on the broker: tag expressions (`tags`), RocketMQ's SQL92
+expressions (`sql`), both applied to stored records (`record_filter`), and an index that matches one
+message against many subscriptions at once (`index`)."""

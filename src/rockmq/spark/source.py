@@ -40,10 +40,19 @@ difference. (pyspark 4.3 gives Python streaming sources no custom-metrics hook.)
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -58,6 +67,9 @@ from pyspark.sql.types import (
 
 from rockmq.spark import offsets as om
 from rockmq.spark.fetch import Brokers, DataLossError, SourceError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_MAX_PER_TRIGGER = 500_000
 DEFAULT_MAX_PER_PARTITION = 100_000
@@ -95,12 +107,12 @@ class RockmqDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return RockmqStreamReader(SourceOptions.parse(self.options, streaming=True, schema=schema))
 
-    def writer(self, schema, overwrite):
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rockmq.spark.sink import RockmqBatchWriter
 
         return RockmqBatchWriter(self.options, schema, overwrite)
 
-    def streamWriter(self, schema, overwrite):
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from rockmq.spark.sink import RockmqStreamWriter
 
         return RockmqStreamWriter(self.options, schema, overwrite)
@@ -120,7 +132,7 @@ class SourceOptions:
     timeout_s: float
 
     @classmethod
-    def parse(cls, options, *, streaming: bool, schema: StructType | None = None) -> SourceOptions:
+    def parse(cls, options: Mapping[str, str] | None, *, streaming: bool, schema: StructType | None = None) -> SourceOptions:
         opts = {str(k).lower(): str(v) for k, v in dict(options or {}).items()}
         if schema is not None and schema != SCHEMA:
             raise SourceError(f"the rockmq source has a fixed schema ({SCHEMA.simpleString()}); do not set another")
@@ -176,15 +188,15 @@ class QueueRange(InputPartition):
     timeout_s: float
 
 
-def read_range(partition: InputPartition):
+def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     """The partition's messages as Arrow record batches (one per Fetch reply)."""
     if not isinstance(partition, QueueRange):  # Spark's stand-in when there is nothing to read
         return
-    from rockmq import allocator
+    from rockmq import malloc_tuning
     from rockmq.spark.columnar import decode
     from rockmq.spark.fetch import fetch_replies
 
-    allocator.tune()  # Spark's Python worker receives replies of megabytes too (see rockmq.allocator)
+    malloc_tuning.tune()  # Spark's Python worker receives replies of megabytes too (see rockmq.malloc_tuning)
     p = partition
     for reply in fetch_replies(p.endpoint, p.topic, p.broker, p.queue_id, p.start, p.end,
                                fail_on_data_loss=p.fail_on_data_loss, max_records=FETCH_RECORDS, max_bytes=FETCH_BYTES,
@@ -231,7 +243,7 @@ class RockmqReader(DataSourceReader):
         end = om.resolve(opts.ending, queues, brokers.offset_at, "latest")
         return _partitions(opts, start, end, queues)
 
-    def read(self, partition: InputPartition):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(partition)
 
 
@@ -245,7 +257,7 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: om.Offsets | None = None  # for reportLatestOffset
         self._queues: list[om.QueueState] = []
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> om.Offsets:
         queues = self._queues = _discover(self.opts)
         try:
             om.check_json_queues(self.opts.starting, queues, "startingOffsets")
@@ -253,7 +265,7 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise SourceError(str(e)) from None
         return om.resolve(self.opts.starting, queues, self.opts.brokers().offset_at, "earliest")
 
-    def getDefaultReadLimit(self):
+    def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.opts.max_per_trigger) if self.opts.max_per_trigger else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -261,7 +273,7 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for q in _discover(self.opts):
             self._target.setdefault(q.topic, {})[q.key] = q.max_offset
 
-    def latestOffset(self, start: dict, limit) -> dict:
+    def latestOffset(self, start: om.Offsets, limit: ReadLimit) -> om.Offsets:
         queues = self._queues = _discover(self.opts)
         available: om.Offsets = {}
         effective = {t: dict(qs) for t, qs in start.items()}
@@ -293,10 +305,10 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         logging.getLogger(__name__).warning("rockmq: %s; skipping them (failOnDataLoss=false)", what)
 
-    def reportLatestOffset(self):
+    def reportLatestOffset(self) -> om.Offsets | None:
         return self._latest
 
-    def partitions(self, start: dict, end: dict) -> list[QueueRange]:
+    def partitions(self, start: om.Offsets, end: om.Offsets) -> list[QueueRange]:
         for topic, key, s, e in om.behind(start, end):  # a queue that went back: nothing to read, the end is the new position
             self._lost(f"queue {key} of topic {topic!r} went back from offset {s} to {e} (topic deleted and recreated?)")
         known = {(q.topic, q.broker) for q in self._queues}
@@ -304,8 +316,8 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._queues = _discover(self.opts)  # a restart replays its last batch before any latestOffset
         return _partitions(self.opts, start, end, self._queues)
 
-    def read(self, partition: InputPartition):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(partition)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: om.Offsets) -> None:
         """Nothing to do: the checkpoint is the truth, and the broker keeps no position for us."""

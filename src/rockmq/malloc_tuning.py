@@ -1,4 +1,4 @@
-"""glibc's allocator, set up for processes that build or receive replies of megabytes: the
+"""glibc malloc tuning for processes that build or receive replies of megabytes: the
 broker, and the Spark source's readers in Spark's Python workers.
 
 glibc serves an allocation above its mmap threshold (dynamic, at most 32 MiB) with fresh pages
