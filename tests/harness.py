@@ -54,18 +54,24 @@ class BrokerHarness:
         self.port = 0
         self._conn: Conn | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     # --- life ------------------------------------------------------------------------------
 
     def start(self) -> BrokerHarness:
         self._loop = loop = asyncio.new_event_loop()
-        threading.Thread(target=loop.run_forever, name="broker-harness", daemon=True).start()
+        self._thread = threading.Thread(target=loop.run_forever, name="broker-harness", daemon=True)
+        self._thread.start()
 
         async def boot() -> int:
             self.broker = Broker(self.settings)
             return await self.broker.start()
 
-        self.port = self.run(boot())
+        try:
+            self.port = self.run(boot())
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -76,9 +82,11 @@ class BrokerHarness:
         if self.broker is not None:
             self.run(self.broker.stop())
             self.broker = None
-        if self._loop is not None:
+        if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self._loop = None
+            self._thread.join(CALL_TIMEOUT_S)
+            self._loop.close()
+            self._loop = self._thread = None
 
     def restart(self, **overrides: Any) -> BrokerHarness:
         """A new broker on the same data directory (what a process restart sees), on a new port."""
