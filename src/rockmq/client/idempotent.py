@@ -288,7 +288,7 @@ class RedisStore:
                     previous = self._state(await pipe.get(name))
                     if previous not in _CLAIMABLE:
                         return previous
-                    pipe.multi()
+                    pipe.multi()  # type: ignore[no-untyped-call]  # untyped in redis itself
                     pipe.set(name, State.PROCESSING.value, px=_ttl_ms(deadline, now))
                     await pipe.execute()
                     return previous

@@ -49,7 +49,7 @@ def tags_as_sql(expression: str) -> str | None:
 def lane_filter(user: Filter, lane: str | None, live_lanes: Iterable[str] = (), fallback: bool = True) -> Filter:
     """The broker-side filter of a consumer: the user's condition and its lane's."""
     if lane is not None:
-        clause: str | None = f"{LANE_PROPERTY} = {_quote(lane)}"
+        clause = f"{LANE_PROPERTY} = {_quote(lane)}"
     else:
         others = sorted(set(live_lanes)) if fallback else None
         if others == []:

@@ -7,6 +7,7 @@ import json
 import os
 from collections import deque
 from collections.abc import Mapping
+from typing import Any
 
 from rockmq.client.queues import Queue
 
@@ -119,6 +120,6 @@ class LocalOffsetStore:
                 os.close(fd)
 
 
-def _valid(offsets: Mapping[object, object]) -> bool:
+def _valid(offsets: Mapping[Any, object]) -> bool:
     return all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
                for k, v in offsets.items())

@@ -204,7 +204,8 @@ class AsyncProducer:
     async def recall(self, topic: str, recall_handle: str) -> str:
         """Cancel a pending delayed message; -> its message id."""
         request = rpc.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=recall_handle)
-        return (await self.session.unary(self.session.access_point, "RecallMessage", request)).message_id
+        reply: rpc.RecallMessageResponse = await self.session.unary(self.session.access_point, "RecallMessage", request)
+        return reply.message_id
 
     async def _send(self, messages: list[Message], arg: Any, batch: bool) -> list[SendReceipt]:
         await self.start()

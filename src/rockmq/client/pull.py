@@ -104,9 +104,10 @@ class AsyncPullConsumer:
         """The group's committed offset of the queue (the next one to read); None if never committed."""
         request = rpc.GetOffsetRequest(group=pb.Resource(name=self.group), message_queue=_queue_pb(queue))
         try:
-            return (await self.session.unary(queue.endpoint, "GetOffset", request)).offset
+            reply: rpc.GetOffsetResponse = await self.session.unary(queue.endpoint, "GetOffset", request)
         except NotFound:
             return None
+        return reply.offset
 
     async def commit(self, queue: Queue, offset: int) -> None:
         """Record that the group has processed everything before `offset` in the queue."""
@@ -124,4 +125,5 @@ class AsyncPullConsumer:
         else:
             request.query_offset_policy = pb.TIMESTAMP
             request.timestamp.FromMilliseconds(_time_ms(where))
-        return (await self.session.unary(queue.endpoint, "QueryOffset", request)).offset
+        reply: rpc.QueryOffsetResponse = await self.session.unary(queue.endpoint, "QueryOffset", request)
+        return reply.offset

@@ -91,8 +91,13 @@ class _Owned:
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # orderly: set when the buffer gets a message
     buffer: deque[ReceivedMessage] = field(default_factory=deque)  # orderly: messages in offset order
     running: int = 0  # its messages inside a handler (or its retries) right now
-    puller: asyncio.Task | None = None
-    worker: asyncio.Task | None = None  # orderly: the queue's one worker
+    puller: asyncio.Task[None] | None = None
+    worker: asyncio.Task[None] | None = None  # orderly: the queue's one worker
+
+    def released(self) -> bool:
+        """`stopped`, read anew: a call, so no reader (or type checker) takes it as unchanged
+        across the awaits of a loop that began with it False."""
+        return self.stopped
 
     def commit_point(self) -> int:
         return self.window.committable() if self.window.in_flight else self.position  # type: ignore[return-value]
@@ -164,13 +169,13 @@ class AsyncPushConsumer:
         self._members: tuple[str, ...] = ()
         self._live_lanes: frozenset[str] = frozenset()
         self._endpoints: set[str] = {endpoint}
-        self._loops: list[asyncio.Task] = []
-        self._workers: list[asyncio.Task] = []  # the handler pool (orderly: per queue instead; POP: receive loops)
+        self._loops: list[asyncio.Task[None]] = []
+        self._workers: list[asyncio.Task[None]] = []  # the handler pool (orderly: per queue instead; POP: receive loops)
         # Pulled messages waiting for a free handler. Bounded by flow control: at most
         # max_cached_messages per owned queue are pulled and unfinished.
         self._work: asyncio.Queue[tuple[_Owned, ReceivedMessage]] = asyncio.Queue()
         self._simple: AsyncSimpleConsumer | None = None  # POP mode
-        self._receiving: set[asyncio.Task] = set()  # POP loops waiting in a receive (nothing to finish)
+        self._receiving: set[asyncio.Task[Any]] = set()  # POP loops waiting in a receive (nothing to finish)
         self._slots: asyncio.Semaphore | None = None
         self._rebalancing: asyncio.Lock | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -429,7 +434,7 @@ class AsyncPushConsumer:
                     log.warning("pull %s/%s:%d failed: %s", owned.queue.topic, owned.queue.broker, owned.queue.queue_id, e)
                     await asyncio.sleep(PAUSE_S)
                 continue
-            if owned.stopped:
+            if owned.released():
                 return
             for message in result.messages:
                 self._dispatch(owned, presented(message))
@@ -520,7 +525,7 @@ class AsyncPushConsumer:
                     log.error("group %s: message %s failed %d times; broadcast consumers skip it", self.group,
                               message.message_id, failures)
                     return True
-                while not owned.stopped:  # orderly: a dead letter now (the broker decides)
+                while not owned.released():  # orderly: a dead letter now (the broker decides)
                     if await self._send_back(message, failures, 0):
                         return True
                     await asyncio.sleep(PAUSE_S)

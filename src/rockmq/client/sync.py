@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.limits import BATCH_SIZE, INVISIBLE_S, SYNC_CONSUME_TIMEOUT_S, SYNC_SEND_TIMEOUT_S
@@ -57,7 +57,7 @@ class _Sync:
     def close(self) -> None:
         self._run(self._inner.close())
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -45,7 +45,7 @@ Checker = Callable[[ReceivedMessage], TransactionResolution | Awaitable[Transact
 
 
 async def end_transaction(session: Session, endpoint: str, topic: str, message_id: str, transaction_id: str,
-                          resolution: TransactionResolution, source: int) -> None:
+                          resolution: TransactionResolution, source: pb.TransactionSource) -> None:
     request = rpc.EndTransactionRequest(topic=pb.Resource(name=topic), message_id=message_id,
                                         transaction_id=transaction_id, resolution=resolution.value, source=source)
     await session.unary(endpoint, "EndTransaction", request)

@@ -102,7 +102,7 @@ class Brokers:
                                           broker=pb.Broker(name=queue.broker)),
             query_offset_policy=pb.TIMESTAMP)
         request.timestamp.FromMilliseconds(timestamp_ms)
-        reply = _retry(f"QueryOffset {queue.topic}/{queue.key}", queue.endpoint,
+        reply: rpc.QueryOffsetResponse = _retry(f"QueryOffset {queue.topic}/{queue.key}", queue.endpoint,
                        lambda: svc.MessagingServiceStub(channel(queue.endpoint)).QueryOffset(request, metadata=META,
                                                                                               timeout=self.timeout_s))
         if reply.status.code != pb.OK:
@@ -110,9 +110,13 @@ class Brokers:
         return reply.offset
 
 
-_fetch_calls: ChannelCache[grpc.UnaryUnaryMultiCallable] = ChannelCache(lambda endpoint: channel(endpoint).unary_unary(
-    "/rockmq.messaging.v1.BatchMessaging/Fetch", request_serializer=batch.FetchRequest.SerializeToString,
-    response_deserializer=parse_fetch_response))
+def _open_fetch(endpoint: str) -> grpc.UnaryUnaryMultiCallable[batch.FetchRequest, FetchReply]:
+    return channel(endpoint).unary_unary("/rockmq.messaging.v1.BatchMessaging/Fetch",
+                                         request_serializer=batch.FetchRequest.SerializeToString,
+                                         response_deserializer=parse_fetch_response)
+
+
+_fetch_calls = ChannelCache(_open_fetch)
 
 
 def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: int, end: int, *, fail_on_data_loss: bool,
@@ -125,7 +129,7 @@ def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: 
     call = _fetch_calls.get(endpoint)
     where = f"queue {broker}:{queue_id} of topic {topic!r}"
 
-    def ask(offset: int):
+    def ask(offset: int) -> grpc.Future[FetchReply]:
         request = batch.FetchRequest(topic=topic, queue_id=queue_id, offset=offset, end_offset=end, max_records=max_records,
                                      max_bytes=max_bytes)
         return call.future(request, metadata=META, timeout=timeout_s)

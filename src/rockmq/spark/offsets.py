@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from rockmq.when import parse_instant_ms
 
@@ -121,7 +123,7 @@ def check_json_queues(spec: OffsetSpec, queues: list[QueueState], option: str) -
                 raise ValueError(f"{option}: topic {topic!r} has no queue {key!r} (it has {sorted(known[topic])})")
 
 
-def resolve(spec: OffsetSpec, queues: list[QueueState], at_time, unlisted: str) -> Offsets:
+def resolve(spec: OffsetSpec, queues: list[QueueState], at_time: Callable[[QueueState, int], int], unlisted: str) -> Offsets:
     """Concrete offsets for `queues`. `at_time(queue, ms)` asks the queue's broker for the first
     offset stored at or after ms; `unlisted` ("earliest"/"latest") is for queues a JSON map omits."""
     out: Offsets = {}
@@ -131,12 +133,13 @@ def resolve(spec: OffsetSpec, queues: list[QueueState], at_time, unlisted: str) 
         elif spec.kind == "latest":
             off = q.max_offset
         elif spec.kind == "timestamp":
+            assert spec.timestamp_ms is not None
             off = at_time(q, spec.timestamp_ms)
         else:
-            off = _json_offset(spec.per_queue or {}, q)
-            if off is None:
-                off = EARLIEST if unlisted == "earliest" else LATEST
-            off = q.min_offset if off == EARLIEST else q.max_offset if off == LATEST else off
+            listed = _json_offset(spec.per_queue or {}, q)
+            if listed is None:
+                listed = EARLIEST if unlisted == "earliest" else LATEST
+            off = q.min_offset if listed == EARLIEST else q.max_offset if listed == LATEST else listed
         out.setdefault(q.topic, {})[q.key] = off
     return out
 
@@ -203,10 +206,10 @@ def behind(start: Offsets, end: Offsets) -> list[tuple[str, str, int, int]]:
     return [(t, k, start[t][k], e) for t, qs in end.items() for k, e in qs.items() if t in start and start[t].get(k, e) > e]
 
 
-def lag(progress_source: dict) -> dict[str, dict[str, int]]:
+def lag(progress_source: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Per-queue lag (latest - end) from one entry of a streaming query's progress `sources`
     (Spark shows the source's latest offsets there because the source reports them)."""
-    def load(v):
-        return json.loads(v) if isinstance(v, str) else (v or {})
+    def load(v: object) -> Offsets:
+        return cast(Offsets, json.loads(v) if isinstance(v, str) else (v or {}))
     end, latest = load(progress_source.get("endOffset")), load(progress_source.get("latestOffset"))
     return {t: {k: max(0, off - end.get(t, {}).get(k, 0)) for k, off in qs.items()} for t, qs in latest.items()}
