@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
+import waiting
 from rocketmq import (
     ClientConfiguration,
     ConsumeResult,
@@ -118,12 +119,11 @@ def receive_for(consumer: SimpleConsumer, seconds: float, invisible_s: int = 30,
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return predicate()
-        time.sleep(step)
-    return True
+    """`waiting.wait_for` answering False instead of failing: callers assert with their own message."""
+    try:
+        return bool(waiting.wait_for(predicate, timeout, step))
+    except AssertionError:
+        return False
 
 
 class RecordingListener(MessageListener):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 
 import pytest
+from waiting import wait_for
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
@@ -201,8 +201,8 @@ def test_moved_timers_free_their_blob_files(ctx):
     # A compaction over the fired timers' tombstones tells RocksDB which blobs are garbage
     # (the broker's own writes cause these all the time; the test asks for one).
     asyncio.run(ctx.store.compact("timers", b"", b"\xff" * 17))
-    deadline = time.monotonic() + 20
-    while blob_files_bytes() > pending_bytes * 0.2 and time.monotonic() < deadline:
+    def reclaimed() -> bool:
         ctx.store._db.flush()  # noqa: SLF001 - flushes are what let RocksDB schedule the garbage collecting compaction
-        time.sleep(0.2)
-    assert blob_files_bytes() < pending_bytes * 0.2
+        return blob_files_bytes() < pending_bytes * 0.2
+
+    wait_for(reclaimed, 20, 0.2, what="the fired timers' blob files reclaimed")
