@@ -81,6 +81,13 @@ class Settings:
     max_concurrent_rpcs: int = 20_000
     log_level: str = "INFO"
     # --- limits and batch sizes ---------------------------------------------------------------
+    max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
+    max_receive_batch: int = 1024  # messages one receive or pull hands out at most
+    max_reply_bytes: int = 16 * MiB  # ... and bytes (at least one message)
+    pop_scan_limit: int = 2048  # log entries one receive may skip per queue (filtered out)
+    pull_scan_limit: int = 4096  # the same for one pull
+    revive_batch: int = 1000  # expired deliveries revived per step
+    revive_dlq_bytes: int = 16 * MiB  # ... and dead-letter copies written per step
     # Fetch (BatchMessaging): the caps of a request that names none, and the most it may ask for.
     fetch_records: int = 4096
     fetch_bytes: int = 8 * MiB
@@ -98,9 +105,11 @@ class Settings:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port out of range: {self.port}")
         at_least_one = ("default_queues", "max_attempts", "max_body_size", "dedup_window_s", "max_delay_s",
-                        "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "fetch_records",
-                        "fetch_bytes", "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
-                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes")
+                        "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
+                        "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
+                        "revive_dlq_bytes", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
+                        "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch",
+                        "replication_ring_bytes")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -213,3 +213,15 @@ def test_a_long_poll_is_capped_by_the_broker(harness, unique, topic):
     code, got = harness.conn.receive(unique("g"), topic, poll_s=10, invisible_ms=LONG_MS)
     assert pb.Code.Name(code) == "MESSAGE_NOT_FOUND" and got == []
     assert 0.25 <= time.monotonic() - started < 3
+
+
+@pytest.mark.broker_settings(max_receive_batch=2, max_reply_bytes=1500)
+def test_receive_and_pull_stop_at_the_reply_caps_of_the_settings(harness, unique, topic):
+    """The caps come from Settings: at most max_receive_batch messages, and no more once
+    max_reply_bytes are reached (at least one message, however large)."""
+    harness.conn.send_ok(*(message(topic, f"s{i}") for i in range(3)), message(topic, b"L" * 2000), message(topic, "after"))
+    group = unique("g")
+    got = [bodies(harness.conn.receive(group, topic, batch=10, invisible_ms=LONG_MS)[1]) for _ in range(3)]
+    assert got == [[b"s0", b"s1"], [b"s2", b"L" * 2000], [b"after"]]
+    code, pulled, nxt = harness.conn.pull(unique("p"), topic, 0, 3, batch=10)
+    assert (pb.Code.Name(code), bodies(pulled), nxt) == ("OK", [b"L" * 2000], 4)

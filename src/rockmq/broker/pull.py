@@ -11,13 +11,11 @@ import asyncio
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
-from rockmq.broker.pop.service import MAX_REPLY_BYTES
 from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
 
-SCAN_LIMIT = 4096
 FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
 
 
@@ -37,7 +35,8 @@ class PullService:
         lo, hi = logs.min_offset(topic.id, queue_id), logs.max_offset(topic.id, queue_id)
         if offset < lo or offset > hi:
             raise BrokerError(pb.ILLEGAL_OFFSET, f"offset {offset} is outside the queue's range [{lo}, {hi}]")
-        batch_size = max(1, min(batch_size, 1024))
+        s = self.ctx.settings
+        batch_size = max(1, min(batch_size, s.max_receive_batch))
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
@@ -45,8 +44,8 @@ class PullService:
             out: list[bytes] = []
             size = 0
             position = offset
-            for off, record in logs.scan(topic.id, queue_id, offset, SCAN_LIMIT):
-                if len(out) >= batch_size or size >= MAX_REPLY_BYTES:
+            for off, record in logs.scan(topic.id, queue_id, offset, s.pull_scan_limit):
+                if len(out) >= batch_size or size >= s.max_reply_bytes:
                     break
                 position = off + 1
                 view = records.view(record)

@@ -24,8 +24,6 @@ from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 
-REVIVE_BATCH = 1000
-MAX_DEAD_BYTES = 16 * 1024 * 1024  # DLQ copies per revive step; the rest comes next round
 PARK_MS = 60_000  # a delivery revive could not handle is looked at again this much later
 
 
@@ -35,7 +33,7 @@ class Reviver:
         self.checkpoints = checkpoints
         self.fifo = fifo
         self._retry_seq = ctx.sequence_start
-        self.loop = DeadlineLoop("revive", self.revive_due, REVIVE_BATCH)
+        self.loop = DeadlineLoop("revive", self.revive_due, ctx.settings.revive_batch)
 
     def note(self, deadline_ms: int) -> None:
         """A delivery now expires at `deadline_ms`: wake up in time for it."""
@@ -56,7 +54,7 @@ class Reviver:
         return len(record)
 
     def revive_due(self) -> tuple[int, int | None]:
-        """Move up to REVIVE_BATCH expired deliveries; -> (moved, next deadline or None).
+        """Move up to `revive_batch` expired deliveries; -> (moved, next deadline or None).
 
         One entry that cannot be handled is parked for PARK_MS and logged; it never holds up
         the others. In-memory FIFO state changes only once the batch is written.
@@ -67,8 +65,8 @@ class Reviver:
         settled: list[Callable[[], None]] = []
         moved = dead_bytes = 0
         now = now_ms()
-        for e in self.checkpoints.expired(self.loop, now, REVIVE_BATCH):
-            if dead_bytes >= MAX_DEAD_BYTES:
+        for e in self.checkpoints.expired(self.loop, now, ctx.settings.revive_batch):
+            if dead_bytes >= ctx.settings.revive_dlq_bytes:  # the rest comes next round
                 break
             moved += 1
             gid, tid, qid, offset = e.group_id, e.topic_id, e.queue_id, e.offset

@@ -31,9 +31,6 @@ from rockmq.store.keys import POPPED
 
 log = logging.getLogger(__name__)
 
-MAX_INVISIBLE_MS = 12 * 3600 * 1000
-SCAN_LIMIT = 2048  # log entries one receive may skip per queue (filtered out)
-MAX_REPLY_BYTES = 16 * 1024 * 1024  # one receive hands out at most this much (at least one message)
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
@@ -105,9 +102,11 @@ class PopService:
             invisible_ms = self.renewals.invisible_ms
         else:
             renew_for = None  # the consumer chose its invisible time: nothing to renew
-        if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
-            raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in (0, 12 h], not {invisible_ms} ms")
-        batch_size = max(1, min(batch_size, 1024))
+        s = self.ctx.settings
+        if not 0 < invisible_ms <= s.max_invisible_ms:
+            raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME,
+                              f"invisible duration must be in (0, {s.max_invisible_ms}] ms, not {invisible_ms} ms")
+        batch_size = max(1, min(batch_size, s.max_receive_batch))
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
@@ -147,9 +146,10 @@ class PopService:
         fifo = self.fifo if group.fifo else None
         accept = sub.accept if sub is not None else accept_all
         checkpoints = self.checkpoints
+        max_reply_bytes = ctx.settings.max_reply_bytes
 
         def full() -> bool:
-            return len(out) >= batch_size or size >= MAX_REPLY_BYTES
+            return len(out) >= batch_size or size >= max_reply_bytes
 
         def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
             nonlocal size
@@ -208,7 +208,7 @@ class PopService:
                         deliver(qid, offset, records.view(record), 1)
             else:  # scan the log and evaluate (no index, or entries written before it)
                 position = begin
-                for offset, record in ctx.logs.scan(tid, qid, begin, SCAN_LIMIT):
+                for offset, record in ctx.logs.scan(tid, qid, begin, ctx.settings.pop_scan_limit):
                     if full() or offset >= indexed_from:
                         break
                     position = offset + 1
@@ -255,8 +255,9 @@ class PopService:
 
     def change_invisible(self, group: GroupConfig, topic: TopicConfig, handle: str, invisible_ms: int) -> str:
         """Move a delivery's visibility deadline to now + invisible_ms; returns the new handle."""
-        if not 0 <= invisible_ms <= MAX_INVISIBLE_MS:
-            raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in [0, 12 h], not {invisible_ms} ms")
+        limit = self.ctx.settings.max_invisible_ms
+        if not 0 <= invisible_ms <= limit:
+            raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be in [0, {limit}] ms, not {invisible_ms} ms")
         found = self.checkpoints.verify(group.id, topic.id, handle)
         new_deadline = now_ms() + invisible_ms
         batch = self.ctx.store.batch()
