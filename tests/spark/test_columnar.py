@@ -5,7 +5,6 @@ no JVM."""
 from __future__ import annotations
 
 import itertools
-import struct
 from array import array
 
 import pyarrow as pa
@@ -86,15 +85,19 @@ def test_columns_hold_what_was_sent():
         8, None, [], [], b"", None)
 
 
-def test_outside_the_layout_falls_back_to_protobuf():
+def test_a_record_of_another_version_is_a_clear_error_on_both_paths():
     good = sealed(0, b"abc", "t", ["k"], {"p": "v"}, 1_000)
     other_version = bytes([2]) + good[1:]
-    with pytest.raises(columnar.Fallback):
-        columnar.decode_fast("orders", "b", 0, 0, *pack([good, other_version]), 2)
-    # decode() falls back for the batch: the simple decoder reads version 2 records the same way
-    assert columnar.decode("orders", "b", 0, 0, *pack([good, other_version]), 2).column("body").to_pylist() == [b"abc", b"abc"]
+    with pytest.raises(records.RecordVersionError, match="record version 2 .* reads version 1"):
+        columnar.decode("orders", "b", 0, 0, *pack([good, other_version]), 2)
+    with pytest.raises(records.RecordVersionError, match="record version 2"):
+        decode_simple("orders", "b", 0, 0, [good, other_version])
+
+
+def test_outside_the_layout_falls_back_to_protobuf():
+    good = sealed(0, b"abc", "t", ["k"], {"p": "v"}, 1_000)
     # lengths that run past their record: the fast path refuses them rather than read another record's bytes
-    header = struct.Struct(">BQHHI")
+    header = records.HEADER
     version, store_ms, tag_len, group_len, rest_len = header.unpack_from(good)
     long_rest = header.pack(version, store_ms, tag_len, group_len, rest_len + 500) + good[header.size:]
     cut_body = good[:header.size + tag_len + group_len + rest_len - 2]  # ends inside the body

@@ -2,7 +2,11 @@
 
 import hashlib
 
+import pytest
+
 from rockmq.protocol import pb, records, rpc
+from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.wire import delimited, read_varint
 
 
 def _message(**sp) -> pb.Message:
@@ -33,7 +37,7 @@ def test_untagged_record_has_no_tag():
 
 def test_delivery_fields_are_spliced_into_the_one_system_properties_field():
     rec = records.place(records.seal(_message(tag="a"), "h"), 0, 5, 1)
-    frame = records.frame(2, records.view(rec).message(records.delivery_fields("RH", 3, 1500)))
+    frame = delimited(ReceivedMessage.MESSAGE, records.view(rec).message(records.delivery_fields("RH", 3, 1500)))
     resp = rpc.ReceiveMessageResponse.FromString(frame)
     sp = resp.message.system_properties
     assert resp.WhichOneof("content") == "message"
@@ -47,9 +51,9 @@ def _count_field(buf: bytes, number: int) -> int:
     """Count occurrences of a length-delimited top-level field in a serialized message."""
     i, n = 0, 0
     while i < len(buf):
-        key, i = records.read_varint(buf, i)
+        key, i = read_varint(buf, i)
         assert key & 7 == 2
-        length, i = records.read_varint(buf, i)
+        length, i = read_varint(buf, i)
         n += key >> 3 == number
         i += length
     return n
@@ -57,7 +61,7 @@ def _count_field(buf: bytes, number: int) -> int:
 
 def test_message_frame_handles_long_payloads():
     payload = pb.Message(body=b"x" * 300_000).SerializeToString()
-    assert rpc.PullMessageResponse.FromString(records.frame(2, payload)).message.body == b"x" * 300_000
+    assert rpc.PullMessageResponse.FromString(delimited(ReceivedMessage.MESSAGE, payload)).message.body == b"x" * 300_000
 
 
 def test_placing_overrides_placement_fields_a_client_sent_and_reads_group_from_header():
@@ -69,3 +73,29 @@ def test_placing_overrides_placement_fields_a_client_sent_and_reads_group_from_h
     sp = records.decode(records.place(sealed, 2, 9, 5000)).system_properties
     assert (sp.queue_id, sp.queue_offset, sp.store_timestamp.ToNanoseconds()) == (2, 9, 5_000_000_000)
     assert records.view(records.place(sealed, 2, 9, 5000)).store_ms == 5000
+
+
+def test_a_record_of_another_version_is_refused_not_misread():
+    rec = bytearray(records.place(records.seal(_message(tag="a", message_group="g"), "h"), 0, 5, 1))
+    rec[0] = 7
+    for read in (records.view, records.message_group, records.store_ms, records.decode):
+        with pytest.raises(records.RecordVersionError, match="record version 7 is not one this rockmq reads"):
+            read(bytes(rec))
+
+
+def test_header_layout_matches_the_header():
+    assert records.HEADER.format == ">BQHHI" and records.HEADER.size == 17
+    assert records.HEADER_LAYOUT == {"version": (0, 1), "store_ms": (1, 8), "tag_len": (9, 2), "group_len": (11, 2),
+                                     "rest_len": (13, 4)}
+
+
+def test_sealing_from_parts_reads_as_sealing_the_message():
+    m = _message(tag="a", message_group="g")
+    m.system_properties.body_digest.type = pb.SHA1
+    m.system_properties.body_digest.checksum = hashlib.sha1(m.body).hexdigest().upper()
+    sp_bytes = m.system_properties.SerializeToString()
+    rest = pb.Message(topic=m.topic, user_properties=m.user_properties, body=m.body).SerializeToString()
+    from_parts = b"".join(records.seal_parts(pb.SystemProperties.FromString(sp_bytes), rest, sp_bytes, "h:1"))
+    from_message = records.seal(m, "h:1")
+    assert records.decode(from_parts) == records.decode(from_message)
+    assert records.view(from_parts)[:3] == records.view(from_message)[:3]

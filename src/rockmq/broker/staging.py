@@ -45,6 +45,8 @@ from rockmq.broker.dedup import Dedup
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
+from rockmq.protocol.field_keys import Message
+from rockmq.protocol.wire import delimited
 from rockmq.store import framing, keys
 from rockmq.store.db import Batch
 
@@ -57,9 +59,6 @@ _LEN = framing.LEN
 _SINK_STATE = struct.Struct(">qQ")  # last published batch id · forget after (ms, 0: never)
 _JOB_HEAD = struct.Struct(">H")  # sink id length
 _VALUE = b"S"
-_RECORD_HEADER = struct.Struct(">BQHHI")  # records: version · store ms · tag, group, rest lengths
-_SYSTEM_PROPERTIES, _STORE_HOST = 3, 10  # field numbers in Message, SystemProperties
-_IDENTITY = bytes([5 << 3, pb.IDENTITY])  # SystemProperties.body_encoding
 
 BUCKET_MS = 60_000
 DEFAULT_TTL_MS = 3_600_000
@@ -121,7 +120,7 @@ class StagingService:
         checked: list[tuple[pb.Message, validate.Target]] = []
         for i, (sp_bytes, rest) in enumerate(zip(system_properties, contents, strict=True)):
             try:
-                msg = pb.Message.FromString(rest + records.frame(_SYSTEM_PROPERTIES, sp_bytes))
+                msg = pb.Message.FromString(rest + delimited(Message.SYSTEM_PROPERTIES, sp_bytes))
             except DecodeError:
                 raise BrokerError(pb.BAD_REQUEST, f"message {i}: not a serialized message") from None
             try:
@@ -130,21 +129,15 @@ class StagingService:
             except BrokerError as e:
                 raise BrokerError(e.code, f"message {i} ({msg.system_properties.message_id or 'no id'}): {e.message}") from None
             checked.append((msg, check.target))
-        host = records.frame(_STORE_HOST, ctx.logs.store_host.encode())
         parts = [_VALUE, b"\x01" if deduplicate else b"\x00"]
         for (msg, target), sp_bytes, rest in zip(checked, system_properties, contents, strict=True):
             topic = ctx.ensure_topic(target)  # every message passed: new topics are created now
             sp = msg.system_properties
-            tag = sp.tag.encode() if sp.HasField("tag") else b""
-            group = sp.message_group.encode() if sp.HasField("message_group") else b""
             due = validate.delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
             mid = sp.message_id.encode()
-            # records.seal's layout, from the parts as they came (the store host appended last wins).
-            encoding = b"" if sp.body_encoding else _IDENTITY
-            size = _RECORD_HEADER.size + len(tag) + len(group) + len(rest) + len(sp_bytes) + len(host) + len(encoding)
-            parts.append(_ENTRY.pack(topic.id, due, len(mid)) + mid + _LEN.pack(size)
-                         + _RECORD_HEADER.pack(records.VERSION, 0, len(tag), len(group), len(rest)) + tag + group)
-            parts += (rest, sp_bytes, host, encoding)
+            sealed = records.seal_parts(sp, rest, sp_bytes, ctx.logs.store_host)
+            parts.append(_ENTRY.pack(topic.id, due, len(mid)) + mid + _LEN.pack(sum(map(len, sealed))))
+            parts += sealed
         handle = _HANDLE.pack((now_ms() + ttl) // BUCKET_MS + 1, next(self._seq))
         batch = self.ctx.store.batch()
         batch.put("staging", _chunk_key(handle), b"".join(parts))

@@ -12,24 +12,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rockmq.protocol import pb
-from rockmq.protocol.records import frame, read_varint, varint
+from rockmq.protocol import batch, pb
+from rockmq.protocol.field_keys import FetchResponse, number
+from rockmq.protocol.wire import delimited, read_varint, varint
 
-_STATUS, _FIRST_OFFSET, _COUNT, _RECORDS, _OFFSETS, _MIN_OFFSET, _MAX_OFFSET = range(1, 8)
-_INT_FIELDS = {_FIRST_OFFSET: "first_offset", _COUNT: "count", _MIN_OFFSET: "min_offset", _MAX_OFFSET: "max_offset"}
+_F = batch.FetchResponse.DESCRIPTOR
+_STATUS, _RECORDS, _OFFSETS = (number(_F, name) for name in ("status", "records", "offsets"))
+_INT_FIELDS = {number(_F, name): name for name in ("first_offset", "count", "min_offset", "max_offset")}
 
 
-def _int_field(number: int, value: int) -> bytes:
-    return varint(number << 3) + varint(value & 0xFFFFFFFFFFFFFFFF) if value else b""
+def _int_field(key: bytes, value: int) -> bytes:
+    return key + varint(value & 0xFFFFFFFFFFFFFFFF) if value else b""
 
 
 def encode_fetch_response(status: pb.Status, first_offset: int, records: Sequence[bytes], offsets: bytes,
                           min_offset: int, max_offset: int) -> bytes:
     """A serialized FetchResponse holding `records` back to back; `offsets` as the field says."""
     size = sum(map(len, records))
-    head = (frame(_STATUS, status.SerializeToString()) + _int_field(_FIRST_OFFSET, first_offset)
-            + _int_field(_COUNT, len(records)) + (varint((_RECORDS << 3) | 2) + varint(size) if size else b""))
-    tail = (frame(_OFFSETS, offsets) + _int_field(_MIN_OFFSET, min_offset) + _int_field(_MAX_OFFSET, max_offset))
+    head = (delimited(FetchResponse.STATUS, status.SerializeToString()) + _int_field(FetchResponse.FIRST_OFFSET, first_offset)
+            + _int_field(FetchResponse.COUNT, len(records)) + (FetchResponse.RECORDS + varint(size) if size else b""))
+    tail = (delimited(FetchResponse.OFFSETS, offsets) + _int_field(FetchResponse.MIN_OFFSET, min_offset)
+            + _int_field(FetchResponse.MAX_OFFSET, max_offset))
     return b"".join((head, *records, tail))
 
 
@@ -54,19 +57,19 @@ def parse_fetch_response(raw: bytes) -> FetchReply:
     at = 0
     while at < len(raw):
         key, at = read_varint(raw, at)
-        number, wire = key >> 3, key & 7
+        field, wire = key >> 3, key & 7
         if wire == 0:
             value, at = read_varint(raw, at)
-            if number in _INT_FIELDS:
-                setattr(reply, _INT_FIELDS[number], value - (1 << 64) if value >= 1 << 63 else value)
+            if field in _INT_FIELDS:
+                setattr(reply, _INT_FIELDS[field], value - (1 << 64) if value >= 1 << 63 else value)
         elif wire == 2:
             size, at = read_varint(raw, at)
-            if number == _STATUS:
+            if field == _STATUS:
                 status = pb.Status.FromString(raw[at:at + size])
                 reply.code, reply.message = status.code, status.message
-            elif number == _RECORDS:
+            elif field == _RECORDS:
                 reply.records = view[at:at + size]
-            elif number == _OFFSETS:
+            elif field == _OFFSETS:
                 reply.offsets = view[at:at + size]
             at += size
         elif wire in (1, 5):

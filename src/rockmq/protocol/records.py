@@ -22,16 +22,25 @@ import struct
 from typing import NamedTuple
 
 from rockmq.protocol import pb
+from rockmq.protocol.field_keys import Message, SystemProperties, Timestamp
+from rockmq.protocol.wire import delimited, varint
 
-_HEADER = struct.Struct(">BQHHI")
-_VERSION_AND_STORE_MS = struct.Struct(">BQ")  # the header's start: what `place` rewrites
 VERSION = 1
-_SYSTEM_PROPERTIES = 3  # field number of Message.system_properties
-_SYSTEM_PROPERTIES_KEY = bytes([_SYSTEM_PROPERTIES << 3 | 2])
-# Keys of the SystemProperties fields encoded by hand here: (field number << 3) | wire type.
-_STORE_TIMESTAMP, _QUEUE_ID, _QUEUE_OFFSET = bytes([9 << 3 | 2]), bytes([13 << 3]), bytes([14 << 3])
-_RECEIPT_HANDLE, _INVISIBLE_DURATION = bytes([12 << 3 | 2]), bytes([15 << 3 | 2])
-_DELIVERY_ATTEMPT = bytes([16 << 3, 1])  # field 16 needs a two-byte key
+_HEADER_FIELDS = (("version", "B"), ("store_ms", "Q"), ("tag_len", "H"), ("group_len", "H"), ("rest_len", "I"))
+HEADER = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS))
+# Each header field's (offset, width), for readers that cut headers column-wise (spark/columnar.py).
+HEADER_LAYOUT = {name: (struct.calcsize(">" + "".join(code for _, code in _HEADER_FIELDS[:i])), struct.calcsize(">" + code))
+                 for i, (name, code) in enumerate(_HEADER_FIELDS)}
+_VERSION_AND_STORE_MS = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS[:2]))  # what `place` rewrites
+IDENTITY_ENCODING = SystemProperties.BODY_ENCODING + varint(pb.IDENTITY)  # the field, encoded
+
+
+class RecordVersionError(ValueError):
+    """A record in a layout this rockmq does not read: written by a newer release, or not a record."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"stored record version {version} is not one this rockmq reads (it reads version {VERSION}): "
+                         "written by a newer rockmq?")
 
 
 class RecordView(NamedTuple):
@@ -47,7 +56,11 @@ class RecordView(NamedTuple):
         """The serialized Message, with `delivery` (see `delivery_fields`) spliced in: one copy
         of the record's bytes, made once."""
         sp = self.system_properties
-        return b"".join((self.rest, _SYSTEM_PROPERTIES_KEY, varint(len(sp) + len(delivery)), sp, delivery))
+        return b"".join((self.rest, Message.SYSTEM_PROPERTIES, varint(len(sp) + len(delivery)), sp, delivery))
+
+
+def _head(tag: bytes, group: bytes, rest_len: int) -> bytes:
+    return HEADER.pack(VERSION, 0, len(tag), len(group), rest_len) + tag + group
 
 
 def seal(msg: pb.Message, store_host: str) -> bytes:
@@ -70,7 +83,23 @@ def seal(msg: pb.Message, store_host: str) -> bytes:
     sp_bytes = sp.SerializeToString()
     msg.ClearField("system_properties")
     rest = msg.SerializeToString()
-    return _HEADER.pack(VERSION, 0, len(tag), len(group), len(rest)) + tag + group + rest + sp_bytes
+    return _head(tag, group, len(rest)) + rest + sp_bytes
+
+
+def seal_parts(sp: pb.SystemProperties, rest: bytes, sp_bytes: bytes, store_host: str) -> tuple[bytes, bytes, bytes, bytes]:
+    """`seal` for a message received in its two serialized parts (`rest`, and `sp_bytes` parsed as
+    `sp`, with its body digest already checked): the record is these parts joined, so the body is
+    not copied here. The store host, and IDENTITY if no body encoding is named, are appended to
+    the system properties (a parser keeps a field's last value)."""
+    tag = sp.tag.encode() if sp.HasField("tag") else b""
+    group = sp.message_group.encode() if sp.HasField("message_group") else b""
+    added = _store_host(store_host) + (b"" if sp.body_encoding else IDENTITY_ENCODING)
+    return _head(tag, group, len(rest)), rest, sp_bytes, added
+
+
+@functools.lru_cache(maxsize=4)
+def _store_host(store_host: str) -> bytes:
+    return delimited(SystemProperties.STORE_HOST, store_host.encode())
 
 
 def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int) -> bytes:
@@ -82,16 +111,25 @@ def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int)
                      _store_timestamp(store_ms)))
 
 
+_QUEUE_ID, _QUEUE_OFFSET = SystemProperties.QUEUE_ID, SystemProperties.QUEUE_OFFSET
+
+
+def timestamp(seconds: int, nanos: int) -> bytes:
+    """A serialized google.protobuf.Timestamp (or Duration: the same fields), zero fields left out."""
+    return (Timestamp.SECONDS + varint(seconds) if seconds else b"") + (Timestamp.NANOS + varint(nanos) if nanos else b"")
+
+
 @functools.lru_cache(maxsize=8)  # a batch of appends shares one store time
 def _store_timestamp(store_ms: int) -> bytes:
     seconds, millis = divmod(store_ms, 1000)
-    timestamp = b"\x08" + varint(seconds) + (b"\x10" + varint(millis * 1_000_000) if millis else b"")
-    return _STORE_TIMESTAMP + varint(len(timestamp)) + timestamp
+    return delimited(SystemProperties.STORE_TIMESTAMP, timestamp(seconds, millis * 1_000_000))
 
 
 def view(record: bytes | memoryview) -> RecordView:
-    _, store_ms, tag_len, group_len, rest_len = _HEADER.unpack_from(record)
-    a = _HEADER.size
+    version, store_ms, tag_len, group_len, rest_len = HEADER.unpack_from(record)
+    if version != VERSION:
+        raise RecordVersionError(version)
+    a = HEADER.size
     b = a + tag_len
     c = b + group_len
     d = c + rest_len
@@ -102,13 +140,18 @@ def view(record: bytes | memoryview) -> RecordView:
 
 def message_group(record: bytes | memoryview) -> str | None:
     """The record's message group, read from the header alone."""
-    _, _, tag_len, group_len, _ = _HEADER.unpack_from(record)
-    start = _HEADER.size + tag_len
+    version, _, tag_len, group_len, _ = HEADER.unpack_from(record)
+    if version != VERSION:
+        raise RecordVersionError(version)
+    start = HEADER.size + tag_len
     return str(record[start:start + group_len], "utf-8") if group_len else None
 
 
 def store_ms(record: bytes) -> int:
-    return _HEADER.unpack_from(record)[1]
+    version, stored = _VERSION_AND_STORE_MS.unpack_from(record)
+    if version != VERSION:
+        raise RecordVersionError(version)
+    return int(stored)
 
 
 def message_id(record: bytes | memoryview) -> str:
@@ -122,51 +165,11 @@ def decode(record: bytes) -> pb.Message:
 
 def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
     """The per-delivery system properties, encoded alone, for `RecordView.message()`."""
-    handle = receipt_handle.encode()
-    return _RECEIPT_HANDLE + varint(len(handle)) + handle + _delivery_tail(invisible_ms, attempt)
+    return delimited(SystemProperties.RECEIPT_HANDLE, receipt_handle.encode()) + _delivery_tail(invisible_ms, attempt)
 
 
 @functools.lru_cache(maxsize=64)  # a receive hands out many messages with the same two values
 def _delivery_tail(invisible_ms: int, attempt: int) -> bytes:
     seconds, millis = divmod(invisible_ms, 1000)
-    duration = (b"\x08" + varint(seconds) if seconds else b"") + (b"\x10" + varint(millis * 1_000_000) if millis else b"")
-    return _INVISIBLE_DURATION + varint(len(duration)) + duration + _DELIVERY_ATTEMPT + varint(attempt)
-
-
-_ONE_BYTE = [bytes([i]) for i in range(128)]
-
-
-def varint(n: int) -> bytes:
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    if n < 0x4000:
-        return bytes((n & 0x7F | 0x80, n >> 7))
-    if n < 0x200000:  # queue offsets, mostly
-        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
-    out = []
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def read_varint(data: bytes, at: int) -> tuple[int, int]:
-    """The varint at `data[at:]` -> (value, position after it)."""
-    value = shift = 0
-    while True:
-        b = data[at]
-        at += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, at
-        shift += 7
-
-
-def frame(field_number: int, message: bytes) -> bytes:
-    """Encode `message` (already serialized) as a length-delimited field of an outer message.
-
-    Used to build `ReceiveMessageResponse{message}` / `PullMessageResponse{message}` straight
-    from stored bytes.
-    """
-    return varint((field_number << 3) | 2) + varint(len(message)) + message
+    return (delimited(SystemProperties.INVISIBLE_DURATION, timestamp(seconds, millis * 1_000_000))
+            + SystemProperties.DELIVERY_ATTEMPT + varint(attempt))

@@ -7,13 +7,13 @@ to this for any batch outside the layout rockmq's broker writes.
 
 from __future__ import annotations
 
-import struct
 from array import array
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rockmq.protocol import pb
+from rockmq.protocol.records import view
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 # What pyspark's to_arrow_schema makes of the source's Spark schema (checked in the tests): Spark
@@ -33,9 +33,6 @@ SCHEMA = pa.schema([
 ])
 DDL = ("topic STRING, queue_id INT, queue_offset BIGINT, message_id STRING, tag STRING, keys ARRAY<STRING>, "
        "properties MAP<STRING,STRING>, body BINARY, born_timestamp TIMESTAMP, store_timestamp TIMESTAMP, broker STRING")
-
-_HEADER = struct.Struct(">BQHHI")  # rockmq.protocol.records: version, store_ms, tag_len, group_len, rest_len
-
 
 _iota = pa.array([], pa.int64())
 
@@ -64,15 +61,14 @@ def constant_columns(topic: str, broker: str, queue_id: int, first_offset: int, 
 
 
 def decode_simple(topic: str, broker: str, queue_id: int, first_offset: int, records: list[bytes]) -> pa.RecordBatch:
-    """One record batch of `records` (consecutive offsets from `first_offset`), via protobuf."""
+    """One record batch of `records` (consecutive offsets from `first_offset`), via protobuf.
+    A record of another version is a `RecordVersionError` (rockmq.protocol.records)."""
     ids, tags, keys, props, bodies, born, stored = [], [], [], [], [], [], []
-    parse_rest, parse_sp, unpack = pb.Message.FromString, pb.SystemProperties.FromString, _HEADER.unpack_from
+    parse_rest, parse_sp = pb.Message.FromString, pb.SystemProperties.FromString
     for record in records:
-        _, store_ms, tag_len, group_len, rest_len = unpack(record)
-        rest_at = _HEADER.size + tag_len + group_len
-        sp_at = rest_at + rest_len
-        m = parse_rest(record[rest_at:sp_at])
-        sp = parse_sp(record[sp_at:])
+        parts = view(record)
+        m = parse_rest(bytes(parts.rest))
+        sp = parse_sp(bytes(parts.system_properties))
         ids.append(sp.message_id)
         tags.append(sp.tag or None)  # no tag and an empty one are the same to RocketMQ
         keys.append(list(sp.keys))
@@ -80,7 +76,7 @@ def decode_simple(topic: str, broker: str, queue_id: int, first_offset: int, rec
         bodies.append(m.body)
         ts = sp.born_timestamp
         born.append(ts.seconds * 1_000_000 + ts.nanos // 1000 if sp.HasField("born_timestamp") else None)
-        stored.append(store_ms * 1000)
+        stored.append(parts.store_ms * 1000)
     columns = constant_columns(topic, broker, queue_id, first_offset, len(records))
     columns.update({
         "message_id": pa.array(ids, pa.string()),

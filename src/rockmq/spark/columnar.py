@@ -6,9 +6,9 @@ messages of 1 KiB a batch).
 Records are walked as protobuf in lock step: each round reads the next field of every record at
 once (tag varint, length varint, where the field ends). What the walk finds becomes positions
 in the fetched buffer, and columns are cut out of it with one `take` per column (see `_cut`).
-Anything outside the layout rockmq's broker writes (another record version, group wire types,
-fields running past their record...) falls back to `arrow.decode_simple` for the batch, which
-is also the oracle the tests compare this with.
+Anything else outside the layout rockmq's broker writes (group wire types, fields running past
+their record...) falls back to `arrow.decode_simple` for the batch, which is also the oracle the
+tests compare this with. A record of another version is an error (`records.RecordVersionError`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rockmq.protocol.records import HEADER, HEADER_LAYOUT, VERSION, RecordVersionError
 from rockmq.spark.arrow import SCHEMA, TIMESTAMP, constant_columns, decode_simple, iota, record_slices
 
 I64 = pa.int64()
-_S = {v: pa.scalar(v, I64) for v in (0, 1, 2, 3, 4, 5, 7, 8, 17, 0x7F, 0x80, 1000, 1_000_000)}
+_S = {v: pa.scalar(v, I64) for v in (0, 1, 2, 3, 4, 5, 7, 8, HEADER.size, 0x7F, 0x80, 1000, 1_000_000)}
 _FALSE = pa.scalar(False, pa.bool_())  # typed: an untyped pa.scalar looks for numpy (an import search) each call
 _ZERO = pa.array([0], pa.int32())
 _TO_I64 = pc.CastOptions.unsafe(I64)
@@ -177,9 +178,14 @@ def _offsets(count: pa.Array) -> pa.Array:
     return pa.concat_arrays([_ZERO, pc.call_function("cast", [pc.cumulative_sum(count)], _TO_I32)])
 
 
-def _big_endian(records: pa.Array, at: int, width: int, kind: pa.DataType) -> pa.Array:
-    """An unsigned big-endian field at a fixed place of every record, as ints: slice the bytes
-    out, reverse them to little-endian, and read the buffer as ints (no per-record Python)."""
+_UNSIGNED = {1: pa.uint8(), 2: pa.uint16(), 4: pa.uint32(), 8: pa.uint64()}
+
+
+def _header_field(records: pa.Array, name: str) -> pa.Array:
+    """A field of every record's header (records.HEADER_LAYOUT), as ints: slice its big-endian
+    bytes out, reverse them to little-endian, and read the buffer as ints (no per-record Python)."""
+    at, width = HEADER_LAYOUT[name]
+    kind = _UNSIGNED[width]
     flipped = pc.binary_reverse(pc.binary_slice(records, at, at + width))
     return _i64(pa.Array.from_buffers(kind, len(records), [None, flipped.buffers()[2]], offset=0))
 
@@ -202,18 +208,19 @@ def decode_fast(topic: str, broker: str, queue_id: int, first_offset: int, recor
     ends_buf = pa.py_buffer(offsets)
     starts = _i64(pa.Array.from_buffers(pa.int32(), n, [None, ends_buf]))
     ends = _i64(pa.Array.from_buffers(pa.int32(), n, [None, ends_buf], offset=1))
-    if pc.min(pc.subtract(ends, starts)).as_py() < 17 or pc.max(ends).as_py() != len(records):
+    if pc.min(pc.subtract(ends, starts)).as_py() < HEADER.size or pc.max(ends).as_py() != len(records):
         raise Fallback("a record shorter than its header")
     rec = pa.Array.from_buffers(pa.binary(), n, [None, ends_buf, data.buffer])
 
-    # Header (rockmq.protocol.records): version:u8 store_ms:u64 tag_len:u16 group_len:u16 rest_len:u32.
-    if pc.any(pc.not_equal(_big_endian(rec, 0, 1, pa.uint8()), _s(1))).as_py():
-        raise Fallback("a record version other than 1")
-    store_ms = _big_endian(rec, 1, 8, pa.uint64())
-    tag_len = _big_endian(rec, 9, 2, pa.uint16())
-    group_len = _big_endian(rec, 11, 2, pa.uint16())
-    rest_len = _big_endian(rec, 13, 4, pa.uint32())
-    tag_at = pc.add(starts, _s(17))
+    version = _header_field(rec, "version")
+    other = pc.not_equal(version, _s(VERSION))
+    if pc.any(other).as_py():
+        raise RecordVersionError(pc.filter(version, other)[0].as_py())
+    store_ms = _header_field(rec, "store_ms")
+    tag_len = _header_field(rec, "tag_len")
+    group_len = _header_field(rec, "group_len")
+    rest_len = _header_field(rec, "rest_len")
+    tag_at = pc.add(starts, _s(HEADER.size))
     rest_at = pc.add(pc.add(tag_at, tag_len), group_len)
     sp_at = pc.add(rest_at, rest_len)
     if pc.any(pc.greater(sp_at, ends)).as_py():

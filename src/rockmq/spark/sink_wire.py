@@ -16,32 +16,23 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from rockmq.protocol.records import varint
+from rockmq.protocol import pb, records
+from rockmq.protocol.field_keys import Digest, MapEntry, Message, Resource, StageRequest, SystemProperties
+from rockmq.protocol.wire import delimited as field
+from rockmq.protocol.wire import varint
 
 # Columns the sink understands, and the Arrow types it accepts for each (Spark's, via Arrow).
 COLUMNS = ("body", "topic", "tag", "keys", "message_group", "delivery_timestamp", "properties", "message_id")
 
-NORMAL, FIFO, DELAY = 1, 2, 3  # apache.rocketmq.v2.MessageType
-
-
-def field(key: bytes, value: bytes) -> bytes:
-    """A length-delimited field whose (number << 3 | 2) key is already encoded."""
-    return key + varint(len(value)) + value
-
-
-# Field keys: Message (topic 1, user_properties 2, system_properties 3, body 4); SystemProperties
-# (tag 1, keys 2, message_id 3, body_encoding 5, message_type 6, born_timestamp 7, born_host 8,
-# delivery_timestamp 11, message_group 17); StageRequest (messages 1, ttl_ms 2, deduplicate 3).
-_F1, _F2, _F3, _F4 = b"\x0a", b"\x12", b"\x1a", b"\x22"
-_BORN_TS, _BORN_HOST, _DELIVERY_TS, _GROUP = b"\x3a", b"\x42", b"\x5a", b"\x8a\x01"
-_IDENTITY = b"\x28\x01"
-_TYPE = {t: b"\x30" + bytes([t]) for t in (NORMAL, FIFO, DELAY)}
+SP = SystemProperties
+_TYPE = {t: SP.MESSAGE_TYPE + varint(t) for t in (pb.NORMAL, pb.FIFO, pb.DELAY)}
+_SP_ITEM, _CONTENTS_ITEM = StageRequest.SYSTEM_PROPERTIES, StageRequest.CONTENTS
 
 
 def timestamp(micros: int) -> bytes:
     """A google.protobuf.Timestamp from microseconds since the epoch."""
     seconds, us = divmod(micros, 1_000_000)
-    return (b"\x08" + varint(seconds) if seconds else b"") + (b"\x10" + varint(us * 1000) if us else b"")
+    return records.timestamp(seconds, us * 1000)
 
 
 class RowError(ValueError):
@@ -69,7 +60,7 @@ class Encoder:
         if frame is None:
             if not name:
                 raise RowError(f"row {self.rows}: topic is empty")
-            frame = self._topics[name] = field(_F1, field(_F2, name.encode()))
+            frame = self._topics[name] = field(Message.TOPIC, field(Resource.NAME, name.encode()))
         return frame
 
     def messages(self, batch: pa.RecordBatch, born_micros: int) -> Iterator[tuple[bytes, bytes]]:
@@ -79,7 +70,8 @@ class Encoder:
         if pa.types.is_string(body_col.type) or pa.types.is_large_string(body_col.type):
             body_col = body_col.cast(pa.binary())
         bodies = body_col.to_pylist()
-        shared = field(_BORN_TS, timestamp(born_micros)) + field(_BORN_HOST, self.born_host.encode()) + _IDENTITY
+        shared = (field(SP.BORN_TIMESTAMP, timestamp(born_micros)) + field(SP.BORN_HOST, self.born_host.encode())
+                  + records.IDENTITY_ENCODING)
         if len(cols) == 1:  # the fast path: bodies only
             yield from self._plain(bodies, shared)
             return
@@ -95,14 +87,14 @@ class Encoder:
                 raise RowError(f"row {self.rows}: body is null")
             sp = []
             if tags is not None and (tag := tags[i]) is not None:
-                sp.append(field(_F1, tag.encode()))
+                sp.append(field(SP.TAG, tag.encode()))
             if key_lists is not None and (row_keys := key_lists[i]):
                 for k in row_keys:
                     if k is None:
                         raise RowError(f"row {self.rows}: keys holds a null")
-                    sp.append(field(_F2, k.encode()))
+                    sp.append(field(SP.KEYS, k.encode()))
             mid = ids[i] if ids is not None else None
-            sp.append(field(_F3, (mid if mid is not None else f"{self.id_prefix}{self.rows:08X}").encode()))
+            sp.append(field(SP.MESSAGE_ID, (mid if mid is not None else f"{self.id_prefix}{self.rows:08X}").encode()))
             sp.append(_digest(body))
             sp.append(shared)
             group = groups[i] if groups is not None else None
@@ -110,43 +102,47 @@ class Encoder:
             if group is not None and due is not None:
                 raise RowError(f"row {self.rows}: a message with a message_group (FIFO) cannot be delayed")
             if group is not None:
-                sp.append(_TYPE[FIFO])
-                sp.append(field(_GROUP, group.encode()))
+                sp.append(_TYPE[pb.FIFO])
+                sp.append(field(SP.MESSAGE_GROUP, group.encode()))
             elif due is not None:
-                sp.append(_TYPE[DELAY])
-                sp.append(field(_DELIVERY_TS, timestamp(due)))
+                sp.append(_TYPE[pb.DELAY])
+                sp.append(field(SP.DELIVERY_TIMESTAMP, timestamp(due)))
             else:
-                sp.append(_TYPE[NORMAL])
+                sp.append(_TYPE[pb.NORMAL])
             parts = [self._topic(topics[i] if topics is not None else None)]
             if props is not None and (row_props := props[i]):
                 for k, v in row_props:
                     if v is None:
                         raise RowError(f"row {self.rows}: property {k!r} is null")
-                    parts.append(field(_F2, field(_F1, k.encode()) + field(_F2, v.encode())))
-            parts.append(field(_F4, body))
+                    entry = field(MapEntry.KEY, k.encode()) + field(MapEntry.VALUE, v.encode())
+                    parts.append(field(Message.USER_PROPERTIES, entry))
+            parts.append(field(Message.BODY, body))
             self.rows += 1
-            yield field(_F1, b"".join(sp)), field(_F4, b"".join(parts))
+            yield field(_SP_ITEM, b"".join(sp)), field(_CONTENTS_ITEM, b"".join(parts))
 
     def _plain(self, bodies: list[bytes | None], shared: bytes) -> Iterator[tuple[bytes, bytes]]:
         head = self._topic(None)
         prefix = self.id_prefix
-        tail = shared + _TYPE[NORMAL]
+        tail = shared + _TYPE[pb.NORMAL]
+        body_key, message_id_key, sp_item, contents_item = Message.BODY, SP.MESSAGE_ID, _SP_ITEM, _CONTENTS_ITEM
         n = self.rows
         sha1 = hashlib.sha1
         try:
             for body in bodies:
                 if body is None:
                     raise RowError(f"row {n}: body is null")
-                sp = field(_F3, f"{prefix}{n:08X}".encode()) + _DIGEST + sha1(body).hexdigest().upper().encode() + tail
-                contents = head + _F4 + varint(len(body)) + body
+                sp = field(message_id_key, f"{prefix}{n:08X}".encode()) + _DIGEST + sha1(body).hexdigest().upper().encode() + tail
+                contents = head + body_key + varint(len(body)) + body
                 n += 1
-                yield _F1 + varint(len(sp)) + sp, _F4 + varint(len(contents)) + contents
+                yield sp_item + varint(len(sp)) + sp, contents_item + varint(len(contents)) + contents
         finally:
             self.rows = n
 
 
 # SystemProperties.body_digest = Digest{type: SHA1, checksum: 40 hex digits}: its fixed head.
-_DIGEST = b"\x22\x2c\x08\x03\x12\x28"
+_SHA1_HEX = 40
+_DIGEST_HEAD = Digest.TYPE + varint(pb.SHA1) + Digest.CHECKSUM + varint(_SHA1_HEX)
+_DIGEST = SP.BODY_DIGEST + varint(len(_DIGEST_HEAD) + _SHA1_HEX) + _DIGEST_HEAD
 
 
 def _digest(body: bytes) -> bytes:
@@ -155,7 +151,8 @@ def _digest(body: bytes) -> bytes:
 
 def stage_request(messages: list[tuple[bytes, bytes]], ttl_ms: int, deduplicate: bool) -> bytes:
     """A serialized StageRequest from `Encoder.messages` output."""
-    tail = (b"\x10" + varint(ttl_ms) if ttl_ms else b"") + (b"\x18\x01" if deduplicate else b"")
+    tail = ((StageRequest.TTL_MS + varint(ttl_ms) if ttl_ms else b"")
+            + (StageRequest.DEDUPLICATE + varint(1) if deduplicate else b""))
     return b"".join(sp for sp, _ in messages) + b"".join(c for _, c in messages) + tail
 
 

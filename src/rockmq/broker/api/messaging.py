@@ -37,13 +37,14 @@ from rockmq.broker.send import SendService
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
-from rockmq.protocol import pb, records, rpc
+from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.endpoints import endpoints_of
+from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.wire import delimited
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
-MESSAGE_FIELD = 2  # ReceiveMessageResponse.message / PullMessageResponse.message
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
 
@@ -207,7 +208,7 @@ class MessagingServicer:
         try:
             yield status_frame(R, OK)
             for message in messages:
-                yield records.frame(MESSAGE_FIELD, message)
+                yield delimited(ReceivedMessage.MESSAGE, message)
             yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)
@@ -260,7 +261,7 @@ class MessagingServicer:
             return
         yield status_frame(R, found_status(bool(messages)))
         for message in messages:
-            yield records.frame(MESSAGE_FIELD, message)
+            yield delimited(ReceivedMessage.MESSAGE, message)
         yield R(next_offset=next_offset).SerializeToString()
 
     @unary(rpc.UpdateOffsetResponse)
