@@ -1,6 +1,7 @@
 """The `rockmq` command: run a broker, manage topics and groups, send and tail messages.
 
-Every command but `serve` talks to a running broker at `--endpoint HOST:PORT`. Errors print one
+Every command but `serve` talks to a running broker at `--endpoint HOST:PORT` (default: the
+environment variable ROCKMQ_ENDPOINT, else 127.0.0.1:8081). Errors print one
 line to stderr and exit non-zero (1: refused by the broker or bad input, 2: usage, 3: the broker
 cannot be reached).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from rockmq.client import Message
     from rockmq.protocol import admin_grpc
 
-DEFAULT_ENDPOINT = "127.0.0.1:8081"
+DEFAULT_ENDPOINT = os.environ.get("ROCKMQ_ENDPOINT") or "127.0.0.1:8081"
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 REQUEST_TIMEOUT_S = 10.0
 TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
@@ -90,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
         server.add_argument("--ready-file", metavar="PATH", help="once accepting connections, write HOST:PORT to PATH")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT})")
+        parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT}; "
+                                                                            "env ROCKMQ_ENDPOINT)")
         return parser
 
     topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")
