@@ -6,6 +6,7 @@ nothing behind, and an OK must mean stored exactly once, in the right place.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -33,6 +34,12 @@ def transactional(topic: str, body: str) -> pb.Message:
     msg = message(topic, body)
     msg.system_properties.message_type = pb.TRANSACTION
     return msg
+
+
+def end_transaction(harness, topic: str, entry: rpc.SendResultEntry, commit: bool) -> rpc.EndTransactionResponse:
+    end = rpc.EndTransactionRequest(topic=pb.Resource(name=topic), message_id=entry.message_id,
+                                    transaction_id=entry.transaction_id, resolution=pb.COMMIT if commit else pb.ROLLBACK)
+    return harness.conn.mq.EndTransaction(end, timeout=RPC_TIMEOUT)
 
 
 def with_system(msg: pb.Message, **fields: object) -> pb.Message:
@@ -165,9 +172,7 @@ def test_a_transactional_message_is_stored_only_once_committed(harness, unique, 
     entry = harness.conn.send_ok(msg)[0]
     assert entry.transaction_id
     assert harness.stored(topic) == []
-    end = rpc.EndTransactionRequest(topic=pb.Resource(name=topic), message_id=entry.message_id,
-                                    transaction_id=entry.transaction_id, resolution=pb.COMMIT if commit else pb.ROLLBACK)
-    assert harness.conn.mq.EndTransaction(end, timeout=RPC_TIMEOUT).status.code == pb.OK
+    assert end_transaction(harness, topic, entry, commit).status.code == pb.OK
     assert [m.body for m in harness.stored(topic)] == ([b"half"] if commit else [])
 
 
@@ -237,3 +242,15 @@ def test_a_recalled_delayed_message_is_never_stored(harness, unique):
     assert harness.stored(topic) == []
     again = harness.conn.mq.RecallMessage(recall, timeout=RPC_TIMEOUT)
     assert again.status.code == pb.NOT_FOUND  # recalled already
+
+
+def test_an_undecided_transaction_nobody_answers_for_is_rolled_back_after_the_checks(harness, unique, caplog):
+    """FAST timings: checks at 0.3 s intervals, rolled back after txn_check_max of them."""
+    topic = unique("t")
+    entry = harness.conn.send_ok(transactional(topic, "orphan"))[0]
+    with caplog.at_level(logging.WARNING, logger="rockmq.broker.transactions"):
+        wait_for(lambda: any(entry.transaction_id in r.getMessage() for r in caplog.records), 10,
+                 what="the broker giving up on the transaction")
+    reply = end_transaction(harness, topic, entry, commit=True)
+    assert reply.status.code == pb.INVALID_TRANSACTION_ID and "rolled back" in reply.status.message
+    assert harness.stored(topic) == []
