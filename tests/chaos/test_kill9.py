@@ -15,9 +15,10 @@ import time
 import grpc
 
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
+from rockmq.protocol.channels import client_metadata
 from rockmq.protocol.message_id import new_message_id
 
-META = (("x-mq-client-id", "chaos-kill9@" + socket.gethostname()),)
+META = client_metadata("chaos-kill9@" + socket.gethostname())
 TOPIC = "chaos-kill9"
 QUEUES = 4
 SENDERS = 24

@@ -12,6 +12,7 @@ import time
 from mqwire import META, Conn, message
 
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.channels import client_metadata
 
 
 class TelemetryStream:
@@ -22,8 +23,7 @@ class TelemetryStream:
         self.commands: queue.Queue = queue.Queue()
         settings = pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=topic)]))
         self._out.put(rpc.TelemetryCommand(settings=settings))
-        meta = tuple((k, client_id if k == "x-mq-client-id" else v) for k, v in META)
-        self._call = conn.mq.Telemetry(iter(self._out.get, None), metadata=meta, timeout=30)
+        self._call = conn.mq.Telemetry(iter(self._out.get, None), metadata=client_metadata(client_id), timeout=30)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 

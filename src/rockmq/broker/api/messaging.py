@@ -38,6 +38,7 @@ from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.field_keys import ReceivedMessage
@@ -126,7 +127,7 @@ class MessagingServicer:
     async def Telemetry(self, requests: AsyncIterator, context) -> AsyncIterator:
         cid = client_id(context)
         if not cid:
-            yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, "the x-mq-client-id header is required"))
+            yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, f"the {CLIENT_ID_HEADER} header is required"))
             return
         session = self.clients.register(cid)
         replies: asyncio.Queue = asyncio.Queue(TELEMETRY_BACKLOG)

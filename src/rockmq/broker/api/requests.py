@@ -6,6 +6,8 @@ from typing import Any
 
 import grpc
 
+from rockmq.protocol.channels import CLIENT_ID_HEADER
+
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
 
 
@@ -17,7 +19,7 @@ def header(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str:
 
 
 def client_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    return header(context, "x-mq-client-id")
+    return header(context, CLIENT_ID_HEADER)
 
 
 def poll_seconds(asked_s: float | None, cap_s: float, context: grpc.aio.ServicerContext[Any, Any]) -> float:

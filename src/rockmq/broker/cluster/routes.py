@@ -19,6 +19,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.protocol import admin_grpc, namesrv, namesrv_grpc, pb
+from rockmq.protocol.channels import open_aio_channel
 
 log = logging.getLogger(__name__)
 ROUTE_TTL_S = 1.0  # a route change reaches every broker's answers within interval + ttl
@@ -58,7 +59,7 @@ class Cluster:
         self.ctx = ctx
         self.name = ctx.settings.broker_name
         self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
-        self._stubs = [namesrv_grpc.NameServerStub(grpc.aio.insecure_channel(a)) for a in self.namesrv]
+        self._stubs = [namesrv_grpc.NameServerStub(open_aio_channel(a)) for a in self.namesrv]
         self._admins: dict[str, admin_grpc.AdminStub] = {}
         self._routes: dict[str, tuple[float, list[Holder]]] = {}
         self._unreachable: set[str] = set()
@@ -124,7 +125,7 @@ class Cluster:
         """The admin service of another broker (channels kept per endpoint)."""
         stub = self._admins.get(endpoint)
         if stub is None:
-            stub = self._admins[endpoint] = admin_grpc.AdminStub(grpc.aio.insecure_channel(endpoint))
+            stub = self._admins[endpoint] = admin_grpc.AdminStub(open_aio_channel(endpoint))
         return stub
 
     async def holders(self, topic_name: str) -> list[Holder]:
