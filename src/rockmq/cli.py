@@ -194,10 +194,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_namesrv(args: argparse.Namespace) -> int:
+    from rockmq.broker.startup import CannotStart, check_can_listen
     from rockmq.namesrv.server import serve
 
     if args.broker_timeout <= 0 or not 0 <= args.port <= 65535:
         raise CliError("--broker-timeout must be above 0 and --port in 0..65535", EXIT_USAGE)
+    try:
+        check_can_listen(args.host, args.port)
+    except CannotStart as e:
+        raise CliError(str(e)) from None
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file))
     return 0

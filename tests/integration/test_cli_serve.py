@@ -34,6 +34,7 @@ def test_port_in_use(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         assert_refused(serve(tmp_path / "data", port=port), 1, f"127.0.0.1:{port}", "in use")
+        assert_refused(rockmq("namesrv", "--host", "127.0.0.1", "--port", str(port)), 1, f"127.0.0.1:{port}", "in use")
     assert not (tmp_path / "data").exists()
 
 
