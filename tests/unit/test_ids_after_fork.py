@@ -4,10 +4,12 @@ parent's ids would have its messages dropped by the broker's de-duplication) and
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
 
+from rockmq.client import sync
 from rockmq.protocol.channels import ChannelCache
 from rockmq.protocol.message_id import new_message_id
 
@@ -49,5 +51,19 @@ def test_a_channel_cache_is_empty_in_a_forked_child():
     made_here = cache.get("127.0.0.1:1")
     assert cache.get("127.0.0.1:1") is made_here
     in_child = _in_child(lambda: cache.get("127.0.0.1:1"))
-    assert in_child != made_here and in_child.startswith(f"{in_child.split(':')[0]}:")
+    assert in_child != made_here and not in_child.startswith(f"{os.getpid()}:"), "the child reused its parent's channel"
     assert cache.get("127.0.0.1:1") is made_here, "the parent keeps its channel"
+
+
+def test_the_sync_clients_loop_runs_again_in_a_forked_child():
+    """fork() copies only the calling thread: the parent's loop thread is not in the child."""
+
+    async def where() -> str:
+        return str(os.getpid())
+
+    def run_on_loop() -> str:
+        return asyncio.run_coroutine_threadsafe(where(), sync._background_loop()).result(5)
+
+    assert run_on_loop() == str(os.getpid())
+    child = _in_child(run_on_loop)
+    assert child and child != str(os.getpid())
