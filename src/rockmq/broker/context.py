@@ -11,7 +11,6 @@ from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import QueueLogs
 from rockmq.config import Settings
 from rockmq.protocol import pb
-from rockmq.protocol.conventions import dlq_topic
 from rockmq.store import Store, keys
 
 
@@ -84,5 +83,4 @@ class BrokerContext:
         return group or self.meta.group(name)
 
     def dlq_topic(self, group: GroupConfig) -> TopicConfig:
-        name = dlq_topic(group.name)
-        return self.meta.topics.get(name) or self.meta.create_topic(name, 1)
+        return self.ensure_topic(validate.dead_letter_topic(group.name, self.meta))

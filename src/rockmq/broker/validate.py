@@ -25,6 +25,7 @@ from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, dlq_topic, 
 
 _TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 MAX_MESSAGE_ID = 128
+GROUP_TOPIC_QUEUES = 1  # a group's retry and dead-letter topics have one queue each
 
 
 class Catalog(Protocol):
@@ -88,12 +89,12 @@ def topic_or_new(name: str, known: Catalog, settings: Settings) -> Target:
     group = group_of_retry_topic(name)
     if group is not None:
         if group in known.groups:
-            return NewTopic(name, 1)
+            return NewTopic(name, GROUP_TOPIC_QUEUES)
         if settings.auto_create_groups:
-            return NewTopic(name, 1, group)
+            return NewTopic(name, GROUP_TOPIC_QUEUES, group)
         raise BrokerError(pb.CONSUMER_GROUP_NOT_FOUND, f"consumer group {group!r} does not exist")
     if settings.auto_create_topics:
-        return NewTopic(name, 1 if name.startswith(DLQ_PREFIX) else settings.default_queues)
+        return NewTopic(name, GROUP_TOPIC_QUEUES if name.startswith(DLQ_PREFIX) else settings.default_queues)
     raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
 
 
@@ -162,8 +163,13 @@ def _dead_letter_if_spent(msg: pb.Message, group: str, target: Target, mtype: st
     max_attempts = config.max_attempts if config is not None else settings.max_attempts
     if int(raw) < max_attempts:
         return Checked(target, mtype)
+    return Checked(dead_letter_topic(group, known), "NORMAL", dead_letter=True)
+
+
+def dead_letter_topic(group: str, known: Catalog) -> Target:
+    """Where the group's dead letters go (a send-back out of attempts, a message revived once too often)."""
     name = dlq_topic(group)
-    return Checked(known.topics.get(name) or NewTopic(name, 1), "NORMAL", dead_letter=True)
+    return known.topics.get(name) or NewTopic(name, GROUP_TOPIC_QUEUES)
 
 
 def check_staged(msg: pb.Message, checked: Checked) -> None:
