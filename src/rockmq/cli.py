@@ -111,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     gc.add_argument("name")
     gc.add_argument("--fifo", action="store_true", help="deliver each message group in order")
     gc.add_argument("--max-attempts", type=int, default=0, help="deliveries before the DLQ (default: the broker's, 17)")
+    gc.add_argument("--consume-mode", choices=("pop", "offset"), default="",
+                    help="how the group consumes: pop (ReceiveMessage) or offset (pull, UpdateOffset); the other way is "
+                         "refused (default: set by the group's first use)")
     with_endpoint(group.add_parser("list", help="list consumer groups"))
     with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages")).add_argument("name")
 
@@ -259,21 +262,28 @@ def cmd_group(args: argparse.Namespace) -> int:
 
     stub = _admin(args)
     if args.action == "create":
-        request = admin.CreateGroupRequest(name=args.name, fifo=args.fifo, max_attempts=args.max_attempts)
+        request = admin.CreateGroupRequest(name=args.name, fifo=args.fifo, max_attempts=args.max_attempts,
+                                           consume_mode=args.consume_mode)
         info = stub.CreateGroup(request, timeout=10)
-        print(f"created group {info.name} ({'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts})")
+        print(f"created group {info.name} ({'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
+              f"consume mode {_consume_mode(info.consume_mode)})")
     elif args.action == "list":
         groups = stub.ListGroups(admin.ListGroupsRequest(), timeout=10).groups
-        _table([[g.name, "FIFO" if g.fifo else "-", g.max_attempts] for g in groups], ["GROUP", "FIFO", "MAX_ATTEMPTS"])
+        _table([[g.name, "FIFO" if g.fifo else "-", g.max_attempts, g.consume_mode or "-"] for g in groups],
+               ["GROUP", "FIFO", "MAX_ATTEMPTS", "CONSUME_MODE"])
     else:
         info = stub.DescribeGroup(admin.GroupRequest(name=args.name), timeout=30)
         print(f"group {info.name}: {'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
-              f"{info.inflight} in flight")
+              f"consume mode {_consume_mode(info.consume_mode)}, {info.inflight} in flight")
         _table([[q.topic, q.broker, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
                  q.max_offset, q.lag, q.inflight] for q in info.queues],
                ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
         _warn_unreachable(info.unreachable)
     return 0
+
+
+def _consume_mode(mode: str) -> str:
+    return mode or "not set (the group's first use sets it)"
 
 
 def _warn_unreachable(brokers: Sequence[str]) -> None:

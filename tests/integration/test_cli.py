@@ -109,8 +109,8 @@ def test_group_create_list(broker, conn, unique):
     assert plain in out and "concurrent" in out and "max attempts 3" in out  # the shared broker runs --max-attempts 3
 
     rows = {r[0]: r for r in table(ok(broker.cli("group", "list")), "GROUP")}
-    assert rows[fifo][1:] == ["FIFO", "5"]
-    assert rows[plain][1:] == ["-", "3"]
+    assert rows[fifo][1:] == ["FIFO", "5", "-"]
+    assert rows[plain][1:] == ["-", "3", "-"]
     g = conn.describe_group(fifo)
     assert g.fifo and g.max_attempts == 5
 
@@ -137,7 +137,7 @@ def test_group_describe_offsets_lag_inflight(broker, conn, unique):
         return out.splitlines()[0], {int(r[2]): r[:1] + r[2:] for r in table(out, "TOPIC")}
 
     first, rows = describe()
-    assert first.startswith(f"group {group}: concurrent, max attempts 5, 3 in flight"), first
+    assert first.startswith(f"group {group}: concurrent, max attempts 5, consume mode pop, 3 in flight"), first
     assert sorted(rows) == [0, 1]
     for q, r in rows.items():
         # TOPIC QUEUE POP_OFFSET COMMITTED MAX_OFFSET LAG INFLIGHT
@@ -145,19 +145,24 @@ def test_group_describe_offsets_lag_inflight(broker, conn, unique):
         assert r[2:] == [str(popped[q]), "-", str(max_off[q]), str(max_off[q] - popped[q] + inflight[q]),
                          str(inflight[q])], (q, r)
 
-    # Ack one and commit an offset: in flight and lag drop, COMMITTED shows.
+    # Ack one: in flight and lag drop.
     acked = got[0]
     assert conn.ack(group, topic, acked).status.code == pb.OK
     aq = acked.system_properties.queue_id
     inflight[aq] -= 1
-    assert conn.update_offset(group, topic, 1, 1).status.code == pb.OK
     first, rows = describe()
     assert first.endswith("2 in flight"), first
     for q, r in rows.items():
-        committed = 1 if q == 1 else -1
-        lag = max(0, max_off[q] - max(popped[q], committed)) + inflight[q]
-        assert r[2:] == [str(popped[q]), "-" if committed < 0 else str(committed), str(max_off[q]), str(lag),
+        assert r[2:] == [str(popped[q]), "-", str(max_off[q]), str(max_off[q] - popped[q] + inflight[q]),
                          str(inflight[q])], (q, r)
+
+    # An offset group: COMMITTED shows, and the lag counts from it.
+    reader = unique("cli-gd-offsets")
+    assert conn.update_offset(reader, topic, 1, 1).status.code == pb.OK
+    out = ok(broker.cli("group", "describe", reader))
+    assert out.splitlines()[0] == f"group {reader}: concurrent, max attempts 3, consume mode offset, 0 in flight", out
+    rows = {int(r[2]): r[:1] + r[2:] for r in table(out, "TOPIC")}
+    assert rows[1][2:] == ["0", "1", str(max_off[1]), str(max_off[1] - 1), "0"], rows
 
 
 # --- send and tail -----------------------------------------------------------------------------
@@ -177,8 +182,8 @@ def test_message_send_and_tail(broker, conn, unique):
     for body, line in zip(bodies, lines):
         assert line.endswith(body) and "tag=T" in line and "attempt=1" in line, line
 
-    # Stored as sent: tag and keys; and tail acknowledged them all.
-    code, msgs, _ = conn.pull(group, topic, 0, 0)
+    # Stored as sent: tag and keys (read by offset, through a group of its own); and tail acknowledged them all.
+    code, msgs, _ = conn.pull(unique("cli-msg-reader"), topic, 0, 0)
     assert code == pb.OK
     assert [m.body.decode() for m in msgs] == bodies
     assert [list(m.system_properties.keys) for m in msgs] == [["K0"], ["K1"], ["K2"]]

@@ -6,6 +6,7 @@ topic deleted and created again starts from a clean slate.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -14,6 +15,7 @@ from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 from rockmq.store import Store, keys
+from rockmq.store.db import Batch
 
 NAME_RE = re.compile(r"^[%a-zA-Z0-9_-]{1,127}$")
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
@@ -31,12 +33,18 @@ class TopicConfig:
         return [pb.MessageType.Value(t) for t in self.message_types]
 
 
+# How a group consumes (broker/consume_mode.py): by POP, or by offsets its consumers commit.
+POP, OFFSET = "pop", "offset"
+CONSUME_MODES = (POP, OFFSET)
+
+
 @dataclass
 class GroupConfig:
     name: str
     id: int
     fifo: bool = False
     max_attempts: int = 17
+    consume_mode: str = ""  # POP or OFFSET; "" until the group's first use (and for groups made before modes)
 
 
 # A group's retry topic %RETRY%<group> and dead-letter topic %DLQ%<group> must be legal topic names.
@@ -76,8 +84,8 @@ class Metadata:
             self._add_topic(TopicConfig(**json.loads(raw)))
         for _, raw in store.scan_prefix("meta", keys.GROUP_META_PREFIX):
             self._add_group(GroupConfig(**json.loads(raw)))
-        raw = store.get("meta", keys.NEXT_ID_KEY)
-        self._next_id = keys.decode_u64(raw) if raw else 1
+        next_id = store.get("meta", keys.NEXT_ID_KEY)
+        self._next_id = keys.decode_u64(next_id) if next_id else 1
 
     def _add_topic(self, t: TopicConfig) -> None:
         self.topics[t.name] = t
@@ -87,7 +95,7 @@ class Metadata:
         self.groups[g.name] = g
         self.groups_by_id[g.id] = g
 
-    def _allocate_id(self, batch) -> int:
+    def _allocate_id(self, batch: Batch) -> int:
         new_id = self._next_id
         self._next_id += 1
         batch.put("meta", keys.NEXT_ID_KEY, keys.encode_u64(self._next_id))
@@ -124,18 +132,32 @@ class Metadata:
             raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
         return topic
 
-    def create_group(self, name: str, fifo: bool, max_attempts: int) -> GroupConfig:
+    def create_group(self, name: str, fifo: bool, max_attempts: int, consume_mode: str = "") -> GroupConfig:
         check_name("group", name)
         if name in self.groups:
             raise AlreadyExists(f"group {name!r} already exists")
         if not 1 <= max_attempts <= 1000:
             raise BrokerError(pb.BAD_REQUEST, f"max attempts must be 1..1000, not {max_attempts}")
+        if consume_mode and consume_mode not in CONSUME_MODES:
+            raise BrokerError(pb.BAD_REQUEST, f"unknown consume mode {consume_mode!r}: use {' or '.join(CONSUME_MODES)}")
         batch = self.store.batch()
-        group = GroupConfig(name=name, id=self._allocate_id(batch), fifo=fifo, max_attempts=max_attempts)
-        batch.put("meta", keys.group_meta(name), json.dumps(asdict(group)).encode())
+        group = GroupConfig(name=name, id=self._allocate_id(batch), fifo=fifo, max_attempts=max_attempts,
+                            consume_mode=consume_mode)
+        self._put_group(batch, group)
         self.store.write(batch)
         self._add_group(group)
         return group
+
+    @staticmethod
+    def _put_group(batch: Batch, group: GroupConfig) -> None:
+        batch.put("meta", keys.group_meta(group.name), json.dumps(asdict(group)).encode())
+
+    def set_consume_mode(self, group: GroupConfig, mode: str) -> None:
+        """Store how the group consumes from now on (broker/consume_mode.py decides)."""
+        batch = self.store.batch()
+        self._put_group(batch, dataclasses.replace(group, consume_mode=mode))
+        self.store.write(batch)
+        group.consume_mode = mode
 
     def group(self, name: str) -> GroupConfig:
         check_name("group", name)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
+from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_name
 from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
 from rockmq.store import keys
@@ -27,10 +28,23 @@ class PullService:
         if not 0 <= queue_id < topic.queues:
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {queue_id}")
 
-    async def pull(self, topic: TopicConfig, queue_id: int, offset: int, batch_size: int, accept: RecordFilter,
-                   poll_s: float) -> tuple[list[bytes], int]:
+    def _reader(self, group_name: str) -> None:
+        """A pull names its group, which then consumes by offsets (broker/consume_mode.py). A
+        group that does not exist and is not created here (a replica, or no auto-creation) has
+        no mode to check: a pull keeps no state of its own."""
+        group = self.ctx.meta.groups.get(group_name)
+        if group is None:
+            check_name("group", group_name)
+            if self.ctx.read_only or not self.ctx.settings.auto_create_groups:
+                return
+            group = self.ctx.group_for(group_name)
+        claim(self.ctx.meta, group, OFFSET, self.ctx.read_only)
+
+    async def pull(self, group_name: str, topic: TopicConfig, queue_id: int, offset: int, batch_size: int,
+                   accept: RecordFilter, poll_s: float) -> tuple[list[bytes], int]:
         """Messages from `offset` on -> (serialized v2 Messages, next offset)."""
         self._check_queue(topic, queue_id)
+        self._reader(group_name)
         logs = self.ctx.logs
         lo, hi = logs.min_offset(topic.id, queue_id), logs.max_offset(topic.id, queue_id)
         if offset < lo or offset > hi:
@@ -62,6 +76,7 @@ class PullService:
 
     def update_offset(self, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> None:
         self._check_queue(topic, queue_id)
+        claim(self.ctx.meta, group, OFFSET, self.ctx.read_only)
         hi = self.ctx.logs.max_offset(topic.id, queue_id)
         if not 0 <= offset <= hi:
             raise BrokerError(pb.ILLEGAL_OFFSET, f"offset {offset} is outside [0, {hi}]")

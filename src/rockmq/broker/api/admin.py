@@ -49,7 +49,8 @@ class AdminServicer(admin_grpc.AdminServicer):
         return info
 
     def _group_info(self, group: GroupConfig, with_queues: bool) -> admin.GroupInfo:
-        info = admin.GroupInfo(name=group.name, fifo=group.fifo, max_attempts=group.max_attempts)
+        info = admin.GroupInfo(name=group.name, fifo=group.fifo, max_attempts=group.max_attempts,
+                               consume_mode=group.consume_mode)
         if not with_queues:
             return info
         for p in self.positions.of(group):
@@ -87,7 +88,8 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @admin_call
     def CreateGroup(self, request):
-        group = self.ctx.meta.create_group(request.name, request.fifo, request.max_attempts or self.ctx.settings.max_attempts)
+        group = self.ctx.meta.create_group(request.name, request.fifo, request.max_attempts or self.ctx.settings.max_attempts,
+                                           request.consume_mode)
         return self._group_info(group, False)
 
     @admin_call

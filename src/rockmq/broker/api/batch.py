@@ -19,7 +19,6 @@ from rockmq.broker.api.replies import OK, entry_status, found_status, multi_stat
 from rockmq.broker.api.requests import poll_seconds
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
@@ -69,12 +68,11 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
 
     @unary(batch.PullResponse)
     async def Pull(self, request, context):
-        check_name("group", request.group)
         topic = self.ctx.meta.topic(request.topic)
         if request.batch_size < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size must not be negative")
-        messages, next_offset = await self.puller.pull(topic, request.queue_id, request.offset, request.batch_size or 32,
-                                                       record_filter(request.filter_expression),
+        messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
+                                                       request.batch_size or 32, record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context))
         return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
 

@@ -251,11 +251,10 @@ class MessagingServicer:
     async def PullMessage(self, request, context) -> AsyncIterator[bytes]:
         R = rpc.PullMessageResponse
         try:
-            check_name("group", request.group.name)
             topic = self._queue_topic(request.message_queue)
             accept = record_filter(request.filter_expression)
-            messages, next_offset = await self.puller.pull(topic, request.message_queue.id, request.offset,
-                                                           request.batch_size or 32, accept,
+            messages, next_offset = await self.puller.pull(request.group.name, topic, request.message_queue.id,
+                                                           request.offset, request.batch_size or 32, accept,
                                                            self._poll_seconds(request, context))
         except Exception as e:
             yield status_frame(R, status_of(e, "PullMessage"))

@@ -98,7 +98,8 @@ class AdminFanout:
         parts, unreachable = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True), here,
                                                     "group", name)
         first = parts[0]
-        info = admin.GroupInfo(name=name, fifo=first.fifo, max_attempts=first.max_attempts, unreachable=unreachable)
+        info = admin.GroupInfo(name=name, fifo=first.fifo, max_attempts=first.max_attempts, unreachable=unreachable,
+                               consume_mode=next((p.consume_mode for p in parts if p.consume_mode), ""))
         for part in parts:
             info.inflight += part.inflight
             info.queues.extend(part.queues)

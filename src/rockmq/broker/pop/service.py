@@ -16,9 +16,10 @@ from functools import partial
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
+from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
@@ -96,6 +97,7 @@ class PopService:
         client id) and no invisible time, the broker keeps extending the invisible time while
         that client is alive.
         """
+        claim(self.ctx.meta, group, POP, self.ctx.read_only)
         if invisible_ms is None:
             if renew_for is None:
                 raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")

@@ -69,20 +69,22 @@ class DeleteTopicResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class GroupInfo(_message.Message):
-    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight", "unreachable")
+    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight", "unreachable", "consume_mode")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIFO_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_MODE_FIELD_NUMBER: _ClassVar[int]
     name: str
     fifo: bool
     max_attempts: int
     queues: _containers.RepeatedCompositeFieldContainer[GroupQueueInfo]
     inflight: int
     unreachable: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+    consume_mode: str
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ..., consume_mode: _Optional[str] = ...) -> None: ...
 
 class GroupQueueInfo(_message.Message):
     __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight", "broker")
@@ -105,14 +107,16 @@ class GroupQueueInfo(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ..., broker: _Optional[str] = ...) -> None: ...
 
 class CreateGroupRequest(_message.Message):
-    __slots__ = ("name", "fifo", "max_attempts")
+    __slots__ = ("name", "fifo", "max_attempts", "consume_mode")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIFO_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_MODE_FIELD_NUMBER: _ClassVar[int]
     name: str
     fifo: bool
     max_attempts: int
-    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ...) -> None: ...
+    consume_mode: str
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., consume_mode: _Optional[str] = ...) -> None: ...
 
 class GroupRequest(_message.Message):
     __slots__ = ("name", "local")
