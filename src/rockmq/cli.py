@@ -176,6 +176,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq import malloc_tuning
     from rockmq.broker.server import serve
     from rockmq.broker.startup import CannotStart
+    from rockmq.store.schema import SchemaError
 
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
@@ -191,7 +192,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     try:
         asyncio.run(serve(settings, args.ready_file))
-    except CannotStart as e:
+    except (CannotStart, SchemaError) as e:
         raise CliError(str(e)) from None
     return 0
 

@@ -11,6 +11,8 @@ deliveries and the timer are checked for what they must be at the time the test 
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -191,4 +193,8 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(SchemaError, match=f"storage schema {SCHEMA_VERSION + 1}, newer than"):
         Store(tmp_path / "data")
+    serve = subprocess.run([sys.executable, "-m", "rockmq", "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir",
+                            str(tmp_path / "data")], capture_output=True, text=True, timeout=60, check=False)
+    assert serve.returncode == 1 and "Traceback" not in serve.stderr, serve.stderr
+    assert "newer than this rockmq's" in serve.stderr.strip().splitlines()[-1]
     Store(tmp_path / "data2").close()  # a new directory starts at the current version, no migration
