@@ -183,7 +183,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                 "replication", "replica_of",
                                                 "default_queues", "auto_create_topics", "log_level")}
     settings = load_settings(args.config, overrides)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_at(settings.log_level)
     try:
         import uvloop
 
@@ -197,6 +197,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_at(level: str) -> None:
+    """A server's log on stderr from `level` up."""
+    try:
+        logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    except ValueError:
+        raise CliError(f"unknown log level {level!r}: DEBUG, INFO, WARNING or ERROR", EXIT_USAGE) from None
+
+
 def cmd_namesrv(args: argparse.Namespace) -> int:
     from rockmq.broker.startup import CannotStart, check_can_listen
     from rockmq.namesrv.server import serve
@@ -207,7 +215,7 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
         check_can_listen(args.host, args.port)
     except CannotStart as e:
         raise CliError(str(e)) from None
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_at(args.log_level)
     asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file))
     return 0
 

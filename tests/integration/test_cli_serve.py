@@ -55,10 +55,14 @@ def test_second_broker_on_the_same_data_dir(fresh_broker):
     assert fresh_broker.proc is not None and fresh_broker.proc.poll() is None  # the first one runs on
 
 
-@pytest.mark.parametrize("args", [("--port", "70000"), ("--flush", "never")])
+@pytest.mark.parametrize("args", [("--port", "70000"), ("--flush", "never"), ("--log-level", "LOUD")])
 def test_bad_settings(tmp_path, args):
     assert_refused(serve(tmp_path / "data", *args), 2)
     assert not (tmp_path / "data").exists()
+
+
+def test_name_server_bad_log_level():
+    assert_refused(rockmq("namesrv", "--port", "0", "--log-level", "LOUD"), 2, "LOUD")
 
 
 def test_bench_broker_pid_not_running():
