@@ -53,6 +53,13 @@ def _at_least_one(text: str) -> int:
     return n
 
 
+def _endpoint(text: str) -> str:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port in 1..65535, not {text!r}")
+    return text
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line, like every other error of the command."""
 
@@ -92,8 +99,8 @@ def _parser() -> argparse.ArgumentParser:
         server.add_argument("--ready-file", metavar="PATH", help="once accepting connections, write HOST:PORT to PATH")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT}; "
-                                                                            "env ROCKMQ_ENDPOINT)")
+        parser.add_argument("--endpoint", type=_endpoint, default=DEFAULT_ENDPOINT,
+                            help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT}; env ROCKMQ_ENDPOINT)")
         return parser
 
     topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -308,6 +308,14 @@ def test_name_server_endpoint_is_named(name_server, args):
     assert_one_line_error(result, 1, "is a name server", name_server.endpoint)
 
 
+@pytest.mark.parametrize("endpoint", ["nohost", "127.0.0.1:99999", "127.0.0.1:", ":8081"])
+@pytest.mark.parametrize("args", [("topic", "list"), ("message", "send", "t", "body")])
+def test_malformed_endpoint(args, endpoint):
+    cmd = [sys.executable, "-m", "rockmq", *args, "--endpoint", endpoint]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    assert_one_line_error(result, 2, "HOST:PORT", endpoint)
+
+
 @pytest.mark.parametrize("args", [("topic", "list"), ("group", "list"), ("topic", "describe", "t"),
                                   ("message", "send", "t", "body"), ("message", "tail", "t", "--group", "g")])
 def test_unreachable_endpoint(args):
