@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from rockmq.protocol.channels import MAX_MESSAGE
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 
 MiB = 1024 * 1024
+REPLY_OVERHEAD = 64 * 1024  # framing and the fields of a reply besides its messages, generously
 
 
 class ConfigError(ValueError):
@@ -88,6 +90,8 @@ class Settings:
     pull_scan_limit: int = 4096  # the same for one pull
     revive_batch: int = 1000  # expired deliveries revived per step
     revive_dlq_bytes: int = 16 * MiB  # ... and dead-letter copies written per step
+    max_clients: int = 100_000  # client sessions remembered (the longest silent ones go first)
+    max_renewals: int = 200_000  # deliveries kept renewed for PushConsumers; beyond, their invisible time alone
     # Fetch (BatchMessaging): the caps of a request that names none, and the most it may ask for.
     fetch_records: int = 4096
     fetch_bytes: int = 8 * MiB
@@ -107,9 +111,9 @@ class Settings:
         at_least_one = ("default_queues", "max_attempts", "max_body_size", "dedup_window_s", "max_delay_s",
                         "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
                         "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
-                        "revive_dlq_bytes", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
-                        "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch",
-                        "replication_ring_bytes")
+                        "revive_dlq_bytes", "max_clients", "max_renewals", "fetch_records", "fetch_bytes",
+                        "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
+                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
@@ -130,6 +134,12 @@ class Settings:
             raise ConfigError("retry_ladder_s must list waits above 0, and fifo_retry_s be above 0")
         if self.fetch_records > self.max_fetch_records or self.fetch_bytes > self.max_fetch_bytes:
             raise ConfigError("fetch_records and fetch_bytes must not exceed max_fetch_records and max_fetch_bytes")
+        # A reply stops once past its cap, so it may hold one largest message more: all of it must
+        # fit in one gRPC message, or the receiving side refuses it.
+        largest = max(self.max_reply_bytes, self.max_fetch_bytes) + self.max_body_size + self.max_properties_size
+        if largest + REPLY_OVERHEAD > MAX_MESSAGE:
+            raise ConfigError(f"max_reply_bytes and max_fetch_bytes plus one largest message (max_body_size + "
+                              f"max_properties_size) must stay under the {MAX_MESSAGE // MiB} MiB gRPC message limit")
 
     @property
     def data_path(self) -> Path:

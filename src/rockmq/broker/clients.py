@@ -17,8 +17,6 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb
 
-MAX_CLIENTS = 100_000
-# RocketMQ's customised retry ladder for concurrent push consumers (seconds).
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 
 
@@ -71,7 +69,7 @@ class Clients:
     def register(self, client_id: str) -> Session:
         s = self.sessions.get(client_id)
         if s is None:
-            if len(self.sessions) >= MAX_CLIENTS:
+            if len(self.sessions) >= self.ctx.settings.max_clients:
                 self._drop_oldest()
             s = self.sessions[client_id] = Session(client_id)
         s.last_seen = time.monotonic()

@@ -74,7 +74,8 @@ class Broker:
         fifo = FifoLocks()
         checkpoints = Checkpoints(store, secret, epoch)
         self.reviver = Reviver(ctx, checkpoints, fifo)
-        self.renewals = Renewals(checkpoints, self.clients, s.auto_renew_invisible_ms, s.client_silence_s)
+        self.renewals = Renewals(checkpoints, self.clients, s.auto_renew_invisible_ms, s.client_silence_s,
+                                 s.max_renewals)
         self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer)
         self.puller = PullService(ctx)
         self.positions = Positions(ctx, self.pop, self.puller)

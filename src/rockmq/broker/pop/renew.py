@@ -18,8 +18,6 @@ from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-MAX_TRACKED = 200_000
-
 
 class Extend(Protocol):
     """Push a live delivery's deadline out when it is due within ahead_ms; False once it is gone
@@ -35,11 +33,13 @@ class Liveness(Protocol):
 
 
 class Renewals:
-    def __init__(self, checkpoints: Extend, clients: Liveness, invisible_ms: int, client_silence_s: float) -> None:
+    def __init__(self, checkpoints: Extend, clients: Liveness, invisible_ms: int, client_silence_s: float,
+                 max_tracked: int) -> None:
         self.checkpoints = checkpoints
         self.clients = clients
         self.invisible_ms = invisible_ms
         self.client_silence_s = client_silence_s
+        self.max_tracked = max_tracked
         # Look four times per invisible time; extend what is due within the next third of it.
         self._check_every_s = invisible_ms / 4000
         self._ahead_ms = invisible_ms // 3
@@ -48,8 +48,8 @@ class Renewals:
 
     def track(self, client_id: str, renew_key: bytes, version: int) -> None:
         """Renew this delivery while it keeps this version (a nack issues a new one)."""
-        if self._count >= MAX_TRACKED:
-            return  # bounded: beyond this, messages rely on their 60 s invisible time alone
+        if self._count >= self.max_tracked:
+            return  # bounded: beyond this, messages rely on their invisible time alone
         keys = self._tracked.setdefault(client_id, {})
         if renew_key not in keys:
             self._count += 1
