@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rockmq.broker import validate
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
-from rockmq.broker.queues import QueueLogs
+from rockmq.broker.queues import AppendIndex, QueueLogs
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.store import Store, keys
@@ -48,13 +48,13 @@ class BrokerContext:
 
     @classmethod
     def open(cls, settings: Settings, store: Store | None = None, secret: bytes = b"", epoch: int = 0,
-             read_only: bool = False) -> BrokerContext:
+             read_only: bool = False, index: AppendIndex | None = None) -> BrokerContext:
         """The context over `store` (default: opened from the settings) and this start's
-        secret and epoch (default: `start_epoch`)."""
+        secret and epoch (default: `start_epoch`); `index`: the queue logs' index of appends."""
         store = store or Store(settings.data_path, settings.flush, settings.flush_interval_ms)
         if not secret:
             secret, epoch = start_epoch(store)
-        logs = QueueLogs(store, f"{settings.host}:{settings.port}")
+        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)
         return cls(settings, store, Metadata(store), logs, secret, epoch, read_only)
 
     def topic_for_route(self, name: str) -> TopicConfig:

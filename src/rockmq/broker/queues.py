@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
+from typing import Protocol
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig
@@ -18,18 +19,33 @@ from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 
 
+class AppendIndex(Protocol):
+    """Called for every append to one of its `topics`, in the append's batch (broker/matches.py)."""
+
+    @property
+    def topics(self) -> Container[int]: ...
+
+    def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes | memoryview,
+                     props: Mapping[str, str] | None) -> None: ...
+
+
+class _NoIndex:
+    topics: Container[int] = ()
+
+    def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes | memoryview,
+                     props: Mapping[str, str] | None) -> None:
+        pass
+
+
 class QueueLogs:
-    def __init__(self, store: Store, store_host: str) -> None:
+    def __init__(self, store: Store, store_host: str, index: AppendIndex | None = None) -> None:
         self.store = store
         self.store_host = store_host
         self._next: dict[tuple[int, int], int] = {}
         self._signals: dict[int, asyncio.Event] = {}
         self._round_robin: dict[int, int] = {}
-        # The subscription index (broker/subscriptions.py) when set: called for every append to
-        # a topic in `indexed`, in the append's batch.
-        self.indexer: Callable[[Batch, int, int, int, bytes | memoryview, Mapping[str, str] | None], None] = \
-            lambda *_: None
-        self.indexed: Container[int] = ()
+        self._index = index or _NoIndex()
+        self._indexed = self._index.topics  # live: read on every append
 
     def max_offset(self, topic_id: int, queue_id: int) -> int:
         """The offset the next message of this queue will get (= number ever appended)."""
@@ -71,8 +87,8 @@ class QueueLogs:
         if allocated is not None and key not in allocated:
             allocated[key] = offset
         batch.put("log", keys.log_key(topic.id, queue_id, offset), records.place(sealed, queue_id, offset, store_ms or now_ms()))
-        if topic.id in self.indexed:
-            self.indexer(batch, topic.id, queue_id, offset, sealed, props)
+        if topic.id in self._indexed:
+            self._index.index_append(batch, topic.id, queue_id, offset, sealed, props)
         return offset
 
     def rollback(self, topic_id: int, queue_id: int, offset: int) -> None:

@@ -23,6 +23,7 @@ from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.matches import MatchIndex
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
@@ -59,12 +60,13 @@ class Broker:
         following = bool(s.replica_of) and not promoted
         # A primary numbers and keeps its batches for replicas; a replica writes nothing of its own.
         self.replicator = Replicator(store, s, secret, epoch) if not following and s.replication != "off" else None
-        self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following)
+        matches = MatchIndex(s.filter_index_properties)
+        self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
         self.cluster = Cluster(ctx)
         self.follower = Follower(ctx, s.replica_of, self.cluster.endpoint_of) if following else None
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
-        self.subscriptions = Subscriptions(ctx)
+        self.subscriptions = Subscriptions(ctx, matches)
         self.clients = Clients(ctx, self.subscriptions)
         self.timers = TimerService(ctx, self.committer)
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)

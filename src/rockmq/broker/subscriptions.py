@@ -2,9 +2,9 @@
 
 A group that consumes a topic through a filter (TAG or SQL92) is registered here, from its
 consumers' Telemetry settings or its first receive. From then on every message appended to the
-topic is matched once, at write time, against all the topic's registered filters through a
-`SubscriptionIndex` (hash lookups on the tag and the configured properties, then only the
-residual conditions of the candidates), and each matching group gets an entry in the `matches`
+topic is matched once, at write time, against all the topic's registered filters through the
+`MatchIndex` the queue logs hold (broker/matches.py: hash lookups on the tag and the configured
+properties, then only the residual conditions of the candidates), and each matching group gets an entry in the `matches`
 family: `group · topic · queue · offset`, written in the same batch as the message. A filtered
 group's receive then reads its matches instead of scanning the log and evaluating every entry:
 a group that wants 1 % of a topic reads 1 % of it.
@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
+from rockmq.broker.matches import MatchIndex
 from rockmq.broker.metadata import GroupConfig, TopicConfig
-from rockmq.filter.index import SubscriptionIndex
 from rockmq.filter.record_filter import IllegalExpression, RecordFilter, accept_all, compile_filter
-from rockmq.filter.sql import TAGS, compile_sql
-from rockmq.protocol import pb, records
+from rockmq.protocol import pb
 from rockmq.store import keys
 from rockmq.store.db import Batch
 
@@ -64,12 +63,10 @@ class Subscription:
 
 
 class Subscriptions:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, matches: MatchIndex) -> None:
         self.ctx = ctx
-        self._fields = (TAGS, *(f.strip() for f in ctx.settings.filter_index_properties.split(",") if f.strip()))
+        self.matches = matches  # the queue logs' index of appends: filled from the registrations
         self._subs: dict[tuple[int, int], Subscription] = {}
-        self._index: dict[int, SubscriptionIndex] = {}  # topic id -> its registered filters
-        self._sql_count: dict[int, int] = {}  # topic id -> SQL filters (which need the properties)
         self._trimmed: dict[tuple[int, int, int], int] = {}  # (group, topic, queue) -> matches dropped below
         for _, raw in ctx.store.scan_prefix("meta", keys.SUBSCRIPTION_PREFIX):
             data = json.loads(raw)
@@ -79,8 +76,6 @@ class Subscriptions:
                 continue
             self._add(Subscription(data["group_id"], data["topic_id"], data["sql"], data["expression"],
                                    data["indexed_from"], accept))
-        ctx.logs.indexer = self.index_append
-        ctx.logs.indexed = self._index
 
     def __len__(self) -> int:
         return len(self._subs)
@@ -127,20 +122,11 @@ class Subscriptions:
 
     def _add(self, sub: Subscription) -> None:
         self._subs[(sub.group_id, sub.topic_id)] = sub
-        index = self._index.get(sub.topic_id)
-        if index is None:
-            index = self._index[sub.topic_id] = SubscriptionIndex(self._fields)
-        index.add(sub.group_id, compile_sql(sub.expression) if sub.sql else sub.expression)
-        self._sql_count[sub.topic_id] = self._sql_count.get(sub.topic_id, 0) + sub.sql
+        self.matches.add(sub.topic_id, sub.group_id, sub.sql, sub.expression)
 
     def _remove(self, sub: Subscription) -> None:
         del self._subs[(sub.group_id, sub.topic_id)]
-        index = self._index[sub.topic_id]
-        index.remove(sub.group_id)
-        self._sql_count[sub.topic_id] -= sub.sql
-        if not len(index):
-            del self._index[sub.topic_id]
-            del self._sql_count[sub.topic_id]
+        self.matches.remove(sub.topic_id, sub.group_id, sub.sql)
 
     def trim(self, pop_offset: Callable[[int, int, int], int]) -> None:
         """Drop match entries below each filtered group's pop offset: receive reads from there on
@@ -155,18 +141,6 @@ class Subscriptions:
                                        keys.match_key(sub.group_id, sub.topic_id, qid, upto))
                     self._trimmed[(sub.group_id, sub.topic_id, qid)] = upto
         self.ctx.store.write(batch)
-
-    def index_append(self, batch: Batch, topic_id: int, queue_id: int, offset: int, sealed: bytes | memoryview,
-                     props: Mapping[str, str] | None) -> None:
-        """Put the message's match entries into `batch` (QueueLogs calls this on every append)."""
-        index = self._index.get(topic_id)
-        if index is None:
-            return
-        view = records.view(sealed)
-        if props is None:
-            props = pb.Message.FromString(view.rest).user_properties if self._sql_count[topic_id] else {}
-        for group_id in index.match(props, view.tag):
-            batch.put("matches", keys.match_key(group_id, topic_id, queue_id, offset), b"")
 
 
 def _drop_matches(batch: Batch, group_id: int, topic_id: int) -> None:
