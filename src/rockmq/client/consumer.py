@@ -2,7 +2,9 @@
 
 Subscriptions are tag expressions (`"a||b"`, `"*"`) or SQL92 (`Filter.sql("region = 'eu'")`),
 filtered on the broker. A receive asks the brokers holding each subscribed topic in turn (one
-assignment per broker) and returns as soon as one has messages or the long poll ends.
+assignment per broker) and returns as soon as one has messages or the long poll ends; a broker
+that cannot be reached is passed over while another answers (assignments come from any access
+point: session.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from rockmq.client.errors import BrokerRefused, RockmqError, from_status
 from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
-from rockmq.client.session import Session
+from rockmq.client.session import Endpoints, Session, unreachable
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import address_of, endpoints_of
@@ -40,7 +42,7 @@ class Filter:
 
 
 class AsyncSimpleConsumer:
-    def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *,
+    def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  transport: Transport | None = None) -> None:
         self.group = group
@@ -64,17 +66,20 @@ class AsyncSimpleConsumer:
         cached = self._assigned.get(topic)
         if cached is not None and time.monotonic() - cached[0] < ASSIGNMENT_TTL_S:
             return cached[1]
-        t = self.session
-        request = rpc.QueryAssignmentRequest(topic=pb.Resource(name=topic), group=pb.Resource(name=self.group),
-                                             endpoints=endpoints_of(t.access_point))
-        queues = [a.message_queue for a in (await t.unary(t.access_point, "QueryAssignment", request)).assignments]
+        reply = await self.session.ask("QueryAssignment", lambda at: rpc.QueryAssignmentRequest(
+            topic=pb.Resource(name=topic), group=pb.Resource(name=self.group), endpoints=endpoints_of(at)))
+        queues = [a.message_queue for a in reply.assignments]
+        self.session.learn(address_of(q.broker.endpoints) for q in queues)
         self._assigned[topic] = (time.monotonic(), queues)
         return queues
 
     async def receive(self, max_messages: int = BATCH_SIZE, invisible_s: float = INVISIBLE_S) -> list[ReceivedMessage]:
-        """Up to `max_messages`, invisible to the group's other consumers for `invisible_s`."""
+        """Up to `max_messages`, invisible to the group's other consumers for `invisible_s`. A
+        broker that cannot be reached is passed over (and the topic's assignment asked again next
+        time); its error is raised only if no broker had messages."""
         topics = list(self.subscriptions)
         start = next(self._turn)
+        unreached: RockmqError | None = None
         for i in range(len(topics)):
             topic = topics[(start + i) % len(topics)]
             queues = await self._assignments(topic)
@@ -82,11 +87,16 @@ class AsyncSimpleConsumer:
                 last = i == len(topics) - 1 and j == len(queues) - 1
                 try:
                     got = await self._receive_from(queue, topic, max_messages, invisible_s, poll=last)
-                except RockmqError:
+                except RockmqError as e:
                     self._assigned.pop(topic, None)
-                    raise
+                    if not unreachable(e):
+                        raise
+                    unreached = e
+                    continue
                 if got:
                     return got
+        if unreached is not None:
+            raise unreached
         return []
 
     async def _receive_from(self, queue: pb.MessageQueue, topic: str, n: int, invisible_s: float,

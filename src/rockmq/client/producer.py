@@ -8,7 +8,10 @@ send whose reply was lost is stored once (the broker de-duplicates on topic and 
 messages always go to the queue their group hashes to: order matters more than availability.
 
 Routes are cached: a route older than `route_ttl_s` is refreshed in the background while sends
-go on with the cached one, so only a topic's first send (and a retry) waits for QueryRoute.
+go on with the cached one, so only a topic's first send (and a retry) waits for QueryRoute. A
+route is asked of the session's access points in turn (the endpoints given, then every broker a
+route named: session.py), and a refresh that fails keeps the last route, so the death of the
+broker the producer was pointed at costs at most one attempt while another broker is up.
 
 With `spool_dir`, a send that still fails after its retries with a retriable error is written to
 a local RocksDB spool (spool.py) and returns receipts marked `spooled`; a background task resends
@@ -37,13 +40,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError, from_status
-from rockmq.client.fault import FaultAvoidance
+from rockmq.client.fault import LATENCY_MS, PAUSE_MS, FaultAvoidance
 from rockmq.client.lanes import check_lane
 from rockmq.client.limits import REQUEST_TIMEOUT_S, ROUTE_TTL_S, SEND_RETRIES
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
 from rockmq.client.selectors import RoundRobin, Selector, by_hash
-from rockmq.client.session import Session
+from rockmq.client.session import Endpoints, Session
 from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Transport
@@ -59,11 +62,12 @@ def _now_ms() -> int:
 
 
 class AsyncProducer:
-    def __init__(self, endpoint: str, *, retries: int = SEND_RETRIES, request_timeout: float = REQUEST_TIMEOUT_S,
+    def __init__(self, endpoint: Endpoints, *, retries: int = SEND_RETRIES, request_timeout: float = REQUEST_TIMEOUT_S,
                  selector: Selector | None = None, client_id: str | None = None, route_ttl_s: float = ROUTE_TTL_S,
                  spool_dir: str | Path | None = None, spool_schedule_s: Sequence[float] = SPOOL_SCHEDULE_S,
                  spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
                  transaction_topics: Sequence[str] = (), lane: str | None = None,
+                 fault_latency_ms: Sequence[float] = LATENCY_MS, fault_pause_ms: Sequence[float] = PAUSE_MS,
                  transport: Transport | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
@@ -76,7 +80,7 @@ class AsyncProducer:
         self.transaction_topics = tuple(transaction_topics)
         self.lane = check_lane(lane)
         self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
-        self.faults = FaultAvoidance(lambda: time.monotonic() * 1000)
+        self.faults = FaultAvoidance(lambda: time.monotonic() * 1000, fault_latency_ms, fault_pause_ms)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
         self._telemetry: dict[str, TelemetrySession] = {}
@@ -130,10 +134,17 @@ class AsyncProducer:
     # --- routes ------------------------------------------------------------------------------
 
     async def queues(self, topic: str, refresh: bool = False) -> list[Queue]:
-        """The topic's route; a cached one at once (refreshed in the background once stale)."""
+        """The topic's route; a cached one at once (refreshed in the background once stale). With
+        `refresh`, a fresh one, or the cached one if no broker could be asked."""
         cached = self._routes.get(topic)
         if cached is None or refresh:
-            return await asyncio.shield(self._fetch_route(topic))
+            try:
+                return await asyncio.shield(self._fetch_route(topic))
+            except RockmqError as e:
+                if cached is None or not e.retriable:
+                    raise
+                log.debug("route of %s not refreshed (%s): keeping the last one", topic, e)
+                return cached[1]
         if time.monotonic() - cached[0] > self.route_ttl_s:
             self._fetch_route(topic)
         return cached[1]
@@ -204,7 +215,7 @@ class AsyncProducer:
     async def recall(self, topic: str, recall_handle: str) -> str:
         """Cancel a pending delayed message; -> its message id."""
         request = rpc.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=recall_handle)
-        reply: rpc.RecallMessageResponse = await self.session.unary(self.session.access_point, "RecallMessage", request)
+        reply: rpc.RecallMessageResponse = await self.session.ask("RecallMessage", lambda _: request)
         return reply.message_id
 
     async def _send(self, messages: list[Message], arg: Any, batch: bool) -> list[SendReceipt]:

@@ -17,7 +17,7 @@ from rockmq.client.errors import IllegalArgument, NotFound, Unimplemented, from_
 from rockmq.client.limits import BATCH_SIZE, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.queues import Queue
-from rockmq.client.session import Session
+from rockmq.client.session import Endpoints, Session
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
 from rockmq.when import instant_ms, parse_instant_ms
@@ -47,8 +47,8 @@ def _queue_pb(queue: Queue) -> pb.MessageQueue:
 
 
 class AsyncPullConsumer:
-    def __init__(self, endpoint: str, group: str, *, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
-                 lane: str | None = None, transport: Transport | None = None) -> None:
+    def __init__(self, endpoint: Endpoints, group: str, *, request_timeout: float = REQUEST_TIMEOUT_S,
+                 client_id: str | None = None, lane: str | None = None, transport: Transport | None = None) -> None:
         self.group = group
         self.session = Session(endpoint, request_timeout, client_id, lane, transport)
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging

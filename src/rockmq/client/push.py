@@ -46,6 +46,7 @@ from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
 from rockmq.client.pull import AsyncPullConsumer
 from rockmq.client.queues import Queue, queue_order
+from rockmq.client.session import Endpoints
 from rockmq.client.transport import GrpcTransport, Transport
 from rockmq.protocol import admin, pb, rpc
 from rockmq.protocol.conventions import (
@@ -124,7 +125,7 @@ def send_back_copy(message: ReceivedMessage, group: str, failures: int, delay_ms
 
 
 class AsyncPushConsumer:
-    def __init__(self, endpoint: str, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
+    def __init__(self, endpoint: Endpoints, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
                  mode: str = "clustering", strategy: Strategy = average, orderly: bool = False, concurrency: int = 16,
                  max_cached_messages: int = 1000, max_cached_bytes: int = 100 * 1024 * 1024, batch_size: int = BATCH_SIZE,
                  poll_s: float = LONG_POLL_S, heartbeat_s: float = HEARTBEAT_S, rebalance_s: float = 20.0,
@@ -168,7 +169,7 @@ class AsyncPushConsumer:
         self._wanted: set[Queue] = set()  # what the last rebalance gave this member
         self._members: tuple[str, ...] = ()
         self._live_lanes: frozenset[str] = frozenset()
-        self._endpoints: set[str] = {endpoint}
+        self._endpoints: set[str] = set(self.session.access_points)
         self._loops: list[asyncio.Task[None]] = []
         self._workers: list[asyncio.Task[None]] = []  # the handler pool (orderly: per queue instead; POP: receive loops)
         # Pulled messages waiting for a free handler. Bounded by flow control: at most
@@ -210,7 +211,7 @@ class AsyncPushConsumer:
                 self._endpoints.update(q.endpoint for q in await self._pull.queues(topic))
         await self._heartbeat()
         if self.mode == "pop":
-            self._simple = AsyncSimpleConsumer(self.session.access_point, self.state_group, dict(self.subscriptions),
+            self._simple = AsyncSimpleConsumer(self.session.access_points, self.state_group, dict(self.subscriptions),
                                                await_s=self.poll_s, request_timeout=self.session.request_timeout_s,
                                                client_id=self.client_id, transport=self._transport)
             loops = max(2, -(-self.concurrency // self.batch_size))  # receives in flight while handlers run
@@ -293,7 +294,7 @@ class AsyncPushConsumer:
     async def _fetch_members(self) -> None:
         """The group's members in this lane (sorted ids) and the lanes that have live members."""
         last: RockmqError | None = None
-        for endpoint in [self.session.access_point, *sorted(self._endpoints - {self.session.access_point})]:
+        for endpoint in [*self.session.access_points, *sorted(self._endpoints - set(self.session.access_points))]:
             try:
                 reply = await self.session.admin(endpoint, "ListMembers", admin.GroupRequest(name=self.group, local=True))
             except RockmqError as e:

@@ -1,12 +1,18 @@
 """A client's conversation with its brokers: its identity headers, deadlines, RocketMQ statuses
-turned into exceptions (errors.py) and routes. All I/O goes through its Transport (transport.py)."""
+turned into exceptions (errors.py), routes and access points. All I/O goes through its Transport
+(transport.py).
+
+Access points are the brokers asked what any broker can answer (routes, assignments): the ones
+the client was given (`"host:port"`, `"h1:p1,h2:p2"` or a list) and every broker a route names
+since. One that cannot be reached goes to the back of the list, so a dead access point costs one
+failed call (at most one request timeout), not one per call, while any other broker is up."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from typing import Any
 
-from rockmq.client.errors import ClientClosed, from_status
+from rockmq.client.errors import ClientClosed, ConnectionFailed, RockmqError, Timeout, from_status
 from rockmq.client.queues import Queue
 from rockmq.client.transport import ADMIN, BATCH, MESSAGING, Call, GrpcTransport, Transport
 from rockmq.protocol import pb, rpc
@@ -16,19 +22,69 @@ from rockmq.protocol.endpoints import address_of, endpoints_of
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
 _BATCH_OK_CODES = (*OK_CODES, pb.MESSAGE_NOT_FOUND)
 
+Endpoints = str | Sequence[str]  # what clients take as `endpoint`: "host:port", "h1:p1,h2:p2" or a list
+
+
+def access_points(endpoint: Endpoints) -> list[str]:
+    """The addresses of an `endpoint` argument, in order, each once; ValueError if there are none."""
+    parts = endpoint.split(",") if isinstance(endpoint, str) else list(endpoint)
+    if not all(isinstance(p, str) for p in parts):
+        raise ValueError(f"endpoint must be 'host:port', a comma-separated list or a list of them, not {endpoint!r}")
+    found = list(dict.fromkeys(p.strip() for p in parts if p.strip()))
+    if not found:
+        raise ValueError("endpoint names no broker: give 'host:port' (or several)")
+    return found
+
+
+def unreachable(e: RockmqError) -> bool:
+    """The callee did not answer at all (so another broker may): not a refusal, not a missing method."""
+    return isinstance(e, ConnectionFailed | Timeout) and e.retriable
+
 
 class Session:
-    def __init__(self, access_point: str, request_timeout_s: float, client_id: str | None = None,
+    def __init__(self, endpoint: Endpoints, request_timeout_s: float, client_id: str | None = None,
                  lane: str | None = None, transport: Transport | None = None) -> None:
         """With a `transport` of the caller's, the caller closes it; else the session makes a
         GrpcTransport and closes it with itself."""
-        self.access_point = access_point
+        self._access = access_points(endpoint)
         self.request_timeout_s = request_timeout_s
         self.client_id = client_id or new_client_id()
         self.metadata = client_metadata(self.client_id, lane=lane)
         self.transport: Transport = transport or GrpcTransport()
         self._owns_transport = transport is None
         self.closed = False
+
+    @property
+    def access_point(self) -> str:
+        """The access point asked first: the first one given, until it stops answering."""
+        return self._access[0]
+
+    @property
+    def access_points(self) -> list[str]:
+        """Every known access point, the one asked first first."""
+        return list(self._access)
+
+    def learn(self, endpoints: Iterable[str]) -> None:
+        """More brokers to ask (say, the ones a route names), after the known ones."""
+        self._access += [e for e in dict.fromkeys(endpoints) if e and e not in self._access]
+
+    async def ask(self, method: str, request: Callable[[str], Any], timeout: float | None = None) -> Any:
+        """A unary MessagingService call any broker answers, made to the access points in turn
+        until one answers; `request(access_point)` builds it. An access point that cannot be
+        reached goes to the back of the list. Refusals are raised at once."""
+        last: RockmqError | None = None
+        for endpoint in list(self._access):
+            try:
+                return await self.unary(endpoint, method, request(endpoint), timeout)
+            except RockmqError as e:
+                if not unreachable(e):
+                    raise
+                last = e
+                if endpoint in self._access and len(self._access) > 1:
+                    self._access.remove(endpoint)
+                    self._access.append(endpoint)
+        assert last is not None
+        raise last
 
     def _call(self, endpoint: str, service: str, method: str, request: Any, timeout: float | None) -> Call:
         if self.closed:
@@ -59,9 +115,13 @@ class Session:
         return await self.transport.unary(self._call(endpoint, ADMIN, method, request, timeout))
 
     async def route(self, topic: str) -> list[Queue]:
-        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.access_point))
-        reply = await self.unary(self.access_point, "QueryRoute", request)
-        return [Queue(topic, q.broker.name, address_of(q.broker.endpoints), q.id) for q in reply.message_queues]
+        """The topic's queues on every broker, from the first access point that answers; the
+        brokers it names become access points too."""
+        reply = await self.ask("QueryRoute", lambda at: rpc.QueryRouteRequest(topic=pb.Resource(name=topic),
+                                                                               endpoints=endpoints_of(at)))
+        queues = [Queue(topic, q.broker.name, address_of(q.broker.endpoints), q.id) for q in reply.message_queues]
+        self.learn(q.endpoint for q in queues)
+        return queues
 
     async def close(self) -> None:
         if self.closed:

@@ -18,6 +18,7 @@ from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.pull import PullResult
 from rockmq.client.push import Handler
 from rockmq.client.queues import Queue
+from rockmq.client.session import Endpoints
 from rockmq.client.spool import DEAD_LIST_LIMIT, DeadEntry
 from rockmq.client.transaction import AsyncTransaction
 
@@ -67,7 +68,7 @@ class _Sync:
 class Producer(_Sync):
     """`Producer("127.0.0.1:8081").send(Message("orders", b"..."))` from plain code."""
 
-    def __init__(self, endpoint: str, *, timeout: float = SYNC_SEND_TIMEOUT_S, **options: Any) -> None:
+    def __init__(self, endpoint: Endpoints, *, timeout: float = SYNC_SEND_TIMEOUT_S, **options: Any) -> None:
         """Options as AsyncProducer's. Its callbacks (`checker`, `on_dead`) are plain functions
         here and run in worker threads, so a slow one never stalls the shared event loop."""
         from rockmq.client.producer import AsyncProducer
@@ -136,7 +137,7 @@ def _in_thread(callback: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, 
 
 
 class SimpleConsumer(_Sync):
-    def __init__(self, endpoint: str, group: str, subscriptions: dict[str, str | Filter], *,
+    def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         self._timeout = timeout
         self._inner: AsyncSimpleConsumer = AsyncSimpleConsumer(endpoint, group, subscriptions, **options)
@@ -155,7 +156,7 @@ class PushConsumer(_Sync):
     """Consumes from the moment it is made until `close()`; a plain-function handler runs on the
     consumer's worker threads (options as AsyncPushConsumer's)."""
 
-    def __init__(self, endpoint: str, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
+    def __init__(self, endpoint: Endpoints, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
                  timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         from rockmq.client.push import AsyncPushConsumer
 
@@ -171,7 +172,7 @@ class PushConsumer(_Sync):
 class PullConsumer(_Sync):
     """Reads queues by offset from plain code (methods as AsyncPullConsumer's)."""
 
-    def __init__(self, endpoint: str, group: str, *, timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
+    def __init__(self, endpoint: Endpoints, group: str, *, timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         from rockmq.client.pull import AsyncPullConsumer
 
         self._timeout = timeout
