@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -51,6 +51,18 @@ def _at_least_one(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
+
+
+def _not_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            n = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative, not {text}")
+        return n
+    return parse
 
 
 def _endpoint(text: str) -> str:
@@ -145,8 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     mt.add_argument("topic")
     mt.add_argument("--group", required=True, help="consumer group")
     mt.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
-    mt.add_argument("--count", type=int, default=0, help="stop after this many messages (default: run until Ctrl-C)")
-    mt.add_argument("--timeout", type=float, default=0, help="stop after this many idle seconds (default: never)")
+    mt.add_argument("--count", type=_not_negative(int), default=0,
+                    help="stop after this many messages (default: run until Ctrl-C)")
+    mt.add_argument("--timeout", type=_not_negative(float), default=0, help="stop after this many idle seconds (default: never)")
 
     broker = sub.add_parser("broker", help="manage a broker").add_subparsers(dest="action", required=True, metavar="ACTION")
     with_endpoint(broker.add_parser("promote", help="make a replica (at --endpoint) a primary: its primary must be gone"))

@@ -276,6 +276,11 @@ def test_create_topic_zero_queues_is_refused(broker, conn, unique):
     assert topic not in {t.name for t in conn.admin.ListTopics(admin.ListTopicsRequest(), timeout=5).topics}
 
 
+@pytest.mark.parametrize("flag", ["--count", "--timeout"])
+def test_tail_negative_count_or_timeout_is_refused(broker, unique, flag):
+    assert_one_line_error(broker.cli("message", "tail", unique("cli-neg"), "--group", "g", flag, "-1"), 2, flag)
+
+
 def test_create_topic_bad_queue_count_and_type(broker, unique):
     assert_one_line_error(broker.cli("topic", "create", unique("cli-q"), "--queues", "5000"), 1)
     assert_one_line_error(broker.cli("topic", "create", unique("cli-t"), "--types", "NORMAL,BOGUS"), 1, "BOGUS")
