@@ -9,10 +9,10 @@ import time
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from mqwire import Conn, message
+from mqwire import META, RPC_TIMEOUT, Conn, message
 from waiting import wait_for
 
-from rockmq.protocol import pb
+from rockmq.protocol import pb, rpc
 
 
 @pytest.fixture
@@ -150,3 +150,34 @@ def test_a_replica_creates_nothing_of_its_own(pair):
     finally:
         rconn.close()
         pconn.close()
+
+
+def test_recall_and_end_transaction_wait_for_the_replica_as_sends_do(tmp_path):
+    """One commit step (broker/commit.py): under sync replication a recall and an EndTransaction
+    are answered only once a replica applied them, like the sends that made them."""
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "sync", "--broker-name", "b1",
+                            env={"ROCKMQ_REPLICATION_TIMEOUT_S": "1"}).start()
+    replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1").start()
+    conn = Conn(primary.endpoint)
+    try:
+        conn.create_topic("held", queues=1)
+        half = message("held", "half")
+        half.system_properties.message_type = pb.TRANSACTION
+        delayed = message("held", "later")
+        delayed.system_properties.delivery_timestamp.FromMilliseconds(int(time.time() * 1000) + 600_000)
+        delayed.system_properties.message_type = pb.DELAY
+        wait_for(lambda: conn.send(message("held", "probe")).status.code == pb.OK, 15, what="the replica to follow")
+        txn, timer = conn.send_ok(half, delayed)
+        replica.kill()
+        end = conn.mq.EndTransaction(rpc.EndTransactionRequest(
+            topic=pb.Resource(name="held"), message_id=txn.message_id, transaction_id=txn.transaction_id,
+            resolution=pb.COMMIT), metadata=META, timeout=RPC_TIMEOUT)
+        assert end.status.code == pb.SLAVE_PERSISTENCE_TIMEOUT, end.status
+        recall = conn.mq.RecallMessage(rpc.RecallMessageRequest(topic=pb.Resource(name="held"),
+                                                                recall_handle=timer.recall_handle),
+                                       metadata=META, timeout=RPC_TIMEOUT)
+        assert recall.status.code == pb.SLAVE_PERSISTENCE_TIMEOUT, recall.status
+    finally:
+        conn.close()
+        replica.kill()
+        primary.kill()
