@@ -54,6 +54,9 @@ def test_replica_follows_and_serves_reads_only(pair):
         with pytest.raises(grpc.RpcError) as e:
             rconn.send(message("r", "no"))
         assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "replica of" in e.value.details()
+        with pytest.raises(grpc.RpcError) as e:  # a streaming call too
+            rconn.receive_frames("g", "r")
+        assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "replica of" in e.value.details()
     finally:
         rconn.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from rockmq.broker.api.replies import admin_call
 from rockmq.broker.clients import Clients
@@ -61,7 +61,7 @@ class AdminServicer(admin_grpc.AdminServicer):
         return info
 
     @admin_call
-    def CreateTopic(self, request):
+    def CreateTopic(self, request: admin.CreateTopicRequest) -> Awaitable[admin.TopicInfo]:
         return self.fanout.create_topic(request, self._create_here)
 
     def _create_here(self, request: admin.CreateTopicRequest) -> admin.TopicInfo:
@@ -70,46 +70,46 @@ class AdminServicer(admin_grpc.AdminServicer):
         return self._topic_info(topic, True)
 
     @admin_call
-    def ListTopics(self, request):
+    def ListTopics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
         topics = sorted(self.ctx.meta.topics.values(), key=lambda t: t.name)
         return admin.ListTopicsResponse(topics=[self._topic_info(t, False) for t in topics])
 
     @admin_call
-    def DescribeTopic(self, request):
+    def DescribeTopic(self, request: admin.TopicRequest) -> Awaitable[admin.TopicInfo]:
         return self.fanout.describe_topic(request.name, request.local,
                                           lambda: self._topic_info(self.ctx.meta.topic(request.name), True))
 
     @admin_call
-    def DeleteTopic(self, request):
+    def DeleteTopic(self, request: admin.TopicRequest) -> admin.DeleteTopicResponse:
         topic = self.ctx.meta.delete_topic(request.name)
         self.ctx.logs.forget_topic(topic.id)
         self.subscriptions.forget_topic(topic.id)
         return admin.DeleteTopicResponse()
 
     @admin_call
-    def CreateGroup(self, request):
+    def CreateGroup(self, request: admin.CreateGroupRequest) -> admin.GroupInfo:
         group = self.ctx.meta.create_group(request.name, request.fifo, request.max_attempts or self.ctx.settings.max_attempts,
                                            request.consume_mode)
         return self._group_info(group, False)
 
     @admin_call
-    def ListGroups(self, request):
+    def ListGroups(self, request: admin.ListGroupsRequest) -> admin.ListGroupsResponse:
         groups = sorted(self.ctx.meta.groups.values(), key=lambda g: g.name)
         return admin.ListGroupsResponse(groups=[self._group_info(g, False) for g in groups])
 
     @admin_call
-    def DescribeGroup(self, request):
+    def DescribeGroup(self, request: admin.GroupRequest) -> Awaitable[admin.GroupInfo]:
         return self.fanout.describe_group(request.name, request.local,
                                           lambda: self._group_info(self.ctx.meta.group(request.name), True))
 
     @admin_call
-    def ListMembers(self, request):
+    def ListMembers(self, request: admin.GroupRequest) -> admin.ListMembersResponse:
         now = time.monotonic()
         return admin.ListMembersResponse(members=[admin.GroupMember(client_id=s.client_id, lane=s.lane, idle_s=now - s.last_seen)
                                                   for s in self.clients.members(request.name)])
 
     @admin_call
-    def GetTimerStats(self, request):
+    def GetTimerStats(self, request: admin.TimerStatsRequest) -> admin.TimerStats:
         t = self.timers
         late = t.lateness
         return admin.TimerStats(
@@ -118,7 +118,7 @@ class AdminServicer(admin_grpc.AdminServicer):
             half_messages=self.transactions.pending.value)
 
     @admin_call
-    def Promote(self, request):
+    def Promote(self, request: admin.PromoteRequest) -> Awaitable[admin.PromoteResponse]:
         if self.follower is None:
             raise BrokerError(pb.BAD_REQUEST, "this broker is not a replica (or was promoted already)")
         return self._promote(self.follower)

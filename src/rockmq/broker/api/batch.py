@@ -12,11 +12,13 @@ from __future__ import annotations
 import itertools
 import sys
 from array import array
+from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from rockmq.broker.api.replies import OK, entry_status, found_status, multi_status, unary
-from rockmq.broker.api.requests import poll_seconds
+from rockmq.broker.api.requests import Context, poll_seconds
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.pop.service import PopService
@@ -27,7 +29,7 @@ from rockmq.protocol import batch, batch_grpc, pb
 from rockmq.protocol.fetch import encode_fetch_response
 
 SERVICE = "rockmq.messaging.v1.BatchMessaging"
-METHODS = {  # but Fetch
+METHODS: dict[str, tuple[type[Message], type[Message]]] = {  # but Fetch
     "Receive": (batch.ReceiveRequest, batch.ReceiveResponse),
     "Ack": (batch.AckRequest, batch.AckResponse),
     "Pull": (batch.PullRequest, batch.PullResponse),
@@ -35,6 +37,11 @@ METHODS = {  # but Fetch
     "PublishStaged": (batch.PublishStagedRequest, batch.PublishStagedResponse),
     "DiscardStaged": (batch.DiscardStagedRequest, batch.DiscardStagedResponse),
 }
+
+
+def _fetch_reply(reply: bytes | batch.FetchResponse) -> bytes:
+    """Fetch's reply is serialized already, unless it is a refusal."""
+    return reply if isinstance(reply, bytes) else reply.SerializeToString()
 
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
@@ -46,11 +53,11 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         self.puller = pull
         self.staging = staging  # staged writes (the Spark sink); None: refused
 
-    def _poll_seconds(self, request, context) -> float:
+    def _poll_seconds(self, request: batch.ReceiveRequest | batch.PullRequest, context: Context) -> float:
         return poll_seconds(max(request.long_polling_timeout_ms, 0) / 1000, self.ctx.settings.max_long_polling_s, context)
 
     @unary(batch.ReceiveResponse)
-    async def Receive(self, request, context):
+    async def Receive(self, request: batch.ReceiveRequest, context: Context) -> batch.ReceiveResponse:
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
         sub = self.subscriptions.resolve(group, topic, request.filter_expression)
@@ -59,7 +66,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
 
     @unary(batch.AckResponse)
-    async def Ack(self, request, context):
+    async def Ack(self, request: batch.AckRequest, context: Context) -> batch.AckResponse:
         group = self.ctx.meta.group(request.group)
         topic = self.ctx.meta.topic(request.topic)
         results = self.pop.ack(group, topic, list(request.receipt_handles))
@@ -67,7 +74,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         return batch.AckResponse(status=multi_status(entries), entries=entries)
 
     @unary(batch.PullResponse)
-    async def Pull(self, request, context):
+    async def Pull(self, request: batch.PullRequest, context: Context) -> batch.PullResponse:
         topic = self.ctx.meta.topic(request.topic)
         if request.batch_size < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size must not be negative")
@@ -79,15 +86,15 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     def handler(self) -> grpc.GenericRpcHandler:
         """The service's methods; Fetch answers with a reply already serialized (or a
         FetchResponse with an error status)."""
-        methods = {name: grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString,
-                                                             response.SerializeToString)
-                   for name, (request, response) in METHODS.items()}
+        methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+            name: grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, response.SerializeToString)
+            for name, (request, response) in METHODS.items()}
         methods["Fetch"] = grpc.unary_unary_rpc_method_handler(
-            self.Fetch, batch.FetchRequest.FromString, lambda r: r if isinstance(r, bytes) else r.SerializeToString())
+            self.Fetch, batch.FetchRequest.FromString, _fetch_reply)
         return grpc.method_handlers_generic_handler(SERVICE, methods)
 
     @unary(batch.FetchResponse)
-    async def Fetch(self, request, context):
+    async def Fetch(self, request: batch.FetchRequest, context: Context) -> bytes | batch.FetchResponse:
         topic = self.ctx.meta.topic(request.topic)
         first, values, lo, hi = await self.puller.fetch(topic, request.queue_id, request.offset, request.end_offset,
                                                         request.max_records, request.max_bytes)
@@ -104,17 +111,17 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         return self.staging
 
     @unary(batch.StageResponse)
-    async def Stage(self, request, context):
+    async def Stage(self, request: batch.StageRequest, context: Context) -> batch.StageResponse:
         handle, count = self._staging().stage(request.system_properties, request.contents, request.ttl_ms, request.deduplicate)
         return batch.StageResponse(status=OK, handle=handle, count=count)
 
     @unary(batch.PublishStagedResponse)
-    async def PublishStaged(self, request, context):
+    async def PublishStaged(self, request: batch.PublishStagedRequest, context: Context) -> batch.PublishStagedResponse:
         duplicate, published, deduplicated = await self._staging().publish(
             request.sink_id, request.batch_id, [(c.handle, c.count) for c in request.chunks], request.retain_ms)
         return batch.PublishStagedResponse(status=OK, duplicate=duplicate, published=published, deduplicated=deduplicated)
 
     @unary(batch.DiscardStagedResponse)
-    async def DiscardStaged(self, request, context):
+    async def DiscardStaged(self, request: batch.DiscardStagedRequest, context: Context) -> batch.DiscardStagedResponse:
         self._staging().discard(request.handles)
         return batch.DiscardStagedResponse(status=OK)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import grpc
 
@@ -25,12 +26,12 @@ from rockmq.broker.api.replies import (
     status_of,
     unary,
 )
-from rockmq.broker.api.requests import client_id, header, poll_seconds
+from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster, Holder
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import check_name
+from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
@@ -45,6 +46,7 @@ from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 SERVICE = "apache.rocketmq.v2.MessagingService"
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
@@ -94,43 +96,45 @@ class MessagingServicer:
     def _queues(self, topic: str, queues: list[tuple[Holder, int]], requested: pb.Endpoints) -> list[pb.MessageQueue]:
         return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
                                 broker=pb.Broker(name=h.broker, id=0, endpoints=self._endpoints(h, requested)),
-                                accept_message_types=h.wire_types) for h, queue_id in queues]
+                                accept_message_types=h.message_types) for h, queue_id in queues]
 
-    def _queue_topic(self, queue: pb.MessageQueue):
+    def _queue_topic(self, queue: pb.MessageQueue) -> TopicConfig:
         return self.cluster.local_topic(queue.topic.name, queue.id, queue.broker.name)
 
     @unary(rpc.QueryRouteResponse)
-    async def QueryRoute(self, request, context):
+    async def QueryRoute(self, request: rpc.QueryRouteRequest, context: Context) -> rpc.QueryRouteResponse:
         queues = await self.cluster.route(request.topic.name)
         return rpc.QueryRouteResponse(status=OK, message_queues=self._queues(request.topic.name, queues, request.endpoints))
 
     @unary(rpc.QueryAssignmentResponse)
-    async def QueryAssignment(self, request, context):
+    async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Context) -> rpc.QueryAssignmentResponse:
         check_name("topic", request.topic.name)
         queues = await self.cluster.assignment(request.topic.name, self.ctx.group_for(request.group.name))
         return rpc.QueryAssignmentResponse(status=OK, assignments=[
             pb.Assignment(message_queue=q) for q in self._queues(request.topic.name, queues, request.endpoints)])
 
     @unary(rpc.HeartbeatResponse)
-    async def Heartbeat(self, request, context):
+    async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Context) -> rpc.HeartbeatResponse:
         self.clients.heartbeat(client_id(context), request.client_type,
                                request.group.name if request.HasField("group") else None, header(context, LANE_HEADER))
         return rpc.HeartbeatResponse(status=OK)
 
     @unary(rpc.NotifyClientTerminationResponse)
-    async def NotifyClientTermination(self, request, context):
+    async def NotifyClientTermination(self, request: rpc.NotifyClientTerminationRequest,
+                                      context: Context) -> rpc.NotifyClientTerminationResponse:
         cid = client_id(context)
         self.clients.drop(cid)
         self.pop.forget_client(cid)
         return rpc.NotifyClientTerminationResponse(status=OK)
 
-    async def Telemetry(self, requests: AsyncIterator, context) -> AsyncIterator:
+    async def Telemetry(self, requests: AsyncIterator[rpc.TelemetryCommand],
+                        context: Context) -> AsyncIterator[rpc.TelemetryCommand]:
         cid = client_id(context)
         if not cid:
             yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, f"the {CLIENT_ID_HEADER} header is required"))
             return
         session = self.clients.register(cid)
-        replies: asyncio.Queue = asyncio.Queue(TELEMETRY_BACKLOG)
+        replies: asyncio.Queue[rpc.TelemetryCommand | None] = asyncio.Queue(TELEMETRY_BACKLOG)
         session.outbox = replies  # the broker's own commands (transaction checks) go here too
 
         async def read() -> None:
@@ -161,7 +165,7 @@ class MessagingServicer:
     # --- sending ---------------------------------------------------------------------------
 
     @unary(rpc.SendMessageResponse)
-    async def SendMessage(self, request, context):
+    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> rpc.SendMessageResponse:
         if not request.messages:
             raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
         results = await self.sender.send(list(request.messages))
@@ -171,7 +175,7 @@ class MessagingServicer:
         return rpc.SendMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
 
     @unary(rpc.EndTransactionResponse)
-    async def EndTransaction(self, request, context):
+    async def EndTransaction(self, request: rpc.EndTransactionRequest, context: Context) -> rpc.EndTransactionResponse:
         if request.resolution not in (pb.COMMIT, pb.ROLLBACK):
             raise BrokerError(pb.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
         await self.transactions.end(request.topic.name, request.message_id, request.transaction_id,
@@ -179,14 +183,14 @@ class MessagingServicer:
         return rpc.EndTransactionResponse(status=OK)
 
     @unary(rpc.RecallMessageResponse)
-    async def RecallMessage(self, request, context):
+    async def RecallMessage(self, request: rpc.RecallMessageRequest, context: Context) -> rpc.RecallMessageResponse:
         self.ctx.meta.topic(request.topic.name)
         message_id = await self.timers.recall(request.recall_handle)
         return rpc.RecallMessageResponse(status=OK, message_id=message_id)
 
     # --- POP consumption -------------------------------------------------------------------
 
-    async def ReceiveMessage(self, request, context) -> AsyncIterator[bytes]:
+    async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
         R = rpc.ReceiveMessageResponse
         try:
             group = self.ctx.group_for(request.group.name)
@@ -215,12 +219,12 @@ class MessagingServicer:
             self.pop.release(group, topic, messages)
             raise
 
-    def _poll_seconds(self, request, context) -> float:
+    def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
         asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None
         return poll_seconds(asked, self.ctx.settings.max_long_polling_s, context)
 
     @unary(rpc.AckMessageResponse)
-    async def AckMessage(self, request, context):
+    async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> rpc.AckMessageResponse:
         group = self.ctx.meta.group(request.group.name)
         topic = self.ctx.meta.topic(request.topic.name)
         results = self.pop.ack(group, topic, [e.receipt_handle for e in request.entries])
@@ -228,7 +232,8 @@ class MessagingServicer:
                    for e, r in zip(request.entries, results)]
         return rpc.AckMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
 
-    async def ChangeInvisibleDuration(self, request, context):
+    async def ChangeInvisibleDuration(self, request: rpc.ChangeInvisibleDurationRequest,
+                                      context: Context) -> rpc.ChangeInvisibleDurationResponse:
         try:
             group = self.ctx.meta.group(request.group.name)
             topic = self.ctx.meta.topic(request.topic.name)
@@ -240,7 +245,8 @@ class MessagingServicer:
                                                        receipt_handle=request.receipt_handle)
 
     @unary(rpc.ForwardMessageToDeadLetterQueueResponse)
-    async def ForwardMessageToDeadLetterQueue(self, request, context):
+    async def ForwardMessageToDeadLetterQueue(self, request: rpc.ForwardMessageToDeadLetterQueueRequest,
+                                              context: Context) -> rpc.ForwardMessageToDeadLetterQueueResponse:
         group = self.ctx.meta.group(request.group.name)
         topic = self.ctx.meta.topic(request.topic.name)
         await self.pop.forward_to_dlq(group, topic, request.receipt_handle)
@@ -248,7 +254,7 @@ class MessagingServicer:
 
     # --- offset-based consumption ----------------------------------------------------------
 
-    async def PullMessage(self, request, context) -> AsyncIterator[bytes]:
+    async def PullMessage(self, request: rpc.PullMessageRequest, context: Context) -> AsyncIterator[bytes]:
         R = rpc.PullMessageResponse
         try:
             topic = self._queue_topic(request.message_queue)
@@ -265,30 +271,31 @@ class MessagingServicer:
         yield R(next_offset=next_offset).SerializeToString()
 
     @unary(rpc.UpdateOffsetResponse)
-    async def UpdateOffset(self, request, context):
+    async def UpdateOffset(self, request: rpc.UpdateOffsetRequest, context: Context) -> rpc.UpdateOffsetResponse:
         group = self.ctx.group_for(request.group.name)
         topic = self._queue_topic(request.message_queue)
         self.puller.update_offset(group, topic, request.message_queue.id, request.offset)
         return rpc.UpdateOffsetResponse(status=OK)
 
     @unary(rpc.GetOffsetResponse)
-    async def GetOffset(self, request, context):
+    async def GetOffset(self, request: rpc.GetOffsetRequest, context: Context) -> rpc.GetOffsetResponse:
         group = self.ctx.meta.group(request.group.name)
         topic = self._queue_topic(request.message_queue)
         return rpc.GetOffsetResponse(status=OK, offset=self.puller.get_offset(group, topic, request.message_queue.id))
 
     @unary(rpc.QueryOffsetResponse)
-    async def QueryOffset(self, request, context):
+    async def QueryOffset(self, request: rpc.QueryOffsetRequest, context: Context) -> rpc.QueryOffsetResponse:
         topic = self._queue_topic(request.message_queue)
         ts = request.timestamp.ToMilliseconds() if request.HasField("timestamp") else None
         offset = self.puller.query_offset(topic, request.message_queue.id, request.query_offset_policy, ts)
         return rpc.QueryOffsetResponse(status=OK, offset=offset)
 
     @unary(rpc.SyncLiteSubscriptionResponse)
-    async def SyncLiteSubscription(self, request, context):
+    async def SyncLiteSubscription(self, request: rpc.SyncLiteSubscriptionRequest,
+                                   context: Context) -> rpc.SyncLiteSubscriptionResponse:
         raise BrokerError(pb.UNSUPPORTED, "lite topics are not supported")
 
 
-def _offer(q: asyncio.Queue, item) -> None:
+def _offer(q: asyncio.Queue[T], item: T) -> None:
     if not q.full():
         q.put_nowait(item)

@@ -3,7 +3,12 @@ primary, until the replica is promoted."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
 import grpc
+
+from rockmq.broker.api.requests import Context
 
 # Reads, client bookkeeping, and the admin calls that change nothing (plus Promote itself).
 ALLOWED = frozenset({
@@ -13,24 +18,23 @@ ALLOWED = frozenset({
 })
 STREAMING = frozenset({"ReceiveMessage"})
 
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
+Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
+
 
 class ReadOnly(grpc.aio.ServerInterceptor):
     def __init__(self, primary: str) -> None:
         self.message = f"this broker is a replica of {primary}: it serves reads only (send writes to the primary)"
 
-    async def intercept_service(self, continuation, details):
+    async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
         method = details.method.rsplit("/", 1)[-1]
         if method in ALLOWED:
             return await continuation(details)
         message = self.message
 
-        async def refuse(request, context):
+        async def refuse(request: Any, context: Context) -> None:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
 
-        async def refuse_stream(request, context):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
-            yield  # pragma: no cover - abort raises
-
-        if method in STREAMING:
-            return grpc.unary_stream_rpc_method_handler(refuse_stream)
+        if method in STREAMING:  # a coroutine serves a stream too (it would write with context.write)
+            return grpc.unary_stream_rpc_method_handler(refuse)
         return grpc.unary_unary_rpc_method_handler(refuse)

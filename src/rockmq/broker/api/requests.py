@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 
@@ -10,19 +10,21 @@ from rockmq.protocol.channels import CLIENT_ID_HEADER
 
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
 
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"  # a servicer method's call (generic in the stubs only)
 
-def header(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str:
+
+def header(context: Context, name: str) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == name:
             return str(value)
     return ""
 
 
-def client_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+def client_id(context: Context) -> str:
     return header(context, CLIENT_ID_HEADER)
 
 
-def poll_seconds(asked_s: float | None, cap_s: float, context: grpc.aio.ServicerContext[Any, Any]) -> float:
+def poll_seconds(asked_s: float | None, cap_s: float, context: Context) -> float:
     """How long a long poll may wait: what the client asked (capped), ending before its deadline."""
     poll = cap_s if asked_s is None else min(cap_s, asked_s)
     remaining = context.time_remaining()

@@ -35,10 +35,6 @@ class Holder:
     queues: int
     message_types: tuple[str, ...] = ()
 
-    @property
-    def wire_types(self) -> list[int]:
-        return [pb.MessageType.Value(t) for t in self.message_types]
-
 
 def interleave(holders: list[Holder]) -> list[tuple[Holder, int]]:
     """Every (broker, queue id) of a topic, round robin over the brokers (pure)."""
@@ -89,7 +85,7 @@ class Cluster:
         me = self._me()
         await asyncio.gather(*(self._register(a, s, me) for a, s in zip(self.namesrv, self._stubs)))
 
-    async def _register(self, address: str, stub, me: namesrv.BrokerInfo) -> None:
+    async def _register(self, address: str, stub: namesrv_grpc.NameServerStub, me: namesrv.BrokerInfo) -> None:
         try:
             await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
