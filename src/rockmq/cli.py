@@ -340,8 +340,10 @@ def _format_ms(ms: int) -> str:
 
 def _body(args: argparse.Namespace) -> bytes:
     """The body given as an argument or read from `--body-file` (- for standard input)."""
-    if (args.body is None) == (args.body_file is None):
+    if args.body is not None and args.body_file is not None:
         raise CliError("give the body as an argument or with --body-file, not both", EXIT_USAGE)
+    if args.body is None and args.body_file is None:
+        raise CliError("no body: give it as an argument or with --body-file PATH (- for standard input)", EXIT_USAGE)
     if args.body is not None:
         return str(args.body).encode()
     if args.body_file == "-":
@@ -375,7 +377,12 @@ def _message_to_send(args: argparse.Namespace) -> Message:
 
 def cmd_message(args: argparse.Namespace) -> int:
     """send, recall and tail go through rockmq's own client: routed like any client's requests."""
-    return asyncio.run(_tail(args) if args.action == "tail" else _send_or_recall(args))
+    if args.action == "tail":
+        from rockmq.protocol import admin
+
+        _admin(args).DescribeTopic(admin.TopicRequest(name=args.topic), timeout=REQUEST_TIMEOUT_S)  # tailing creates no topic
+        return asyncio.run(_tail(args))
+    return asyncio.run(_send_or_recall(args))
 
 
 async def _send_or_recall(args: argparse.Namespace) -> int:
@@ -399,9 +406,7 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
 async def _tail(args: argparse.Namespace) -> int:
     """Receive, print and acknowledge until `--count` messages or `--timeout` idle seconds."""
     from rockmq.client import AsyncSimpleConsumer, Filter
-    from rockmq.protocol import admin
 
-    _admin(args).DescribeTopic(admin.TopicRequest(name=args.topic), timeout=REQUEST_TIMEOUT_S)  # tailing creates no topic
     poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
     received, idle_since = 0, time.monotonic()
     async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: Filter.tag(args.tag)}, await_s=poll_s,
