@@ -102,3 +102,27 @@ def test_a_send_keeps_the_last_route_when_no_access_point_answers():
         assert {r.broker for r in receipts} == {"b9002"}
 
     asyncio.run(scenario())
+
+
+def test_the_fault_latency_tables_are_the_producers_to_set():
+    """A broker slower than 10 ms is paused for a minute with the tables given; with pauses of 0
+    nothing is avoided; tables that cannot mean anything are refused."""
+    slow = "127.0.0.1:9001"
+
+    async def broker(call: Call) -> object:
+        if call.method == "QueryRoute":
+            return _route(call.request.topic.name, [9001, 9002])
+        if call.endpoint == slow:
+            await asyncio.sleep(0.03)
+        return _stored(call.request)
+
+    async def brokers_used(**tables: list[float]) -> list[str]:
+        async with AsyncProducer(slow, transport=MockTransport(broker), **tables) as p:
+            return [(await p.send(Message("t", b"%d" % i))).broker for i in range(8)]
+
+    avoided = asyncio.run(brokers_used(fault_latency_ms=[10], fault_pause_ms=[60_000]))
+    assert avoided.count("b9001") == 1, avoided
+    assert asyncio.run(brokers_used(fault_latency_ms=[10], fault_pause_ms=[0])).count("b9001") == 4
+    for latency, pause in (([], []), ([10, 5], [1, 2]), ([10], [1, 2]), ([10], [-1])):
+        with pytest.raises(ValueError, match="fault"):
+            AsyncProducer(slow, fault_latency_ms=latency, fault_pause_ms=pause)

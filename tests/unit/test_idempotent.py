@@ -292,3 +292,32 @@ def test_redis_keys_expire_with_their_state():
         assert 3_599_000 < await client.pttl("p:k") <= 3_600_000
 
     asyncio.run(scenario())
+
+
+def test_without_a_store_a_local_rocksdb_per_namespace_is_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from rockmq.client.idempotent import default_store_path
+
+    monkeypatch.setenv("ROCKMQ_IDEMPOTENT_DIR", str(tmp_path / "dedup"))
+    assert default_store_path("%RETRY%g/1") == tmp_path / "dedup" / "%25RETRY%25g%2F1"
+    monkeypatch.delenv("ROCKMQ_IDEMPOTENT_DIR")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert default_store_path("billing") == tmp_path / "state" / "rockmq" / "idempotent" / "billing"
+    assert default_store_path() == tmp_path / "state" / "rockmq" / "idempotent" / "_default"
+    ran: list[str] = []
+
+    async def scenario() -> None:
+        once, again, other = Idempotent(namespace="billing"), Idempotent(namespace="billing"), Idempotent(namespace="audit")
+        assert isinstance(once.store, RocksDBStore) and again.store is once.store and other.store is not once.store
+
+        @once
+        async def handle(m: ReceivedMessage) -> str:
+            ran.append(m.message_id)
+            return "done"
+
+        assert await handle(message("m1")) == "done"
+        assert await again(handle)(message("m1")) is SKIPPED
+        assert await other.store.get("billing:m1") is State.NONE
+
+    asyncio.run(scenario())
+    assert ran == ["m1"]
+    assert (tmp_path / "state" / "rockmq" / "idempotent" / "billing" / "CURRENT").exists()

@@ -23,7 +23,10 @@ window matters, make the side effect itself idempotent. `processing_timeout_s` m
 handler's longest run (or a slow attempt and its retry overlap), and `keep_s` how long copies of a
 message can keep arriving.
 
-Stores: `RocksDBStore` (local, one process), `RedisStore` and `SQLStore` (shared by processes).
+Stores: `RocksDBStore` (local, one process; the default: `Idempotent(namespace=group)` keeps its
+table under `$ROCKMQ_IDEMPOTENT_DIR`, else `$XDG_STATE_HOME/rockmq/idempotent`, else
+`~/.local/state/rockmq/idempotent`, one directory per namespace), `RedisStore` and `SQLStore`
+(shared by processes).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import contextlib
 import functools
 import inspect
 import math
+import os
 import re
 import sys
 import threading
@@ -43,6 +47,7 @@ from enum import Enum, StrEnum
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from urllib.parse import quote
 
 from rocksdict import Options, Rdict, WriteOptions
 
@@ -116,12 +121,14 @@ class Idempotent:
     a message must not skip it because another group did.
     """
 
-    def __init__(self, store: IdempotencyStore, *, namespace: str = "",
+    def __init__(self, store: IdempotencyStore | None = None, *, namespace: str = "",
                  key: Callable[[ReceivedMessage], str] = lambda m: m.message_id,
                  processing_timeout_s: float = 60.0, keep_s: float = 7 * 24 * 3600) -> None:
+        """Without a `store`, a local RocksDBStore at `default_store_path(namespace)`, shared by the
+        process's Idempotents of that namespace."""
         if ":" in namespace:
             raise ValueError(f"a namespace cannot contain ':' (it separates it from the key): {namespace!r}")
-        self.store = store
+        self.store = store if store is not None else default_store(namespace)
         self.namespace = namespace
         self.key = key
         self.processing_timeout_s = processing_timeout_s
@@ -253,6 +260,32 @@ class RocksDBStore:
             with self._lock:
                 self._db.close()
         await asyncio.to_thread(close)
+
+
+def default_store_path(namespace: str = "") -> Path:
+    """Where `Idempotent` keeps a namespace's table when given no store: under
+    $ROCKMQ_IDEMPOTENT_DIR, else $XDG_STATE_HOME/rockmq/idempotent, else ~/.local/state/rockmq/idempotent."""
+    root = os.environ.get("ROCKMQ_IDEMPOTENT_DIR")
+    if not root:
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        root = os.path.join(state, "rockmq", "idempotent")
+    return Path(root) / (quote(namespace, safe="") or "_default")
+
+
+_default_stores: dict[Path, RocksDBStore] = {}
+_default_stores_lock = threading.Lock()
+
+
+def default_store(namespace: str = "") -> RocksDBStore:
+    """The process's RocksDBStore of a namespace at its default path (RocksDB lets one process
+    open a directory once, so every Idempotent of the namespace shares it)."""
+    path = default_store_path(namespace).resolve()
+    with _default_stores_lock:
+        store = _default_stores.get(path)
+        if store is None:
+            path.mkdir(parents=True, exist_ok=True)
+            store = _default_stores[path] = RocksDBStore(path)
+        return store
 
 
 def _ttl_ms(until: float, now: float) -> int:

@@ -79,8 +79,8 @@ class AsyncProducer:
         self.checker = checker
         self.transaction_topics = tuple(transaction_topics)
         self.lane = check_lane(lane)
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
         self.faults = FaultAvoidance(lambda: time.monotonic() * 1000, fault_latency_ms, fault_pause_ms)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
         self._telemetry: dict[str, TelemetrySession] = {}
