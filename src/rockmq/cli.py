@@ -43,24 +43,15 @@ class CliError(Exception):
 # --- parsing -----------------------------------------------------------------------------------
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
-
-def _not_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
+def _number(kind: Callable[[str], float], least: float) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` (int or float), `least` or more."""
     def parse(text: str) -> float:
         try:
             n = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-        if n < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative, not {text}")
+        if n < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, not {text}")
         return n
     return parse
 
@@ -118,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")
     tc = with_endpoint(topic.add_parser("create", help="create a topic"))
     tc.add_argument("name")
-    tc.add_argument("--queues", type=_at_least_one, help="number of queues (default: the broker's, 8)")
+    tc.add_argument("--queues", type=_number(int, 1), help="number of queues (default: the broker's, 8)")
     tc.add_argument("--types", default="", help="accepted message types, e.g. NORMAL,FIFO,DELAY,TRANSACTION (default all)")
     tc.add_argument("--brokers", default="", help="in a cluster: brokers to spread the queues over, e.g. b1,b2 (default all)")
     with_endpoint(topic.add_parser("list", help="list topics"))
@@ -157,9 +148,9 @@ def _parser() -> argparse.ArgumentParser:
     mt.add_argument("topic")
     mt.add_argument("--group", required=True, help="consumer group")
     mt.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
-    mt.add_argument("--count", type=_not_negative(int), default=0,
+    mt.add_argument("--count", type=_number(int, 0), default=0,
                     help="stop after this many messages (default: run until Ctrl-C)")
-    mt.add_argument("--timeout", type=_not_negative(float), default=0, help="stop after this many idle seconds (default: never)")
+    mt.add_argument("--timeout", type=_number(float, 0), default=0, help="stop after this many idle seconds (default: never)")
 
     broker = sub.add_parser("broker", help="manage a broker").add_subparsers(dest="action", required=True, metavar="ACTION")
     with_endpoint(broker.add_parser("promote", help="make a replica (at --endpoint) a primary: its primary must be gone"))
