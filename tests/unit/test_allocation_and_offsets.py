@@ -248,3 +248,17 @@ def test_offset_store_rejects_bad_contents(tmp_path):
             store.load()
     with pytest.raises(ValueError):
         store.save({"T|b0|0": 1.5})
+
+
+def test_flow_sizes_pulls_to_the_bytes_left_and_takes_what_fits():
+    from rockmq.client.flow import fitting, pull_size, typical
+
+    assert pull_size(32, 32 * 1024, 0) == 32, "no size seen yet: the room"
+    assert pull_size(32, 32 * 1024, 8 * 1024) == 4
+    assert pull_size(32, 100, 8 * 1024) == 1 and pull_size(3, 10**9, 1) == 3
+    assert fitting([8, 8, 8, 8, 8], 32, cache_empty=True) == 4
+    assert fitting([8, 30], 32, cache_empty=False) == 1
+    assert fitting([40, 1], 32, cache_empty=True) == 1, "larger than the limit: alone, when nothing is cached"
+    assert fitting([40, 1], 32, cache_empty=False) == 0
+    assert fitting([], 32, cache_empty=True) == 0
+    assert typical(0, [100]) == 100 and typical(100, [200]) == 120 and typical(5, []) == 5

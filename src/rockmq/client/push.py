@@ -17,9 +17,10 @@
 `orderly=True` processes one message at a time per queue, in offset order (retrying a failed one
 in place before moving on); otherwise up to `concurrency` handlers run at once. Handlers are async
 functions or plain functions (run on a pool of `concurrency` threads). Flow control: at most
-`max_cached_messages` / `max_cached_bytes` pulled and unfinished per queue; past either, pulling
-that queue pauses. Delivery is at least once (a rebalance or crash may repeat messages past the
-last commit): pair it with `rockmq.client.idempotent` where duplicates matter.
+`max_cached_messages` / `max_cached_bytes` (of bodies) pulled and unfinished per queue; each pull
+is sized to what is left (flow.py), and past either limit pulling that queue pauses. Delivery is
+at least once (a rebalance or crash may repeat messages past the last commit): pair it with
+`rockmq.client.idempotent` where duplicates matter.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError, from_status
+from rockmq.client.flow import fitting, pull_size, typical
 from rockmq.client.lanes import check_lane, lane_filter, lane_group
 from rockmq.client.limits import BATCH_SIZE, HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage
@@ -87,6 +89,7 @@ class _Owned:
     window: OffsetWindow = field(default_factory=OffsetWindow)
     cached: int = 0
     cached_bytes: int = 0
+    typical_body: float = 0.0  # running typical body size of its messages (sizes its pulls)
     stopped: bool = False
     space: asyncio.Event = field(default_factory=asyncio.Event)  # set when the cache drops below the limits
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # orderly: set when the buffer gets a message
@@ -421,12 +424,13 @@ class AsyncPushConsumer:
         while not owned.stopped:
             owned.space.clear()
             room = min(self.batch_size, self.max_cached_messages - owned.cached)
-            if room <= 0 or owned.cached_bytes >= self.max_cached_bytes:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(owned.space.wait(), PAUSE_S)
+            bytes_left = self.max_cached_bytes - owned.cached_bytes
+            if room <= 0 or bytes_left <= 0:
+                await self._wait_for_space(owned)
                 continue
             try:
-                result = await self._pull.pull(owned.queue, owned.position, max_messages=room,
+                result = await self._pull.pull(owned.queue, owned.position,
+                                               max_messages=pull_size(room, bytes_left, owned.typical_body),
                                                filter=self._filter_for(owned.queue.topic), poll_s=self.poll_s)
             except RockmqError as e:
                 if e.code == pb.ILLEGAL_OFFSET:
@@ -437,9 +441,23 @@ class AsyncPushConsumer:
                 continue
             if owned.released():
                 return
-            for message in result.messages:
+            sizes = [len(m.body) for m in result.messages]
+            owned.typical_body = typical(owned.typical_body, sizes)
+            taken = fitting(sizes, self.max_cached_bytes - owned.cached_bytes, owned.cached == 0)
+            for message in result.messages[:taken]:
                 self._dispatch(owned, presented(message))
-            owned.position = result.next_offset
+            if taken < len(result.messages):  # the rest is pulled again once there is room
+                owned.position = result.messages[taken].offset
+                if not taken:
+                    await self._wait_for_space(owned)
+            else:
+                owned.position = result.next_offset
+
+    @staticmethod
+    async def _wait_for_space(owned: _Owned) -> None:
+        """Until a message of the queue finishes (or PAUSE_S)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(owned.space.wait(), PAUSE_S)
 
     async def _reset_position(self, owned: _Owned, error: RockmqError) -> None:
         """The position left the queue's range (retention removed messages, or the queue was recreated)."""
