@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.subscriptions import Subscriptions, record_filter
-from rockmq.protocol import pb
+from rockmq.protocol import pb, rpc
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 
@@ -28,9 +28,9 @@ class Session:
     lane: str = ""  # the client's environment lane (header x-rockmq-lane); "" is the base lane
     topics: tuple[str, ...] = ()
     last_seen: float = field(default_factory=time.monotonic)
-    outbox: asyncio.Queue | None = None  # the open Telemetry stream's replies, if any
+    outbox: asyncio.Queue[rpc.TelemetryCommand | None] | None = None  # the open Telemetry stream's replies, if any
 
-    def push(self, command) -> bool:
+    def push(self, command: rpc.TelemetryCommand) -> bool:
         """Offer a command to the client's Telemetry stream; False if closed or backed up."""
         if self.outbox is None or self.outbox.full():
             return False
@@ -102,7 +102,7 @@ class Clients:
         for topic in topics:
             self._publishers.setdefault(topic, set()).add(session.client_id)
 
-    def push_to_publisher(self, topic: str, command) -> bool:
+    def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand) -> bool:
         """Offer a command to one producer of `topic` with an open Telemetry stream, taking
         turns among them; False if none took it."""
         ids = sorted(self._publishers.get(topic, ()))
@@ -135,9 +135,9 @@ class Clients:
             for entry in given.subscription.subscriptions:  # a bad expression is refused at subscribe time
                 record_filter(entry.expression)
             group = self.ctx.group_for(given.subscription.group.name) if given.subscription.group.name else None
-            for entry in given.subscription.subscriptions if group is not None else ():
+            for entry in given.subscription.subscriptions:
                 topic = self.ctx.meta.topics.get(entry.topic.name)
-                if topic is not None:  # the index starts now, not at the first receive
+                if group is not None and topic is not None:  # the index starts now, not at the first receive
                     self.subscriptions.resolve(group, topic, entry.expression)
             session.topics = tuple(e.topic.name for e in given.subscription.subscriptions)
             group = self.ctx.group_for(session.group) if session.group else None

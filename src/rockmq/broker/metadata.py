@@ -28,10 +28,6 @@ class TopicConfig:
     queues: int
     message_types: list[str] = field(default_factory=lambda: list(MESSAGE_TYPES))
 
-    @property
-    def wire_types(self) -> list[int]:
-        return [pb.MessageType.Value(t) for t in self.message_types]
-
 
 # How a group consumes (broker/consume_mode.py): by POP, or by offsets its consumers commit.
 POP, OFFSET = "pop", "offset"

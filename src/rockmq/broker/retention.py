@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
@@ -40,7 +41,7 @@ class Cut:
     end: int
 
 
-def first_to_keep(stored_at, lo: int, hi: int, keep_from_ms: int) -> int:
+def first_to_keep(stored_at: Callable[[int], int | None], lo: int, hi: int, keep_from_ms: int) -> int:
     """The first offset in [lo, hi) stored at or after `keep_from_ms` (hi if none), given
     `stored_at(offset)` -> ms (None: already gone), non-decreasing in the offset."""
     if lo < hi and (head := stored_at(lo)) is not None and head >= keep_from_ms:
@@ -68,7 +69,7 @@ class RetentionService:
         self.ctx = ctx
         self.removed = 0  # messages removed since start
 
-    def _stored_at(self, topic_id: int, queue_id: int):
+    def _stored_at(self, topic_id: int, queue_id: int) -> Callable[[int], int | None]:
         read = self.ctx.logs.read
 
         def at(offset: int) -> int | None:

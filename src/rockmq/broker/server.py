@@ -85,7 +85,7 @@ class Broker:
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.server: grpc.aio.Server | None = None
         self.port = 0
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> int:
         s = self.settings

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -96,7 +97,8 @@ class Replicator(replication_grpc.ReplicationServicer):
 
     # --- the Follow stream ---------------------------------------------------------------------
 
-    async def Follow(self, requests, context):
+    async def Follow(self, requests: AsyncIterator[replication.FollowerState],
+                     context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.ReplicatedBatch]:
         try:
             first = await asyncio.wait_for(anext(requests), 10)
         except (StopAsyncIteration, TimeoutError):
@@ -123,11 +125,11 @@ class Replicator(replication_grpc.ReplicationServicer):
         try:
             while not reader.done():
                 if self._ring and self._ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
-                    first = self._ring[0][0]
-                    if sent + 1 < first:
+                    kept = self._ring[0][0]
+                    if sent + 1 < kept:
                         await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                             "the replica fell behind the buffer: re-seed it")
-                    seq, data = self._ring[sent + 1 - first]
+                    seq, data = self._ring[sent + 1 - kept]
                     yield replication.ReplicatedBatch(seq=seq, ops=data)
                     sent = seq
                 else:
@@ -185,12 +187,12 @@ class Follower:
                 await channel.close()
             await asyncio.sleep(RETRY_S)
 
-    async def _follow(self, stub) -> None:
+    async def _follow(self, stub: replication_grpc.ReplicationStub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
         await acks.put(replication.FollowerState(applied_seq=self.applied))
         progress = asyncio.Event()
 
-        async def states():
+        async def states() -> AsyncIterator[replication.FollowerState]:
             while (state := await acks.get()) is not None:
                 yield state
 
