@@ -10,7 +10,7 @@ from pathlib import Path
 
 from waiting import async_wait_for
 
-from rockmq.client import AsyncProducer, AsyncPushConsumer, AsyncSimpleConsumer, Message
+from rockmq.client import AsyncProducer, AsyncPullConsumer, AsyncPushConsumer, AsyncSimpleConsumer, Message
 
 TIMEOUT_S = 2.0  # the producer's request timeout: the bound on what a dead access point may cost
 
@@ -65,11 +65,13 @@ def test_consumers_pointed_at_a_killed_broker_read_through_the_others(cluster):
     b3 = cluster.brokers["b3"].endpoint
     seen: set[str] = set()
 
-    async def scenario() -> tuple[set[str], set[str]]:
+    async def scenario() -> tuple[set[str], set[str], set[str]]:
         async with AsyncPushConsumer(b3, "apc-push", {"apc": "*"}, lambda m: seen.add(m.body.decode()), heartbeat_s=0.3,
                                      rebalance_s=1.0, poll_s=1.0, request_timeout=TIMEOUT_S, shutdown_timeout_s=2.0) as push, \
-                AsyncSimpleConsumer(b3, "apc-simple", {"apc": "*"}, await_s=1.0, request_timeout=TIMEOUT_S) as simple:
-            await simple.receive()  # knows its assignments (through b3) before the kill
+                AsyncSimpleConsumer(b3, "apc-simple", {"apc": "*"}, await_s=1.0, request_timeout=TIMEOUT_S) as simple, \
+                AsyncPullConsumer(b3, "apc-pull", request_timeout=TIMEOUT_S) as pull:
+            await simple.receive()  # each has reached b3 before the kill
+            await pull.queues("apc")
             cluster.brokers["b3"].kill()
             async with AsyncProducer(cluster.brokers["b1"].endpoint) as p:
                 sent = {(await p.send(Message("apc", f"m{i}".encode()))) and f"m{i}" for i in range(30)}
@@ -81,8 +83,13 @@ def test_consumers_pointed_at_a_killed_broker_read_through_the_others(cluster):
                 await simple.ack_many(batch)
                 received |= {m.body.decode() for m in batch}
             assert push.assignment
-        return sent, received
+            pulled: set[str] = set()
+            for q in await pull.queues("apc"):
+                if q.broker != "b3":
+                    pulled |= {m.body.decode() for m in (await pull.pull(q, await pull.offset_at(q, "earliest"))).messages}
+        return sent, received, pulled
 
-    sent, received = asyncio.run(scenario())
+    sent, received, pulled = asyncio.run(scenario())
     assert seen == sent
     assert received == sent
+    assert pulled == sent
