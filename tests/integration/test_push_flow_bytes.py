@@ -9,6 +9,7 @@ import asyncio
 import random
 from collections import Counter
 
+import pytest
 from mqwire import Conn
 from waiting import async_wait_for
 
@@ -72,3 +73,30 @@ def test_mixed_sizes_and_a_message_larger_than_the_limit(broker, unique, conn: C
     assert all(cached_bytes <= LIMIT or cached == 1 for cached, cached_bytes in seen), "past the limit"
     assert (1, 40 * 1024 + 4) in seen, "the large message came, alone"
     assert handled == Counter(bodies)
+
+
+def test_a_pull_takes_a_byte_budget(broker, unique, conn: Conn):
+    """BatchMessaging.Pull's max_bytes: no more serialized bytes than the budget, but one message
+    even if larger; the next pull starts after what was sent; a negative budget is refused."""
+    from rockmq.client import AsyncPullConsumer
+    from rockmq.client.errors import IllegalArgument
+
+    topic = unique("flow-budget")
+    conn.create_topic(topic, queues=1)
+
+    async def scenario() -> None:
+        async with AsyncProducer(broker.endpoint) as p:
+            for i in range(6):
+                await p.send(Message(topic, b"%d" % i + b"x" * (8 * 1024 - 1)))
+        async with AsyncPullConsumer(broker.endpoint, unique("flow-budget-g")) as c:
+            [q] = await c.queues(topic)
+            two = await c.pull(q, 0, max_bytes=20 * 1024)
+            assert [m.offset for m in two.messages] == [0, 1] and two.next_offset == 2
+            one = await c.pull(q, 2, max_bytes=1)
+            assert [m.offset for m in one.messages] == [2] and one.next_offset == 3
+            rest = await c.pull(q, 3)
+            assert [m.offset for m in rest.messages] == [3, 4, 5]
+            with pytest.raises(IllegalArgument, match="max_bytes"):
+                await c.pull(q, 0, max_bytes=-1)
+
+    asyncio.run(scenario())

@@ -41,8 +41,9 @@ class PullService:
         claim(self.ctx.meta, group, OFFSET, self.ctx.read_only)
 
     async def pull(self, group_name: str, topic: TopicConfig, queue_id: int, offset: int, batch_size: int,
-                   accept: RecordFilter, poll_s: float) -> tuple[list[bytes], int]:
-        """Messages from `offset` on -> (serialized v2 Messages, next offset)."""
+                   accept: RecordFilter, poll_s: float, max_bytes: int = 0) -> tuple[list[bytes], int]:
+        """Messages from `offset` on -> (serialized v2 Messages, next offset). With `max_bytes`, no
+        more bytes than that, but one message even if larger (a push consumer's room)."""
         self._check_queue(topic, queue_id)
         self._reader(group_name)
         logs = self.ctx.logs
@@ -51,6 +52,7 @@ class PullService:
             raise BrokerError(pb.ILLEGAL_OFFSET, f"offset {offset} is outside the queue's range [{lo}, {hi}]")
         s = self.ctx.settings
         batch_size = max(1, min(batch_size, s.max_receive_batch))
+        budget = min(max_bytes, s.max_reply_bytes) if max_bytes > 0 else s.max_reply_bytes
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
@@ -59,13 +61,16 @@ class PullService:
             size = 0
             position = offset
             for off, record in logs.scan(topic.id, queue_id, offset, s.pull_scan_limit):
-                if len(out) >= batch_size or size >= s.max_reply_bytes:
+                if len(out) >= batch_size or size >= budget:
                     break
-                position = off + 1
                 view = records.view(record)
                 if accept(view):
-                    out.append(view.message())
-                    size += len(out[-1])
+                    message = view.message()
+                    if out and size + len(message) > budget:
+                        break
+                    out.append(message)
+                    size += len(message)
+                position = off + 1
             left = until - loop.time()
             if out or position != offset or left <= 0:
                 return out, position

@@ -1,10 +1,12 @@
 """The push consumer's flow control arithmetic: how many messages a pull asks for, and how many of
 its reply a queue's cache takes, so that `max_cached_bytes` is a real "at most". Pure.
 
-A pull is sized by count from the body sizes seen so far (the protocol's pulls take a count, not a
-byte budget); what a reply brings beyond the bytes left is not taken, and the next pull starts at
-the first message not taken. The one exception is a message larger than the whole limit: it is
-taken alone, when nothing else is cached, or it could never be consumed.
+A pull asks rockmq for no more than the bytes left (BatchMessaging.Pull's `max_bytes`, counted in
+serialized messages, so the bodies fit) and for no more messages than those bytes hold at the body
+sizes seen so far (RocketMQ's PullMessage takes a count only); what a reply brings beyond the bytes
+left is not taken, and the next pull starts at the first message not taken. The one exception is
+a message larger than the whole limit: it is taken alone, when nothing else is cached, or it could
+never be consumed.
 """
 
 from __future__ import annotations

@@ -67,13 +67,15 @@ class AsyncPullConsumer:
         return await self.session.route(topic)
 
     async def pull(self, queue: Queue, offset: int, *, max_messages: int = BATCH_SIZE, filter: str | Filter = "*",
-                   poll_s: float = 0.0) -> PullResult:
-        """Messages from `offset` on; waits up to `poll_s` for the first one to arrive."""
+                   poll_s: float = 0.0, max_bytes: int = 0) -> PullResult:
+        """Messages from `offset` on; waits up to `poll_s` for the first one to arrive. With
+        `max_bytes`, rockmq sends no more bytes of messages than that (but always one message, if
+        any is there); a broker without BatchMessaging ignores it."""
         f = filter if isinstance(filter, Filter) else Filter.tag(filter)
         if queue.endpoint not in self._streaming_only:
             request = batch.PullRequest(group=self.group, topic=queue.topic, queue_id=queue.queue_id, offset=offset,
                                         batch_size=max_messages, filter_expression=f.to_pb(),
-                                        long_polling_timeout_ms=int(poll_s * 1000))
+                                        long_polling_timeout_ms=int(poll_s * 1000), max_bytes=max_bytes)
             try:
                 reply = await self.session.batch(queue.endpoint, "Pull", request, poll_s + self.session.request_timeout_s)
             except Unimplemented:

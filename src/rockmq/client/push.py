@@ -431,7 +431,8 @@ class AsyncPushConsumer:
             try:
                 result = await self._pull.pull(owned.queue, owned.position,
                                                max_messages=pull_size(room, bytes_left, owned.typical_body),
-                                               filter=self._filter_for(owned.queue.topic), poll_s=self.poll_s)
+                                               filter=self._filter_for(owned.queue.topic), poll_s=self.poll_s,
+                                               max_bytes=bytes_left)
             except RockmqError as e:
                 if e.code == pb.ILLEGAL_OFFSET:
                     await self._reset_position(owned, e)

@@ -76,11 +76,11 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     @unary(batch.PullResponse)
     async def Pull(self, request: batch.PullRequest, context: Context) -> batch.PullResponse:
         topic = self.ctx.meta.topic(request.topic)
-        if request.batch_size < 0:
-            raise BrokerError(pb.BAD_REQUEST, "batch_size must not be negative")
+        if request.batch_size < 0 or request.max_bytes < 0:
+            raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
                                                        request.batch_size or 32, record_filter(request.filter_expression),
-                                                       self._poll_seconds(request, context))
+                                                       self._poll_seconds(request, context), request.max_bytes)
         return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
 
     def handler(self) -> grpc.GenericRpcHandler:

@@ -50,7 +50,7 @@ class AckResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[_definition_pb2.Status, _Mapping]]] = ...) -> None: ...
 
 class PullRequest(_message.Message):
-    __slots__ = ("group", "topic", "queue_id", "offset", "batch_size", "filter_expression", "long_polling_timeout_ms")
+    __slots__ = ("group", "topic", "queue_id", "offset", "batch_size", "filter_expression", "long_polling_timeout_ms", "max_bytes")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class PullRequest(_message.Message):
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     FILTER_EXPRESSION_FIELD_NUMBER: _ClassVar[int]
     LONG_POLLING_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     group: str
     topic: str
     queue_id: int
@@ -65,7 +66,8 @@ class PullRequest(_message.Message):
     batch_size: int
     filter_expression: _definition_pb2.FilterExpression
     long_polling_timeout_ms: int
-    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ..., batch_size: _Optional[int] = ..., filter_expression: _Optional[_Union[_definition_pb2.FilterExpression, _Mapping]] = ..., long_polling_timeout_ms: _Optional[int] = ...) -> None: ...
+    max_bytes: int
+    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ..., batch_size: _Optional[int] = ..., filter_expression: _Optional[_Union[_definition_pb2.FilterExpression, _Mapping]] = ..., long_polling_timeout_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
 
 class PullResponse(_message.Message):
     __slots__ = ("status", "messages", "next_offset")
