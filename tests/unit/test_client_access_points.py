@@ -126,3 +126,32 @@ def test_the_fault_latency_tables_are_the_producers_to_set():
     for latency, pause in (([], []), ([10, 5], [1, 2]), ([10], [1, 2]), ([10], [-1])):
         with pytest.raises(ValueError, match="fault"):
             AsyncProducer(slow, fault_latency_ms=latency, fault_pause_ms=pause)
+
+
+def test_an_access_point_that_stops_answering_costs_one_call():
+    """The broker a producer was pointed at hangs (every call to it times out): the send that finds
+    out retries through the other broker, routes are asked of that one, and the hung broker is
+    not called again."""
+    from rockmq.client.errors import Timeout
+
+    hung: set[str] = set()
+    calls_to_hung: list[str] = []
+
+    def broker(call: Call) -> object:
+        if call.endpoint in hung:
+            calls_to_hung.append(call.method)
+            raise Timeout(f"{call.endpoint} did not answer in time")
+        if call.method == "QueryRoute":
+            return _route(call.request.topic.name, [9001, 9002])
+        return _stored(call.request)
+
+    async def scenario() -> None:
+        async with AsyncProducer("127.0.0.1:9001", transport=MockTransport(broker)) as p:
+            await p.send(Message("t", b"warm"))
+            hung.add("127.0.0.1:9001")
+            receipts = [await p.send(Message("t", b"%d" % i)) for i in range(6)]
+            assert p.session.access_points == ["127.0.0.1:9002", "127.0.0.1:9001"]
+        assert {r.broker for r in receipts} == {"b9002"}
+
+    asyncio.run(scenario())
+    assert calls_to_hung == ["SendMessage"], calls_to_hung

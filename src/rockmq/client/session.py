@@ -80,11 +80,14 @@ class Session:
                 if not unreachable(e):
                     raise
                 last = e
-                if endpoint in self._access and len(self._access) > 1:
-                    self._access.remove(endpoint)
-                    self._access.append(endpoint)
         assert last is not None
         raise last
+
+    def _demote(self, endpoint: str) -> None:
+        """An endpoint did not answer: if it is an access point, it is asked last from now on."""
+        if endpoint in self._access and endpoint != self._access[-1]:
+            self._access.remove(endpoint)
+            self._access.append(endpoint)
 
     def _call(self, endpoint: str, service: str, method: str, request: Any, timeout: float | None) -> Call:
         if self.closed:
@@ -92,8 +95,14 @@ class Session:
         return Call(endpoint, service, method, request, self.metadata, timeout or self.request_timeout_s)
 
     async def unary(self, endpoint: str, method: str, request: Any, timeout: float | None = None) -> Any:
-        """Call a unary MessagingService method; raise for transport errors and non-OK statuses."""
-        reply = await self.transport.unary(self._call(endpoint, MESSAGING, method, request, timeout))
+        """Call a unary MessagingService method; raise for transport errors and non-OK statuses.
+        An access point that does not answer goes to the back of the list (whatever the call)."""
+        try:
+            reply = await self.transport.unary(self._call(endpoint, MESSAGING, method, request, timeout))
+        except RockmqError as e:
+            if unreachable(e):
+                self._demote(endpoint)
+            raise
         if reply.status.code not in OK_CODES:
             raise from_status(reply.status.code, reply.status.message)
         return reply
