@@ -78,7 +78,7 @@ class Broker:
         self.reviver = Reviver(ctx, checkpoints, fifo)
         self.renewals = Renewals(checkpoints, self.clients, s.auto_renew_invisible_ms, s.client_silence_s,
                                  s.max_renewals)
-        self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer)
+        self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer, self.subscriptions)
         self.puller = PullService(ctx)
         self.positions = Positions(ctx, self.pop, self.puller)
         self.fanout = AdminFanout(self.cluster, s.default_queues)
@@ -95,14 +95,14 @@ class Broker:
             ("grpc.so_reuseport", 0),
         ])
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.subscriptions, self.cluster)
+                                      self.clients, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin = AdminServicer(self.ctx, self.timers, self.transactions, self.subscriptions, self.cluster, self.fanout,
                               self.clients, self.positions, self.follower, self.promoted.set)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
-        batch = BatchServicer(self.ctx, self.pop, self.puller, self.subscriptions, self.staging)
+        batch = BatchServicer(self.ctx, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         try:
             self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")

@@ -24,7 +24,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
-from rockmq.broker.subscriptions import Subscriptions, record_filter
+from rockmq.broker.subscriptions import record_filter
 from rockmq.protocol import batch, batch_grpc, pb
 from rockmq.protocol.fetch import encode_fetch_response
 
@@ -45,10 +45,9 @@ def _fetch_reply(reply: bytes | batch.FetchResponse) -> bytes:
 
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
-    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService, subscriptions: Subscriptions,
+    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService,
                  staging: StagingService | None = None) -> None:
         self.ctx = ctx
-        self.subscriptions = subscriptions
         self.pop = pop
         self.puller = pull
         self.staging = staging  # staged writes (the Spark sink); None: refused
@@ -60,8 +59,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     async def Receive(self, request: batch.ReceiveRequest, context: Context) -> batch.ReceiveResponse:
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
-        sub = self.subscriptions.resolve(group, topic, request.filter_expression)
-        messages = await self.pop.receive(group, topic, sub, request.batch_size or 32,
+        messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size or 32,
                                           request.invisible_duration_ms, self._poll_seconds(request, context))
         return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
 

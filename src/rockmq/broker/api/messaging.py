@@ -35,7 +35,7 @@ from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
-from rockmq.broker.subscriptions import Subscriptions, record_filter
+from rockmq.broker.subscriptions import record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
@@ -62,10 +62,9 @@ UNARY_METHODS = {
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
-                 subscriptions: Subscriptions, cluster: Cluster) -> None:
+                 cluster: Cluster) -> None:
         self.ctx = ctx
         self.cluster = cluster
-        self.subscriptions = subscriptions
         self.sender = send
         self.transactions = transactions
         self.pop = pop
@@ -195,12 +194,11 @@ class MessagingServicer:
         try:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
-            sub = self.subscriptions.resolve(group, topic, request.filter_expression)
             invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
             renew_for = client_id(context) if request.auto_renew and invisible_ms is None else None
             if renew_for is not None:  # PushConsumers: the broker renews while the client lives
                 self.clients.register(renew_for)
-            messages = await self.pop.receive(group, topic, sub, request.batch_size or 32, invisible_ms,
+            messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size or 32, invisible_ms,
                                               self._poll_seconds(request, context), renew_for)
         except Exception as e:
             yield status_frame(R, status_of(e, "ReceiveMessage"))

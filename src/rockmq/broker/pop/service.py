@@ -16,7 +16,7 @@ from functools import partial
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
-from rockmq.broker.consume_mode import claim
+from rockmq.broker.consume_mode import claim, refusal
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
@@ -24,7 +24,7 @@ from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
-from rockmq.broker.subscriptions import Subscription
+from rockmq.broker.subscriptions import Subscription, Subscriptions
 from rockmq.filter.record_filter import accept_all
 from rockmq.protocol import pb, records
 from rockmq.store import keys
@@ -37,8 +37,9 @@ BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, t
 
 class PopService:
     def __init__(self, ctx: BrokerContext, checkpoints: Checkpoints, fifo: FifoLocks, reviver: Reviver,
-                 renewals: Renewals, committer: Committer) -> None:
+                 renewals: Renewals, committer: Committer, subscriptions: Subscriptions) -> None:
         self.ctx = ctx
+        self.subscriptions = subscriptions
         self.checkpoints = checkpoints
         self.fifo = fifo
         self.reviver = reviver
@@ -88,16 +89,15 @@ class PopService:
 
     # --- receive ---------------------------------------------------------------------------
 
-    async def receive(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
+    async def receive(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression, batch_size: int,
                       invisible_ms: int | None, poll_s: float, renew_for: str | None = None) -> list[bytes]:
-        """Hand out up to batch_size messages, waiting up to poll_s for the first one. `sub`:
-        the group's filtered subscription (None: everything).
+        """Hand out up to batch_size messages the group's filter `expr` accepts, waiting up to
+        poll_s for the first one.
 
         Returns serialized v2 Messages (receipt handle and attempt set). With `renew_for` (a
         client id) and no invisible time, the broker keeps extending the invisible time while
-        that client is alive.
+        that client is alive. A refused receive writes nothing (no mode, no subscription).
         """
-        claim(self.ctx.meta, group, POP, self.ctx.read_only)
         if invisible_ms is None:
             if renew_for is None:
                 raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
@@ -108,6 +108,11 @@ class PopService:
         if not 0 < invisible_ms <= s.max_invisible_ms:
             raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME,
                               f"invisible duration must be in (0, {s.max_invisible_ms}] ms, not {invisible_ms} ms")
+        refused = refusal(group, POP)
+        if refused is not None:
+            raise refused
+        sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
+        claim(self.ctx.meta, group, POP, self.ctx.read_only)
         batch_size = max(1, min(batch_size, s.max_receive_batch))
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
