@@ -108,8 +108,9 @@ class Store:
         names = [*Family, *(f for f in existing if f not in {*Family, "default"})]
         families = {f: _options(cache, f) for f in names}
         self._db = Rdict(str(path), options=_options(cache), column_families=families)
-        self._cf: dict[str, Rdict] = {f: self._db.get_column_family(f) for f in Family}
-        self._handles: dict[str, ColumnFamily] = {f: self._db.get_column_family_handle(f) for f in Family}
+        # Keyed by plain str (the names callers pass): the fast dict lookup of str-only keys.
+        self._cf: dict[str, Rdict] = {f.value: self._db.get_column_family(f.value) for f in Family}
+        self._handles: dict[str, ColumnFamily] = {f.value: self._db.get_column_family_handle(f.value) for f in Family}
         self._nosync = WriteOptions()
         self._nosync.sync = False
         interval = None if flush == "sync" else flush_interval_ms / 1000

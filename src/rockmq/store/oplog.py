@@ -11,13 +11,14 @@ from __future__ import annotations
 import struct
 
 from rockmq.store import framing
-from rockmq.store.schema import FAMILY_BY_ID, Family
+from rockmq.store.schema import Family
 
 PUT, DELETE, DELETE_RANGE = 0, 1, 2
 Op = tuple[int, str, bytes, bytes]
 _HEAD = struct.Struct(">BBI")
 _LEN = framing.LEN
 _ID = {f.value: f.id for f in Family}  # by name: Batch records family names as given
+_NAME = {f.id: f.value for f in Family}
 
 
 def encode(ops: list[Op]) -> bytes:
@@ -34,7 +35,7 @@ def decode(data: bytes) -> list[Op]:
     """Raises ValueError on anything `encode` did not produce."""
     ops: list[Op] = []
     for (kind, family_id, _), key, value in framing.entries(data, _HEAD):
-        family = FAMILY_BY_ID.get(family_id)
+        family = _NAME.get(family_id)
         if kind > DELETE_RANGE or family is None:
             raise ValueError(f"corrupt batch: unknown operation {kind} or family id {family_id}")
         ops.append((kind, family, key, value))

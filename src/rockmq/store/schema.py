@@ -45,8 +45,7 @@ class Family(StrEnum):
     STAGING = "staging", 11  # the Spark sink's staged chunks, sinks and publish jobs (broker/staging.py)
 
 
-FAMILY_BY_ID: dict[int, Family] = {f.id: f for f in Family}
-assert len(FAMILY_BY_ID) == len(Family), "two families share an id"
+assert len({f.id for f in Family}) == len(Family), "two families share an id"
 
 # rockmq 0.1.0 kept the staging family's entries, keys otherwise unchanged, in `txn` under this prefix.
 LEGACY_STAGING_PREFIX = b"\x00sink/"
