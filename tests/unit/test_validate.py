@@ -47,6 +47,20 @@ def test_a_new_topic_is_planned_not_created():
     assert check_send(msg(), Known({"orders": orders}), SETTINGS, NOW) == Checked(orders, "NORMAL")
 
 
+def test_a_chosen_queue_must_be_one_of_the_topics_here():
+    orders = TopicConfig("orders", 7, 4)
+    known = Known({"orders": orders})
+    for qid in (0, 3):
+        assert check_send(msg(queue_id=qid), known, SETTINGS, NOW, queue_chosen=True) == Checked(orders, "NORMAL")
+    for qid in (4, -1):
+        with pytest.raises(BrokerError) as e:
+            check_send(msg(queue_id=qid), known, SETTINGS, NOW, queue_chosen=True)
+        assert e.value.code == pb.BAD_REQUEST and f"queue_id {qid} is not a queue of topic 'orders'" in e.value.message
+    assert check_send(msg(queue_id=9), known, SETTINGS, NOW) == Checked(orders, "NORMAL")  # not chosen: not looked at
+    new = check_send(msg("fresh", queue_id=SETTINGS.default_queues - 1), Known(), SETTINGS, NOW, queue_chosen=True)
+    assert new.target == NewTopic("fresh", SETTINGS.default_queues)  # a topic auto-creation makes: its queues count
+
+
 def test_dead_letter_topics_take_no_sends_known_or_not():
     dlq = TopicConfig("%DLQ%billing", 3, 1)
     assert refused(msg("%DLQ%billing")) == "FORBIDDEN"

@@ -64,7 +64,8 @@ class QueueLogs:
         return keys.parse_log_key(first)[2] if first else self.max_offset(topic_id, queue_id)
 
     def choose_queue(self, topic: TopicConfig, message_group: str | None) -> int:
-        """FIFO messages: a stable hash of the message group; others round robin."""
+        """The broker's placement: FIFO messages by a stable hash of the message group (whatever
+        queue the client named), others round robin (unless their client chose: send.py)."""
         if message_group is not None:
             return zlib.crc32(message_group.encode()) % topic.queues
         self._round_robin[topic.id] = n = self._round_robin.get(topic.id, -1) + 1

@@ -1,5 +1,8 @@
-"""SendMessage: validate (broker/validate.py), de-duplicate (broker/dedup.py), choose the queue,
+"""SendMessage: validate (broker/validate.py), de-duplicate (broker/dedup.py), place in a queue,
 append durably (broker/commit.py).
+
+A message goes to the queue its client chose (`queue_id`, when the request says the client
+chooses: docs/protocol.md), else the broker's rotation; a FIFO message always to its group's hash.
 
 A request's messages go into one WriteBatch (log entries + dedup entries), written at once and
 acknowledged once it is durable. Delayed messages go to the timer service, and
@@ -41,22 +44,24 @@ class SendService:
         self.dedup = dedup
         self.commit = committer.commit
 
-    def _check(self, msg: pb.Message, now: int) -> tuple[TopicConfig, str] | BrokerError:
+    def _check(self, msg: pb.Message, now: int, chosen: bool) -> tuple[TopicConfig, str] | BrokerError:
         """The message's topic (created now if it is new: every check passed) and type, or why not."""
         ctx = self.ctx
         try:
-            target, mtype, dead_letter = validate.check_send(msg, ctx.meta, ctx.settings, now)
+            target, mtype, dead_letter = validate.check_send(msg, ctx.meta, ctx.settings, now, chosen)
             topic = ctx.ensure_topic(target)
         except BrokerError as e:
             return e
-        if dead_letter:  # due now, whatever the send-back asked
+        if dead_letter:  # due now, whatever the send-back asked, in the dead-letter topic's first queue
             sp = msg.system_properties
             sp.ClearField("delivery_timestamp")
+            sp.ClearField("queue_id")
             sp.message_type = pb.NORMAL
         return topic, mtype
 
-    async def send(self, messages: list[pb.Message]) -> list[SendResult]:
-        """Store a request's messages; each gets its own result. Durable when this returns."""
+    async def send(self, messages: list[pb.Message], chosen: bool = False) -> list[SendResult]:
+        """Store a request's messages; each gets its own result. Durable when this returns.
+        `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
         logs = self.ctx.logs
         now = now_ms()
         bucket = self.dedup.bucket(now)
@@ -65,7 +70,7 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
-        checked = [self._check(msg, now) for msg in messages]
+        checked = [self._check(msg, now, chosen) for msg in messages]
         stored = iter(self.dedup.lookup(bucket, [(c[0].id, m.system_properties.message_id)
                                                  for m, c in zip(messages, checked, strict=True) if isinstance(c, tuple)]))
         for msg, check in zip(messages, checked, strict=True):
@@ -91,7 +96,8 @@ class SendService:
             elif due > now:
                 result.recall_handle = self.timers.schedule(batch, topic, msg, due)
             else:
-                queue_id = logs.choose_queue(topic, sp.message_group if sp.HasField("message_group") else None)
+                group = sp.message_group if sp.HasField("message_group") else None
+                queue_id = sp.queue_id if chosen and group is None else logs.choose_queue(topic, group)
                 result.offset = logs.append_record(batch, topic, queue_id, logs.seal(topic, msg), now, msg.user_properties,
                                                    allocated)
                 touched.add(topic.id)

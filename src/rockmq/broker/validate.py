@@ -106,14 +106,18 @@ def topic_for_write(name: str, known: Catalog, settings: Settings) -> Target:
     return topic_or_new(name, known, settings)
 
 
-def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int) -> Checked:
-    """Where a producer's message goes, or a BrokerError naming what is wrong. Hot path."""
+def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int, queue_chosen: bool = False) -> Checked:
+    """Where a producer's message goes, or a BrokerError naming what is wrong. Hot path.
+    `queue_chosen`: the client chose the queue (`queue_id`), which must be one of the topic's here."""
     sp = msg.system_properties
     mid = sp.message_id
     if not mid or len(mid) > MAX_MESSAGE_ID:
         raise BrokerError(pb.ILLEGAL_MESSAGE_ID, f"message_id must be 1-{MAX_MESSAGE_ID} characters")
     name = msg.topic.name
     target = topic_for_write(name, known, settings)
+    if queue_chosen and not 0 <= sp.queue_id < target.queues:
+        raise BrokerError(pb.BAD_REQUEST, f"queue_id {sp.queue_id} is not a queue of topic {name!r} on this broker "
+                                          f"(it has {target.queues}: 0-{target.queues - 1}); nothing was stored")
     size = len(msg.body)
     if not size:
         raise BrokerError(pb.MESSAGE_BODY_EMPTY, "message body is empty")

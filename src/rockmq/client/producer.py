@@ -1,9 +1,12 @@
 """AsyncProducer: send with retries that prefer another broker, steered by fault-latency avoidance;
 optionally a durable retry spool, and transactional sends settled by commit, rollback or a checker.
 
-A send picks a queue with the selector among brokers that are not paused (fault.py), sends to
-that queue's broker, and on a retriable failure tries again (2 retries by default) on a queue of
-a broker it has not tried yet. The message id is assigned once, before the first attempt, so a
+A send picks a queue with the selector and names it in the request: the broker stores the
+message in that queue (docs/protocol.md). The default RoundRobin (and `at_random`) pick among
+brokers that are not paused (fault.py), and on a retriable failure try again (2 retries by
+default) on a queue of a broker not tried yet; a selector that names a queue (`by_index`,
+`by_hash`, `by_environment`, a callable) is given the whole route each time, like RocketMQ's
+MessageQueueSelector. The message id is assigned once, before the first attempt, so a
 send whose reply was lost is stored once (the broker de-duplicates on topic and message id). FIFO
 messages always go to the queue their group hashes to: order matters more than availability.
 
@@ -45,7 +48,7 @@ from rockmq.client.lanes import check_lane
 from rockmq.client.limits import REQUEST_TIMEOUT_S, ROUTE_TTL_S, SEND_RETRIES
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
-from rockmq.client.selectors import RoundRobin, Selector, by_hash
+from rockmq.client.selectors import RoundRobin, Selector, by_hash, spreads
 from rockmq.client.session import Endpoints, Session
 from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
@@ -200,7 +203,7 @@ class AsyncProducer:
     async def _send_once(self, request: rpc.SendMessageRequest, message: Message, arg: Any) -> None:
         await self.start()
         queues = await self.queues(message.topic)
-        await self.session.unary(self._pick(queues, message, arg, set()).endpoint, "SendMessage", request)
+        await self.session.unary(_aim(request, self._pick(queues, message, arg, set())), "SendMessage", request)
 
     async def send_transactional(self, message: Message, *, arg: Any = None) -> AsyncTransaction:
         """Send a half message, invisible to consumers until the transaction is committed."""
@@ -269,7 +272,7 @@ class AsyncProducer:
             tried.add(queue.broker)
             started = time.monotonic()
             try:
-                reply = await self.session.unary(queue.endpoint, "SendMessage", request)
+                reply = await self.session.unary(_aim(request, queue), "SendMessage", request)
             except RockmqError as e:
                 self.faults.record(queue.broker, 0, failed=e.retriable)
                 if not e.retriable:
@@ -287,6 +290,8 @@ class AsyncProducer:
             raise from_status(pb.TOPIC_NOT_FOUND, f"topic {message.topic!r} has no queues")
         if message.message_group is not None:
             return by_hash(queues, message, arg)
+        if not spreads(self.selector):  # it names a queue: the whole route, as the selector was told
+            return self.selector(queues, message, arg)
         fresh = [q for q in queues if q.broker not in tried]
         healthy = [q for q in fresh or queues if self.faults.available(q.broker)]
         return self.selector(healthy or fresh or queues, message, arg)
@@ -321,6 +326,13 @@ class AsyncProducer:
             session = self._telemetry[queue.endpoint] = TelemetrySession(self.session, queue.endpoint, queue.broker,
                                                                          self.checker)
         session.publish(topic)
+
+
+def _aim(request: rpc.SendMessageRequest, queue: Queue) -> str:
+    """Name `queue` in the request's messages (the broker stores them there); -> its broker's endpoint."""
+    for m in request.messages:
+        m.system_properties.queue_id = queue.queue_id
+    return queue.endpoint
 
 
 def _receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry]) -> list[SendReceipt]:

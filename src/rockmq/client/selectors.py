@@ -1,5 +1,6 @@
-"""Queue selectors: which queue of a topic a message goes to. A selector is any callable
-`(queues, message, arg) -> queue`; these are the built-in ones. Pure (RoundRobin keeps a counter)."""
+"""Queue selectors: which queue of a topic a message goes to (the broker stores it in the queue
+chosen). A selector is any callable `(queues, message, arg) -> queue`; these are the built-in
+ones. Pure (RoundRobin keeps a counter)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ class RoundRobin:
 
     def __call__(self, queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:
         return queues[next(self._counter) % len(queues)]
+
+
+def spreads(selector: Selector) -> bool:
+    """A selector that only spreads load (any queue will do) may be steered around failing
+    brokers; any other names a queue, so it is given the whole route."""
+    return isinstance(selector, RoundRobin) or selector is at_random
 
 
 def by_hash(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queue:

@@ -49,7 +49,7 @@ class Session:
         self._access = access_points(endpoint)
         self.request_timeout_s = request_timeout_s
         self.client_id = client_id or new_client_id()
-        self.metadata = client_metadata(self.client_id, lane=lane)
+        self.metadata = client_metadata(self.client_id, lane=lane, chooses_queues=True)
         self.transport: Transport = transport or GrpcTransport()
         self._owns_transport = transport is None
         self.closed = False

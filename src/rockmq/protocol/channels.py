@@ -6,7 +6,7 @@ the Spark source and sink, and the benchmark (the broker's own size limit is `MA
   a reply carrying a message of the largest body the broker takes (framed, it is larger than
   the body) is never refused by the receiving side.
 - Headers: `client_metadata()` is the one definition of `x-mq-client-id`, `x-mq-language`,
-  `x-mq-client-version` (and the lane header, conventions.py).
+  `x-mq-client-version` (and the lane and queue-choice headers, conventions.py).
 - Fork: gRPC channels do not survive `os.fork()`. A `ChannelCache` forgets, in the child, every
   channel the parent made (without closing them: they are the parent's), so a child opens its own.
 """
@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 import grpc
 
-from rockmq.protocol.conventions import LANE_HEADER
+from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 
 MAX_MESSAGE = 64 * 1024 * 1024  # the broker's request and reply limit; above any valid request
 CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
@@ -42,10 +42,12 @@ def new_client_id(kind: str = "") -> str:
     return f"{kind + '@' if kind else ''}{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex[:12]}"
 
 
-def client_metadata(client_id: str, *, version: str = "rockmq", lane: str | None = None) -> Metadata:
-    """The headers every call of a client carries."""
+def client_metadata(client_id: str, *, version: str = "rockmq", lane: str | None = None,
+                    chooses_queues: bool = False) -> Metadata:
+    """The headers every call of a client carries; `chooses_queues`: its sends name their queue."""
     headers = ((CLIENT_ID_HEADER, client_id), (LANGUAGE_HEADER, "PYTHON"), (VERSION_HEADER, version))
-    return headers + (((LANE_HEADER, lane),) if lane else ())
+    return (headers + (((LANE_HEADER, lane),) if lane else ())
+            + (((QUEUE_CHOICE_HEADER, CLIENT_CHOOSES),) if chooses_queues else ()))
 
 
 def open_channel(endpoint: str) -> grpc.Channel:

@@ -3,6 +3,11 @@ properties and reserved topic names. Pure constants and helpers, no I/O.
 
 - Environment lanes (design.md §8): a client states its lane in the `x-rockmq-lane` header of its
   heartbeats; a producer in a lane marks its messages with the user property `lane`.
+- Queue choice (docs/protocol.md): a client whose SendMessage requests carry the header
+  `x-rockmq-queue-choice: client` has chosen each message's queue, and the broker stores it in
+  `SystemProperties.queue_id` of the topic on that broker (FIFO messages excepted: their group's
+  hash places them). Without the header the broker places messages itself, as Apache RocketMQ's
+  proxy does: official clients leave `queue_id` 0 (Python 5.1, Node.js) or fill it (Java).
 - Offset-based consumers hand a message whose handler failed back to the broker by sending a copy,
   delayed by the backoff, to the group's retry topic `%RETRY%<group>`, with the properties below.
   The broker turns a copy that has used up the group's attempts into a dead letter instead.
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 LANE_HEADER = "x-rockmq-lane"
 LANE_PROPERTY = "lane"
+QUEUE_CHOICE_HEADER = "x-rockmq-queue-choice"
+CLIENT_CHOOSES = "client"  # its value from a client that chose the queue
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"

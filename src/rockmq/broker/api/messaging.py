@@ -40,7 +40,7 @@ from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.channels import CLIENT_ID_HEADER
-from rockmq.protocol.conventions import LANE_HEADER
+from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
@@ -167,7 +167,7 @@ class MessagingServicer:
     async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> rpc.SendMessageResponse:
         if not request.messages:
             raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
-        results = await self.sender.send(list(request.messages))
+        results = await self.sender.send(list(request.messages), header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES)
         entries = [rpc.SendResultEntry(status=OK if r.code == pb.OK else status(r.code, r.message), message_id=r.message_id,
                                        offset=r.offset, transaction_id=r.transaction_id, recall_handle=r.recall_handle)
                    for r in results]
