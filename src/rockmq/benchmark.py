@@ -9,7 +9,7 @@ It starts nothing: point it at a broker (`--endpoint`) and pick a scenario.
 - latency: one message per RPC at a steady `--rate`; p50/p90/p99/max in ms.
 
 On a 2-core machine the load generator competes with the broker for CPU, and a single Python
-process tops out near the broker's own unary-call ceiling (design.md §7). So the client keeps
+process tops out near the broker's own unary-call ceiling (docs/architecture.md §7). So the client keeps
 per-message work small (messages are copied from a template, ids come from a counter), can split
 the load over `--processes`, and reports its own CPU next to the broker's (`--broker-pid`): a
 figure only measures the broker when the client has CPU to spare.

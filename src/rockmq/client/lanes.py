@@ -1,4 +1,4 @@
-"""Environment lanes (design.md §8): several dev/test environments share one topic. Pure, no I/O.
+"""Environment lanes (docs/architecture.md §8): several dev/test environments share one topic. Pure, no I/O.
 
 A producer in lane `dev1` marks its messages with the property `lane=dev1`. A consumer in lane
 `dev1` of group `G` keeps its own consumption state under the group `G%LANE%dev1` and reads only

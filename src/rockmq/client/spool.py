@@ -128,7 +128,7 @@ class Spool:
         self._nosync = WriteOptions()
         self._nosync.sync = False
         # The fsync runs here: flush_wal(True) releases the GIL, a synced write() would hold it
-        # and stall the event loop (docs/design.md §7).
+        # and stall the event loop (docs/architecture.md §7).
         self._io = ThreadPoolExecutor(1, thread_name_prefix="rockmq-spool")
         self._pending_n, self._dead_n = self._count(self._pending), self._count(self._dead)
         self._task: asyncio.Task[None] | None = None

@@ -1,7 +1,7 @@
 """Names rockmq's broker and client agree on beyond the RocketMQ wire format: a header, message
 properties and reserved topic names. Pure constants and helpers, no I/O.
 
-- Environment lanes (design.md §8): a client states its lane in the `x-rockmq-lane` header of its
+- Environment lanes (docs/architecture.md §8): a client states its lane in the `x-rockmq-lane` header of its
   heartbeats; a producer in a lane marks its messages with the user property `lane`.
 - Queue choice (docs/protocol.md): a client whose SendMessage requests carry the header
   `x-rockmq-queue-choice: client` has chosen each message's queue, and the broker stores it in
