@@ -18,7 +18,7 @@ from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
-from rockmq.broker.cluster.replication import Follower, Replicator, was_promoted
+from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
@@ -52,14 +52,16 @@ class Broker:
     def __init__(self, settings: Settings) -> None:
         """Every part of the broker, built in dependency order: each gets what it uses."""
         self.settings = s = settings
-        store = Store(s.data_path, s.flush, s.flush_interval_ms)
+        # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
+        oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
+        store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
         if s.replica_of and promoted:
             log.warning("this broker was promoted: it no longer follows %s", s.replica_of)
         following = bool(s.replica_of) and not promoted
-        # A primary numbers and keeps its batches for replicas; a replica writes nothing of its own.
-        self.replicator = Replicator(store, s, secret, epoch) if not following and s.replication != "off" else None
+        # A replica writes nothing of its own.
+        self.replicator = Replicator(store, oplog, s, secret, epoch) if not following and oplog is not None else None
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
         self.cluster = Cluster(ctx)

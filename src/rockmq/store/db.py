@@ -97,7 +97,8 @@ def _options(cache: Cache, family: str | None = None) -> Options:
 class Store:
     """One RocksDB database per broker. Use from the event loop thread only."""
 
-    def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100) -> None:
+    def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100,
+                 oplog: OpLogSink | None = None) -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.flush_policy = flush
@@ -116,7 +117,7 @@ class Store:
         interval = None if flush == "sync" else flush_interval_ms / 1000
         self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval)
         self._closed = False
-        self.replication: Replication | None = None  # a primary's replicator, when it has one
+        self._oplog = oplog  # a primary's replication log, when it keeps one
         try:
             self._migrate(new)
         except BaseException:
@@ -147,17 +148,18 @@ class Store:
     # --- writes ------------------------------------------------------------------------------
 
     def batch(self) -> Batch:
-        return Batch(self._handles, record=self.replication is not None)
+        return Batch(self._handles, record=self._oplog is not None and self._oplog.recording)
 
     def write(self, batch: Batch) -> None:
         """Apply a batch atomically, without waiting for an fsync."""
         if batch.empty:
             return
-        if self.replication is not None:
-            self.replication.stamp(batch)
+        oplog = self._oplog if batch.ops is not None else None  # a batch made while the log records
+        if oplog is not None:
+            oplog.stamp(batch)
         self._db.write(batch.wb, self._nosync)
-        if self.replication is not None:
-            self.replication.written(batch)
+        if oplog is not None:
+            oplog.written(batch)
 
     async def commit(self, batch: Batch) -> None:
         """Apply a batch atomically and return once it is durable under the flush policy."""
@@ -237,8 +239,11 @@ class Store:
         self._handles.clear()
 
 
-class Replication(Protocol):
-    """What the store asks of a replicator: number a batch before it is written, ship it after."""
+class OpLogSink(Protocol):
+    """A primary's replication log, given to its store at construction: from when it starts
+    `recording`, each batch is numbered before it is written and handed over after."""
+
+    recording: bool
 
     def stamp(self, batch: Batch) -> None: ...
 

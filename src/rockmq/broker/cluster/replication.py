@@ -41,27 +41,24 @@ def stored_seq(store: Store) -> int:
     return keys.decode_u64(raw) if raw is not None else 0
 
 
-class Replicator(replication_grpc.ReplicationServicer):
-    """The primary's side: numbers batches, keeps the recent ones, streams them to replicas."""
+class OpLog:
+    """A primary's batches as replicas get them: each numbered as it is written (the number is
+    stored with it), the recent ones kept in a ring bounded by bytes. The store takes it at
+    construction (store.db.OpLogSink); it records once the Replicator `start`s it, so a replica's
+    store, which writes the primary's numbers, never numbers its own."""
 
-    def __init__(self, store: Store, settings: Settings, secret: bytes, epoch: int) -> None:
-        self.settings = settings
-        self.seq = stored_seq(store)
-        self.acked = self.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
-        self._ring: deque[tuple[int, bytes]] = deque()
-        self._ring_bytes = 0
-        self._grew = asyncio.Event()
-        self._acked_moved = asyncio.Event()
-        self.followers = 0
-        store.replication = self
-        # The first batch carries what a promoted replica needs to take over: the secret (receipt
-        # and recall handles stay valid) and the epoch (its sequence numbers start above ours).
-        batch = store.batch()
-        batch.put("meta", keys.SECRET_KEY, secret)
-        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
-        store.write(batch)
+    def __init__(self, ring_bytes: int) -> None:
+        self.ring_bytes = ring_bytes
+        self.recording = False
+        self.seq = 0
+        self.ring: deque[tuple[int, bytes]] = deque()
+        self._held = 0
+        self.grew = asyncio.Event()
 
-    # --- store hooks -------------------------------------------------------------------------
+    def start(self, seq: int) -> None:
+        """Number batches from the one after `seq` (the last stored)."""
+        self.seq = seq
+        self.recording = True
 
     def stamp(self, batch: Batch) -> None:
         self.seq += 1
@@ -70,11 +67,29 @@ class Replicator(replication_grpc.ReplicationServicer):
 
     def written(self, batch: Batch) -> None:
         data = oplog.encode(batch.ops or [])
-        self._ring.append((batch.seq, data))
-        self._ring_bytes += len(data)
-        while self._ring_bytes > self.settings.replication_ring_bytes and len(self._ring) > 1:
-            self._ring_bytes -= len(self._ring.popleft()[1])
-        self._grew.set()
+        self.ring.append((batch.seq, data))
+        self._held += len(data)
+        while self._held > self.ring_bytes and len(self.ring) > 1:
+            self._held -= len(self.ring.popleft()[1])
+        self.grew.set()
+
+
+class Replicator(replication_grpc.ReplicationServicer):
+    """The primary's side: starts the store's op log, streams its batches to replicas."""
+
+    def __init__(self, store: Store, batches: OpLog, settings: Settings, secret: bytes, epoch: int) -> None:
+        self.settings = settings
+        self.batches = batches
+        batches.start(stored_seq(store))
+        self.acked = batches.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
+        self._acked_moved = asyncio.Event()
+        self.followers = 0
+        # The first batch carries what a promoted replica needs to take over: the secret (receipt
+        # and recall handles stay valid) and the epoch (its sequence numbers start above ours).
+        batch = store.batch()
+        batch.put("meta", keys.SECRET_KEY, secret)
+        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
+        store.write(batch)
 
     # --- sync replication ----------------------------------------------------------------------
 
@@ -104,15 +119,15 @@ class Replicator(replication_grpc.ReplicationServicer):
         except (StopAsyncIteration, TimeoutError):
             return
         start = first.applied_seq
-        oldest = self._ring[0][0] if self._ring else self.seq + 1
-        if start > self.seq:
+        oldest = self.batches.ring[0][0] if self.batches.ring else self.batches.seq + 1
+        if start > self.batches.seq:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"the replica is ahead of this primary (applied {start}, primary at {self.seq})")
-        if start < self.seq and start + 1 < oldest:
+                                f"the replica is ahead of this primary (applied {start}, primary at {self.batches.seq})")
+        if start < self.batches.seq and start + 1 < oldest:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"the replica is too far behind (applied {start}, oldest kept {oldest}): re-seed it")
         self.followers += 1
-        log.info("a replica follows from batch %d (primary at %d)", start, self.seq)
+        log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
 
         async def read_acks() -> None:
             async for state in requests:
@@ -124,18 +139,18 @@ class Replicator(replication_grpc.ReplicationServicer):
         sent = start
         try:
             while not reader.done():
-                if self._ring and self._ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
-                    kept = self._ring[0][0]
+                if self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
+                    kept = self.batches.ring[0][0]
                     if sent + 1 < kept:
                         await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                             "the replica fell behind the buffer: re-seed it")
-                    seq, data = self._ring[sent + 1 - kept]
+                    seq, data = self.batches.ring[sent + 1 - kept]
                     yield replication.ReplicatedBatch(seq=seq, ops=data)
                     sent = seq
                 else:
-                    self._grew.clear()
+                    self.batches.grew.clear()
                     try:
-                        await asyncio.wait_for(self._grew.wait(), 1.0)
+                        await asyncio.wait_for(self.batches.grew.wait(), 1.0)
                     except TimeoutError:
                         pass
         finally:
