@@ -72,15 +72,19 @@ class BrokerContext:
         if self.read_only:
             raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {target.name!r} does not exist")
         if target.group is not None and target.group not in self.meta.groups:
-            self.meta.create_group(target.group, fifo=False, max_attempts=self.settings.max_attempts)
+            self.new_group(target.group)
         return self.meta.create_topic(target.name, target.queues)
 
     def group_for(self, name: str) -> GroupConfig:
         """The named group, created with the defaults if auto-creation is on."""
         group = self.meta.groups.get(name)
         if group is None and self.settings.auto_create_groups and not self.read_only:
-            return self.meta.create_group(name, fifo=False, max_attempts=self.settings.max_attempts)
+            return self.new_group(name)
         return group or self.meta.group(name)
+
+    def new_group(self, name: str, fifo: bool = False, max_attempts: int = 0, consume_mode: str = "") -> GroupConfig:
+        """Create a group; max_attempts 0: the broker's default."""
+        return self.meta.create_group(name, fifo, max_attempts or self.settings.max_attempts, consume_mode)
 
     def dlq_topic(self, group: GroupConfig) -> TopicConfig:
         return self.ensure_topic(validate.dead_letter_topic(group.name, self.meta))

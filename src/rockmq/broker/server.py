@@ -15,6 +15,7 @@ from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
+from rockmq.broker.catalog import Catalog
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
@@ -65,7 +66,8 @@ class Broker:
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
         self.cluster = Cluster(ctx)
-        self.follower = Follower(ctx, s.replica_of, self.cluster.endpoint_of) if following else None
+        self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
+        self.follower = Follower(ctx, s.replica_of, self.cluster.endpoint_of, self.promoted.set) if following else None
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)
@@ -83,8 +85,7 @@ class Broker:
         self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer, self.subscriptions)
         self.puller = PullService(ctx)
         self.positions = Positions(ctx, self.pop, self.puller)
-        self.fanout = AdminFanout(self.cluster, s.default_queues)
-        self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
+        self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
         self.server: grpc.aio.Server | None = None
         self.port = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -99,8 +100,7 @@ class Broker:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
                                       self.clients, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
-        admin = AdminServicer(self.ctx, self.timers, self.transactions, self.subscriptions, self.cluster, self.fanout,
-                              self.clients, self.positions, self.follower, self.promoted.set)
+        admin = AdminServicer(self.catalog, self.timers, self.transactions, self.clients, self.follower)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)

@@ -1,7 +1,7 @@
 """Admin calls answered across the cluster: a topic created over several brokers, a topic or
 group described by every broker that has it.
 
-The admin servicer hands each call here with how to answer it on this broker (`here`); without
+broker/catalog.py hands each call here with how to answer it on this broker (`here`); without
 name servers, or for a call marked `local`, that is the whole answer.
 """
 
@@ -27,9 +27,8 @@ Info = TypeVar("Info", admin.TopicInfo, admin.GroupInfo)
 
 
 class AdminFanout:
-    def __init__(self, cluster: Cluster, default_queues: int) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.default_queues = default_queues
 
     async def create_topic(self, request: admin.CreateTopicRequest,
                            here: Callable[[admin.CreateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:
@@ -46,7 +45,7 @@ class AdminFanout:
         if unknown:
             raise BrokerError(pb.BAD_REQUEST,
                               f"unknown or unreachable brokers {', '.join(unknown)}; live: {', '.join(sorted(live))}")
-        total = request.queue_count or self.default_queues
+        total = request.queue_count  # the broker's default applied (broker/catalog.py)
         info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
         done: list[str] = []
         for broker, count in spread(total, chosen).items():

@@ -165,8 +165,10 @@ class Follower:
     `primary` is HOST:PORT, or a broker name looked up on the name servers before each attempt
     (`resolve`), so the replica finds its primary wherever it restarts."""
 
-    def __init__(self, ctx: BrokerContext, primary: str, resolve: Callable[[str], Awaitable[str | None]]) -> None:
+    def __init__(self, ctx: BrokerContext, primary: str, resolve: Callable[[str], Awaitable[str | None]],
+                 on_promoted: Callable[[], None]) -> None:
         self.ctx = ctx
+        self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary
         self._resolve = resolve
         self.applied = stored_seq(ctx.store)
@@ -247,6 +249,7 @@ class Follower:
         batch.put("meta", keys.PROMOTED_KEY, b"1")
         await self.ctx.store.commit(batch)
         log.warning("promoted by request after applying the primary's batch %d", self.applied)
+        asyncio.get_running_loop().call_later(0.2, self.on_promoted)  # after the reply is sent
         return self.applied
 
     def _apply(self, ops: list[oplog.Op]) -> None:

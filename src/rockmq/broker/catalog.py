@@ -1,0 +1,84 @@
+"""Topics and groups as the Admin service manages them: created with the broker's defaults,
+described with their queues and positions, across the cluster through cluster/admin_fanout.py,
+and a topic deleted with everything that remembers it. The Admin servicer only translates."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+from rockmq.broker.cluster.admin_fanout import AdminFanout
+from rockmq.broker.context import BrokerContext
+from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.positions import Positions
+from rockmq.broker.subscriptions import Subscriptions
+from rockmq.protocol import admin
+
+
+class Catalog:
+    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, positions: Positions, fanout: AdminFanout,
+                 broker: str) -> None:
+        self.ctx = ctx
+        self.subscriptions = subscriptions
+        self.positions = positions
+        self.fanout = fanout
+        self.broker = broker  # this broker's name, on each queue it describes
+
+    # --- topics ------------------------------------------------------------------------------
+
+    def create_topic(self, request: admin.CreateTopicRequest) -> Awaitable[admin.TopicInfo]:
+        """A topic of the requested queue count (none: the broker's default), here or over the cluster."""
+        if not request.queue_count:
+            filled = admin.CreateTopicRequest()
+            filled.CopyFrom(request)
+            filled.queue_count = self.ctx.settings.default_queues
+            request = filled
+        return self.fanout.create_topic(request, self._create_here)
+
+    def _create_here(self, request: admin.CreateTopicRequest) -> admin.TopicInfo:
+        topic = self.ctx.meta.create_topic(request.name, request.queue_count, list(request.message_types))
+        return self.topic_info(topic, True)
+
+    def topics(self) -> list[admin.TopicInfo]:
+        return [self.topic_info(t, False) for t in sorted(self.ctx.meta.topics.values(), key=lambda t: t.name)]
+
+    def describe_topic(self, name: str, local: bool) -> Awaitable[admin.TopicInfo]:
+        return self.fanout.describe_topic(name, local, lambda: self.topic_info(self.ctx.meta.topic(name), True))
+
+    def delete_topic(self, name: str) -> None:
+        """The topic, its messages, its cached offsets and its groups' subscriptions to it."""
+        topic = self.ctx.meta.delete_topic(name)
+        self.ctx.logs.forget_topic(topic.id)
+        self.subscriptions.forget_topic(topic.id)
+
+    def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
+        info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types)
+        if with_queues:
+            logs = self.ctx.logs
+            info.queues.extend(admin.QueueInfo(queue_id=q, min_offset=logs.min_offset(topic.id, q),
+                                               max_offset=logs.max_offset(topic.id, q), broker=self.broker)
+                               for q in range(topic.queues))
+        return info
+
+    # --- groups ------------------------------------------------------------------------------
+
+    def create_group(self, name: str, fifo: bool, max_attempts: int, consume_mode: str) -> admin.GroupInfo:
+        """A group (max_attempts 0: the broker's default; consume_mode "": fixed by its first use)."""
+        return self.group_info(self.ctx.new_group(name, fifo, max_attempts, consume_mode), False)
+
+    def groups(self) -> list[admin.GroupInfo]:
+        return [self.group_info(g, False) for g in sorted(self.ctx.meta.groups.values(), key=lambda g: g.name)]
+
+    def describe_group(self, name: str, local: bool) -> Awaitable[admin.GroupInfo]:
+        return self.fanout.describe_group(name, local, lambda: self.group_info(self.ctx.meta.group(name), True))
+
+    def group_info(self, group: GroupConfig, with_queues: bool) -> admin.GroupInfo:
+        info = admin.GroupInfo(name=group.name, fifo=group.fifo, max_attempts=group.max_attempts,
+                               consume_mode=group.consume_mode)
+        if not with_queues:
+            return info
+        for p in self.positions.of(group):
+            info.queues.append(admin.GroupQueueInfo(
+                broker=self.broker, topic=p.topic.name, queue_id=p.queue_id, committed_offset=p.committed,
+                pop_offset=p.popped, max_offset=p.max_offset, lag=p.lag, inflight=p.inflight))
+            info.inflight += p.inflight
+        return info
