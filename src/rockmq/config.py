@@ -85,6 +85,7 @@ class Settings:
     # --- limits and batch sizes ---------------------------------------------------------------
     max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
     max_receive_batch: int = 1024  # messages one receive or pull hands out at most
+    receive_batch: int = 32  # ... and for a request that names no number (told to the official clients too)
     max_reply_bytes: int = 16 * MiB  # ... and bytes (at least one message)
     pop_scan_limit: int = 2048  # log entries one receive may skip per queue (filtered out)
     pull_scan_limit: int = 4096  # the same for one pull
@@ -113,7 +114,7 @@ class Settings:
                         "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
                         "revive_dlq_bytes", "max_clients", "max_renewals", "fetch_records", "fetch_bytes",
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
-                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes")
+                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")

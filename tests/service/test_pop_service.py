@@ -225,3 +225,10 @@ def test_receive_and_pull_stop_at_the_reply_caps_of_the_settings(harness, unique
     assert got == [[b"s0", b"s1"], [b"s2", b"L" * 2000], [b"after"]]
     code, pulled, nxt = harness.conn.pull(unique("p"), topic, 0, 3, batch=10)
     assert (pb.Code.Name(code), bodies(pulled), nxt) == ("OK", [b"L" * 2000], 4)
+
+
+@pytest.mark.broker_settings(receive_batch=2)
+def test_a_receive_or_pull_that_names_no_batch_size_gets_the_settings_default(harness, unique, topic):
+    harness.conn.send_ok(*(message(topic, f"d{i}") for i in range(3)))
+    assert bodies(harness.conn.receive(unique("g"), topic, batch=0, invisible_ms=LONG_MS)[1]) == [b"d0", b"d1"]
+    assert bodies(harness.conn.pull(unique("p"), topic, 0, 0, batch=0)[1]) == [b"d0", b"d1"]

@@ -143,7 +143,7 @@ class Clients:
             group = self.ctx.group_for(session.group) if session.group else None
             fifo = bool(group and group.fifo)
             sub.fifo = fifo
-            sub.receive_batch_size = 32
+            sub.receive_batch_size = self.ctx.settings.receive_batch
             if not sub.HasField("long_polling_timeout") or sub.long_polling_timeout.ToMilliseconds() <= 0:
                 sub.long_polling_timeout.FromMilliseconds(_ms(20))
             policy = out.backoff_policy

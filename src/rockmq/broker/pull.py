@@ -51,7 +51,7 @@ class PullService:
         if offset < lo or offset > hi:
             raise BrokerError(pb.ILLEGAL_OFFSET, f"offset {offset} is outside the queue's range [{lo}, {hi}]")
         s = self.ctx.settings
-        batch_size = max(1, min(batch_size, s.max_receive_batch))
+        batch_size = max(1, min(batch_size or s.receive_batch, s.max_receive_batch))
         budget = min(max_bytes, s.max_reply_bytes) if max_bytes > 0 else s.max_reply_bytes
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s

@@ -59,7 +59,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     async def Receive(self, request: batch.ReceiveRequest, context: Context) -> batch.ReceiveResponse:
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
-        messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size or 32,
+        messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size,
                                           request.invisible_duration_ms, self._poll_seconds(request, context))
         return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
 
@@ -77,7 +77,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         if request.batch_size < 0 or request.max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
-                                                       request.batch_size or 32, record_filter(request.filter_expression),
+                                                       request.batch_size, record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context), request.max_bytes)
         return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
 

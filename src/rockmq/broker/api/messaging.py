@@ -198,7 +198,7 @@ class MessagingServicer:
             renew_for = client_id(context) if request.auto_renew and invisible_ms is None else None
             if renew_for is not None:  # PushConsumers: the broker renews while the client lives
                 self.clients.register(renew_for)
-            messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size or 32, invisible_ms,
+            messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size, invisible_ms,
                                               self._poll_seconds(request, context), renew_for)
         except Exception as e:
             yield status_frame(R, status_of(e, "ReceiveMessage"))
@@ -258,7 +258,7 @@ class MessagingServicer:
             topic = self._queue_topic(request.message_queue)
             accept = record_filter(request.filter_expression)
             messages, next_offset = await self.puller.pull(request.group.name, topic, request.message_queue.id,
-                                                           request.offset, request.batch_size or 32, accept,
+                                                           request.offset, request.batch_size, accept,
                                                            self._poll_seconds(request, context))
         except Exception as e:
             yield status_frame(R, status_of(e, "PullMessage"))

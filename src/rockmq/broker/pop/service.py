@@ -113,7 +113,7 @@ class PopService:
             raise refused
         sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
         claim(self.ctx.meta, group, POP, self.ctx.read_only)
-        batch_size = max(1, min(batch_size, s.max_receive_batch))
+        batch_size = max(1, min(batch_size or s.receive_batch, s.max_receive_batch))
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
