@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from mqwire import META, Conn, message
-from waiting import async_wait_for
+from waiting import async_wait_for, wait_for
 
 from rockmq.client import AsyncProducer, Message, Queue, RoundRobin, allocation, at_random, by_hash, by_index, selectors
 from rockmq.client.errors import BrokerRefused
@@ -73,6 +73,20 @@ def test_round_robin_and_at_random_spread(broker, conn: Conn, unique):
         assert sum(counts.values()) == 48 and len(counts) >= at_least, (selector, counts)
         if isinstance(selector, RoundRobin):
             assert set(counts.values()) == {6}, counts
+
+
+def test_delayed_and_transactional_messages_enter_the_chosen_queue(broker, conn: Conn, topic: str):
+    async def go() -> None:
+        async with AsyncProducer(broker.endpoint, selector=by_index) as p:
+            for _ in range(3):
+                await p.send(Message(topic, b"later", delay=200), arg=6)
+            for _ in range(2):
+                txn = await p.send_transactional(Message(topic, b"txn"), arg=4)
+                await txn.commit()
+            late = await p.send_transactional(Message(topic, b"txn later", delay=200), arg=2)
+            await late.commit()
+    asyncio.run(go())
+    wait_for(lambda: _counts(conn, topic) == {6: 3, 4: 2, 2: 1}, 10.0, what="every message in its chosen queue")
 
 
 def test_fifo_placement_stays_the_hash_of_the_group(broker, conn: Conn, topic: str):

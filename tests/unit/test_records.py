@@ -99,3 +99,11 @@ def test_sealing_from_parts_reads_as_sealing_the_message():
     from_message = records.seal(m, "h:1")
     assert records.decode(from_parts) == records.decode(from_message)
     assert records.view(from_parts)[:3] == records.view(from_message)[:3]
+
+
+def test_a_sealed_record_keeps_the_chosen_queue_until_it_is_placed():
+    assert records.chosen_queue(records.seal(_message(), "h")) == -1  # the broker chooses
+    sealed = records.seal(_message(queue_id=9), "h", queue_id=5)
+    assert records.chosen_queue(sealed) == 5
+    placed = records.place(sealed, 5, 0, 1700000000123)
+    assert records.view(placed).store_ms == 1700000000123 and records.decode(placed).system_properties.queue_id == 5

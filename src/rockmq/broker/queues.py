@@ -71,10 +71,17 @@ class QueueLogs:
         self._round_robin[topic.id] = n = self._round_robin.get(topic.id, -1) + 1
         return n % topic.queues
 
-    def seal(self, topic: TopicConfig, msg: pb.Message) -> bytes:
-        """`msg` as a record for `topic`, ready for `append_record` now or later (consumes it)."""
+    def queue_of(self, topic: TopicConfig, sealed: bytes | memoryview) -> int:
+        """The queue a sealed record enters now (a delayed or transactional one, once due or
+        committed): the one its client chose if the topic still has it, else `choose_queue`."""
+        chosen = records.chosen_queue(sealed)
+        return chosen if 0 <= chosen < topic.queues else self.choose_queue(topic, records.message_group(sealed))
+
+    def seal(self, topic: TopicConfig, msg: pb.Message, queue_id: int = -1) -> bytes:
+        """`msg` as a record for `topic`, ready for `append_record` now or later (consumes it);
+        `queue_id`: the queue its client chose, for `queue_of` (-1: none)."""
         msg.topic.name = topic.name
-        return records.seal(msg, self.store_host)
+        return records.seal(msg, self.store_host, queue_id)
 
     def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes | memoryview,
                       store_ms: int | None = None, props: Mapping[str, str] | None = None,

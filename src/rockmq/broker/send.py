@@ -3,6 +3,7 @@ append durably (broker/commit.py).
 
 A message goes to the queue its client chose (`queue_id`, when the request says the client
 chooses: docs/protocol.md), else the broker's rotation; a FIFO message always to its group's hash.
+A delayed or transactional message keeps the chosen queue in its sealed record until it enters it.
 
 A request's messages go into one WriteBatch (log entries + dedup entries), written at once and
 acknowledged once it is durable. Delayed messages go to the timer service, and
@@ -90,14 +91,15 @@ class SendService:
                 continue
             result = SendResult(pb.OK, "OK", mid)
             queue_id = -1
+            group = sp.message_group if sp.HasField("message_group") else None
+            picked = sp.queue_id if chosen and group is None else -1  # FIFO: the group's hash
             due = validate.delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
             if mtype == "TRANSACTION":
-                result.transaction_id = self.transactions.prepare(batch, topic, msg, due)
+                result.transaction_id = self.transactions.prepare(batch, topic, msg, due, picked)
             elif due > now:
-                result.recall_handle = self.timers.schedule(batch, topic, msg, due)
+                result.recall_handle = self.timers.schedule(batch, topic, msg, due, picked)
             else:
-                group = sp.message_group if sp.HasField("message_group") else None
-                queue_id = sp.queue_id if chosen and group is None else logs.choose_queue(topic, group)
+                queue_id = picked if picked >= 0 else logs.choose_queue(topic, group)
                 result.offset = logs.append_record(batch, topic, queue_id, logs.seal(topic, msg), now, msg.user_properties,
                                                    allocated)
                 touched.add(topic.id)

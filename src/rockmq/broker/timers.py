@@ -55,9 +55,10 @@ class TimerService:
         self.pending = StoredCount(ctx.store, keys.TIMER_COUNT_KEY,
                                    lambda: sum(1 for _ in ctx.store.scan("timers", b"", b"\xff" * 17)))
 
-    def schedule(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
-        """Put a delayed message into `batch` (consumes `msg`); -> its recall handle."""
-        return self.schedule_record(batch, topic, self.ctx.logs.seal(topic, msg), due_ms)
+    def schedule(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int, queue_id: int = -1) -> str:
+        """Put a delayed message into `batch` (consumes `msg`); -> its recall handle. `queue_id`:
+        the queue its client chose (-1: the broker chooses when it is due)."""
+        return self.schedule_record(batch, topic, self.ctx.logs.seal(topic, msg, queue_id), due_ms)
 
     def schedule_record(self, batch: Batch, topic: TopicConfig, sealed: bytes, due_ms: int) -> str:
         """Put a sealed record into `batch`, due at `due_ms`; -> its recall handle."""
@@ -103,7 +104,7 @@ class TimerService:
             if topic is None:  # the topic was deleted meanwhile
                 continue
             sealed = memoryview(value)[4:]  # `place` copies it once, into the log record
-            logs.append_record(batch, topic, logs.choose_queue(topic, records.message_group(sealed)), sealed, now)
+            logs.append_record(batch, topic, logs.queue_of(topic, sealed), sealed, now)
             touched.add(topic.id)
         for due_ms, count in due.items():
             self.lateness.add(now - due_ms, count)

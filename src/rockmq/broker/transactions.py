@@ -56,8 +56,9 @@ class TransactionService:
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
             1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] == _PENDING))
 
-    def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int) -> str:
-        """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed."""
+    def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int, queue_id: int = -1) -> str:
+        """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed.
+        `queue_id`: the queue its client chose (-1: the broker chooses once it is committed)."""
         txn_id = uuid.uuid4().hex
         sp = msg.system_properties
         if sp.HasField("orphaned_transaction_recovery_duration"):  # the producer's own first-check delay
@@ -65,7 +66,7 @@ class TransactionService:
         else:
             first_delay_ms = int(self.ctx.settings.txn_check_first_s * 1000)
         first_check = now_ms() + first_delay_ms
-        sealed = self.ctx.logs.seal(topic, msg)
+        sealed = self.ctx.logs.seal(topic, msg, queue_id)
         batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic.id, due_ms, first_check, 0) + sealed)
         batch.put("txnchecks", keys.txn_check_key(first_check, txn_id), b"")
         self.pending.add(batch, 1)
@@ -102,7 +103,7 @@ class TransactionService:
             if due_ms > now_ms():
                 self.timers.schedule_record(batch, topic, sealed, due_ms)
             else:
-                queue_id = ctx.logs.choose_queue(topic, records.message_group(sealed))
+                queue_id = ctx.logs.queue_of(topic, sealed)
                 ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
                 touched.append(topic.id)
         await self.commit(batch, allocated, touched)

@@ -11,7 +11,9 @@ message costs no parse: the per-delivery fields (receipt handle, attempt, invisi
 encoded alone and spliced into the system-properties field, which appears exactly once on the
 wire (some decoders, such as the Node.js client's, keep only the last copy of a repeated
 message field). The header lets the broker filter by tag and order by message group without
-parsing anything.
+parsing anything. Until a record is placed, its store_ms slot holds the queue its client chose,
+plus one (0: the broker chooses), so a delayed or transactional message enters the queue its
+producer picked (`chosen_queue`).
 """
 
 from __future__ import annotations
@@ -59,12 +61,13 @@ class RecordView(NamedTuple):
         return b"".join((self.rest, Message.SYSTEM_PROPERTIES, varint(len(sp) + len(delivery)), sp, delivery))
 
 
-def _head(tag: bytes, group: bytes, rest_len: int) -> bytes:
-    return HEADER.pack(VERSION, 0, len(tag), len(group), rest_len) + tag + group
+def _head(tag: bytes, group: bytes, rest_len: int, queue_id: int = -1) -> bytes:
+    return HEADER.pack(VERSION, queue_id + 1, len(tag), len(group), rest_len) + tag + group
 
 
-def seal(msg: pb.Message, store_host: str) -> bytes:
-    """Encode a received message as a record not yet placed in a queue (see `place`).
+def seal(msg: pb.Message, store_host: str, queue_id: int = -1) -> bytes:
+    """Encode a received message as a record not yet placed in a queue (see `place`); `queue_id`:
+    the queue its client chose (-1: none), kept until it is placed.
 
     Delayed and transactional messages wait in this form, so moving one into its queue later
     costs no parse. Consumes `msg`: its system properties are moved into the record.
@@ -83,7 +86,7 @@ def seal(msg: pb.Message, store_host: str) -> bytes:
     sp_bytes = sp.SerializeToString()
     msg.ClearField("system_properties")
     rest = msg.SerializeToString()
-    return _head(tag, group, len(rest)) + rest + sp_bytes
+    return _head(tag, group, len(rest), queue_id) + rest + sp_bytes
 
 
 def seal_parts(sp: pb.SystemProperties, rest: bytes, sp_bytes: bytes, store_host: str) -> tuple[bytes, bytes, bytes, bytes]:
@@ -145,6 +148,14 @@ def message_group(record: bytes | memoryview) -> str | None:
         raise RecordVersionError(version)
     start = HEADER.size + tag_len
     return str(record[start:start + group_len], "utf-8") if group_len else None
+
+
+def chosen_queue(sealed: bytes | memoryview) -> int:
+    """The queue a sealed, not yet placed record's client chose; -1: none (`seal`)."""
+    version, slot = _VERSION_AND_STORE_MS.unpack_from(sealed)
+    if version != VERSION:
+        raise RecordVersionError(version)
+    return int(slot) - 1
 
 
 def store_ms(record: bytes) -> int:
