@@ -18,6 +18,7 @@ from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
+NO_LANES: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Clients:
         self.sessions: dict[str, Session] = {}
         self._publishers: dict[str, set[str]] = {}  # topic -> client ids of producers publishing it
         self._turn = itertools.count()
+        self._laned: set[str] = set()  # groups a lane member joined: only they pay for lane routing
 
     def touch(self, client_id: str) -> Session | None:
         s = self.sessions.get(client_id)
@@ -82,6 +84,22 @@ class Clients:
         if group is not None:
             session.group = group
         session.lane = lane
+        if lane and session.group:
+            self._laned.add(session.group)
+
+    def receiving(self, client_id: str, group: str, lane: str) -> None:
+        """A lane consumer's receive or pull: it is a live member of the group in its lane."""
+        session = self.register(client_id)
+        if session.client_type not in CONSUMER_TYPES:
+            session.client_type = pb.SIMPLE_CONSUMER
+        session.group, session.lane = group, lane
+        self._laned.add(group)
+
+    def live_lanes(self, group: str) -> frozenset[str]:
+        """The lanes with a live member in the group (one set lookup for a group without lanes)."""
+        if group not in self._laned:
+            return NO_LANES
+        return frozenset(s.lane for s in self.members(group) if s.lane)
 
     def _drop_oldest(self) -> None:
         self.drop(min(self.sessions.values(), key=lambda s: s.last_seen).client_id)

@@ -5,10 +5,15 @@ filtered on the broker. A receive asks the brokers holding each subscribed topic
 assignment per broker) and returns as soon as one has messages or the long poll ends; a broker
 that cannot be reached is passed over while another answers (assignments come from any access
 point: session.py).
+
+With `lane="dev1"` the consumer is a member of its group's lane `dev1` (docs/client.md
+"Environment lanes"): it says so on every request, and the broker hands it that lane's messages
+only. A base consumer (no lane) gets the rest, and the messages of lanes with no live member.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import time
@@ -21,6 +26,7 @@ from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, unreachable
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.conventions import check_lane
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
 
@@ -44,11 +50,12 @@ class Filter:
 class AsyncSimpleConsumer:
     def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
-                 transport: Transport | None = None) -> None:
+                 lane: str | None = None, transport: Transport | None = None) -> None:
         self.group = group
+        self.lane = check_lane(lane)
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
         self.await_s = await_s
-        self.session = Session(endpoint, request_timeout, client_id, transport=transport)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
         self._turn = itertools.count()
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
 
@@ -59,6 +66,11 @@ class AsyncSimpleConsumer:
         await self.close()
 
     async def close(self) -> None:
+        if self.lane is not None and not self.session.closed:  # its lane's messages fall back to the base at once
+            request = rpc.NotifyClientTerminationRequest(group=pb.Resource(name=self.group))
+            for endpoint in {address_of(q.broker.endpoints) for _, queues in self._assigned.values() for q in queues}:
+                with contextlib.suppress(RockmqError):
+                    await self.session.unary(endpoint, "NotifyClientTermination", request)
         await self.session.close()
 
     async def _assignments(self, topic: str) -> list[pb.MessageQueue]:

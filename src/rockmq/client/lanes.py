@@ -1,11 +1,12 @@
-"""Environment lanes (docs/architecture.md §8): several dev/test environments share one topic. Pure, no I/O.
+"""Environment lanes of offset-based consumers (docs/client.md "Environment lanes"). Pure, no I/O.
 
-A producer in lane `dev1` marks its messages with the property `lane=dev1`. A consumer in lane
-`dev1` of group `G` keeps its own consumption state under the group `G%LANE%dev1` and reads only
-`lane = 'dev1'` messages, so lanes never steal each other's messages. A base-lane consumer (no lane)
-reads messages without a lane and, with fallback on, those of every lane that has no live consumer
-in the group (members announce their lane in their heartbeats). With no lane alive the base
-consumer's filter is exactly the user's: lanes cost nothing to those who do not use them.
+A producer in lane `dev1` marks its messages with the property `lane=dev1`. In POP groups the
+broker routes lanes itself (broker/lanes.py). An offset-based consumer in lane `dev1` of group `G`
+keeps its offsets under the group `G%LANE%dev1` and reads only `lane = 'dev1'` messages; a
+base-lane consumer (no lane) reads messages without a lane and, with fallback on, those of every
+lane that has no live consumer in the group (members announce their lane in their heartbeats).
+With no lane alive the base consumer's filter is exactly the user's: lanes cost nothing to those
+who do not use them.
 
 Fallback is decided when a message is read: a lane message the base consumer skipped while its
 lane was alive stays with that lane, whose consumer reads it when it comes back.
@@ -13,20 +14,12 @@ lane was alive stays with that lane, whose consumer reads it when it comes back.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from rockmq.client.consumer import Filter
 from rockmq.protocol.conventions import LANE_PROPERTY
 
-LANE_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 LANE_GROUP_SEPARATOR = "%LANE%"
-
-
-def check_lane(lane: str | None) -> str | None:
-    if lane is not None and not LANE_RE.match(lane):
-        raise ValueError(f"illegal lane {lane!r}: use 1-32 of [A-Za-z0-9_-]")
-    return lane
 
 
 def lane_group(group: str, lane: str | None) -> str:

@@ -44,7 +44,6 @@ from typing import Any, cast
 
 from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError, from_status
 from rockmq.client.fault import LATENCY_MS, PAUSE_MS, FaultAvoidance
-from rockmq.client.lanes import check_lane
 from rockmq.client.limits import REQUEST_TIMEOUT_S, ROUTE_TTL_S, SEND_RETRIES
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
@@ -54,7 +53,7 @@ from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, 
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.conventions import LANE_PROPERTY
+from rockmq.protocol.conventions import LANE_PROPERTY, check_lane
 from rockmq.protocol.message_id import new_message_id
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError, from_status
 from rockmq.client.flow import fitting, pull_size, typical
-from rockmq.client.lanes import check_lane, lane_filter, lane_group
+from rockmq.client.lanes import lane_filter, lane_group
 from rockmq.client.limits import BATCH_SIZE, HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
@@ -58,6 +58,7 @@ from rockmq.protocol.conventions import (
     RECONSUME_TIMES,
     RETRY_LADDER_S,
     RETRY_PREFIX,
+    check_lane,
     retry_topic,
 )
 from rockmq.protocol.message_id import new_message_id
@@ -149,7 +150,8 @@ class AsyncPushConsumer:
             raise ValueError("subscribe to at least one topic")
         self.group = group
         self.lane = check_lane(lane)
-        self.state_group = lane_group(group, self.lane)  # offsets, POP state and retries of this lane
+        # POP: the broker routes lanes within the group's one state; offsets: each lane keeps its own
+        self.state_group = group if mode == "pop" else lane_group(group, self.lane)
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
         self.handler = handler
         self.mode, self.strategy, self.orderly = mode, strategy, orderly
@@ -216,7 +218,7 @@ class AsyncPushConsumer:
         if self.mode == "pop":
             self._simple = AsyncSimpleConsumer(self.session.access_points, self.state_group, dict(self.subscriptions),
                                                await_s=self.poll_s, request_timeout=self.session.request_timeout_s,
-                                               client_id=self.client_id, transport=self._transport)
+                                               client_id=self.client_id, lane=self.lane, transport=self._transport)
             loops = max(2, -(-self.concurrency // self.batch_size))  # receives in flight while handlers run
             self._workers = [asyncio.create_task(self._pop_loop(self._simple), name="rockmq-pop") for _ in range(loops)]
         else:
@@ -604,8 +606,6 @@ class AsyncPushConsumer:
         me = asyncio.current_task()
         assert me is not None
         while not self._closed:
-            for topic, user in self.subscriptions.items():
-                simple.subscriptions[topic] = lane_filter(user, self.lane, self._live_lanes, self.lane_fallback)
             self._receiving.add(me)
             try:
                 received = await simple.receive(self.batch_size, self.invisible_s)

@@ -1,8 +1,8 @@
 """Names rockmq's broker and client agree on beyond the RocketMQ wire format: a header, message
 properties and reserved topic names. Pure constants and helpers, no I/O.
 
-- Environment lanes (docs/architecture.md §8): a client states its lane in the `x-rockmq-lane` header of its
-  heartbeats; a producer in a lane marks its messages with the user property `lane`.
+- Environment lanes (docs/client.md): a consumer states its lane in the `x-rockmq-lane` header of
+  its heartbeats and receives; a producer in a lane marks its messages with the user property `lane`.
 - Queue choice (docs/protocol.md): a client whose SendMessage requests carry the header
   `x-rockmq-queue-choice: client` has chosen each message's queue, and the broker stores it in
   `SystemProperties.queue_id` of the topic on that broker (FIFO messages excepted: their group's
@@ -22,12 +22,16 @@ properties and reserved topic names. Pure constants and helpers, no I/O.
 
 from __future__ import annotations
 
+import re
+
+LANE_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 LANE_HEADER = "x-rockmq-lane"
 LANE_PROPERTY = "lane"
 QUEUE_CHOICE_HEADER = "x-rockmq-queue-choice"
 CLIENT_CHOOSES = "client"  # its value from a client that chose the queue
 
 RETRY_PREFIX = "%RETRY%"
+
 DLQ_PREFIX = "%DLQ%"
 ORIGIN_TOPIC = "RETRY_TOPIC"  # the topic the message was first sent to
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
@@ -49,3 +53,10 @@ def dlq_topic(group: str) -> str:
 
 def group_of_retry_topic(topic: str) -> str | None:
     return topic[len(RETRY_PREFIX):] if topic.startswith(RETRY_PREFIX) else None
+
+
+def check_lane(lane: str | None) -> str | None:
+    """A lane name as given (None: the base lane), or ValueError."""
+    if lane is not None and not LANE_RE.match(lane):
+        raise ValueError(f"illegal lane {lane!r}: use 1-32 of [A-Za-z0-9_-]")
+    return lane

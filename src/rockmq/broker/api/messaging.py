@@ -31,6 +31,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster, Holder
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
+from rockmq.broker.lanes import Route, route
 from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
@@ -199,7 +200,7 @@ class MessagingServicer:
             if renew_for is not None:  # PushConsumers: the broker renews while the client lives
                 self.clients.register(renew_for)
             messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size, invisible_ms,
-                                              self._poll_seconds(request, context), renew_for)
+                                              self._poll_seconds(request, context), renew_for, self._lanes(group.name, context))
         except Exception as e:
             yield status_frame(R, status_of(e, "ReceiveMessage"))
             yield now_frame(R)
@@ -216,6 +217,14 @@ class MessagingServicer:
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)
             raise
+
+    def _lanes(self, group: str, context: Context) -> Route | None:
+        """How this consumer's receive routes lanes (broker/lanes.py); a lane consumer's receive
+        also keeps it a live member of its lane."""
+        lane = header(context, LANE_HEADER)
+        if lane:
+            self.clients.receiving(client_id(context), group, lane)
+        return route(lane, self.clients.live_lanes(group))
 
     def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
         asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None

@@ -39,6 +39,11 @@ class Reviver:
         """A delivery now expires at `deadline_ms`: wake up in time for it."""
         self.loop.note(deadline_ms)
 
+    def requeue(self, batch: Batch, gid: int, tid: int, qid: int, offset: int, attempts: int) -> None:
+        """Queue a message in `batch` for the group's next receives (delivered as attempt `attempts` + 1)."""
+        self._retry_seq += 1
+        batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempts))
+
     def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> int:
         """Copy a message to the group's dead-letter topic in `batch`; -> bytes copied."""
         record = self.ctx.logs.read(topic.id, queue_id, offset)
@@ -80,8 +85,7 @@ class Reviver:
                     if group.fifo:
                         settled.append(partial(self.fifo.settled, (gid, tid, qid), was_inflight=True))
                 else:
-                    self._retry_seq += 1
-                    batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, e.state.attempt))
+                    self.requeue(batch, gid, tid, qid, offset, e.state.attempt)
                     if group.fifo:
                         settled.append(partial(self.fifo.revived, (gid, tid, qid)))
             except Exception:

@@ -19,6 +19,7 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.consume_mode import claim, refusal
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
+from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
@@ -90,13 +91,15 @@ class PopService:
     # --- receive ---------------------------------------------------------------------------
 
     async def receive(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression, batch_size: int,
-                      invisible_ms: int | None, poll_s: float, renew_for: str | None = None) -> list[bytes]:
+                      invisible_ms: int | None, poll_s: float, renew_for: str | None = None,
+                      lanes: Route | None = None) -> list[bytes]:
         """Hand out up to batch_size messages the group's filter `expr` accepts, waiting up to
         poll_s for the first one.
 
         Returns serialized v2 Messages (receipt handle and attempt set). With `renew_for` (a
         client id) and no invisible time, the broker keeps extending the invisible time while
         that client is alive. A refused receive writes nothing (no mode, no subscription).
+        `lanes`: which lanes' messages this consumer takes (broker/lanes.py; not for FIFO groups).
         """
         if invisible_ms is None:
             if renew_for is None:
@@ -114,11 +117,13 @@ class PopService:
         sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
         claim(self.ctx.meta, group, POP, self.ctx.read_only)
         batch_size = max(1, min(batch_size or s.receive_batch, s.max_receive_batch))
+        if group.fifo:
+            lanes = None
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
             arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
-            out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for)
+            out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for, lanes)
             left = until - loop.time()
             if out or left <= 0:
                 return out
@@ -137,8 +142,12 @@ class PopService:
                 self.waiting -= 1
 
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
-                      invisible_ms: int, renew_for: str | None = None) -> tuple[list[bytes], bool]:
+                      invisible_ms: int, renew_for: str | None = None, lanes: Route | None = None) -> tuple[list[bytes], bool]:
         """One look at the retries and the queues -> (messages, whether any state advanced).
+
+        With `lanes`, a message this consumer may not take is left in the retry family for the
+        consumers it belongs to (another lane's, or the base lane's): it is neither skipped nor
+        handed out twice.
 
         All of it is one WriteBatch; in-memory state (pop offsets, FIFO locks, renewals)
         follows only once that batch is written.
@@ -168,18 +177,29 @@ class PopService:
             if renew_for is not None:
                 after.append(partial(self.renewals.track, renew_for, checkpoints.renew_key(gid, tid, qid, offset), version))
 
-        # 1. Messages whose invisible time ran out come back first.
-        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), None if fifo else 4 * batch_size))
+        left: list[int] = []
+
+        def leave(qid: int, offset: int) -> None:
+            self.reviver.requeue(batch, gid, tid, qid, offset, 0)
+            left.append(offset)
+
+        # 1. Messages whose invisible time ran out (or left by another lane) come back first.
+        scan = None if fifo else 4 * batch_size if lanes is None else ctx.settings.pop_scan_limit
+        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), scan))
         if fifo is not None:  # per queue, in offset order, only once nothing of the queue is in flight
             retries = [r for r in retries if fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
             retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
+        taken = False
         for key, value in retries:
             if full():
                 break
             qid, offset, attempt = keys.parse_retry_value(value)
-            batch.delete("retry", key)
             record = ctx.logs.read(tid, qid, offset)
             view = records.view(record) if record is not None else None
+            if view is not None and lanes is not None and not lanes.takes(view):
+                continue  # another lane's: it stays
+            batch.delete("retry", key)
+            taken = True
             if view is None or not accept(view):  # removed by retention, or no longer subscribed
                 if fifo is not None:
                     after.append(partial(fifo.settled, (gid, tid, qid), was_inflight=False))
@@ -211,8 +231,13 @@ class PopService:
                     if full():
                         position = offset
                         break
-                    if record is not None:  # else removed by retention
-                        deliver(qid, offset, records.view(record), 1)
+                    if record is None:  # removed by retention
+                        continue
+                    view = records.view(record)
+                    if lanes is None or lanes.takes(view):
+                        deliver(qid, offset, view, 1)
+                    else:
+                        leave(qid, offset)
             else:  # scan the log and evaluate (no index, or entries written before it)
                 position = begin
                 for offset, record in ctx.logs.scan(tid, qid, begin, ctx.settings.pop_scan_limit):
@@ -220,8 +245,12 @@ class PopService:
                         break
                     position = offset + 1
                     view = records.view(record)
-                    if accept(view):  # a filtered-out message counts as consumed
+                    if not accept(view):  # a filtered-out message counts as consumed
+                        continue
+                    if lanes is None or lanes.takes(view):
                         deliver(qid, offset, view, 1)
+                    else:
+                        leave(qid, offset)
             if position != begin:
                 positions[(gid, tid, qid)] = position
                 batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
@@ -229,9 +258,11 @@ class PopService:
         self._pop_offsets.update(positions)
         for apply in after:
             apply()
+        if left:  # wake the consumers these are for
+            ctx.logs.notify(tid)
         if out:
             self.reviver.note(deadline)
-        return out, bool(positions) or bool(retries)
+        return out, bool(positions) or taken
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 

@@ -1,0 +1,129 @@
+"""Environment lanes decided on the broker (docs/client.md "Environment lanes"), against a real
+broker in this process: every consumer kind takes the same `lane=`, a message goes to one
+consumer of the group (lane or base, whichever took it), and a lane with no live member falls
+back to the base consumers. `client_silence_s` is the broker's liveness timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from waiting import async_wait_for
+
+from rockmq.client import AsyncProducer, Message
+from rockmq.client.consumer import AsyncSimpleConsumer
+from rockmq.client.message import ReceivedMessage
+from rockmq.client.push import AsyncPushConsumer
+
+UNTIL_S = 15.0
+ALIVE_S = 3.0  # the broker's client_silence_s in these tests
+PUSH = dict(mode="pop", heartbeat_s=0.3, poll_s=0.5, shutdown_timeout_s=2.0)
+
+
+async def _send(endpoint: str, topic: str, n: int, lane: str | None = None) -> None:
+    async with AsyncProducer(endpoint, lane=lane) as p:
+        await p.send_batch([Message(topic, f"{lane or 'base'}-{i}".encode()) for i in range(n)])
+
+
+async def _drain(consumer: AsyncSimpleConsumer, quiet_s: float = 1.0) -> list[str]:
+    """Receive and ack until a receive of `quiet_s` brings nothing; -> the bodies."""
+    consumer.await_s = quiet_s
+    got: list[ReceivedMessage] = []
+    while batch := await consumer.receive(32, invisible_s=10):
+        got += batch
+        await consumer.ack_many(batch)
+    return sorted(m.body.decode() for m in got)
+
+
+def _lane(n: int, lane: str) -> list[str]:
+    return sorted(f"{lane}-{i}" for i in range(n))
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_a_base_simple_consumer_gets_no_message_of_a_live_lane(harness, unique):
+    topic, group = unique("lane-simple"), unique("lane-simple-g")
+    harness.conn.create_topic(topic, queues=2)
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base, \
+                AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}, lane="dev1") as dev1:
+            assert await _drain(dev1, 0.1) == []  # dev1 is now a live member of the group
+            await _send(harness.endpoint, topic, 5, "dev1")
+            await _send(harness.endpoint, topic, 5)
+            assert await _drain(base) == _lane(5, "base")
+            assert await _drain(dev1) == _lane(5, "dev1")  # left by the base consumer, not lost
+            assert await _drain(base, 0.2) == []
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_a_late_lane_member_gets_no_message_the_base_took(harness, unique):
+    topic, group = unique("lane-late"), unique("lane-late-g")
+    harness.conn.create_topic(topic, queues=2)
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base:
+            await _send(harness.endpoint, topic, 5, "dev1")
+            assert await _drain(base) == _lane(5, "dev1")  # nobody in dev1: they fall back to the base
+            async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}, lane="dev1") as dev1:
+                assert await _drain(dev1) == []
+                await _send(harness.endpoint, topic, 3, "dev1")
+                assert await _drain(base, 0.3) == []
+                assert await _drain(dev1) == _lane(3, "dev1")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_lane_messages_fall_back_when_the_lane_member_dies(harness, unique):
+    topic, group = unique("lane-dies"), unique("lane-dies-g")
+    harness.conn.create_topic(topic, queues=2)
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base:
+            dev1 = AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}, lane="dev1")
+            assert await _drain(dev1, 0.1) == []
+            await _send(harness.endpoint, topic, 5, "dev1")
+            held = await dev1.receive(2, invisible_s=1)  # taken, never acked: back to the group after 1 s
+            assert await _drain(base, 0.3) == []  # dev1 is alive: its messages wait for it
+            await dev1.session.close()  # dies without a word: silent for client_silence_s
+            died = time.monotonic()
+            bodies = sorted(m.body.decode() for m in held)
+            took: list[str] = []
+            while sorted(took) != _lane(5, "dev1"):
+                assert time.monotonic() - died < UNTIL_S, f"dev1's messages at the base consumer: {took}"
+                took += await _drain(base, 0.2)
+            assert time.monotonic() - died >= ALIVE_S - 0.5, "fell back before dev1 was silent for client_silence_s"
+            assert set(bodies) <= set(took)
+            await _send(harness.endpoint, topic, 2, "dev1")  # still nobody in dev1
+            assert await _drain(base) == _lane(2, "dev1")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_push_consumers_in_pop_mode_keep_lanes_apart(harness, unique):
+    topic, group = unique("lane-push"), unique("lane-push-g")
+    harness.conn.create_topic(topic, queues=2)
+    got: dict[str, list[str]] = {"base": [], "dev1": []}
+
+    def consumer(lane: str | None) -> AsyncPushConsumer:
+        return AsyncPushConsumer(harness.endpoint, group, {topic: "*"}, lambda m: got[lane or "base"].append(m.body.decode()),
+                                 lane=lane, **PUSH)
+
+    async def scenario() -> None:
+        async with consumer(None):
+            await _send(harness.endpoint, topic, 5, "dev1")  # nobody in dev1: the base takes them
+            await async_wait_for(lambda: len(got["base"]) == 5, UNTIL_S, what="dev1's messages at the base")
+            async with consumer("dev1"):
+                await asyncio.sleep(1.0)  # joined: none of the 5 again
+                await _send(harness.endpoint, topic, 5, "dev1")
+                await _send(harness.endpoint, topic, 5)
+                await async_wait_for(lambda: len(got["dev1"]) == 5 and len(got["base"]) == 10, UNTIL_S, what="5 each")
+                await asyncio.sleep(0.5)
+        assert sorted(got["dev1"]) == _lane(5, "dev1")
+        assert sorted(got["base"]) == sorted(_lane(5, "dev1") + _lane(5, "base"))
+
+    asyncio.run(scenario())
