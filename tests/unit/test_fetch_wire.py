@@ -20,7 +20,7 @@ def _offsets(records: list[bytes]) -> bytes:
 @pytest.mark.parametrize("records", [[], [b"a"], [b"x" * 300, b"", b"yz" * 5000]])
 def test_encoded_reply_is_the_protobuf_reply(records):
     status = pb.Status(code=pb.OK, message="OK")
-    raw = encode_fetch_response(status, 1 << 40, records, _offsets(records), 7, -1 if not records else 1 << 41)
+    raw = encode_fetch_response(status, 1 << 40, records, 7, -1 if not records else 1 << 41)
     expected = batch.FetchResponse(status=status, first_offset=1 << 40, count=len(records), records=b"".join(records),
                                    offsets=_offsets(records), min_offset=7, max_offset=-1 if not records else 1 << 41)
     assert batch.FetchResponse.FromString(raw) == expected

@@ -91,9 +91,9 @@ def test_count_survives_reopen_and_recall_updates_it(tmp_path):
     timers = _timers(ctx)
     topic = ctx.meta.create_topic("t", 1)
     handles = [_schedule(ctx, timers, topic, f"m{i}".encode(), now_ms() + 3_600_000) for i in range(5)]
-    assert asyncio.run(timers.recall(handles[0])) == "m0"
+    assert asyncio.run(timers.recall("t", handles[0])) == "m0"
     with pytest.raises(BrokerError) as e:
-        asyncio.run(timers.recall(handles[0]))
+        asyncio.run(timers.recall("t", handles[0]))
     assert e.value.code == pb.NOT_FOUND
     ctx.store.close()
 

@@ -68,8 +68,9 @@ class TimerService:
         self.loop.note(due_ms)
         return tokens.seal(_RECALL.pack(due_ms, self._seq), self.ctx.secret)
 
-    async def recall(self, handle: str) -> str:
-        """Cancel a pending delayed message; returns its message id."""
+    async def recall(self, topic: str, handle: str) -> str:
+        """Cancel a pending delayed message of `topic` (which must exist); returns its message id."""
+        self.ctx.meta.topic(topic)
         try:
             due_ms, seq = _RECALL.unpack(tokens.unseal(handle, self.ctx.secret, _RECALL.size))
         except tokens.InvalidToken as e:

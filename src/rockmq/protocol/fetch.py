@@ -9,6 +9,9 @@ proto/rockmq/messaging/v1/batch.proto (fields 1-7); unknown fields are skipped.
 
 from __future__ import annotations
 
+import itertools
+import sys
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,9 +28,18 @@ def _int_field(key: bytes, value: int) -> bytes:
     return key + varint(value & 0xFFFFFFFFFFFFFFFF) if value else b""
 
 
-def encode_fetch_response(status: pb.Status, first_offset: int, records: Sequence[bytes], offsets: bytes,
-                          min_offset: int, max_offset: int) -> bytes:
-    """A serialized FetchResponse holding `records` back to back; `offsets` as the field says."""
+def record_ends(records: Sequence[bytes]) -> bytes:
+    """FetchResponse.offsets: where each record starts and the last ends, little-endian int32."""
+    ends = array("i", itertools.accumulate(map(len, records), initial=0))
+    if sys.byteorder == "big":
+        ends.byteswap()
+    return ends.tobytes()
+
+
+def encode_fetch_response(status: pb.Status, first_offset: int, records: Sequence[bytes], min_offset: int,
+                          max_offset: int) -> bytes:
+    """A serialized FetchResponse holding `records` back to back, and their offsets."""
+    offsets = record_ends(records)
     size = sum(map(len, records))
     head = (delimited(FetchResponse.STATUS, status.SerializeToString()) + _int_field(FetchResponse.FIRST_OFFSET, first_offset)
             + _int_field(FetchResponse.COUNT, len(records)) + (FetchResponse.RECORDS + varint(size) if size else b""))

@@ -9,9 +9,6 @@ Spark sink's exactly-once writes (broker/staging.py).
 
 from __future__ import annotations
 
-import itertools
-import sys
-from array import array
 from typing import Any
 
 import grpc
@@ -96,10 +93,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         topic = self.ctx.meta.topic(request.topic)
         first, values, lo, hi = await self.puller.fetch(topic, request.queue_id, request.offset, request.end_offset,
                                                         request.max_records, request.max_bytes)
-        ends = array("i", itertools.accumulate(map(len, values), initial=0))
-        if sys.byteorder == "big":
-            ends.byteswap()
-        return encode_fetch_response(OK, first, values, ends.tobytes(), lo, hi)
+        return encode_fetch_response(OK, first, values, lo, hi)
 
     # --- staged writes, published once per (sink, batch): broker/staging.py ---------------------
 

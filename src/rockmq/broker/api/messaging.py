@@ -19,6 +19,7 @@ from rockmq.broker.api.replies import (
     OK,
     entry_status,
     found_status,
+    message_queues,
     multi_status,
     now_frame,
     status,
@@ -28,7 +29,7 @@ from rockmq.broker.api.replies import (
 )
 from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
-from rockmq.broker.cluster.routes import Cluster, Holder
+from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.lanes import Route, route
@@ -42,7 +43,6 @@ from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
-from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
 
@@ -87,31 +87,22 @@ class MessagingServicer:
 
     # --- routing and client lifecycle ------------------------------------------------------
 
-    def _endpoints(self, holder: Holder, requested: pb.Endpoints) -> pb.Endpoints:
-        """Where clients reach a broker: for this one, the address they used to get here."""
-        if holder.broker == self.cluster.name and requested.addresses:
-            return requested
-        return endpoints_of(holder.endpoint)
-
-    def _queues(self, topic: str, queues: list[tuple[Holder, int]], requested: pb.Endpoints) -> list[pb.MessageQueue]:
-        return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
-                                broker=pb.Broker(name=h.broker, id=0, endpoints=self._endpoints(h, requested)),
-                                accept_message_types=h.message_types) for h, queue_id in queues]
-
     def _queue_topic(self, queue: pb.MessageQueue) -> TopicConfig:
         return self.cluster.local_topic(queue.topic.name, queue.id, queue.broker.name)
 
     @unary(rpc.QueryRouteResponse)
     async def QueryRoute(self, request: rpc.QueryRouteRequest, context: Context) -> rpc.QueryRouteResponse:
         queues = await self.cluster.route(request.topic.name)
-        return rpc.QueryRouteResponse(status=OK, message_queues=self._queues(request.topic.name, queues, request.endpoints))
+        return rpc.QueryRouteResponse(status=OK, message_queues=message_queues(
+            request.topic.name, queues, self.cluster.name, request.endpoints))
 
     @unary(rpc.QueryAssignmentResponse)
     async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Context) -> rpc.QueryAssignmentResponse:
         check_name("topic", request.topic.name)
         queues = await self.cluster.assignment(request.topic.name, self.ctx.group_for(request.group.name))
         return rpc.QueryAssignmentResponse(status=OK, assignments=[
-            pb.Assignment(message_queue=q) for q in self._queues(request.topic.name, queues, request.endpoints)])
+            pb.Assignment(message_queue=q)
+            for q in message_queues(request.topic.name, queues, self.cluster.name, request.endpoints)])
 
     @unary(rpc.HeartbeatResponse)
     async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Context) -> rpc.HeartbeatResponse:
@@ -184,8 +175,7 @@ class MessagingServicer:
 
     @unary(rpc.RecallMessageResponse)
     async def RecallMessage(self, request: rpc.RecallMessageRequest, context: Context) -> rpc.RecallMessageResponse:
-        self.ctx.meta.topic(request.topic.name)
-        message_id = await self.timers.recall(request.recall_handle)
+        message_id = await self.timers.recall(request.topic.name, request.recall_handle)
         return rpc.RecallMessageResponse(status=OK, message_id=message_id)
 
     # --- POP consumption -------------------------------------------------------------------

@@ -17,8 +17,10 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
+from rockmq.broker.cluster.routes import Holder
 from rockmq.broker.errors import NOT_FOUND_CODES, AlreadyExists, BrokerError
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.endpoints import endpoints_of
 
 log = logging.getLogger(__name__)
 INTERNAL = "internal error; see the broker log"
@@ -78,6 +80,18 @@ def now_frame(response_type: type[rpc.ReceiveMessageResponse]) -> bytes:
     frame = response_type()
     frame.delivery_timestamp.GetCurrentTime()
     return frame.SerializeToString()
+
+
+def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
+                   requested: pb.Endpoints) -> list[pb.MessageQueue]:
+    """A route's queues as clients get them. Each broker is reached at the endpoint it
+    registered, except this one (`here`): at the address the client used to get here."""
+    def endpoints(holder: Holder) -> pb.Endpoints:
+        return requested if holder.broker == here and requested.addresses else endpoints_of(holder.endpoint)
+
+    return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
+                            broker=pb.Broker(name=h.broker, id=0, endpoints=endpoints(h)),
+                            accept_message_types=h.message_types) for h, queue_id in queues]
 
 
 def grpc_code(st: pb.Status) -> grpc.StatusCode:
