@@ -49,6 +49,22 @@ log = logging.getLogger(__name__)
 HOUSEKEEPING_S = 10
 
 
+def _listen(s: Settings, following: bool) -> tuple[grpc.aio.Server, int]:
+    """The broker's gRPC server, bound -> (it, the port it got); a replica's refuses writes."""
+    interceptors = [ReadOnly(s.replica_of)] if following else []
+    server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
+        *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
+        ("grpc.so_reuseport", 0),
+    ])
+    try:
+        port = server.add_insecure_port(f"{s.host}:{s.port}")
+    except RuntimeError:  # taken since serve() checked it
+        port = 0
+    if port == 0:
+        raise CannotStart(f"cannot listen on {s.host}:{s.port}")
+    return server, port
+
+
 class Broker:
     def __init__(self, settings: Settings) -> None:
         """Every part of the broker, built in dependency order: each gets what it uses."""
@@ -61,6 +77,13 @@ class Broker:
         if s.replica_of and promoted:
             log.warning("this broker was promoted: it no longer follows %s", s.replica_of)
         following = bool(s.replica_of) and not promoted
+        try:
+            self.server, self.port = _listen(s, following)
+        except CannotStart:
+            store.close()
+            raise
+        # Records carry the address the broker advertises: the port it really got (0 = any free one).
+        self.settings = s = dataclasses.replace(s, port=self.port)
         # A replica writes nothing of its own.
         self.replicator = Replicator(store, oplog, s, secret, epoch) if not following and oplog is not None else None
         matches = MatchIndex(s.filter_index_properties)
@@ -86,17 +109,9 @@ class Broker:
         self.puller = PullService(ctx)
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
-        self.server: grpc.aio.Server | None = None
-        self.port = 0
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> int:
-        s = self.settings
-        interceptors = [ReadOnly(s.replica_of)] if self.follower is not None else []
-        self.server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
-            *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
-            ("grpc.so_reuseport", 0),
-        ])
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
                                       self.clients, self.cluster)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
@@ -106,14 +121,6 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
         batch = BatchServicer(self.ctx, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
-        try:
-            self.port = self.server.add_insecure_port(f"{s.host}:{s.port}")
-        except RuntimeError:  # taken since serve() checked it
-            self.port = 0
-        if self.port == 0:
-            raise CannotStart(f"cannot listen on {s.host}:{s.port}")
-        # The endpoint the broker advertises must be the port it really got (port 0 = any free one).
-        self.ctx.logs.store_host = f"{s.host}:{self.port}"
         await self.server.start()
         if self.follower is not None:  # a replica writes nothing of its own
             self._tasks = [asyncio.create_task(self.follower.run())]
@@ -139,8 +146,7 @@ class Broker:
     async def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
-        if self.server is not None:
-            await self.server.stop(grace=2)
+        await self.server.stop(grace=2)
         self.ctx.store.close()
 
 
