@@ -14,7 +14,9 @@ from waiting import async_wait_for
 from rockmq.client import AsyncProducer, Message
 from rockmq.client.consumer import AsyncSimpleConsumer
 from rockmq.client.message import ReceivedMessage
+from rockmq.client.pull import AsyncPullConsumer
 from rockmq.client.push import AsyncPushConsumer
+from rockmq.client.queues import Queue
 
 UNTIL_S = 15.0
 ALIVE_S = 3.0  # the broker's client_silence_s in these tests
@@ -119,6 +121,91 @@ def test_push_consumers_in_pop_mode_keep_lanes_apart(harness, unique):
             await async_wait_for(lambda: len(got["base"]) == 5, UNTIL_S, what="dev1's messages at the base")
             async with consumer("dev1"):
                 await asyncio.sleep(1.0)  # joined: none of the 5 again
+                await _send(harness.endpoint, topic, 5, "dev1")
+                await _send(harness.endpoint, topic, 5)
+                await async_wait_for(lambda: len(got["dev1"]) == 5 and len(got["base"]) == 10, UNTIL_S, what="5 each")
+                await asyncio.sleep(0.5)
+        assert sorted(got["dev1"]) == _lane(5, "dev1")
+        assert sorted(got["base"]) == sorted(_lane(5, "dev1") + _lane(5, "base"))
+
+    asyncio.run(scenario())
+
+
+async def _pull_all(consumer: AsyncPullConsumer, topic: str, positions: dict[Queue, int]) -> list[str]:
+    """Pull every queue of the topic from `positions` (updated) to its end; -> the bodies."""
+    got: list[str] = []
+    for queue in await consumer.queues(topic):
+        if queue not in positions:
+            positions[queue] = await consumer.committed(queue) or 0
+        while True:
+            result = await consumer.pull(queue, positions[queue], max_messages=32)
+            got += [m.body.decode() for m in result.messages]
+            if result.next_offset == positions[queue]:
+                break
+            positions[queue] = result.next_offset
+        await consumer.commit(queue, positions[queue])
+    return sorted(got)
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_pull_consumers_keep_lanes_apart_and_fall_back_when_the_lane_dies(harness, unique):
+    topic, group = unique("lane-pull"), unique("lane-pull-g")
+    harness.conn.create_topic(topic, queues=2)
+
+    async def scenario() -> None:
+        async with AsyncPullConsumer(harness.endpoint, group) as base, \
+                AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1:
+            at_base: dict[Queue, int] = {}
+            at_dev1: dict[Queue, int] = {}
+            assert await _pull_all(dev1, topic, at_dev1) == []  # dev1 is a live member now
+            await _send(harness.endpoint, topic, 5, "dev1")
+            await _send(harness.endpoint, topic, 5)
+            assert await _pull_all(base, topic, at_base) == _lane(5, "base")
+            assert await _pull_all(dev1, topic, at_dev1) == _lane(5, "dev1")
+            await asyncio.sleep(ALIVE_S + 0.5)  # dev1 silent: dead
+            await _send(harness.endpoint, topic, 3, "dev1")
+            assert await _pull_all(base, topic, at_base) == _lane(3, "dev1")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_a_late_lane_pull_consumer_gets_no_message_the_base_took(harness, unique):
+    topic, group = unique("lane-pull-late"), unique("lane-pull-late-g")
+    harness.conn.create_topic(topic, queues=2)
+
+    async def scenario() -> None:
+        async with AsyncPullConsumer(harness.endpoint, group) as base:
+            at_base: dict[Queue, int] = {}
+            await _send(harness.endpoint, topic, 5, "dev1")
+            assert await _pull_all(base, topic, at_base) == _lane(5, "dev1")  # nobody in dev1: the base's
+            async with AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1:
+                at_dev1: dict[Queue, int] = {}
+                assert await _pull_all(dev1, topic, at_dev1) == []
+                await _send(harness.endpoint, topic, 3, "dev1")
+                assert await _pull_all(base, topic, at_base) == []
+                assert await _pull_all(dev1, topic, at_dev1) == _lane(3, "dev1")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_push_consumers_by_offsets_deliver_a_lane_message_once(harness, unique):
+    topic, group = unique("lane-push-off"), unique("lane-push-off-g")
+    harness.conn.create_topic(topic, queues=2)
+    got: dict[str, list[str]] = {"base": [], "dev1": []}
+
+    def consumer(lane: str | None) -> AsyncPushConsumer:
+        return AsyncPushConsumer(harness.endpoint, group, {topic: "*"}, lambda m: got[lane or "base"].append(m.body.decode()),
+                                 lane=lane, heartbeat_s=0.3, rebalance_s=1.0, commit_interval_s=0.3, poll_s=0.5,
+                                 shutdown_timeout_s=2.0)
+
+    async def scenario() -> None:
+        async with consumer(None):
+            await _send(harness.endpoint, topic, 5, "dev1")  # nobody in dev1: the base takes them
+            await async_wait_for(lambda: len(got["base"]) == 5, UNTIL_S, what="dev1's messages at the base")
+            async with consumer("dev1"):
+                await asyncio.sleep(1.5)  # joined: none of the 5 again
                 await _send(harness.endpoint, topic, 5, "dev1")
                 await _send(harness.endpoint, topic, 5)
                 await async_wait_for(lambda: len(got["dev1"]) == 5 and len(got["base"]) == 10, UNTIL_S, what="5 each")

@@ -14,8 +14,10 @@ import time
 from dataclasses import dataclass, field
 
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.lanes import Route, route
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.conventions import base_group
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 NO_LANES: frozenset[str] = frozenset()
@@ -94,6 +96,14 @@ class Clients:
             session.client_type = pb.SIMPLE_CONSUMER
         session.group, session.lane = group, lane
         self._laned.add(group)
+
+    def route(self, group: str, client_id: str, lane: str) -> Route | None:
+        """How a consumer's receive or pull in `group` (or one of its lane groups) routes lanes
+        (broker/lanes.py); a lane consumer's request also keeps it a live member."""
+        group = base_group(group)
+        if lane:
+            self.receiving(client_id, group, lane)
+        return route(lane, self.live_lanes(group))
 
     def live_lanes(self, group: str) -> frozenset[str]:
         """The lanes with a live member in the group (one set lookup for a group without lanes)."""

@@ -2,6 +2,12 @@
 
 The consumer owns its position: it reads a queue from an offset and commits offsets it has
 processed. rockmq's own client and the Spark source read this way.
+
+Lanes (broker/lanes.py): a pull skips the messages its consumer may not take; an offset-based
+lane consumer keeps its offsets under `<group>%LANE%<lane>`. Such a lane group with no committed
+offset starts where the group's base consumers are (their committed offset, or how far they
+pulled): every earlier message of the lane was the base's (nobody was in the lane), so none
+comes again.
 """
 
 from __future__ import annotations
@@ -11,9 +17,11 @@ import asyncio
 from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
+from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_name
 from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
+from rockmq.protocol.conventions import base_group
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
 
@@ -23,6 +31,7 @@ FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms
 class PullService:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self._pulled: dict[tuple[str, int, int], int] = {}  # (group, topic, queue) -> how far its pulls got
 
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
         if not 0 <= queue_id < topic.queues:
@@ -41,9 +50,11 @@ class PullService:
         claim(self.ctx.meta, group, OFFSET, self.ctx.read_only)
 
     async def pull(self, group_name: str, topic: TopicConfig, queue_id: int, offset: int, batch_size: int,
-                   accept: RecordFilter, poll_s: float, max_bytes: int = 0) -> tuple[list[bytes], int]:
+                   accept: RecordFilter, poll_s: float, max_bytes: int = 0,
+                   lanes: Route | None = None) -> tuple[list[bytes], int]:
         """Messages from `offset` on -> (serialized v2 Messages, next offset). With `max_bytes`, no
-        more bytes than that, but one message even if larger (a push consumer's room)."""
+        more bytes than that, but one message even if larger (a push consumer's room). `lanes`:
+        which lanes' messages this consumer takes."""
         self._check_queue(topic, queue_id)
         self._reader(group_name)
         logs = self.ctx.logs
@@ -53,6 +64,8 @@ class PullService:
         s = self.ctx.settings
         batch_size = max(1, min(batch_size or s.receive_batch, s.max_receive_batch))
         budget = min(max_bytes, s.max_reply_bytes) if max_bytes > 0 else s.max_reply_bytes
+        if lanes is not None:
+            accept = _and(accept, lanes.takes)
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
@@ -73,6 +86,9 @@ class PullService:
                 position = off + 1
             left = until - loop.time()
             if out or position != offset or left <= 0:
+                key = (group_name, topic.id, queue_id)
+                if position > self._pulled.get(key, -1):
+                    self._pulled[key] = position
                 return out, position
             try:
                 await asyncio.wait_for(arrival.wait(), left)
@@ -94,11 +110,20 @@ class PullService:
         raw = self.ctx.store.get("offsets", keys.offset_key(group_id, topic_id, queue_id, COMMITTED))
         return keys.decode_u64(raw) if raw is not None else -1
 
-    def get_offset(self, group: GroupConfig, topic: TopicConfig, queue_id: int) -> int:
+    def get_offset(self, group_name: str, topic: TopicConfig, queue_id: int) -> int:
+        """The group's committed offset; for a lane group without one, where its base group is."""
         self._check_queue(topic, queue_id)
-        offset = self.committed(group.id, topic.id, queue_id)
+        group = self.ctx.meta.groups.get(group_name)
+        offset = self.committed(group.id, topic.id, queue_id) if group is not None else -1
+        base = base_group(group_name)
+        if offset < 0 and base != group_name:
+            base_config = self.ctx.meta.groups.get(base)
+            committed = self.committed(base_config.id, topic.id, queue_id) if base_config is not None else -1
+            offset = max(committed, self._pulled.get((base, topic.id, queue_id), -1))
         if offset < 0:
-            raise BrokerError(pb.OFFSET_NOT_FOUND, f"group {group.name!r} has no committed offset for queue {queue_id}")
+            if group is None:
+                self.ctx.meta.group(group_name)  # CONSUMER_GROUP_NOT_FOUND
+            raise BrokerError(pb.OFFSET_NOT_FOUND, f"group {group_name!r} has no committed offset for queue {queue_id}")
         return offset
 
     def query_offset(self, topic: TopicConfig, queue_id: int, policy: int, timestamp_ms: int | None) -> int:
@@ -165,3 +190,8 @@ class PullService:
         if keys.parse_log_key(last)[2] != first_offset + len(values) - 1:
             raise BrokerError(pb.INTERNAL_ERROR, f"queue {qid} of topic {topic.name!r} has a gap in its offsets")
         return first_offset, values
+
+
+def _and(first: RecordFilter, second: RecordFilter) -> RecordFilter:
+    return lambda view: first(view) and second(view)
+

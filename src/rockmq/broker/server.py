@@ -119,7 +119,7 @@ class Broker:
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
-        batch = BatchServicer(self.ctx, self.pop, self.puller, self.staging)
+        batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         await self.server.start()
         if self.follower is not None:  # a replica writes nothing of its own

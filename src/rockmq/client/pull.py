@@ -5,6 +5,10 @@ The push consumer is built on it; use it directly when you decide what to read a
 stream processor does. Against rockmq a pull is one BatchMessaging.Pull reply carrying many
 messages (a fraction of the CPU of one stream frame per message); a broker without that service
 (Apache RocketMQ's proxy) is read with PullMessage instead, decided once per endpoint.
+
+With `lane="dev1"` the consumer reads only lane `dev1`'s messages and keeps its offsets under
+`<group>%LANE%dev1`; a base consumer (no lane) reads the rest and the messages of lanes with no
+live member. The broker decides (docs/client.md "Environment lanes").
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from rockmq.client.queues import Queue
 from rockmq.client.session import Endpoints, Session
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.conventions import check_lane, lane_group
 from rockmq.when import instant_ms, parse_instant_ms
 
 
@@ -49,8 +54,9 @@ def _queue_pb(queue: Queue) -> pb.MessageQueue:
 class AsyncPullConsumer:
     def __init__(self, endpoint: Endpoints, group: str, *, request_timeout: float = REQUEST_TIMEOUT_S,
                  client_id: str | None = None, lane: str | None = None, transport: Transport | None = None) -> None:
-        self.group = group
-        self.session = Session(endpoint, request_timeout, client_id, lane, transport)
+        self.lane = check_lane(lane)
+        self.group = lane_group(group, self.lane)  # a lane's offsets are its own
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging
 
     async def __aenter__(self) -> AsyncPullConsumer:

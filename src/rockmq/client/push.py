@@ -42,7 +42,7 @@ from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError, from_status
 from rockmq.client.flow import fitting, pull_size, typical
-from rockmq.client.lanes import lane_filter, lane_group
+from rockmq.client.lanes import lane_filter
 from rockmq.client.limits import BATCH_SIZE, HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
@@ -59,6 +59,7 @@ from rockmq.protocol.conventions import (
     RETRY_LADDER_S,
     RETRY_PREFIX,
     check_lane,
+    lane_group,
     retry_topic,
 )
 from rockmq.protocol.message_id import new_message_id
@@ -164,7 +165,7 @@ class AsyncPushConsumer:
         self.start_from, self.invisible_s, self.lane_fallback = start_from, invisible_s, lane_fallback
         self._transport = transport or GrpcTransport()  # shared by the pull and POP consumers
         self._owns_transport = transport is None
-        self._pull = AsyncPullConsumer(endpoint, self.state_group, request_timeout=request_timeout, client_id=client_id,
+        self._pull = AsyncPullConsumer(endpoint, group, request_timeout=request_timeout, client_id=client_id,
                                        lane=self.lane, transport=self._transport)
         self.session = self._pull.session
         self.client_id = self.session.client_id
@@ -420,7 +421,7 @@ class AsyncPushConsumer:
     def _filter_for(self, topic: str) -> Filter:
         if topic not in self.subscriptions:  # the retry topic: filtered at first delivery already
             return Filter.tag()
-        return lane_filter(self.subscriptions[topic], self.lane, self._live_lanes, self.lane_fallback)
+        return lane_filter(self.subscriptions[topic], self.lane, self.lane_fallback)
 
     async def _pull_loop(self, owned: _Owned) -> None:
         while not owned.stopped:

@@ -26,6 +26,7 @@ import re
 
 LANE_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 LANE_HEADER = "x-rockmq-lane"
+LANE_GROUP_SEPARATOR = "%LANE%"  # offset-based lane consumers keep their offsets under <group>%LANE%<lane>
 LANE_PROPERTY = "lane"
 QUEUE_CHOICE_HEADER = "x-rockmq-queue-choice"
 CLIENT_CHOOSES = "client"  # its value from a client that chose the queue
@@ -60,3 +61,13 @@ def check_lane(lane: str | None) -> str | None:
     if lane is not None and not LANE_RE.match(lane):
         raise ValueError(f"illegal lane {lane!r}: use 1-32 of [A-Za-z0-9_-]")
     return lane
+
+
+def lane_group(group: str, lane: str | None) -> str:
+    """The group under which an offset-based consumer of a lane keeps its offsets."""
+    return group if lane is None else f"{group}{LANE_GROUP_SEPARATOR}{lane}"
+
+
+def base_group(group: str) -> str:
+    """The group a lane group belongs to (a group that is not a lane group: itself)."""
+    return group.split(LANE_GROUP_SEPARATOR, 1)[0]

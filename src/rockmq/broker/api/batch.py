@@ -15,14 +15,17 @@ import grpc
 from google.protobuf.message import Message
 
 from rockmq.broker.api.replies import OK, entry_status, found_status, multi_status, unary
-from rockmq.broker.api.requests import Context, poll_seconds
+from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
+from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
+from rockmq.broker.lanes import Route
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import record_filter
 from rockmq.protocol import batch, batch_grpc, pb
+from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.fetch import encode_fetch_response
 
 SERVICE = "rockmq.messaging.v1.BatchMessaging"
@@ -42,9 +45,10 @@ def _fetch_reply(reply: bytes | batch.FetchResponse) -> bytes:
 
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
-    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService,
+    def __init__(self, ctx: BrokerContext, clients: Clients, pop: PopService, pull: PullService,
                  staging: StagingService | None = None) -> None:
         self.ctx = ctx
+        self.clients = clients
         self.pop = pop
         self.puller = pull
         self.staging = staging  # staged writes (the Spark sink); None: refused
@@ -52,12 +56,16 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     def _poll_seconds(self, request: batch.ReceiveRequest | batch.PullRequest, context: Context) -> float:
         return poll_seconds(max(request.long_polling_timeout_ms, 0) / 1000, self.ctx.settings.max_long_polling_s, context)
 
+    def _lanes(self, group: str, context: Context) -> Route | None:
+        return self.clients.route(group, client_id(context), header(context, LANE_HEADER))
+
     @unary(batch.ReceiveResponse)
     async def Receive(self, request: batch.ReceiveRequest, context: Context) -> batch.ReceiveResponse:
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
         messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size,
-                                          request.invisible_duration_ms, self._poll_seconds(request, context))
+                                          request.invisible_duration_ms, self._poll_seconds(request, context),
+                                          lanes=self._lanes(request.group, context))
         return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
 
     @unary(batch.AckResponse)
@@ -75,7 +83,8 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
             raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
                                                        request.batch_size, record_filter(request.filter_expression),
-                                                       self._poll_seconds(request, context), request.max_bytes)
+                                                       self._poll_seconds(request, context), request.max_bytes,
+                                                       self._lanes(request.group, context))
         return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
 
     def handler(self) -> grpc.GenericRpcHandler:

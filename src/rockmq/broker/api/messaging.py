@@ -32,7 +32,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lanes import Route, route
+from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
@@ -209,12 +209,7 @@ class MessagingServicer:
             raise
 
     def _lanes(self, group: str, context: Context) -> Route | None:
-        """How this consumer's receive routes lanes (broker/lanes.py); a lane consumer's receive
-        also keeps it a live member of its lane."""
-        lane = header(context, LANE_HEADER)
-        if lane:
-            self.clients.receiving(client_id(context), group, lane)
-        return route(lane, self.clients.live_lanes(group))
+        return self.clients.route(group, client_id(context), header(context, LANE_HEADER))
 
     def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
         asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None
@@ -258,7 +253,8 @@ class MessagingServicer:
             accept = record_filter(request.filter_expression)
             messages, next_offset = await self.puller.pull(request.group.name, topic, request.message_queue.id,
                                                            request.offset, request.batch_size, accept,
-                                                           self._poll_seconds(request, context))
+                                                           self._poll_seconds(request, context),
+                                                           lanes=self._lanes(request.group.name, context))
         except Exception as e:
             yield status_frame(R, status_of(e, "PullMessage"))
             return
@@ -276,9 +272,9 @@ class MessagingServicer:
 
     @unary(rpc.GetOffsetResponse)
     async def GetOffset(self, request: rpc.GetOffsetRequest, context: Context) -> rpc.GetOffsetResponse:
-        group = self.ctx.meta.group(request.group.name)
         topic = self._queue_topic(request.message_queue)
-        return rpc.GetOffsetResponse(status=OK, offset=self.puller.get_offset(group, topic, request.message_queue.id))
+        offset = self.puller.get_offset(request.group.name, topic, request.message_queue.id)
+        return rpc.GetOffsetResponse(status=OK, offset=offset)
 
     @unary(rpc.QueryOffsetResponse)
     async def QueryOffset(self, request: rpc.QueryOffsetRequest, context: Context) -> rpc.QueryOffsetResponse:
