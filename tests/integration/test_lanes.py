@@ -214,3 +214,26 @@ def test_push_consumers_by_offsets_deliver_a_lane_message_once(harness, unique):
         assert sorted(got["base"]) == sorted(_lane(5, "dev1") + _lane(5, "base"))
 
     asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_an_official_client_joins_a_lane_with_its_sql_filter(harness, unique):
+    """Official clients cannot add the lane header: their SQL92 filter `lane = 'dev1'` makes them
+    members of lane dev1 (raw wire, as they send it: no rockmq header)."""
+    topic, group = unique("lane-official"), unique("lane-official-g")
+    conn = harness.conn
+    conn.create_topic(topic, queues=2)
+    dev1 = "lane = 'dev1'"
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base:
+            assert conn.receive(group, topic, sql=dev1)[1] == []  # a live dev1 member now
+            await _send(harness.endpoint, topic, 5, "dev1")
+            await _send(harness.endpoint, topic, 5)
+            assert await _drain(base) == _lane(5, "base")
+            got = conn.receive_n(group, topic, 5, sql=dev1, within=5.0)
+            conn.ack(group, topic, *got)
+            assert sorted(m.body.decode() for m in got) == _lane(5, "dev1")
+            assert conn.receive(group, topic, sql=dev1, poll_s=0.3)[1] == []  # nothing else: base messages are the base's
+
+    asyncio.run(scenario())

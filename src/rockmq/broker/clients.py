@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.lanes import Route, route
+from rockmq.broker.lanes import Route, declared_lane, route
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group
@@ -85,9 +85,10 @@ class Clients:
         session.client_type = client_type or session.client_type
         if group is not None:
             session.group = group
-        session.lane = lane
-        if lane and session.group:
-            self._laned.add(session.group)
+        if lane:  # a client's lane is its own for life; official clients state it in their filter instead
+            session.lane = lane
+            if session.group:
+                self._laned.add(session.group)
 
     def receiving(self, client_id: str, group: str, lane: str) -> None:
         """A lane consumer's receive or pull: it is a live member of the group in its lane."""
@@ -165,9 +166,13 @@ class Clients:
             group = self.ctx.group_for(given.subscription.group.name) if given.subscription.group.name else None
             for entry in given.subscription.subscriptions:
                 topic = self.ctx.meta.topics.get(entry.topic.name)
-                if group is not None and topic is not None:  # the index starts now, not at the first receive
+                if group is not None and topic is not None and not declared_lane(entry.expression):  # index from now
                     self.subscriptions.resolve(group, topic, entry.expression)
             session.topics = tuple(e.topic.name for e in given.subscription.subscriptions)
+            lanes = [lane for e in given.subscription.subscriptions if (lane := declared_lane(e.expression))]
+            if lanes and session.group:  # an official client in a lane (broker/lanes.py)
+                session.lane = lanes[0]
+                self._laned.add(session.group)
             group = self.ctx.group_for(session.group) if session.group else None
             fifo = bool(group and group.fifo)
             sub.fifo = fifo

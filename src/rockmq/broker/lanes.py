@@ -10,16 +10,22 @@ the group's POP state; at receive time each message goes to one of them:
 - any other message is left for the consumers it belongs to (`Route.takes` is False), so it is
   neither lost nor delivered twice: whoever takes it first is the only one.
 
+Official clients cannot add the header: a consumer whose SQL92 filter is exactly `lane = 'dev1'`
+(in its Telemetry subscription or its receive) is a member of lane `dev1` (`declared_lane`). That
+filter is not registered as the group's subscription (which would filter the base's messages out
+of the group's shared state): the lane routing is its filter.
+
 `route()` is None for a base consumer while no lane of its group is alive: the receive path then
 makes no lane check at all.
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from rockmq.protocol import pb
-from rockmq.protocol.conventions import LANE_PROPERTY
+from rockmq.protocol.conventions import LANE_PROPERTY, LANE_RE
 from rockmq.protocol.records import RecordView
 
 
@@ -41,3 +47,16 @@ def route(lane: str, live: frozenset[str]) -> Route | None:
 def message_lane(view: RecordView) -> str:
     """The lane a stored message was sent in ("" for none)."""
     return pb.Message.FromString(view.rest).user_properties.get(LANE_PROPERTY, "")  # type: ignore[arg-type]  # any buffer parses
+
+
+EVERYTHING = pb.FilterExpression(type=pb.TAG, expression="*")
+_DECLARED = re.compile(rf"\s*{LANE_PROPERTY}\s*=\s*'({LANE_RE.pattern.strip('^$')})'\s*")
+
+
+def declared_lane(expression: pb.FilterExpression) -> str:
+    """The lane an SQL92 filter of exactly `lane = '<lane>'` joins ("" for any other filter)."""
+    if expression.type != pb.SQL:
+        return ""
+    found = _DECLARED.fullmatch(expression.expression)
+    return found.group(1) if found else ""
+

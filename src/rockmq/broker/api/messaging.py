@@ -32,7 +32,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lanes import Route
+from rockmq.broker.lanes import EVERYTHING, Route, declared_lane
 from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
@@ -189,8 +189,13 @@ class MessagingServicer:
             renew_for = client_id(context) if request.auto_renew and invisible_ms is None else None
             if renew_for is not None:  # PushConsumers: the broker renews while the client lives
                 self.clients.register(renew_for)
-            messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size, invisible_ms,
-                                              self._poll_seconds(request, context), renew_for, self._lanes(group.name, context))
+            expr, lane = request.filter_expression, header(context, LANE_HEADER)
+            declared = declared_lane(expr)  # an official client in a lane: the routing is its filter
+            if declared:
+                expr, lane = EVERYTHING, lane or declared
+            messages = await self.pop.receive(group, topic, expr, request.batch_size, invisible_ms,
+                                              self._poll_seconds(request, context), renew_for,
+                                              self.clients.route(group.name, client_id(context), lane))
         except Exception as e:
             yield status_frame(R, status_of(e, "ReceiveMessage"))
             yield now_frame(R)
