@@ -20,7 +20,7 @@ from rockmq.client.queues import Queue
 
 UNTIL_S = 15.0
 ALIVE_S = 3.0  # the broker's client_silence_s in these tests
-PUSH = dict(mode="pop", heartbeat_s=0.3, poll_s=0.5, shutdown_timeout_s=2.0)
+PUSH = dict(heartbeat_s=0.3, rebalance_s=1.0, commit_interval_s=0.3, poll_s=0.5, shutdown_timeout_s=2.0)
 
 
 async def _send(endpoint: str, topic: str, n: int, lane: str | None = None) -> None:
@@ -38,14 +38,20 @@ async def _drain(consumer: AsyncSimpleConsumer, quiet_s: float = 1.0) -> list[st
     return sorted(m.body.decode() for m in got)
 
 
+def _topic(harness, unique, name: str) -> tuple[str, str]:
+    """A new 2-queue topic and a group name for it."""
+    topic = unique(name)
+    harness.conn.create_topic(topic, queues=2)
+    return topic, unique(f"{name}-g")
+
+
 def _lane(n: int, lane: str) -> list[str]:
     return sorted(f"{lane}-{i}" for i in range(n))
 
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
 def test_a_base_simple_consumer_gets_no_message_of_a_live_lane(harness, unique):
-    topic, group = unique("lane-simple"), unique("lane-simple-g")
-    harness.conn.create_topic(topic, queues=2)
+    topic, group = _topic(harness, unique, "lane-simple")
 
     async def scenario() -> None:
         async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base, \
@@ -62,8 +68,7 @@ def test_a_base_simple_consumer_gets_no_message_of_a_live_lane(harness, unique):
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
 def test_a_late_lane_member_gets_no_message_the_base_took(harness, unique):
-    topic, group = unique("lane-late"), unique("lane-late-g")
-    harness.conn.create_topic(topic, queues=2)
+    topic, group = _topic(harness, unique, "lane-late")
 
     async def scenario() -> None:
         async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base:
@@ -80,8 +85,7 @@ def test_a_late_lane_member_gets_no_message_the_base_took(harness, unique):
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
 def test_lane_messages_fall_back_when_the_lane_member_dies(harness, unique):
-    topic, group = unique("lane-dies"), unique("lane-dies-g")
-    harness.conn.create_topic(topic, queues=2)
+    topic, group = _topic(harness, unique, "lane-dies")
 
     async def scenario() -> None:
         async with AsyncSimpleConsumer(harness.endpoint, group, {topic: "*"}) as base:
@@ -106,21 +110,21 @@ def test_lane_messages_fall_back_when_the_lane_member_dies(harness, unique):
 
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
-def test_push_consumers_in_pop_mode_keep_lanes_apart(harness, unique):
-    topic, group = unique("lane-push"), unique("lane-push-g")
-    harness.conn.create_topic(topic, queues=2)
+@pytest.mark.parametrize("mode", ["pop", "clustering"])
+def test_push_consumers_deliver_a_lane_message_once(harness, unique, mode):
+    topic, group = _topic(harness, unique, f"lane-push-{mode}")
     got: dict[str, list[str]] = {"base": [], "dev1": []}
 
     def consumer(lane: str | None) -> AsyncPushConsumer:
         return AsyncPushConsumer(harness.endpoint, group, {topic: "*"}, lambda m: got[lane or "base"].append(m.body.decode()),
-                                 lane=lane, **PUSH)
+                                 lane=lane, mode=mode, **PUSH)
 
     async def scenario() -> None:
         async with consumer(None):
             await _send(harness.endpoint, topic, 5, "dev1")  # nobody in dev1: the base takes them
             await async_wait_for(lambda: len(got["base"]) == 5, UNTIL_S, what="dev1's messages at the base")
             async with consumer("dev1"):
-                await asyncio.sleep(1.0)  # joined: none of the 5 again
+                await asyncio.sleep(1.5)  # joined: none of the 5 again
                 await _send(harness.endpoint, topic, 5, "dev1")
                 await _send(harness.endpoint, topic, 5)
                 await async_wait_for(lambda: len(got["dev1"]) == 5 and len(got["base"]) == 10, UNTIL_S, what="5 each")
@@ -149,8 +153,7 @@ async def _pull_all(consumer: AsyncPullConsumer, topic: str, positions: dict[Que
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
 def test_pull_consumers_keep_lanes_apart_and_fall_back_when_the_lane_dies(harness, unique):
-    topic, group = unique("lane-pull"), unique("lane-pull-g")
-    harness.conn.create_topic(topic, queues=2)
+    topic, group = _topic(harness, unique, "lane-pull")
 
     async def scenario() -> None:
         async with AsyncPullConsumer(harness.endpoint, group) as base, \
@@ -171,8 +174,7 @@ def test_pull_consumers_keep_lanes_apart_and_fall_back_when_the_lane_dies(harnes
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
 def test_a_late_lane_pull_consumer_gets_no_message_the_base_took(harness, unique):
-    topic, group = unique("lane-pull-late"), unique("lane-pull-late-g")
-    harness.conn.create_topic(topic, queues=2)
+    topic, group = _topic(harness, unique, "lane-pull-late")
 
     async def scenario() -> None:
         async with AsyncPullConsumer(harness.endpoint, group) as base:
@@ -190,39 +192,11 @@ def test_a_late_lane_pull_consumer_gets_no_message_the_base_took(harness, unique
 
 
 @pytest.mark.broker_settings(client_silence_s=ALIVE_S)
-def test_push_consumers_by_offsets_deliver_a_lane_message_once(harness, unique):
-    topic, group = unique("lane-push-off"), unique("lane-push-off-g")
-    harness.conn.create_topic(topic, queues=2)
-    got: dict[str, list[str]] = {"base": [], "dev1": []}
-
-    def consumer(lane: str | None) -> AsyncPushConsumer:
-        return AsyncPushConsumer(harness.endpoint, group, {topic: "*"}, lambda m: got[lane or "base"].append(m.body.decode()),
-                                 lane=lane, heartbeat_s=0.3, rebalance_s=1.0, commit_interval_s=0.3, poll_s=0.5,
-                                 shutdown_timeout_s=2.0)
-
-    async def scenario() -> None:
-        async with consumer(None):
-            await _send(harness.endpoint, topic, 5, "dev1")  # nobody in dev1: the base takes them
-            await async_wait_for(lambda: len(got["base"]) == 5, UNTIL_S, what="dev1's messages at the base")
-            async with consumer("dev1"):
-                await asyncio.sleep(1.5)  # joined: none of the 5 again
-                await _send(harness.endpoint, topic, 5, "dev1")
-                await _send(harness.endpoint, topic, 5)
-                await async_wait_for(lambda: len(got["dev1"]) == 5 and len(got["base"]) == 10, UNTIL_S, what="5 each")
-                await asyncio.sleep(0.5)
-        assert sorted(got["dev1"]) == _lane(5, "dev1")
-        assert sorted(got["base"]) == sorted(_lane(5, "dev1") + _lane(5, "base"))
-
-    asyncio.run(scenario())
-
-
-@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
 def test_an_official_client_joins_a_lane_with_its_sql_filter(harness, unique):
     """Official clients cannot add the lane header: their SQL92 filter `lane = 'dev1'` makes them
     members of lane dev1 (raw wire, as they send it: no rockmq header)."""
-    topic, group = unique("lane-official"), unique("lane-official-g")
+    topic, group = _topic(harness, unique, "lane-official")
     conn = harness.conn
-    conn.create_topic(topic, queues=2)
     dev1 = "lane = 'dev1'"
 
     async def scenario() -> None:
