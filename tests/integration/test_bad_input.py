@@ -431,3 +431,16 @@ def test_zz_broker_still_serves(broker, conn, unique):
     got = conn.receive_n(group, topic, 2, within=5)
     assert sorted(m.body for m in got) == [b"ok-1", b"ok-2"]
     assert_code(conn.ack(group, topic, *got).status.code, pb.OK)
+
+
+def test_pull_message_batch_size(harness, unique):
+    """PullMessage refuses a negative batch size, like the batch Pull; 0 means the default."""
+    conn = harness.conn
+    topic = unique("pull-batch")
+    conn.create_topic(topic, queues=1)
+    conn.send_ok(message(topic, "a"), message(topic, "b"))
+    code, got, _ = conn.pull(unique("pull-batch-g"), topic, 0, 0, batch=-1)
+    assert_code(code, pb.BAD_REQUEST)
+    code, got, next_offset = conn.pull(unique("pull-batch-g"), topic, 0, 0, batch=0)
+    assert_code(code, pb.OK)
+    assert [m.body for m in got] == [b"a", b"b"] and next_offset == 2

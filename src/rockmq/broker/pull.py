@@ -54,7 +54,10 @@ class PullService:
                    lanes: Route | None = None) -> tuple[list[bytes], int]:
         """Messages from `offset` on -> (serialized v2 Messages, next offset). With `max_bytes`, no
         more bytes than that, but one message even if larger (a push consumer's room). `lanes`:
-        which lanes' messages this consumer takes."""
+        which lanes' messages this consumer takes. `batch_size` 0: `receive_batch`; negative
+        sizes are refused."""
+        if batch_size < 0 or max_bytes < 0:
+            raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         self._check_queue(topic, queue_id)
         self._reader(group_name)
         logs = self.ctx.logs
@@ -62,7 +65,7 @@ class PullService:
         if offset < lo or offset > hi:
             raise BrokerError(pb.ILLEGAL_OFFSET, f"offset {offset} is outside the queue's range [{lo}, {hi}]")
         s = self.ctx.settings
-        batch_size = max(1, min(batch_size or s.receive_batch, s.max_receive_batch))
+        batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
         budget = min(max_bytes, s.max_reply_bytes) if max_bytes > 0 else s.max_reply_bytes
         if lanes is not None:
             accept = _and(accept, lanes.takes)

@@ -63,6 +63,7 @@ class SendService:
     async def send(self, messages: list[pb.Message], chosen: bool = False) -> list[SendResult]:
         """Store a request's messages; each gets its own result. Durable when this returns.
         `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
+        validate.check_request(messages)
         logs = self.ctx.logs
         now = now_ms()
         bucket = self.dedup.bucket(now)

@@ -11,7 +11,7 @@ exactly when a sent one is.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -104,6 +104,12 @@ def topic_for_write(name: str, known: Catalog, settings: Settings) -> Target:
     if name.startswith(DLQ_PREFIX):
         raise BrokerError(pb.FORBIDDEN, f"topic {name!r} is a dead-letter topic: it takes no sends")
     return topic_or_new(name, known, settings)
+
+
+def check_request(messages: Sequence[pb.Message]) -> None:
+    """A SendMessage request carries at least one message."""
+    if not messages:
+        raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
 
 
 def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int, queue_chosen: bool = False) -> Checked:

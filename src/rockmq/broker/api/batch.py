@@ -79,8 +79,6 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     @unary(batch.PullResponse)
     async def Pull(self, request: batch.PullRequest, context: Context) -> batch.PullResponse:
         topic = self.ctx.meta.topic(request.topic)
-        if request.batch_size < 0 or request.max_bytes < 0:
-            raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
                                                        request.batch_size, record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context), request.max_bytes,

@@ -157,8 +157,6 @@ class MessagingServicer:
 
     @unary(rpc.SendMessageResponse)
     async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> rpc.SendMessageResponse:
-        if not request.messages:
-            raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
         results = await self.sender.send(list(request.messages), header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES)
         entries = [rpc.SendResultEntry(status=OK if r.code == pb.OK else status(r.code, r.message), message_id=r.message_id,
                                        offset=r.offset, transaction_id=r.transaction_id, recall_handle=r.recall_handle)
