@@ -12,15 +12,24 @@ import asyncio
 import itertools
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.lanes import Route, declared_lane, route
+from rockmq.broker.errors import OK
+from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 NO_LANES: frozenset[str] = frozenset()
+SETTINGS_AGAIN_S = 1.0  # a producer gets its settings again after this: the Node.js client may miss the first reply
+
+
+class Forget(Protocol):
+    """What a terminating client's deliveries stop getting: auto-renewal (pop/renew.py)."""
+
+    def forget(self, client_id: str) -> None: ...
 
 
 @dataclass
@@ -46,9 +55,10 @@ def _ms(seconds: float) -> int:
 
 
 class Clients:
-    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions) -> None:
+    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget) -> None:
         self.ctx = ctx
         self.subscriptions = subscriptions
+        self.renewals = renewals
         self.sessions: dict[str, Session] = {}
         self._publishers: dict[str, set[str]] = {}  # topic -> client ids of producers publishing it
         self._turn = itertools.count()
@@ -106,6 +116,18 @@ class Clients:
             self.receiving(client_id, group, lane)
         return route(lane, self.live_lanes(group))
 
+    def receiver(self, group: str, client_id: str, lane: str, expr: pb.FilterExpression,
+                 renewed: bool) -> tuple[pb.FilterExpression, Route | None]:
+        """A POP receive's filter and lane routing. An official client in a lane states the lane in its
+        filter (broker/lanes.py), which then routes rather than filters; a receive the broker auto-renews
+        makes its client known (pop/renew.py renews while it is heard from)."""
+        if renewed:
+            self.register(client_id)
+        declared = declared_lane(expr)
+        if declared:
+            expr, lane = EVERYTHING, lane or declared
+        return expr, self.route(group, client_id, lane)
+
     def live_lanes(self, group: str) -> frozenset[str]:
         """The lanes with a live member in the group (one set lookup for a group without lanes)."""
         if group not in self._laned:
@@ -119,6 +141,11 @@ class Clients:
         s = self.sessions.pop(client_id, None)
         if s is not None:
             self._set_publishing(s, ())
+
+    def terminated(self, client_id: str) -> None:
+        """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it received."""
+        self.drop(client_id)
+        self.renewals.forget(client_id)
 
     def _set_publishing(self, session: Session, topics: tuple[str, ...]) -> None:
         for topic in session.topics:
@@ -158,6 +185,8 @@ class Clients:
             policy.exponential_backoff.initial.FromMilliseconds(_ms(0.01))
             policy.exponential_backoff.max.FromMilliseconds(_ms(1))
             policy.exponential_backoff.multiplier = 2.0
+            again = rpc.TelemetryCommand(status=OK, settings=out)
+            asyncio.get_running_loop().call_later(SETTINGS_AGAIN_S, session.push, again)
         elif given.HasField("subscription"):
             sub = out.subscription
             session.group = given.subscription.group.name

@@ -6,9 +6,19 @@ It carries the RocketMQ v2 status code the client must see; servicers turn it in
 
 from __future__ import annotations
 
+from typing import cast
+
 from rockmq.protocol import pb
 
 NOT_FOUND_CODES = frozenset({pb.TOPIC_NOT_FOUND, pb.CONSUMER_GROUP_NOT_FOUND, pb.NOT_FOUND})
+
+
+def status(code: int, message: str = "OK") -> pb.Status:
+    """A RocketMQ `status{code, message}`."""
+    return pb.Status(code=cast("pb.Code", code), message=message)
+
+
+OK = status(pb.OK)
 
 
 class BrokerError(Exception):

@@ -22,7 +22,7 @@ makes no lane check at all.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import LANE_PROPERTY, LANE_RE
@@ -37,6 +37,12 @@ class Route(NamedTuple):
         """Whether the receiving consumer may take this message now."""
         lane = message_lane(view)
         return lane == self.lane or (not self.lane and lane not in self.live)
+
+
+class Consumers(Protocol):
+    """How a consumer's receive or pull routes lanes (broker/clients.py; asking keeps a lane consumer live)."""
+
+    def route(self, group: str, client_id: str, lane: str) -> Route | None: ...
 
 
 def route(lane: str, live: frozenset[str]) -> Route | None:

@@ -17,7 +17,7 @@ import asyncio
 from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lanes import Route
+from rockmq.broker.lanes import Consumers
 from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_name
 from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
@@ -29,8 +29,9 @@ FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms
 
 
 class PullService:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, consumers: Consumers) -> None:
         self.ctx = ctx
+        self.consumers = consumers
         self._pulled: dict[tuple[str, int, int], int] = {}  # (group, topic, queue) -> how far its pulls got
 
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
@@ -50,12 +51,12 @@ class PullService:
         claim(self.ctx.meta, group, OFFSET, self.ctx.read_only)
 
     async def pull(self, group_name: str, topic: TopicConfig, queue_id: int, offset: int, batch_size: int,
-                   accept: RecordFilter, poll_s: float, max_bytes: int = 0,
-                   lanes: Route | None = None) -> tuple[list[bytes], int]:
+                   accept: RecordFilter, poll_s: float, max_bytes: int = 0, client_id: str = "",
+                   lane: str = "") -> tuple[list[bytes], int]:
         """Messages from `offset` on -> (serialized v2 Messages, next offset). With `max_bytes`, no
-        more bytes than that, but one message even if larger (a push consumer's room). `lanes`:
-        which lanes' messages this consumer takes. `batch_size` 0: `receive_batch`; negative
-        sizes are refused."""
+        more bytes than that, but one message even if larger (a push consumer's room). The client's
+        `lane` (its x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py).
+        `batch_size` 0: `receive_batch`; negative sizes are refused."""
         if batch_size < 0 or max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         self._check_queue(topic, queue_id)
@@ -67,6 +68,7 @@ class PullService:
         s = self.ctx.settings
         batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
         budget = min(max_bytes, s.max_reply_bytes) if max_bytes > 0 else s.max_reply_bytes
+        lanes = self.consumers.route(group_name, client_id, lane)
         if lanes is not None:
             accept = _and(accept, lanes.takes)
         loop = asyncio.get_running_loop()

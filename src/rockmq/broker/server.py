@@ -94,19 +94,19 @@ class Broker:
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)
-        self.clients = Clients(ctx, self.subscriptions)
+        checkpoints = Checkpoints(store, secret, epoch)
+        self.renewals = Renewals(checkpoints, s.auto_renew_invisible_ms, s.client_silence_s, s.max_renewals)
+        self.clients = Clients(ctx, self.subscriptions, self.renewals)
         self.timers = TimerService(ctx, self.committer)
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
         self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer)
         self.staging = StagingService(ctx, self.timers, self.dedup, self.committer)
         self.retention = RetentionService(ctx)
         fifo = FifoLocks()
-        checkpoints = Checkpoints(store, secret, epoch)
         self.reviver = Reviver(ctx, checkpoints, fifo)
-        self.renewals = Renewals(checkpoints, self.clients, s.auto_renew_invisible_ms, s.client_silence_s,
-                                 s.max_renewals)
-        self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer, self.subscriptions)
-        self.puller = PullService(ctx)
+        self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer, self.subscriptions,
+                              self.clients)
+        self.puller = PullService(ctx, self.clients)
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
         self._tasks: list[asyncio.Task[None]] = []
@@ -127,8 +127,8 @@ class Broker:
             return self.port
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks = [asyncio.create_task(t) for t in
-                       (*(loop.run() for loop in loops), self.renewals.run(), self._housekeeping(), self.staging.run(),
-                        self.retention.run())]
+                       (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
+                        self.staging.run(), self.retention.run())]
         if self.cluster.enabled:
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port

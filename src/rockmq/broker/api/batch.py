@@ -19,7 +19,6 @@ from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lanes import Route
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
@@ -56,16 +55,13 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     def _poll_seconds(self, request: batch.ReceiveRequest | batch.PullRequest, context: Context) -> float:
         return poll_seconds(max(request.long_polling_timeout_ms, 0) / 1000, self.ctx.settings.max_long_polling_s, context)
 
-    def _lanes(self, group: str, context: Context) -> Route | None:
-        return self.clients.route(group, client_id(context), header(context, LANE_HEADER))
-
     @unary(batch.ReceiveResponse)
     async def Receive(self, request: batch.ReceiveRequest, context: Context) -> batch.ReceiveResponse:
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
         messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size,
                                           request.invisible_duration_ms, self._poll_seconds(request, context),
-                                          lanes=self._lanes(request.group, context))
+                                          client_id(context), header(context, LANE_HEADER))
         return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
 
     @unary(batch.AckResponse)
@@ -82,7 +78,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
                                                        request.batch_size, record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context), request.max_bytes,
-                                                       self._lanes(request.group, context))
+                                                       client_id(context), header(context, LANE_HEADER))
         return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
 
     def handler(self) -> grpc.GenericRpcHandler:

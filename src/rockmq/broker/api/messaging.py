@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import TypeVar
 
 import grpc
 
@@ -32,7 +31,6 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lanes import EVERYTHING, Route, declared_lane
 from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
@@ -47,7 +45,6 @@ from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 SERVICE = "apache.rocketmq.v2.MessagingService"
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
@@ -113,9 +110,7 @@ class MessagingServicer:
     @unary(rpc.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request: rpc.NotifyClientTerminationRequest,
                                       context: Context) -> rpc.NotifyClientTerminationResponse:
-        cid = client_id(context)
-        self.clients.drop(cid)
-        self.pop.forget_client(cid)
+        self.clients.terminated(client_id(context))
         return rpc.NotifyClientTerminationResponse(status=OK)
 
     async def Telemetry(self, requests: AsyncIterator[rpc.TelemetryCommand],
@@ -139,8 +134,6 @@ class MessagingServicer:
                         except BrokerError as e:
                             reply = rpc.TelemetryCommand(status=status_of(e))
                         await replies.put(reply)
-                        if command.settings.HasField("publishing"):  # Node may miss the first reply
-                            asyncio.get_running_loop().call_later(1.0, _offer, replies, reply)
             finally:
                 await replies.put(None)
 
@@ -184,16 +177,9 @@ class MessagingServicer:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
             invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
-            renew_for = client_id(context) if request.auto_renew and invisible_ms is None else None
-            if renew_for is not None:  # PushConsumers: the broker renews while the client lives
-                self.clients.register(renew_for)
-            expr, lane = request.filter_expression, header(context, LANE_HEADER)
-            declared = declared_lane(expr)  # an official client in a lane: the routing is its filter
-            if declared:
-                expr, lane = EVERYTHING, lane or declared
-            messages = await self.pop.receive(group, topic, expr, request.batch_size, invisible_ms,
-                                              self._poll_seconds(request, context), renew_for,
-                                              self.clients.route(group.name, client_id(context), lane))
+            messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size, invisible_ms,
+                                              self._poll_seconds(request, context), client_id(context),
+                                              header(context, LANE_HEADER), request.auto_renew)
         except Exception as e:
             yield status_frame(R, status_of(e, "ReceiveMessage"))
             yield now_frame(R)
@@ -210,9 +196,6 @@ class MessagingServicer:
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)
             raise
-
-    def _lanes(self, group: str, context: Context) -> Route | None:
-        return self.clients.route(group, client_id(context), header(context, LANE_HEADER))
 
     def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
         asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None
@@ -257,7 +240,7 @@ class MessagingServicer:
             messages, next_offset = await self.puller.pull(request.group.name, topic, request.message_queue.id,
                                                            request.offset, request.batch_size, accept,
                                                            self._poll_seconds(request, context),
-                                                           lanes=self._lanes(request.group.name, context))
+                                                           client_id=client_id(context), lane=header(context, LANE_HEADER))
         except Exception as e:
             yield status_frame(R, status_of(e, "PullMessage"))
             return
@@ -290,8 +273,3 @@ class MessagingServicer:
     async def SyncLiteSubscription(self, request: rpc.SyncLiteSubscriptionRequest,
                                    context: Context) -> rpc.SyncLiteSubscriptionResponse:
         raise BrokerError(pb.UNSUPPORTED, "lite topics are not supported")
-
-
-def _offer(q: asyncio.Queue[T], item: T) -> None:
-    if not q.full():
-        q.put_nowait(item)

@@ -13,12 +13,14 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import grpc
 
 from rockmq.broker.cluster.routes import Holder
 from rockmq.broker.errors import NOT_FOUND_CODES, AlreadyExists, BrokerError
+from rockmq.broker.errors import OK as OK
+from rockmq.broker.errors import status as status
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import endpoints_of
 
@@ -34,11 +36,6 @@ _GRPC_CODES = {
 }
 
 
-def status(code: int, message: str = "OK") -> pb.Status:
-    return pb.Status(code=cast("pb.Code", code), message=message)
-
-
-OK = status(pb.OK)
 NOT_FOUND = status(pb.MESSAGE_NOT_FOUND, "no new message")
 
 

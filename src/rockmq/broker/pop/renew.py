@@ -33,10 +33,8 @@ class Liveness(Protocol):
 
 
 class Renewals:
-    def __init__(self, checkpoints: Extend, clients: Liveness, invisible_ms: int, client_silence_s: float,
-                 max_tracked: int) -> None:
+    def __init__(self, checkpoints: Extend, invisible_ms: int, client_silence_s: float, max_tracked: int) -> None:
         self.checkpoints = checkpoints
-        self.clients = clients
         self.invisible_ms = invisible_ms
         self.client_silence_s = client_silence_s
         self.max_tracked = max_tracked
@@ -58,11 +56,11 @@ class Renewals:
     def forget(self, client_id: str) -> None:
         self._count -= len(self._tracked.pop(client_id, ()))
 
-    def renew_once(self) -> int:
+    def renew_once(self, clients: Liveness) -> int:
         renewed = 0
         now = time.monotonic()
         for cid in list(self._tracked):
-            seen = self.clients.last_seen(cid)
+            seen = clients.last_seen(cid)
             if seen is None or now - seen > self.client_silence_s:
                 self.forget(cid)
                 continue
@@ -77,10 +75,11 @@ class Renewals:
                 del self._tracked[cid]
         return renewed
 
-    async def run(self) -> None:
+    async def run(self, clients: Liveness) -> None:
+        """Renew while `clients` (broker/clients.py, which tells this loop when one terminates) hear from them."""
         while True:
             await asyncio.sleep(self._check_every_s)
             try:
-                self.renew_once()
+                self.renew_once(clients)
             except Exception:
                 log.exception("auto-renew failed")

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
@@ -36,10 +37,18 @@ log = logging.getLogger(__name__)
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
+class Receivers(Protocol):
+    """How a consumer's receive is served: its filter and lane routing (broker/clients.py)."""
+
+    def receiver(self, group: str, client_id: str, lane: str, expr: pb.FilterExpression,
+                 renewed: bool) -> tuple[pb.FilterExpression, Route | None]: ...
+
+
 class PopService:
     def __init__(self, ctx: BrokerContext, checkpoints: Checkpoints, fifo: FifoLocks, reviver: Reviver,
-                 renewals: Renewals, committer: Committer, subscriptions: Subscriptions) -> None:
+                 renewals: Renewals, committer: Committer, subscriptions: Subscriptions, receivers: Receivers) -> None:
         self.ctx = ctx
+        self.receivers = receivers
         self.subscriptions = subscriptions
         self.checkpoints = checkpoints
         self.fifo = fifo
@@ -91,16 +100,18 @@ class PopService:
     # --- receive ---------------------------------------------------------------------------
 
     async def receive(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression, batch_size: int,
-                      invisible_ms: int | None, poll_s: float, renew_for: str | None = None,
-                      lanes: Route | None = None) -> list[bytes]:
+                      invisible_ms: int | None, poll_s: float, client_id: str = "", lane: str = "",
+                      auto_renew: bool = False) -> list[bytes]:
         """Hand out up to batch_size messages the group's filter `expr` accepts, waiting up to
         poll_s for the first one.
 
-        Returns serialized v2 Messages (receipt handle and attempt set). With `renew_for` (a
-        client id) and no invisible time, the broker keeps extending the invisible time while
-        that client is alive. A refused receive writes nothing (no mode, no subscription).
-        `lanes`: which lanes' messages this consumer takes (broker/lanes.py; not for FIFO groups).
+        Returns serialized v2 Messages (receipt handle and attempt set). With `auto_renew` and no
+        invisible time, the broker keeps extending the invisible time while the client is alive.
+        A refused receive writes nothing (no mode, no subscription). The client's `lane` (its
+        x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py; not for FIFO groups).
         """
+        renew_for = client_id if auto_renew and invisible_ms is None else None
+        expr, lanes = self.receivers.receiver(group.name, client_id, lane, expr, renew_for is not None)
         if invisible_ms is None:
             if renew_for is None:
                 raise BrokerError(pb.ILLEGAL_INVISIBLE_TIME, "invisible_duration is required unless auto_renew is set")
@@ -303,10 +314,6 @@ class PopService:
         self.ctx.store.write(batch)
         self.reviver.note(new_deadline)
         return new_handle
-
-    def forget_client(self, client_id: str) -> None:
-        """The client is gone: stop renewing what it received."""
-        self.renewals.forget(client_id)
 
     def release(self, group: GroupConfig, topic: TopicConfig, messages: list[bytes]) -> None:
         """Deliveries whose reply never reached the client become visible again at once (and
