@@ -444,3 +444,20 @@ def test_pull_message_batch_size(harness, unique):
     code, got, next_offset = conn.pull(unique("pull-batch-g"), topic, 0, 0, batch=0)
     assert_code(code, pb.OK)
     assert [m.body for m in got] == [b"a", b"b"] and next_offset == 2
+
+
+def test_query_assignment_bad_topic_creates_no_group(harness, unique):
+    conn, group = harness.conn, unique("assign-g")
+    request = rpc.QueryAssignmentRequest(topic=pb.Resource(name="bad topic!"), group=pb.Resource(name=group))
+    reply = conn.mq.QueryAssignment(request, metadata=META, timeout=5)
+    assert_code(reply.status.code, pb.ILLEGAL_TOPIC)
+    with pytest.raises(grpc.RpcError) as e:
+        conn.describe_group(group)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_end_transaction_needs_a_resolution(harness, unique):
+    reply = harness.conn.mq.EndTransaction(rpc.EndTransactionRequest(topic=pb.Resource(name=unique("txn")), message_id="m",
+                                                                     transaction_id="t"), metadata=META, timeout=5)
+    assert_code(reply.status.code, pb.BAD_REQUEST)
+    assert "COMMIT or ROLLBACK" in reply.status.message

@@ -73,8 +73,11 @@ class TransactionService:
         self.loop.note(first_check)
         return txn_id
 
-    async def end(self, topic_name: str, message_id: str, transaction_id: str, commit: bool) -> None:
+    async def end(self, topic_name: str, message_id: str, transaction_id: str, resolution: int) -> None:
         """EndTransaction: commit or roll back a half message. Repeating the same answer is OK."""
+        if resolution not in (pb.COMMIT, pb.ROLLBACK):
+            raise BrokerError(pb.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
+        commit = resolution == pb.COMMIT
         ctx = self.ctx
         if not transaction_id:
             raise BrokerError(pb.INVALID_TRANSACTION_ID, "transaction_id is empty")

@@ -31,7 +31,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import TopicConfig, check_name
+from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
@@ -95,8 +95,7 @@ class MessagingServicer:
 
     @unary(rpc.QueryAssignmentResponse)
     async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Context) -> rpc.QueryAssignmentResponse:
-        check_name("topic", request.topic.name)
-        queues = await self.cluster.assignment(request.topic.name, self.ctx.group_for(request.group.name))
+        queues = await self.cluster.assignment(request.topic.name, request.group.name)
         return rpc.QueryAssignmentResponse(status=OK, assignments=[
             pb.Assignment(message_queue=q)
             for q in message_queues(request.topic.name, queues, self.cluster.name, request.endpoints)])
@@ -158,10 +157,7 @@ class MessagingServicer:
 
     @unary(rpc.EndTransactionResponse)
     async def EndTransaction(self, request: rpc.EndTransactionRequest, context: Context) -> rpc.EndTransactionResponse:
-        if request.resolution not in (pb.COMMIT, pb.ROLLBACK):
-            raise BrokerError(pb.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
-        await self.transactions.end(request.topic.name, request.message_id, request.transaction_id,
-                                          request.resolution == pb.COMMIT)
+        await self.transactions.end(request.topic.name, request.message_id, request.transaction_id, request.resolution)
         return rpc.EndTransactionResponse(status=OK)
 
     @unary(rpc.RecallMessageResponse)

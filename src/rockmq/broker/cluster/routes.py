@@ -17,7 +17,7 @@ import grpc
 
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.protocol import admin_grpc, namesrv, namesrv_grpc, pb
 from rockmq.protocol.channels import open_aio_channel
 
@@ -152,9 +152,12 @@ class Cluster:
             holders = await self.holders(topic_name)
         return [(h, -1) for h in holders] if per_broker else interleave(holders)
 
-    async def assignment(self, topic_name: str, group: GroupConfig) -> list[tuple[Holder, int]]:
+    async def assignment(self, topic_name: str, group_name: str) -> list[tuple[Holder, int]]:
         """What a group's consumers are assigned: for a FIFO group every queue, long-polled in
-        order; else one entry per broker, popping across all its queues."""
+        order; else one entry per broker, popping across all its queues. A bad topic name is
+        refused before the group is looked up (or auto-created)."""
+        check_name("topic", topic_name)
+        group = self.ctx.group_for(group_name)
         return await self.route(topic_name, per_broker=not group.fifo)
 
     def local_topic(self, topic_name: str, queue_id: int, owner: str) -> TopicConfig:
