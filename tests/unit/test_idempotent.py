@@ -245,15 +245,16 @@ def test_rocksdb_survives_a_reopen_and_purges_in_bounded_steps(tmp_path: Path):
     async def scenario():
         store = RocksDBStore(tmp_path / "dedup")
         now = time.time()
+        expiry = now + 1.0  # slack for a loaded machine: the reopen below must come before it
         for i in range(40):
             assert await store.claim(f"k{i}", now, now + 60) is State.NONE
-            await store.finish(f"k{i}", State.SUCCESS, now + 0.2)
+            await store.finish(f"k{i}", State.SUCCESS, expiry)
         await store.finish("kept", State.SUCCESS, now + 60)
         await store.close()
 
         store = RocksDBStore(tmp_path / "dedup")
         assert await store.get("kept") is State.SUCCESS and await store.get("k3") is State.SUCCESS
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(max(0.0, expiry + 0.1 - time.time()))
         count = lambda: sum(1 for _ in store._db.keys())  # noqa: E731
         assert count() == 41
         await store.finish("new", State.SUCCESS, time.time() + 60)
