@@ -171,10 +171,6 @@ def timer_key(due_ms: int, seq: int) -> bytes:
     return _TIMER.pack(due_ms, seq)
 
 
-def parse_timer_key(key: bytes) -> tuple[int, int]:
-    return _TIMER.unpack(key)
-
-
 # --- txnchecks family: deadline_ms · transaction id -> nothing ------------------------------
 
 
