@@ -172,7 +172,6 @@ class Follower:
         self.primary = primary
         self._resolve = resolve
         self.applied = stored_seq(ctx.store)
-        self.connected = False
 
     async def _endpoint(self) -> str | None:
         return self.primary if ":" in self.primary else await self._resolve(self.primary)
@@ -191,7 +190,6 @@ class Follower:
             try:
                 await self._follow(replication_grpc.ReplicationStub(channel))
             except grpc.aio.AioRpcError as e:
-                self.connected = False
                 if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                     log.error("replication refused by %s: %s", endpoint, e.details())
                 elif e.code() == grpc.StatusCode.UNIMPLEMENTED and not warned:
@@ -233,7 +231,6 @@ class Follower:
         acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:
-                self.connected = True
                 if shipped.seq != self.applied + 1:
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 self._apply(oplog.decode(shipped.ops))
