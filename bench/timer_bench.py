@@ -44,20 +44,12 @@ from typing import Any
 
 import grpc
 
-from rockmq.benchmark import (
-    MESSAGE_NOT_FOUND,
-    OK,
-    Client,
-    Options,
-    SetupError,
-    Tally,
-    ack,
-    ack_batched,
-    broker_sample,
-    describe,
-    percentile,
-    run_loop,
-)
+from rockmq.bench.jobs import Tally
+from rockmq.bench.options import Options
+from rockmq.bench.probe import broker_sample
+from rockmq.bench.report import percentile
+from rockmq.bench.wire import MESSAGE_NOT_FOUND, OK, Client, SetupError, ack, ack_batched, describe
+from rockmq.bench.workers import run_loop
 from rockmq.protocol import admin, admin_grpc, pb
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import rpc as svc
@@ -80,7 +72,7 @@ COST_SLICE_S = 2.0  # schedule-cost alternates normal and delayed sends in slice
 TARGET_P99_MS, TARGET_MAX_MS = 20.0, 100.0
 TARGET_BURST_S = 3.0
 TARGET_COST_RATIO = 1 / 1.5
-SEQUENCE_DIGITS = 16  # rockmq.benchmark.Client ids: per-client prefix + 16 hex digits of a counter
+SEQUENCE_DIGITS = 16  # rockmq.bench.wire.Client ids: per-client prefix + 16 hex digits of a counter
 
 RequestFactory = Callable[[int], svc.SendMessageRequest]
 Figures = dict[str, Any]
@@ -128,11 +120,11 @@ def run_id() -> str:
 
 
 async def connect(opts: TimerOptions, topic: str, group: str) -> Client:
-    """A `rockmq.benchmark.Client` on `topic` (QueryRoute creates it); closed again if that fails."""
+    """A `rockmq.bench.wire.Client` on `topic` (QueryRoute creates it); closed again if that fails."""
     client = Client(Options(
         endpoint=opts.endpoint, topic=topic, group=group, scenario="timer", duration=opts.duration, messages=None,
         consume_messages=1, batch=opts.batch, size=opts.size, concurrency=opts.concurrency, processes=1, rate=1.0,
-        rpc_timeout=opts.rpc_timeout, broker_pid=opts.broker_pid, json=opts.json,
+        rpc_timeout=opts.rpc_timeout, broker_pid=opts.broker_pid, json=opts.json, ceiling=False,
     ))
     try:
         await client.open()
@@ -186,7 +178,7 @@ async def send_request(client: Client, request: svc.SendMessageRequest, tally: T
 def cpu_mark(pid: int | None) -> tuple[float, float, float | None]:
     """(wall, client CPU, broker CPU) seconds now, for `cpu_percent` later."""
     sample = broker_sample(pid) if pid else None
-    return time.monotonic(), time.process_time(), sample[1] if sample else None
+    return time.monotonic(), time.process_time(), sample.cpu_s if sample else None
 
 
 def cpu_percent(mark: tuple[float, float, float | None], pid: int | None, tally: Tally) -> None:
@@ -195,7 +187,7 @@ def cpu_percent(mark: tuple[float, float, float | None], pid: int | None, tally:
     tally.client_cpu_pct = 100.0 * (time.process_time() - mark[1]) / wall
     sample = broker_sample(pid) if pid else None
     if sample and mark[2] is not None:
-        tally.broker_cpu_pct = 100.0 * (sample[1] - mark[2]) / wall
+        tally.broker_cpu_pct = 100.0 * (sample.cpu_s - mark[2]) / wall
 
 
 async def send_many(client: Client, build: RequestFactory, batch: int, concurrency: int, *,
@@ -243,7 +235,7 @@ def send_figures(tally: Tally) -> Figures:
 class Tracker:
     """Which of one run's messages were stored and received, and how late each arrived.
 
-    Messages are told apart by the sequence number in their id (`rockmq.benchmark.Client` ids
+    Messages are told apart by the sequence number in their id (`rockmq.bench.wire.Client` ids
     are a per-client prefix plus a counter), so the run costs two bytes per message plus one
     float per received message, however many there are.
     """
@@ -464,7 +456,7 @@ def received_figures(tracker: Tracker, consumers: Consumers) -> Figures:
 
 def rss_mib(pid: int | None) -> float | None:
     sample = broker_sample(pid) if pid else None
-    return round(sample[0] / 1024, 1) if sample else None
+    return round(sample.rss_kib / 1024, 1) if sample else None
 
 
 async def timer_stats(opts: TimerOptions) -> Any | None:

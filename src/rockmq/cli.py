@@ -475,7 +475,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from rockmq.benchmark import main as bench_main
+    from rockmq.bench.cli import main as bench_main
 
     return bench_main(args.args)
 

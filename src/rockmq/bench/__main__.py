@@ -1,0 +1,7 @@
+"""`python -m rockmq.bench`: the same as `rockmq bench`."""
+
+import sys
+
+from rockmq.bench.cli import main
+
+sys.exit(main())

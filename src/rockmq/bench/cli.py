@@ -1,0 +1,76 @@
+"""`rockmq bench` (and `python -m rockmq.bench`): run the chosen scenarios, each beside its ceiling."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from rockmq.bench import __doc__ as DESCRIPTION
+from rockmq.bench.ceiling import CeilingError, Ceilings
+from rockmq.bench.options import SCENARIOS, Options, parse_args
+from rockmq.bench.probe import find_broker
+from rockmq.bench.report import Figures, render, render_storage
+from rockmq.bench.scenarios import run_scenario
+
+
+def failed(figures: Figures) -> bool:
+    return bool(figures.get("errors") or figures.get("prefill_errors"))
+
+
+def run(opts: Options, say: Any) -> tuple[dict[str, Figures], dict[str, Any]]:
+    """The scenarios' figures (with ratios) and the ceilings' figures; `say` prints progress lines."""
+    chosen = () if opts.scenario == "ceiling" else SCENARIOS if opts.scenario == "all" else (opts.scenario,)
+    results: dict[str, Figures] = {}
+    with contextlib.ExitStack() as stack:
+        ceilings = Ceilings(opts, stack) if opts.ceiling or opts.scenario == "ceiling" else None
+        for scenario in chosen:
+            figures = run_scenario(opts, scenario)
+            if ceilings is not None and scenario != "soak":
+                ceilings.measure(scenario)
+                figures = ceilings.beside(scenario, figures)
+            results[scenario] = figures
+            say(render(scenario, figures))
+        if ceilings is None:
+            return results, {}
+        if opts.scenario == "ceiling":
+            for scenario in SCENARIOS:
+                ceilings.measure(scenario)
+                for key in ("null", "null_fsync"):
+                    if scenario in ceilings.figures[key]:
+                        say(render(f"ceiling {key} {scenario}", ceilings.figures[key][scenario]))
+        ceilings.building_blocks()
+        say(render("ceiling stream (ReceiveMessage frames, no ack)", ceilings.figures["stream"]))
+        say([render_storage(ceilings.figures["rocksdb"])])
+        return results, ceilings.figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen scenarios; exit status 1 if any message failed."""
+    opts = parse_args(argv, (DESCRIPTION or "").split("\n\n")[0])
+    note = f"broker PID {opts.broker_pid} (--broker-pid)"
+    if opts.scenario == "ceiling":
+        note = "no broker: ceilings only"
+    elif opts.broker_pid is None:
+        pid, note = find_broker(opts.endpoint)
+        opts = dataclasses.replace(opts, broker_pid=pid)
+
+    def say(lines: list[str]) -> None:
+        if not opts.json:
+            print("\n".join(lines), flush=True)
+
+    say([note])
+    try:
+        results, ceilings = run(opts, say)
+    except CeilingError as exc:
+        print(f"rockmq bench: {exc}", file=sys.stderr)
+        return 1
+    if opts.json:
+        print(json.dumps({"endpoint": opts.endpoint, "broker_pid": opts.broker_pid, "broker": note,
+                          "options": dataclasses.asdict(opts), "scenarios": results, "ceiling": ceilings}, indent=2))
+    measured = [*results.values(), *ceilings.get("null", {}).values(), *ceilings.get("null_fsync", {}).values()]
+    if "stream" in ceilings:
+        measured.append(ceilings["stream"])
+    return 1 if any(failed(figures) for figures in measured) else 0

@@ -1,0 +1,79 @@
+"""`rockmq bench`'s flags, parsed into a frozen Options that worker processes receive."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from rockmq.bench.probe import broker_sample
+
+SCENARIOS = ("produce-batch", "produce-single", "consume", "consume-batch", "latency",
+             "consume-own", "pull-own", "producer-own", "send-sync")
+ALONE = ("soak", "ceiling")  # chosen by name only, never by 'all'
+DEFAULT_CONCURRENCY = {"produce-batch": 64, "produce-single": 64, "consume": 8, "consume-batch": 4, "consume-own": 2,
+                       "producer-own": 256}
+OWN_BATCH = 256  # consume-own, pull-own: messages per receive or pull (issue 18 §2.2)
+SEND_BATCH = 64  # producer-own: send_batch's size, compared with as many single sends in flight
+
+
+@dataclass(frozen=True)
+class Options:
+    """Parsed command line; frozen and picklable so it can travel to worker processes."""
+
+    endpoint: str
+    topic: str
+    group: str
+    scenario: str
+    duration: float
+    messages: int | None
+    consume_messages: int
+    batch: int
+    size: int
+    concurrency: int | None
+    processes: int
+    rate: float
+    rpc_timeout: float
+    broker_pid: int | None
+    json: bool
+    ceiling: bool
+
+
+def parse_args(argv: list[str] | None, description: str) -> Options:
+    """Flags to Options; refuse non-positive sizes and rates early rather than mid-run."""
+    parser = argparse.ArgumentParser(prog="rockmq bench", description=description)
+    parser.add_argument("--endpoint", default="127.0.0.1:8081", help="broker gRPC address (host:port)")
+    parser.add_argument("--scenario", choices=(*SCENARIOS, *ALONE, "all"), default="all",
+                        help="'all' runs every scenario but soak and ceiling (soak is long: give --duration 300); "
+                             "'ceiling' measures only the ceilings, no broker needed")
+    parser.add_argument("--topic", default="bench")
+    parser.add_argument("--group", default="bench-group", help="consumer group for the consume scenarios")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per produce/latency run")
+    parser.add_argument("--messages", type=int, help="produce exactly N messages instead of --duration; consume N")
+    parser.add_argument("--consume-messages", type=int, default=100_000, help="consume N when --messages is unset")
+    parser.add_argument("--batch", type=int, default=32, help="messages per SendMessage (produce-batch) and receive")
+    parser.add_argument("--size", type=int, default=1024, help="body bytes")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="requests (produce) or receive-then-ack loops (consume) in flight, over all processes (at least one per process); "
+             "default: " + ", ".join(f"{name} {n}" for name, n in DEFAULT_CONCURRENCY.items())
+             + " (consume's prefill as produce-batch); latency, send-sync, pull-own and soak keep their own schedule",
+    )
+    parser.add_argument("--processes", type=int, default=1, help="client processes sharing the load")
+    parser.add_argument("--rate", type=float, default=1000.0, help="latency scenario: messages per second")
+    parser.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per RPC")
+    parser.add_argument("--broker-pid", type=int,
+                        help="report this process's RSS and CPU (default: the process listening on the endpoint's port)")
+    parser.add_argument("--no-ceiling", dest="ceiling", action="store_false",
+                        help="skip the ceilings (null broker runs beside each scenario): quicker, no ratios")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+    args = parser.parse_args(argv)
+    for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    for name in ("messages", "concurrency"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            parser.error(f"--{name} must be positive")
+    if args.broker_pid is not None and broker_sample(args.broker_pid) is None:  # not silently left out of the figures
+        parser.error(f"--broker-pid {args.broker_pid}: no such process is running")
+    return Options(**vars(args))

@@ -1,0 +1,124 @@
+"""Each scenario as jobs for the workers, and its figures. A scenario runs the same way against
+the broker and against a ceiling server (rockmq.bench.ceiling); only a null broker needs no prefill."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rockmq.bench.jobs import Job, Tally
+from rockmq.bench.options import DEFAULT_CONCURRENCY, OWN_BATCH, SEND_BATCH, Options
+from rockmq.bench.probe import broker_sample
+from rockmq.bench.report import Figures, figures_of, ratio, with_percentiles
+from rockmq.bench.workers import run_workers
+
+CONSUMERS = {"consume": "consume", "consume-batch": "consume-batch", "consume-own": "consume-own", "stream": "stream"}
+
+
+def base_job(opts: Options, kind: str, scenario: str, batch: int) -> Job:
+    """A job with the scenario's default in-flight count unless `--concurrency` overrides it."""
+    return Job(kind=kind, opts=opts, batch=batch, concurrency=opts.concurrency or DEFAULT_CONCURRENCY.get(scenario, 1),
+               probe_pid=opts.broker_pid)
+
+
+def consume_count(opts: Options) -> int:
+    return opts.messages or opts.consume_messages
+
+
+def prefill(opts: Options, figures: Figures, count: int) -> None:
+    """Send `count` messages with produce-batch's load first (not measured, but reported)."""
+    job = replace(base_job(opts, "produce", "produce-batch", opts.batch), quota=count, probe_pid=None)
+    tally = run_workers(job, opts.processes)
+    figures["prefill_messages_per_s"] = round(tally.ok / tally.seconds, 1)
+    figures["prefill_errors"] = tally.errors
+    figures["error_samples"] = tally.samples + figures["error_samples"]
+
+
+def produce(opts: Options, scenario: str) -> Figures:
+    """produce-batch / produce-single: the same loop, `--batch` or 1 message per request."""
+    batch = opts.batch if scenario == "produce-batch" else 1
+    return figures_of(run_workers(replace(base_job(opts, "produce", scenario, batch), quota=opts.messages), opts.processes))
+
+
+def consume(opts: Options, scenario: str, fill: bool) -> Figures:
+    """Prefill N (so the topic holds at least N more), then POP N messages: consume (v2 stream),
+    consume-batch (BatchMessaging), consume-own (rockmq's client), stream (receive, never ack).
+
+    The group resumes where it left off, so with a fixed `--group` it may read messages of earlier
+    runs first; the figure counts messages received and acked, whichever they are.
+    """
+    count = consume_count(opts)
+    batch = OWN_BATCH if scenario == "consume-own" else opts.batch
+    job = replace(base_job(opts, CONSUMERS[scenario], scenario, batch), quota=count)
+    if not fill:
+        return figures_of(run_workers(job, opts.processes))
+    filled: Figures = {"error_samples": []}
+    prefill(opts, filled, count)
+    figures = figures_of(run_workers(job, opts.processes))
+    return figures | filled | {"error_samples": filled["error_samples"] + figures["error_samples"]}
+
+
+def pull_own(opts: Options, fill: bool) -> Figures:
+    """AsyncPullConsumer: move the pull group to the end of the topic, prefill N, pull them back."""
+    count = consume_count(opts)
+    mark = run_workers(base_job(opts, "pull-mark", "pull-own", OWN_BATCH), 1)
+    job = replace(base_job(opts, "pull-own", "pull-own", OWN_BATCH), quota=count)
+    filled: Figures = {"error_samples": mark.samples}
+    if fill:
+        prefill(opts, filled, count)
+    figures = figures_of(run_workers(job, 1))  # one process: the queues' loops share the group's offsets
+    figures["errors"] += mark.errors
+    return figures | filled | {"error_samples": filled["error_samples"] + figures["error_samples"]}
+
+
+def producer_own(opts: Options) -> Figures:
+    """`await producer.send(msg)` with many in flight, then `send_batch` of SEND_BATCH with as
+    many messages in flight; the ratio shows what the client's batching of single sends achieves."""
+    single = replace(base_job(opts, "send-own", "producer-own", 1), quota=opts.messages)
+    figures = figures_of(run_workers(single, opts.processes))
+    batches = replace(single, batch=SEND_BATCH, concurrency=max(1, single.concurrency // SEND_BATCH))
+    figures["send_batch"] = figures_of(run_workers(batches, opts.processes)) | {"batch": SEND_BATCH,
+                                                                                  "concurrency": batches.concurrency}
+    figures["send_vs_send_batch"] = ratio(figures["messages_per_s"], figures["send_batch"]["messages_per_s"])
+    figures["errors"] += figures["send_batch"]["errors"]
+    return figures
+
+
+def latency(opts: Options) -> Figures:
+    """Percentiles over every successful send at `--rate`; the achieved rate shows whether the schedule held."""
+    tally = run_workers(replace(base_job(opts, "latency", "latency", 1), rate=opts.rate), opts.processes)
+    figures = with_percentiles(figures_of(tally), tally.latencies_ms)
+    return figures | {"messages_per_s": round(tally.ok / opts.duration, 1), "target_rate": opts.rate}
+
+
+def send_sync(opts: Options) -> Figures:
+    """The synchronous Producer.send, one at a time: its round trip is what a script waits."""
+    tally: Tally = run_workers(replace(base_job(opts, "send-sync", "send-sync", 1), quota=opts.messages), 1)
+    return with_percentiles(figures_of(tally), tally.latencies_ms)
+
+
+def soak(opts: Options) -> Figures:
+    tally = run_workers(base_job(opts, "soak", "soak", opts.batch), 1)
+    return figures_of(tally) | {"consumed_per_s": round(tally.consumed / tally.seconds, 1), "rss_mib_samples": tally.rss_mib}
+
+
+def run_scenario(opts: Options, scenario: str, fill: bool = True) -> Figures:
+    """Run one scenario, bracketed by broker RSS samples; `fill` False: the target needs no prefill."""
+    before = broker_sample(opts.broker_pid) if opts.broker_pid else None
+    if scenario in CONSUMERS:
+        figures = consume(opts, scenario, fill)
+    elif scenario == "pull-own":
+        figures = pull_own(opts, fill)
+    elif scenario == "producer-own":
+        figures = producer_own(opts)
+    elif scenario == "latency":
+        figures = latency(opts)
+    elif scenario == "send-sync":
+        figures = send_sync(opts)
+    elif scenario == "soak":
+        figures = soak(opts)
+    else:
+        figures = produce(opts, scenario)
+    after = broker_sample(opts.broker_pid) if opts.broker_pid else None
+    if before and after:
+        figures["broker_rss_mib"] = [round(before.rss_kib / 1024, 1), round(after.rss_kib / 1024, 1)]
+    return figures

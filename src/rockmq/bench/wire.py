@@ -1,0 +1,215 @@
+"""The bench's own RocketMQ 5 gRPC calls: cheap to build, counted into a Tally.
+
+Used by the raw scenarios (produce-*, consume, consume-batch, latency, soak) and by
+bench/timer_bench.py; the `-own` scenarios go through rockmq's client instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+
+import grpc
+
+from rockmq.bench.jobs import Tally
+from rockmq.bench.options import Options
+from rockmq.client.errors import from_status
+from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as pb
+from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as svc
+from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc_grpc
+from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch_pb
+from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
+from rockmq.protocol.channels import client_metadata, open_aio_channel
+from rockmq.protocol.endpoints import endpoints_of
+
+OK = pb.Code.OK
+MESSAGE_NOT_FOUND = pb.Code.MESSAGE_NOT_FOUND
+INVISIBLE_SECONDS = 30
+LONG_POLL_SECONDS = 1
+CONNECT_TIMEOUT = 5.0  # loopback: a broker that is up answers at once
+
+
+class SetupError(Exception):
+    """The broker could not be reached or refused the route query."""
+
+
+def describe(status: pb.Status) -> str:
+    """Render a reply status the way the protocol docs name it."""
+    return str(from_status(status.code, status.message))
+
+
+class Client:
+    """One channel to the broker plus a cheap factory for unique messages."""
+
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self._channel = open_aio_channel(opts.endpoint)
+        self.stub = svc_grpc.MessagingServiceStub(self._channel)
+        self.batch_stub = batch_grpc.BatchMessagingStub(self._channel)
+        tag = uuid.uuid4().hex.upper()
+        self.metadata = client_metadata(f"rockmq-bench@{socket.gethostname()}@{os.getpid()}@{tag[:8]}", version="rockmq-bench")
+        self.topic = pb.Resource(name=opts.topic)
+        self.group = pb.Resource(name=opts.group)
+        self.queue = pb.MessageQueue()
+        # Copying a template and setting the id, body and born time costs about half of building
+        # each message from keyword arguments; ids are a per-process random prefix plus a counter.
+        self._template = pb.Message(
+            topic=self.topic,
+            system_properties=pb.SystemProperties(
+                message_type=pb.NORMAL, body_encoding=pb.IDENTITY, born_host=socket.gethostname()
+            ),
+        )
+        self._id_prefix = tag[8:24]
+        self._sequence = 0
+
+    async def open(self) -> None:
+        """Connect and query the route: it auto-creates the topic and names a queue to receive from."""
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), CONNECT_TIMEOUT)
+        except TimeoutError:
+            raise SetupError(f"no broker at {self.opts.endpoint} within {CONNECT_TIMEOUT:.0f} s") from None
+        request = svc.QueryRouteRequest(topic=self.topic, endpoints=endpoints_of(self.opts.endpoint))
+        reply = await self.stub.QueryRoute(request, metadata=self.metadata, timeout=self.opts.rpc_timeout)
+        if reply.status.code != OK or not reply.message_queues:
+            raise SetupError(f"QueryRoute {self.opts.topic}: {describe(reply.status)}")
+        self.queue = reply.message_queues[0]
+
+    async def close(self) -> None:
+        """Close the channel, cancelling anything still in flight."""
+        await self._channel.close()
+
+    def send_request(self, count: int) -> svc.SendMessageRequest:
+        """`count` fresh messages sharing one born timestamp, each with its own random body (equal
+        bodies would compress to nothing in the store and flatter every figure)."""
+        seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+        request = svc.SendMessageRequest()
+        size = self.opts.size
+        bodies = os.urandom(count * size)
+        for i in range(count):
+            message = request.messages.add()
+            message.CopyFrom(self._template)
+            message.body = bodies[i * size:(i + 1) * size]
+            props = message.system_properties
+            props.message_id = f"{self._id_prefix}{self._sequence:016X}"
+            props.born_timestamp.seconds = seconds
+            props.born_timestamp.nanos = nanos
+            self._sequence += 1
+        return request
+
+
+async def send(client: Client, tally: Tally, count: int) -> bool:
+    """One SendMessage of `count` messages; True when every message was stored."""
+    tally.requests += 1
+    try:
+        reply = await client.stub.SendMessage(
+            client.send_request(count), metadata=client.metadata, timeout=client.opts.rpc_timeout
+        )
+    except grpc.aio.AioRpcError as exc:
+        tally.fail(f"SendMessage {exc.code().name}: {exc.details()}", count)
+        return False
+    stored = sum(1 for entry in reply.entries if entry.status.code == OK)
+    tally.ok += stored
+    if stored < count:
+        failed = next((e.status for e in reply.entries if e.status.code != OK), reply.status)
+        tally.fail(f"SendMessage {describe(failed)}", count - stored)
+    return stored == count
+
+
+
+async def receive(client: Client, tally: Tally, count: int) -> list[svc.AckMessageEntry] | None:
+    """One POP receive of up to `count` messages; None when the topic is drained or it failed."""
+    request = svc.ReceiveMessageRequest(
+        group=client.group,
+        message_queue=client.queue,
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+        batch_size=count,
+        invisible_duration={"seconds": INVISIBLE_SECONDS},
+        auto_renew=False,
+        long_polling_timeout={"seconds": LONG_POLL_SECONDS},
+    )
+    tally.requests += 1
+    entries: list[svc.AckMessageEntry] = []
+    status: pb.Status | None = None
+    try:
+        # The broker ends the poll 0.5 s before this deadline (protocol: ReceiveMessage).
+        call = client.stub.ReceiveMessage(
+            request, metadata=client.metadata, timeout=LONG_POLL_SECONDS + client.opts.rpc_timeout
+        )
+        async for reply in call:
+            kind = reply.WhichOneof("content")
+            if kind == "status":
+                status = reply.status
+            elif kind == "message":
+                props = reply.message.system_properties
+                entries.append(svc.AckMessageEntry(message_id=props.message_id, receipt_handle=props.receipt_handle))
+    except grpc.aio.AioRpcError as exc:
+        tally.fail(f"ReceiveMessage {exc.code().name}: {exc.details()}")
+        return None
+    if status is None:
+        tally.fail("ReceiveMessage: stream carried no status")
+        return None
+    if status.code == MESSAGE_NOT_FOUND:
+        return None
+    if status.code != OK:
+        tally.fail(f"ReceiveMessage {describe(status)}")
+        return None
+    return entries
+
+
+async def ack(client: Client, tally: Tally, entries: list[svc.AckMessageEntry]) -> None:
+    """Ack a whole received batch in one request."""
+    request = svc.AckMessageRequest(group=client.group, topic=client.topic, entries=entries)
+    tally.requests += 1
+    try:
+        reply = await client.stub.AckMessage(request, metadata=client.metadata, timeout=client.opts.rpc_timeout)
+    except grpc.aio.AioRpcError as exc:
+        tally.fail(f"AckMessage {exc.code().name}: {exc.details()}", len(entries))
+        return
+    acked = sum(1 for entry in reply.entries if entry.status.code == OK)
+    tally.ok += acked
+    tally.finished = time.monotonic()
+    if acked < len(entries):
+        failed = next((e.status for e in reply.entries if e.status.code != OK), reply.status)
+        tally.fail(f"AckMessage {describe(failed)}", len(entries) - acked)
+
+
+async def receive_batched(client: Client, tally: Tally, count: int) -> list[str] | None:
+    """rockmq's BatchMessaging.Receive: many messages per reply; -> receipt handles."""
+    request = batch_pb.ReceiveRequest(
+        group=client.opts.group, topic=client.opts.topic, batch_size=count,
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+        invisible_duration_ms=INVISIBLE_SECONDS * 1000, long_polling_timeout_ms=LONG_POLL_SECONDS * 1000,
+    )
+    tally.requests += 1
+    try:
+        reply = await client.batch_stub.Receive(request, metadata=client.metadata,
+                                                timeout=LONG_POLL_SECONDS + client.opts.rpc_timeout)
+    except grpc.aio.AioRpcError as exc:
+        tally.fail(f"Receive {exc.code().name}: {exc.details()}")
+        return None
+    if reply.status.code != OK:
+        if reply.status.code != MESSAGE_NOT_FOUND:
+            tally.fail(f"Receive {describe(reply.status)}")
+        return None
+    return [pb.Message.FromString(raw).system_properties.receipt_handle for raw in reply.messages]
+
+
+async def ack_batched(client: Client, tally: Tally, handles: list[str]) -> None:
+    """rockmq's BatchMessaging.Ack of a whole received batch."""
+    request = batch_pb.AckRequest(group=client.opts.group, topic=client.opts.topic, receipt_handles=handles)
+    tally.requests += 1
+    try:
+        reply = await client.batch_stub.Ack(request, metadata=client.metadata, timeout=client.opts.rpc_timeout)
+    except grpc.aio.AioRpcError as exc:
+        tally.fail(f"Ack {exc.code().name}: {exc.details()}", len(handles))
+        return
+    acked = sum(1 for entry in reply.entries if entry.code == OK)
+    tally.ok += acked
+    tally.finished = time.monotonic()
+    if acked < len(handles):
+        failed = next((e for e in reply.entries if e.code != OK), reply.status)
+        tally.fail(f"Ack {describe(failed)}", len(handles) - acked)
+

@@ -1,0 +1,102 @@
+"""The benchmark's pure parts: ratio math, percentiles, finding the broker's PID, option parsing."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from rockmq.bench.options import DEFAULT_CONCURRENCY, parse_args
+from rockmq.bench.probe import broker_sample, family, find_broker, listen_inodes, loopback_port
+from rockmq.bench.report import percentile, per_message_us, ratio, ratios
+
+TCP_TABLE = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 111 1 0 100 0 0 10 0
+   1: 0100007F:1F91 0100007F:C350 01 00000000:00000000 00:00000000 00000000  1000        0 222 1 0 20 4 30 10 -1
+   2: 00000000:1F92 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 333 1 0 100 0 0 10 0
+"""
+
+
+def test_ratio_is_value_over_ceiling_and_unknown_without_both() -> None:
+    assert ratio(30.0, 120.0) == 0.25
+    assert ratio(None, 1.0) is None
+    assert ratio(1.0, None) is None
+    assert ratio(1.0, 0.0) is None
+
+
+def test_ratios_of_rate_cpu_and_p99() -> None:
+    broker = {"messages_per_s": 25_000.0, "broker_cpu_us_per_msg": 40.0, "p99_ms": 3.0}
+    null = {"messages_per_s": 100_000.0, "broker_cpu_us_per_msg": 10.0, "p99_ms": 1.5}
+    assert ratios(broker, null) == {"rate": 0.25, "cpu_per_msg": 4.0, "p99": 2.0}
+    assert ratios({**broker, "broker_cpu_us_per_msg": None}, {"messages_per_s": 50_000.0, "broker_cpu_us_per_msg": 10.0}) == {
+        "rate": 0.5, "cpu_per_msg": None}
+
+
+def test_cpu_per_message_and_percentiles() -> None:
+    assert per_message_us(0.5, 10_000) == 50.0
+    assert per_message_us(0.5, 0) is None
+    assert per_message_us(None, 10) is None
+    ordered = [float(i) for i in range(1, 101)]
+    assert (percentile(ordered, 0.5), percentile(ordered, 0.99), percentile(ordered, 1.0)) == (50.0, 99.0, 100.0)
+    assert percentile([], 0.99) == 0.0
+
+
+def test_listen_inodes_takes_listening_sockets_of_the_port_only() -> None:
+    assert listen_inodes(TCP_TABLE, 0x1F91) == {"111"}
+    assert listen_inodes(TCP_TABLE, 0x1F92) == {"333"}
+    assert listen_inodes(TCP_TABLE, 1) == set()
+
+
+def test_loopback_port() -> None:
+    assert loopback_port("127.0.0.1:8081") == 8081
+    assert loopback_port("localhost:8081") == 8081
+    assert loopback_port("[::1]:9") == 9
+    assert loopback_port("10.0.0.1:8081") is None
+    assert loopback_port("broker.example:8081") is None
+
+
+def test_find_broker_finds_the_listening_process() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        pid, why = find_broker(f"127.0.0.1:{port}")
+        assert pid == os.getpid(), why
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))  # bound, not listening: nobody to find
+        pid, why = find_broker(f"127.0.0.1:{unused.getsockname()[1]}")
+    assert pid is None and "--broker-pid" in why
+    pid, why = find_broker("10.1.2.3:8081")
+    assert pid is None and "not a loopback address" in why
+
+
+def test_broker_sample_and_family_of_this_process() -> None:
+    sample = broker_sample(os.getpid())
+    assert sample is not None and sample.rss_kib > 0 and sample.cpu_s > 0
+    assert os.getpid() in family(os.getpid())
+    assert broker_sample(2**22 + 1, Path("/nonexistent")) is None
+
+
+def test_options_defaults_and_no_ceiling() -> None:
+    opts = parse_args([], "d")
+    assert (opts.scenario, opts.ceiling, opts.batch, opts.concurrency, opts.broker_pid) == ("all", True, 32, None, None)
+    assert DEFAULT_CONCURRENCY["produce-batch"] == 64
+    opts = parse_args(["--scenario", "consume-own", "--no-ceiling", "--json", "--messages", "10"], "d")
+    assert (opts.scenario, opts.ceiling, opts.json, opts.messages) == ("consume-own", False, True, 10)
+    assert parse_args(["--scenario", "ceiling"], "d").scenario == "ceiling"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--batch", "0"], "--batch must be positive"),
+    (["--concurrency", "-1"], "--concurrency must be positive"),
+    (["--messages", "0"], "--messages must be positive"),
+    (["--scenario", "nope"], "invalid choice"),
+])
+def test_options_refused(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv, "d")
+    assert exit_.value.code == 2
+    assert words in capsys.readouterr().err
