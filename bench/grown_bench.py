@@ -32,8 +32,9 @@ from typing import Any
 
 from rocksdict import AccessType, Options, Rdict
 
-from rockmq import benchmark
-from rockmq.benchmark import broker_sample
+from rockmq.bench import scenarios
+from rockmq.bench.options import Options as BenchOptions
+from rockmq.bench.probe import broker_sample
 
 GiB = 1024**3
 MiB = 1024**2
@@ -75,7 +76,7 @@ class Broker:
         while not self._stop.wait(0.25):
             sample = broker_sample(self.pid)
             if sample:
-                self.peak_rss_kib = max(self.peak_rss_kib, sample[0])
+                self.peak_rss_kib = max(self.peak_rss_kib, sample.rss_kib)
 
     @property
     def pid(self) -> int:
@@ -93,11 +94,11 @@ class Broker:
                 self.proc.wait()
 
 
-def bench_options(endpoint: str, pid: int, args: argparse.Namespace, **changes: Any) -> benchmark.Options:
-    base = benchmark.Options(endpoint=endpoint, topic=args.topic, group="grown-bench", scenario="produce-batch",
+def bench_options(endpoint: str, pid: int, args: argparse.Namespace, **changes: Any) -> BenchOptions:
+    base = BenchOptions(endpoint=endpoint, topic=args.topic, group="grown-bench", scenario="produce-batch",
                              duration=args.duration, messages=None, consume_messages=1, batch=args.batch,
                              size=args.size, concurrency=args.concurrency, processes=args.processes, rate=1.0,
-                             rpc_timeout=60.0, broker_pid=pid, json=True)
+                             rpc_timeout=60.0, broker_pid=pid, json=True, ceiling=False)
     return replace(base, **changes)
 
 
@@ -116,7 +117,7 @@ def fill(broker: Broker, args: argparse.Namespace) -> None:
     opts = bench_options(broker.endpoint, broker.pid, args, messages=count, batch=args.fill_batch, size=args.fill_size,
                          concurrency=args.fill_concurrency)
     started = time.monotonic()
-    figures = benchmark.produce(opts, "produce-batch")
+    figures = scenarios.produce(opts, "produce-batch")
     seconds = time.monotonic() - started
     print(f"{broker.name}: filled {figures['messages'] * args.fill_size / GiB:.1f} GiB in {seconds:.0f} s "
           f"({figures['messages'] * args.fill_size / MiB / seconds:.0f} MiB/s, {figures['errors']} errors); "
@@ -126,10 +127,10 @@ def fill(broker: Broker, args: argparse.Namespace) -> None:
 def measure(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
     broker.peak_rss_kib = 0
     before = broker_sample(broker.pid)
-    figures = benchmark.produce(bench_options(broker.endpoint, broker.pid, args), "produce-batch")
+    figures = scenarios.produce(bench_options(broker.endpoint, broker.pid, args), "produce-batch")
     after = broker_sample(broker.pid)
     if before and after and figures["messages"]:
-        figures["broker_us_per_msg"] = round((after[1] - before[1]) * 1e6 / figures["messages"], 1)
+        figures["broker_us_per_msg"] = round((after.cpu_s - before.cpu_s) * 1e6 / figures["messages"], 1)
     figures["peak_rss_mib"] = round(broker.peak_rss_kib / 1024, 1)
     return figures
 

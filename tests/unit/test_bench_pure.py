@@ -10,7 +10,7 @@ import pytest
 
 from rockmq.bench.options import DEFAULT_CONCURRENCY, parse_args
 from rockmq.bench.probe import broker_sample, family, find_broker, listen_inodes, loopback_port
-from rockmq.bench.report import percentile, per_message_us, ratio, ratios
+from rockmq.bench.report import per_message_us, percentile, ratio, ratios
 
 TCP_TABLE = """\
   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
