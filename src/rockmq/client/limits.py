@@ -7,6 +7,10 @@ tables in fault.py; the spool's in spool.py.
 from __future__ import annotations
 
 SEND_RETRIES = 2  # a failed send is tried again this often, on another broker when there is one
+BATCH_MAX_MESSAGES = 64  # concurrent sends gathered into one SendMessage request, at most (accumulator.py)
+BATCH_MAX_BYTES = 4 * 1024 * 1024  # and at most about this many bytes (one larger message goes alone)
+BUFFER_BYTES = 32 * 1024 * 1024  # sends waiting or in flight hold this much at most; more wait for room
+MAX_IN_FLIGHT = 8  # gathered requests out to one broker at once (sender.py)
 REQUEST_TIMEOUT_S = 3.0  # deadline of a call that does not wait for messages to arrive
 ROUTE_TTL_S = 30.0  # a producer's cached route is refreshed (in the background) once this old
 ASSIGNMENT_TTL_S = 5.0  # a POP consumer's assignment likewise (a failed receive asks again at once)

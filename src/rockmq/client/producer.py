@@ -1,6 +1,10 @@
 """AsyncProducer: send with retries that prefer another broker, steered by fault-latency avoidance;
 optionally a durable retry spool, and transactional sends settled by commit, rollback or a checker.
 
+The producer is a façade: concurrent `send()` calls wait in the accumulator (accumulator.py), per
+queue, and the sender (sender.py) sends them in shared requests, retries, spools and answers each
+caller; `send_batch`, one-way and transactional sends are requests of their own.
+
 A send picks a queue with the selector and names it in the request: the broker stores the
 message in that queue (docs/protocol.md). The default RoundRobin (and `at_random`) pick among
 brokers that are not paused (fault.py), and on a retriable failure try again (2 retries by
@@ -40,23 +44,36 @@ import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError, from_status
+from rockmq.client.accumulator import Accumulator, Entry
+from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError
 from rockmq.client.fault import LATENCY_MS, PAUSE_MS, FaultAvoidance
-from rockmq.client.limits import REQUEST_TIMEOUT_S, ROUTE_TTL_S, SEND_RETRIES
+from rockmq.client.limits import (
+    BATCH_MAX_BYTES,
+    BATCH_MAX_MESSAGES,
+    BUFFER_BYTES,
+    MAX_IN_FLIGHT,
+    REQUEST_TIMEOUT_S,
+    ROUTE_TTL_S,
+    SEND_RETRIES,
+)
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
-from rockmq.client.selectors import RoundRobin, Selector, by_hash, spreads
+from rockmq.client.selectors import RoundRobin, Selector, spreads
+from rockmq.client.sender import Sender, aim, receipts
 from rockmq.client.session import Endpoints, Session
 from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.channels import MAX_MESSAGE
 from rockmq.protocol.conventions import LANE_PROPERTY, check_lane
 from rockmq.protocol.message_id import new_message_id
 
 log = logging.getLogger(__name__)
+
+_ENVELOPE = 256  # a message's wire bytes beyond its body and properties: ids, keys, tag, times, with room to spare
 
 
 def _now_ms() -> int:
@@ -70,6 +87,8 @@ class AsyncProducer:
                  spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
                  transaction_topics: Sequence[str] = (), lane: str | None = None,
                  fault_latency_ms: Sequence[float] = LATENCY_MS, fault_pause_ms: Sequence[float] = PAUSE_MS,
+                 batch_max_messages: int = BATCH_MAX_MESSAGES, batch_max_bytes: int = BATCH_MAX_BYTES,
+                 buffer_bytes: int = BUFFER_BYTES, max_in_flight: int = MAX_IN_FLIGHT,
                  transport: Transport | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
@@ -87,8 +106,12 @@ class AsyncProducer:
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
         self._telemetry: dict[str, TelemetrySession] = {}
         self._spool = Spool(spool_dir, self._resend, spool_schedule_s, spool_max_entries, on_dead) if spool_dir else None
+        self.accumulator = Accumulator(batch_max_messages, min(batch_max_bytes, MAX_MESSAGE // 2), buffer_bytes)
+        self.sender = Sender(self.session, self.queues, self._cached_route, self.selector, self.faults, retries,
+                             self._spool, self.accumulator, max_in_flight)
         self._host = socket.gethostname()
         self._started = False
+        self._closing = False
         self._oneway: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> AsyncProducer:
@@ -119,6 +142,9 @@ class AsyncProducer:
                 self._checked_at(q, topic)
 
     async def close(self) -> None:
+        """Send what is pending (its senders get their answers), then let go of everything."""
+        self._closing = True
+        await self.sender.flush()
         if self._oneway:  # one-way sends already made get their chance
             await asyncio.wait(list(self._oneway), timeout=self.session.request_timeout_s)
         tasks = list(self._route_fetches.values())
@@ -151,6 +177,10 @@ class AsyncProducer:
             self._fetch_route(topic)
         return cached[1]
 
+    def _cached_route(self, topic: str) -> list[Queue] | None:
+        cached = self._routes.get(topic)
+        return None if cached is None else cached[1]
+
     def _fetch_route(self, topic: str) -> asyncio.Task[list[Queue]]:
         """The one QueryRoute in flight for the topic (concurrent callers share it)."""
         task = self._route_fetches.get(topic)
@@ -170,8 +200,25 @@ class AsyncProducer:
     # --- sending -----------------------------------------------------------------------------
 
     async def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
-        """Send and wait until the broker stored it (durably, under its flush policy), or the spool did."""
-        return (await self._send([message], arg, batch=False))[0]
+        """Send and wait until the broker stored it (durably, under its flush policy), or the spool
+        did. Concurrent sends to one queue share requests (accumulator.py, sender.py)."""
+        if self._closing or self.session.closed:
+            raise ClientClosed("the producer is closed")
+        if not self._started:
+            await self.start()
+        wire = self._to_pb(message, _now_ms())  # a malformed message is refused before anything is sent
+        try:
+            queues = await self.queues(message.topic)
+        except RockmqError as e:
+            if not e.retriable:
+                raise
+            return (await self._send([message], arg, batch=False))[0]  # no route yet: retries (and the spool) decide
+        named = None if message.message_group is None and spreads(self.selector) else \
+            self.sender.pick(queues, message, arg, set())
+        future: asyncio.Future[SendReceipt] = asyncio.get_running_loop().create_future()
+        await self.accumulator.append((message.topic, named), Entry(wire, message, arg, _size(message), future))
+        self.sender.wake()
+        return await future
 
     async def send_batch(self, messages: Sequence[Message], *, arg: Any = None) -> list[SendReceipt]:
         """Send messages of one topic in one request (one queue, one broker). If the broker refuses
@@ -202,13 +249,13 @@ class AsyncProducer:
     async def _send_once(self, request: rpc.SendMessageRequest, message: Message, arg: Any) -> None:
         await self.start()
         queues = await self.queues(message.topic)
-        await self.session.unary(_aim(request, self._pick(queues, message, arg, set())), "SendMessage", request)
+        await self.session.unary(aim(request, self.sender.pick(queues, message, arg, set())), "SendMessage", request)
 
     async def send_transactional(self, message: Message, *, arg: Any = None) -> AsyncTransaction:
         """Send a half message, invisible to consumers until the transaction is committed."""
         await self.start()
         request = rpc.SendMessageRequest(messages=[self._to_pb(message, _now_ms(), transactional=True)])
-        queue, [entry] = await self._deliver(request, message, arg)
+        queue, [entry] = await self.sender.deliver(request, message, arg)
         if self.checker is not None:
             self._checked_at(queue, message.topic)
         receipt = SendReceipt(entry.message_id, message.topic, queue.broker, entry.offset, entry.transaction_id)
@@ -221,22 +268,22 @@ class AsyncProducer:
         return reply.message_id
 
     async def _send(self, messages: list[Message], arg: Any, batch: bool) -> list[SendReceipt]:
+        """One request of its own (not gathered with other sends)."""
+        if self._closing or self.session.closed:
+            raise ClientClosed("the producer is closed")
         await self.start()
         now = _now_ms()
         request = rpc.SendMessageRequest(messages=[self._to_pb(m, now) for m in messages])
         try:
-            queue, entries = await self._deliver(request, messages[0], arg)
-        except RockmqError as e:
-            if batch and isinstance(e, BrokerRefused) and not e.retriable:  # every entry refused alike
+            return await self.sender.send(request, messages, arg)
+        except BrokerRefused as e:
+            if batch and not e.retriable:  # every entry refused alike
                 raise BatchSendError([None] * len(messages), dict.fromkeys(range(len(messages)), e)) from None
-            if not e.retriable or self._spool is None or messages[0].message_group is not None:
+            raise
+        except BatchSendError as e:
+            if batch:
                 raise
-            if not await self._spool.add(request, e):
-                raise
-            log.debug("spooled %d message(s) to %s: %s", len(messages), messages[0].topic, e)
-            return [SendReceipt(m.system_properties.message_id, m.topic.name, "", -1, spooled=True)
-                    for m in request.messages]
-        return _receipts(queue, entries)
+            raise e.errors[0] from None
 
     def _to_pb(self, message: Message, now_ms: int, transactional: bool = False) -> pb.Message:
         """The wire form with the message's id (assigned here at its first send), marked with the
@@ -250,50 +297,7 @@ class AsyncProducer:
 
     async def _resend(self, request: rpc.SendMessageRequest) -> None:
         """The spool's way back to the broker: the same retries, no spooling."""
-        _receipts(*await self._deliver(request, Message.from_pb(request.messages[0]), None))
-
-    async def _deliver(self, request: rpc.SendMessageRequest, first: Message,
-                       arg: Any) -> tuple[Queue, list[rpc.SendResultEntry]]:
-        """Send one request, with retries; -> the queue it went to and the reply's entries."""
-        if self.session.closed:
-            raise ClientClosed("the producer is closed")
-        tried: set[str] = set()
-        last: RockmqError | None = None
-        for attempt in range(self.retries + 1):
-            try:
-                queues = await self.queues(first.topic, refresh=attempt > 0)
-            except RockmqError as e:
-                if not e.retriable:
-                    raise
-                last = e
-                continue
-            queue = self._pick(queues, first, arg, tried)
-            tried.add(queue.broker)
-            started = time.monotonic()
-            try:
-                reply = await self.session.unary(_aim(request, queue), "SendMessage", request)
-            except RockmqError as e:
-                self.faults.record(queue.broker, 0, failed=e.retriable)
-                if not e.retriable:
-                    raise
-                last = e
-                log.debug("send to %s failed (attempt %d): %s", queue.broker, attempt + 1, e)
-                continue
-            self.faults.record(queue.broker, (time.monotonic() - started) * 1000)
-            return queue, list(reply.entries)  # with MULTIPLE_RESULTS, some entries are refusals
-        assert last is not None
-        raise last
-
-    def _pick(self, queues: list[Queue], message: Message, arg: Any, tried: set[str]) -> Queue:
-        if not queues:
-            raise from_status(pb.TOPIC_NOT_FOUND, f"topic {message.topic!r} has no queues")
-        if message.message_group is not None:
-            return by_hash(queues, message, arg)
-        if not spreads(self.selector):  # it names a queue: the whole route, as the selector was told
-            return self.selector(queues, message, arg)
-        fresh = [q for q in queues if q.broker not in tried]
-        healthy = [q for q in fresh or queues if self.faults.available(q.broker)]
-        return self.selector(healthy or fresh or queues, message, arg)
+        receipts(*await self.sender.deliver(request, Message.from_pb(request.messages[0]), None), len(request.messages))
 
     # --- spool and transaction checks --------------------------------------------------------
 
@@ -327,21 +331,10 @@ class AsyncProducer:
         session.publish(topic)
 
 
-def _aim(request: rpc.SendMessageRequest, queue: Queue) -> str:
-    """Name `queue` in the request's messages (the broker stores them there); -> its broker's endpoint."""
-    for m in request.messages:
-        m.system_properties.queue_id = queue.queue_id
-    return queue.endpoint
-
-
-def _receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry]) -> list[SendReceipt]:
-    """The receipts of a reply; BatchSendError if the broker refused some entries (MULTIPLE_RESULTS)."""
-    receipts = [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
-                if e.status.code == pb.OK else None for e in entries]
-    errors = {i: from_status(e.status.code, e.status.message) for i, e in enumerate(entries) if e.status.code != pb.OK}
-    if errors:
-        raise BatchSendError(receipts, errors)
-    return cast(list[SendReceipt], receipts)
+def _size(message: Message) -> int:
+    """About the bytes a message takes on the wire (what the accumulator's caps count)."""
+    return (len(message.body) + sum(len(k) + len(v) for k, v in message.properties.items()) + sum(map(len, message.keys))
+            + _ENVELOPE)
 
 
 def _log_route_failure(task: asyncio.Task[list[Queue]]) -> None:
