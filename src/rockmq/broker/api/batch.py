@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from rockmq.broker.api.replies import OK, entry_status, found_status, multi_status, unary
+from rockmq.broker.api.replies import OK, entry_results, found_status, serialized, unary
 from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
@@ -24,24 +24,19 @@ from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import record_filter
 from rockmq.protocol import batch, batch_grpc, pb
+from rockmq.protocol.consume_replies import ack_reply, messages_reply
 from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.fetch import encode_fetch_response
 
 SERVICE = "rockmq.messaging.v1.BatchMessaging"
-METHODS: dict[str, tuple[type[Message], type[Message]]] = {  # but Fetch
-    "Receive": (batch.ReceiveRequest, batch.ReceiveResponse),
-    "Ack": (batch.AckRequest, batch.AckResponse),
-    "Pull": (batch.PullRequest, batch.PullResponse),
+METHODS: dict[str, tuple[type[Message], type[Message]]] = {
     "Stage": (batch.StageRequest, batch.StageResponse),
     "PublishStaged": (batch.PublishStagedRequest, batch.PublishStagedResponse),
     "DiscardStaged": (batch.DiscardStagedRequest, batch.DiscardStagedResponse),
 }
-
-
-def _fetch_reply(reply: bytes | batch.FetchResponse) -> bytes:
-    """Fetch's reply is serialized already, unless it is a refusal."""
-    return reply if isinstance(reply, bytes) else reply.SerializeToString()
-
+# These answer with replies serialized already (protocol/consume_replies.py, protocol/fetch.py), or a refusal.
+SERIALIZED: dict[str, type[Message]] = {
+    "Receive": batch.ReceiveRequest, "Ack": batch.AckRequest, "Pull": batch.PullRequest, "Fetch": batch.FetchRequest}
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
     def __init__(self, ctx: BrokerContext, clients: Clients, pop: PopService, pull: PullService,
@@ -56,39 +51,36 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         return poll_seconds(max(request.long_polling_timeout_ms, 0) / 1000, self.ctx.settings.max_long_polling_s, context)
 
     @unary(batch.ReceiveResponse)
-    async def Receive(self, request: batch.ReceiveRequest, context: Context) -> batch.ReceiveResponse:
+    async def Receive(self, request: batch.ReceiveRequest, context: Context) -> bytes:
         group = self.ctx.group_for(request.group)
         topic = self.ctx.meta.topic(request.topic)
         messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size,
                                           request.invisible_duration_ms, self._poll_seconds(request, context),
                                           client_id(context), header(context, LANE_HEADER))
-        return batch.ReceiveResponse(status=found_status(bool(messages)), messages=messages)
+        return messages_reply(found_status(bool(messages)), messages)
 
     @unary(batch.AckResponse)
-    async def Ack(self, request: batch.AckRequest, context: Context) -> batch.AckResponse:
+    async def Ack(self, request: batch.AckRequest, context: Context) -> bytes:
         group = self.ctx.meta.group(request.group)
         topic = self.ctx.meta.topic(request.topic)
-        results = self.pop.ack(group, topic, list(request.receipt_handles))
-        entries = [entry_status(r) for r in results]
-        return batch.AckResponse(status=multi_status(entries), entries=entries)
+        return ack_reply(*entry_results(self.pop.ack(group, topic, list(request.receipt_handles))))
 
     @unary(batch.PullResponse)
-    async def Pull(self, request: batch.PullRequest, context: Context) -> batch.PullResponse:
+    async def Pull(self, request: batch.PullRequest, context: Context) -> bytes:
         topic = self.ctx.meta.topic(request.topic)
         messages, next_offset = await self.puller.pull(request.group, topic, request.queue_id, request.offset,
                                                        request.batch_size, record_filter(request.filter_expression),
                                                        self._poll_seconds(request, context), request.max_bytes,
                                                        client_id(context), header(context, LANE_HEADER))
-        return batch.PullResponse(status=found_status(bool(messages)), messages=messages, next_offset=next_offset)
+        return messages_reply(found_status(bool(messages)), messages, next_offset)
 
     def handler(self) -> grpc.GenericRpcHandler:
-        """The service's methods; Fetch answers with a reply already serialized (or a
-        FetchResponse with an error status)."""
+        """The service's methods."""
         methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
             name: grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, response.SerializeToString)
             for name, (request, response) in METHODS.items()}
-        methods["Fetch"] = grpc.unary_unary_rpc_method_handler(
-            self.Fetch, batch.FetchRequest.FromString, _fetch_reply)
+        for name, request in SERIALIZED.items():
+            methods[name] = grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, serialized)
         return grpc.method_handlers_generic_handler(SERVICE, methods)
 
     @unary(batch.FetchResponse)

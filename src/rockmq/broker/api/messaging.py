@@ -16,11 +16,12 @@ import grpc
 
 from rockmq.broker.api.replies import (
     OK,
-    entry_status,
+    entry_results,
     found_status,
     message_queues,
     multi_status,
     now_frame,
+    serialized,
     status,
     status_frame,
     status_of,
@@ -40,6 +41,7 @@ from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.channels import CLIENT_ID_HEADER
+from rockmq.protocol.consume_replies import ack_message_reply
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
@@ -51,7 +53,7 @@ TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes a
 
 UNARY_METHODS = {
     name: (getattr(rpc, f"{name}Request"), getattr(rpc, f"{name}Response"))
-    for name in ("QueryRoute", "Heartbeat", "SendMessage", "QueryAssignment", "AckMessage", "ForwardMessageToDeadLetterQueue",
+    for name in ("QueryRoute", "Heartbeat", "SendMessage", "QueryAssignment", "ForwardMessageToDeadLetterQueue",
                  "UpdateOffset", "GetOffset", "QueryOffset", "EndTransaction", "NotifyClientTermination",
                  "ChangeInvisibleDuration", "RecallMessage", "SyncLiteSubscription")
 }
@@ -76,6 +78,8 @@ class MessagingServicer:
             for name, (request, response) in UNARY_METHODS.items()
         }
         raw = lambda frame: frame  # noqa: E731 - streamed frames are already encoded
+        methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # its reply is encoded already, or a refusal
+            self.AckMessage, rpc.AckMessageRequest.FromString, serialized)
         for name, request in (("ReceiveMessage", rpc.ReceiveMessageRequest), ("PullMessage", rpc.PullMessageRequest)):
             methods[name] = grpc.unary_stream_rpc_method_handler(getattr(self, name), request.FromString, raw)
         methods["Telemetry"] = grpc.stream_stream_rpc_method_handler(
@@ -198,13 +202,12 @@ class MessagingServicer:
         return poll_seconds(asked, self.ctx.settings.max_long_polling_s, context)
 
     @unary(rpc.AckMessageResponse)
-    async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> rpc.AckMessageResponse:
+    async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> bytes:
         group = self.ctx.meta.group(request.group.name)
         topic = self.ctx.meta.topic(request.topic.name)
-        results = self.pop.ack(group, topic, [e.receipt_handle for e in request.entries])
-        entries = [rpc.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle, status=entry_status(r))
-                   for e, r in zip(request.entries, results)]
-        return rpc.AckMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
+        entries = [(e.message_id, e.receipt_handle) for e in request.entries]
+        top, statuses = entry_results(self.pop.ack(group, topic, [handle for _, handle in entries]))
+        return ack_message_reply(top, [(mid, handle, st) for (mid, handle), st in zip(entries, statuses)])
 
     async def ChangeInvisibleDuration(self, request: rpc.ChangeInvisibleDurationRequest,
                                       context: Context) -> rpc.ChangeInvisibleDurationResponse:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from rockmq.broker.cluster.routes import Holder
 from rockmq.broker.errors import NOT_FOUND_CODES, AlreadyExists, BrokerError
@@ -37,6 +38,7 @@ _GRPC_CODES = {
 
 
 NOT_FOUND = status(pb.MESSAGE_NOT_FOUND, "no new message")
+MULTIPLE = status(pb.MULTIPLE_RESULTS, "entries differ; see each")
 
 
 def status_of(error: BaseException, what: str = "request") -> pb.Status:
@@ -47,9 +49,14 @@ def status_of(error: BaseException, what: str = "request") -> pb.Status:
     return status(pb.INTERNAL_ERROR, INTERNAL)
 
 
-def entry_status(error: BrokerError | None) -> pb.Status:
-    """One entry's status in a reply with per-entry results (None: it went through)."""
-    return OK if error is None else status_of(error)
+def entry_results(results: list[BrokerError | None]) -> tuple[pb.Status, list[pb.Status | None]]:
+    """A request with per-entry results -> its top-level status and each entry's (None: OK),
+    for the hand-encoded ack replies (protocol/consume_replies.py)."""
+    entries = [None if r is None else status_of(r) for r in results]
+    failed = [st for st in entries if st is not None]
+    if not failed:
+        return OK, entries
+    return (multi_status(failed) if len(failed) == len(entries) else MULTIPLE), entries
 
 
 def multi_status(statuses: list[pb.Status]) -> pb.Status:
@@ -59,12 +66,18 @@ def multi_status(statuses: list[pb.Status]) -> pb.Status:
     first = statuses[0]
     if all(st.code == first.code for st in statuses):
         return first
-    return status(pb.MULTIPLE_RESULTS, "entries differ; see each")
+    return MULTIPLE
 
 
 def found_status(found: bool) -> pb.Status:
     """A receive or pull: OK with messages, MESSAGE_NOT_FOUND without."""
     return OK if found else NOT_FOUND
+
+
+def serialized(reply: bytes | Message) -> bytes:
+    """The serializer of a method whose handler answers with bytes encoded by hand, or with a
+    reply object (a refusal, from `unary`)."""
+    return reply if isinstance(reply, bytes) else reply.SerializeToString()
 
 
 def status_frame(response_type: type[Reply], st: pb.Status) -> bytes:

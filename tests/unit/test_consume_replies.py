@@ -1,0 +1,36 @@
+"""Hand-encoded receive, pull and ack replies are byte for byte what protobuf would serialize."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply
+
+OK = pb.Status(code=pb.OK, message="OK")
+statuses = st.one_of(st.none(), st.builds(pb.Status, code=st.sampled_from([pb.INVALID_RECEIPT_HANDLE, pb.BAD_REQUEST]),
+                                          message=st.text(max_size=40)))
+messages = st.lists(st.binary(max_size=300), max_size=20)
+
+
+@given(messages, st.sampled_from([OK, pb.Status(code=pb.MESSAGE_NOT_FOUND, message="no new message")]))
+def test_receive_reply(found, status):
+    assert messages_reply(status, found) == batch.ReceiveResponse(status=status, messages=found).SerializeToString()
+
+
+@given(messages, st.integers(0, 2**63 - 1))
+def test_pull_reply(found, next_offset):
+    expected = batch.PullResponse(status=OK, messages=found, next_offset=next_offset).SerializeToString()
+    assert messages_reply(OK, found, next_offset) == expected
+
+
+@given(st.lists(statuses, max_size=20))
+def test_ack_reply(entries):
+    expected = batch.AckResponse(status=OK, entries=[OK if e is None else e for e in entries]).SerializeToString()
+    assert ack_reply(OK, entries) == expected
+
+
+@given(st.lists(st.tuples(st.text(max_size=30), st.text(max_size=60), statuses), max_size=20))
+def test_ack_message_reply(entries):
+    expected = rpc.AckMessageResponse(status=OK, entries=[
+        rpc.AckMessageResultEntry(message_id=m, receipt_handle=h, status=OK if s is None else s) for m, h, s in entries])
+    assert ack_message_reply(OK, entries) == expected.SerializeToString()
