@@ -70,8 +70,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+    """`--version`: importing the data path to tell how it runs costs too much to do for every command."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> NoReturn:
+        from rockmq import __version__, compiled
+
+        print(f"rockmq {__version__}, {compiled.describe()}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rockmq", description="rockmq: a RocketMQ-compatible message queue.")
+    p.add_argument("--version", action=_Version, help="print the version and which data path runs (compiled or Python)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run a broker in the foreground")

@@ -11,6 +11,7 @@ import sys
 
 import grpc
 
+from rockmq import compiled
 from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
@@ -160,6 +161,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
         loop.add_signal_handler(sig, stop.set)
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     check_data_dir(settings.data_path)
+    log.info("%s", compiled.describe())
     broker = Broker(settings)
     port = await broker.start()
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass

@@ -1,0 +1,104 @@
+"""The compiled data path: which modules Cython compiles, and which build this process runs.
+
+One source: each module of `MODULES` is an annotated .py file that runs as Python and compiles as
+C (Cython's pure-Python mode). The install (setup.py, which reads `MODULES` from this file) builds
+the extensions beside the sources and writes `MANIFEST`: the SHA-256 of each source it compiled,
+or why it compiled nothing. A compiled module is imported only when the manifest says it was built
+from the source now beside it; one edited since (a rebase, a checkout) runs as Python, with a
+warning, rather than as stale C. `ROCKMQ_PURE_PYTHON=1` at build time builds nothing; at run time
+it runs every module as Python (CI runs the suite both ways).
+
+Standard library only: setup.py loads this file before rockmq is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+
+# Every message goes through the first six; the rest are on the send and receive paths.
+MODULES = (
+    "rockmq.protocol.wire",
+    "rockmq.protocol.records",
+    "rockmq.protocol.receipt",
+    "rockmq.protocol.message_id",
+    "rockmq.store.keys",
+    "rockmq.broker.validate",
+)
+PURE_ENV = "ROCKMQ_PURE_PYTHON"
+MANIFEST = "_compiled.json"  # beside this file: {"modules": {name: source sha256}} or {"skipped": why}
+COMPILED = "compiled data path (Cython)"
+
+
+def source_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pure_requested() -> bool:
+    return os.environ.get(PURE_ENV, "") not in ("", "0")
+
+
+def _manifest() -> dict[str, object]:
+    try:
+        loaded = json.loads((Path(__file__).parent / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+class _Finder:
+    """A meta path finder for `MODULES`: the extension when it is current and not refused, else the source."""
+
+    def __init__(self) -> None:
+        built = _manifest().get("modules")
+        self.built: dict[str, object] = built if isinstance(built, dict) else {}
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname not in MODULES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        origin = spec.origin if spec is not None else None
+        if origin is None or not origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            return spec
+        source = Path(origin).with_name(fullname.rpartition(".")[2] + ".py")
+        if not source.exists():
+            return spec  # an install of the extensions alone
+        if not pure_requested():
+            if self.built.get(fullname) == source_digest(source):
+                return spec
+            warnings.warn(f"{fullname}: its source changed since it was compiled, so it runs as Python "
+                          "(rebuild: pip install -e . or python setup.py build_ext --inplace)", stacklevel=2)
+        return importlib.util.spec_from_file_location(fullname, source)
+
+
+def install() -> None:
+    """Put the finder in front of the import system (rockmq/__init__ does, before any module of `MODULES`)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+def is_compiled(module: ModuleType) -> bool:
+    return (module.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+def describe() -> str:
+    """Which data path this process runs, and why, for the broker's startup log and `rockmq --version`."""
+    python = [name for name in MODULES if not is_compiled(importlib.import_module(name))]
+    if not python:
+        return COMPILED
+    if len(python) < len(MODULES):
+        return f"partly compiled data path (Cython; as Python: {', '.join(python)})"
+    if pure_requested():
+        return f"pure-Python data path ({PURE_ENV}=1)"
+    skipped = _manifest().get("skipped")
+    return f"pure-Python data path ({skipped if isinstance(skipped, str) else 'not compiled: no build in this tree'})"
