@@ -5,8 +5,9 @@ directory through the broker (`--fill-size` bodies, `--fill-batch` per SendMessa
 any send), then measures `rockmq bench`'s produce-batch (`--batch` x `--size`) on both,
 interleaved over `--rounds` (empty, grown, grown, empty, ...), so the machine's load hits both
 alike. It prints per run the rate, the broker's CPU per message and its peak RSS, and at the end
-the grown/empty ratio of the mean rates plus what the grown store looks like: WAL files, pending
-compaction bytes and table files per level (read from a read-only open of each data directory).
+the grown/empty ratio of the mean rates; then consume-batch once on each (`--consume`), for the
+peak RSS under consumption; and what both stores look like: WAL files, pending compaction bytes
+and table files per level (read from a read-only open of each data directory).
 
     PYTHONPATH=src python bench/grown_bench.py                      # 20 GB (needs ~21 GB free; minutes)
     PYTHONPATH=src python bench/grown_bench.py --grown-gb 2 --rounds 2 --duration 8   # a quick try
@@ -135,6 +136,16 @@ def measure(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
+def measure_consume(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
+    """`rockmq bench`'s consume-batch (prefill, then receive 256 + ack per batch): for the peak RSS."""
+    broker.peak_rss_kib = 0
+    opts = bench_options(broker.endpoint, broker.pid, args, scenario="consume-batch", messages=args.consume,
+                         concurrency=None, batch=256)
+    figures = benchmark.consume(opts, "consume-batch")
+    figures["peak_rss_mib"] = round(broker.peak_rss_kib / 1024, 1)
+    return figures
+
+
 def store_shape(data_dir: Path) -> dict[str, Any]:
     """WAL files, pending compaction bytes and table files per level, from a read-only open (it
     sees the state of the last manifest write; the broker keeps running)."""
@@ -174,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024, help="body bytes when measuring")
     parser.add_argument("--concurrency", type=int, default=64, help="requests in flight when measuring")
     parser.add_argument("--processes", type=int, default=1, help="client processes when measuring")
+    parser.add_argument("--consume", type=int, default=100_000,
+                        help="then consume-batch this many on each broker, for its RSS (0: skip)")
     parser.add_argument("--topic", default="grown-bench")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
@@ -192,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"round {r + 1} {broker.name}: {figures['messages_per_s']:,.0f} msg/s, "
                       f"{figures.get('broker_us_per_msg', '?')} us broker CPU/msg, peak RSS {figures['peak_rss_mib']} MiB, "
                       f"{figures['errors']} errors", flush=True)
+        consumed = {b.name: measure_consume(b, args) for b in (empty, grown)} if args.consume else {}
+        for name, figures in consumed.items():
+            print(f"consume-batch {name}: {figures['messages_per_s']:,.0f} msg/s, peak RSS {figures['peak_rss_mib']} MiB, "
+                  f"{figures['errors']} errors", flush=True)
         shapes = {b.name: store_shape(b.data_dir) for b in (empty, grown)}
     finally:
         empty.stop()
@@ -202,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     rate = {name: statistics.mean(f["messages_per_s"] for f in fs) for name, fs in runs.items()}
     ratio = rate["grown"] / rate["empty"] if rate["empty"] else 0.0
     peak_rss = {n: max(f["peak_rss_mib"] for f in fs) for n, fs in runs.items()}
-    summary = {"rate": rate, "ratio": round(ratio, 3), "peak_rss_mib": peak_rss, "shape": shapes, "runs": runs}
+    summary = {"rate": rate, "ratio": round(ratio, 3), "peak_rss_mib": peak_rss, "shape": shapes, "runs": runs,
+               "consume": consumed}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -214,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             for family, f in shape["families"].items():
                 print(f"    {family}: tables per level {f['sst_per_level']}, blob files {f['blob_files']}, "
                       f"pending compaction {f['pending_compaction_mib']} MiB")
-    failed = any(f["errors"] for fs in runs.values() for f in fs)
+    failed = any(f["errors"] for fs in (*runs.values(), list(consumed.values())) for f in fs)
     return 1 if failed else 0
 
 

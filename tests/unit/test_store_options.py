@@ -1,0 +1,90 @@
+"""The RocksDB options docs/storage.md describes are the ones a broker's database runs with:
+read back from the OPTIONS file RocksDB writes into the data directory, and from its properties."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from rockmq.store import keys
+from rockmq.store.db import (
+    BLOCK_CACHE,
+    LEVEL_BASE,
+    MAX_TOTAL_WAL,
+    MEMTABLE,
+    SMALL_LEVEL_BASE,
+    SMALL_MEMTABLE,
+    TOTAL_MEMTABLES,
+    MiB,
+    Store,
+)
+from rockmq.store.schema import Family
+
+
+def options_file(data_dir: Path) -> dict[str, dict[str, str]]:
+    """The newest OPTIONS file: `[section]` -> {option: value}."""
+    newest = max(data_dir.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] = {}
+    for line in newest.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+        elif "=" in line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            current[name] = value
+    return sections
+
+
+def test_options_are_applied(tmp_path: Path) -> None:
+    store = Store(tmp_path / "data")
+    try:
+        assert store.property(Family.DEDUP, "block-cache-capacity") == BLOCK_CACHE
+    finally:
+        store.close()
+    opts = options_file(tmp_path / "data")
+    db = opts["DBOptions"]
+    assert int(db["db_write_buffer_size"]) == TOTAL_MEMTABLES
+    assert int(db["max_total_wal_size"]) == MAX_TOTAL_WAL
+    assert int(db["bytes_per_sync"]) == MiB
+    assert int(db["max_background_jobs"]) == 2
+    for family in Family:
+        cf, table = opts[f'CFOptions "{family}"'], opts[f'TableOptions/BlockBasedTable "{family}"']
+        assert int(cf["write_buffer_size"]) == MEMTABLE.get(family, SMALL_MEMTABLE)
+        assert cf["level_compaction_dynamic_level_bytes"] == "true"
+        base = LEVEL_BASE.get(family, SMALL_LEVEL_BASE)
+        assert int(cf["max_bytes_for_level_base"]) == base
+        assert int(cf["target_file_size_base"]) < base  # several tables per level: compactions stay small
+        assert cf["enable_blob_files"] == ("true" if family in (Family.LOG, Family.TIMERS) else "false")
+        assert table["index_type"] == "kTwoLevelIndexSearch"
+        assert table["partition_filters"] == "true"
+        assert table["cache_index_and_filter_blocks"] == "true"
+        assert table["pin_top_level_index_and_filter"] == "true"
+        bloom = family in (Family.DEDUP, Family.CHECKPOINTS)
+        assert table["filter_policy"].startswith("bloomfilter") == bloom, family
+
+
+def test_a_compacted_range_delete_gives_the_disk_back(tmp_path: Path) -> None:
+    """What retention relies on: a range delete hides records, the (shared, non-exclusive)
+    compaction of that range then removes their tables and blob files."""
+    store = Store(tmp_path / "data", flush="async")
+    try:
+        for start in range(0, 8000, 1000):
+            batch = store.batch()
+            for offset in range(start, start + 1000):
+                batch.put(Family.LOG, keys.log_key(1, offset % 4, offset), os.urandom(4096))
+            store.write(batch)
+        everything = (keys.log_key(1, 0, 0), keys.log_key(2, 0, 0))
+        asyncio.run(store.compact(Family.LOG, *everything))  # flushed: the bodies are in blob files
+        held = store.size(Family.LOG)
+        assert held > 8000 * 4096
+        batch = store.batch()
+        for queue in range(4):
+            batch.delete_range(Family.LOG, keys.log_key(1, queue, 0), keys.log_key(1, queue, 7000))
+        store.write(batch)
+        asyncio.run(store.compact(Family.LOG, *everything))
+        assert store.size(Family.LOG) < held * 0.2
+        assert len(list(store.scan(Family.LOG, *everything))) == 1000
+    finally:
+        store.close()
