@@ -141,7 +141,7 @@ def measure_consume(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
     broker.peak_rss_kib = 0
     opts = bench_options(broker.endpoint, broker.pid, args, scenario="consume-batch", messages=args.consume,
                          concurrency=None, batch=256)
-    figures = benchmark.consume(opts, "consume-batch")
+    figures = scenarios.consume(opts, "consume-batch", True)
     figures["peak_rss_mib"] = round(broker.peak_rss_kib / 1024, 1)
     return figures
 
