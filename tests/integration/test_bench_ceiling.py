@@ -10,7 +10,7 @@ import sys
 from rockmq.bench.options import SCENARIOS
 
 FIGURES = ("messages", "messages_per_s", "requests_per_s", "errors", "client_cpu_pct", "broker_cpu_pct",
-           "broker_cpu_us_per_msg", "broker_rss_mib")
+           "broker_cpu_us_per_msg", "broker_rss_mib", "broker_rss_peak_mib")
 
 
 def test_ceiling_scenario_json_has_every_figure() -> None:

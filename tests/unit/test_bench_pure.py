@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,16 @@ def test_find_broker_finds_the_listening_process() -> None:
     assert pid is None and "--broker-pid" in why
     pid, why = find_broker("10.1.2.3:8081")
     assert pid is None and "not a loopback address" in why
+
+
+def test_find_broker_waits_for_a_broker_still_starting() -> None:
+    with socket.socket() as late:
+        late.bind(("127.0.0.1", 0))
+        timer = threading.Timer(0.3, late.listen)
+        timer.start()
+        pid, why = find_broker(f"127.0.0.1:{late.getsockname()[1]}", wait_s=10.0)
+        timer.join()
+    assert pid == os.getpid(), why
 
 
 def test_broker_sample_and_family_of_this_process() -> None:

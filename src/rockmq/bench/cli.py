@@ -14,6 +14,7 @@ from rockmq.bench.options import SCENARIOS, Options, parse_args
 from rockmq.bench.probe import find_broker
 from rockmq.bench.report import Figures, render, render_storage
 from rockmq.bench.scenarios import run_scenario
+from rockmq.bench.wire import CONNECT_TIMEOUT
 
 
 def failed(figures: Figures) -> bool:
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.scenario == "ceiling":
         note = "no broker: ceilings only"
     elif opts.broker_pid is None:
-        pid, note = find_broker(opts.endpoint)
+        pid, note = find_broker(opts.endpoint, wait_s=CONNECT_TIMEOUT)
         opts = dataclasses.replace(opts, broker_pid=pid)
 
     def say(lines: list[str]) -> None:

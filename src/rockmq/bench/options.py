@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
              + " (consume's prefill as produce-batch); latency, send-sync, pull-own and soak keep their own schedule",
     )
     parser.add_argument("--processes", type=int, default=1, help="client processes sharing the load")
-    parser.add_argument("--rate", type=float, default=1000.0, help="latency scenario: messages per second")
+    parser.add_argument("--rate", type=float, default=2000.0, help="latency scenario: messages per second")
     parser.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per RPC")
     parser.add_argument("--broker-pid", type=int,
                         help="report this process's RSS and CPU (default: the process listening on the endpoint's port)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,14 +65,17 @@ def loopback_port(endpoint: str) -> int | None:
     return int(port) if loopback and port.isdigit() else None
 
 
-def find_broker(endpoint: str, proc: Path = PROC) -> tuple[int | None, str]:
-    """(the PID listening on the endpoint, or None and why not)."""
+def find_broker(endpoint: str, wait_s: float = 0.0, proc: Path = PROC) -> tuple[int | None, str]:
+    """(the PID listening on the endpoint, or None and why not); waits up to `wait_s` for a broker
+    that is still starting (`rockmq serve ... &` pasted right before the bench)."""
     port = loopback_port(endpoint)
     if port is None:
         return None, f"{endpoint} is not a loopback address: give --broker-pid for broker CPU and RSS"
-    pids = listening_pids(port, proc)
+    deadline = time.monotonic() + wait_s
+    while not (pids := listening_pids(port, proc)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     if not pids:
-        return None, f"no process of ours listens on port {port} (another user's?): give --broker-pid"
+        return None, f"no process of ours listens on port {port} (not started, or another user's): give --broker-pid"
     if len(pids) > 1:
         return None, f"several processes listen on port {port} ({', '.join(map(str, sorted(pids)))}): give --broker-pid"
     pid = pids.pop()

@@ -111,7 +111,8 @@ def render(name: str, f: Figures) -> list[str]:
     if f["broker_cpu_pct"] is not None:
         resources.append(f"broker CPU {f['broker_cpu_pct']:.0f}% = {_us(f['broker_cpu_us_per_msg'])}/msg")
     if "broker_rss_mib" in f:
-        resources.append("broker RSS {:.1f} -> {:.1f} MiB".format(*f["broker_rss_mib"]))
+        before, after = f["broker_rss_mib"]
+        resources.append(f"broker RSS {before:.1f} -> {after:.1f} MiB (peak {f['broker_rss_peak_mib']:.1f})")
     lines.append("  " + ", ".join(resources))
     lines.extend(ceiling_lines(f))
     lines.extend(f"  error: {sample}" for sample in f["error_samples"])

@@ -3,6 +3,7 @@ the broker and against a ceiling server (rockmq.bench.ceiling); only a null brok
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 from rockmq.bench.jobs import Job, Tally
@@ -11,6 +12,7 @@ from rockmq.bench.probe import broker_sample
 from rockmq.bench.report import Figures, figures_of, ratio, with_percentiles
 from rockmq.bench.workers import run_workers
 
+RSS_SAMPLE_S = 0.5
 CONSUMERS = {"consume": "consume", "consume-batch": "consume-batch", "consume-own": "consume-own", "stream": "stream"}
 
 
@@ -48,7 +50,8 @@ def consume(opts: Options, scenario: str, fill: bool) -> Figures:
     """
     count = consume_count(opts)
     batch = OWN_BATCH if scenario == "consume-own" else opts.batch
-    job = replace(base_job(opts, CONSUMERS[scenario], scenario, batch), quota=count)
+    load = "consume" if scenario == "stream" else scenario  # stream: consume's load, without the acks
+    job = replace(base_job(opts, CONSUMERS[scenario], load, batch), quota=count)
     if not fill:
         return figures_of(run_workers(job, opts.processes))
     filled: Figures = {"error_samples": []}
@@ -101,24 +104,57 @@ def soak(opts: Options) -> Figures:
     return figures_of(tally) | {"consumed_per_s": round(tally.consumed / tally.seconds, 1), "rss_mib_samples": tally.rss_mib}
 
 
+class PeakRss:
+    """The broker's highest RSS while a scenario runs, sampled by a thread every RSS_SAMPLE_S."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_kib = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while True:
+            sample = broker_sample(self.pid)
+            if sample is not None:
+                self.peak_kib = max(self.peak_kib, sample.rss_kib)
+            if self._stop.wait(RSS_SAMPLE_S):
+                return
+
+    def stop(self) -> float:
+        """Stop sampling -> the peak in MiB."""
+        self._stop.set()
+        self._thread.join()
+        return round(self.peak_kib / 1024, 1)
+
+
 def run_scenario(opts: Options, scenario: str, fill: bool = True) -> Figures:
-    """Run one scenario, bracketed by broker RSS samples; `fill` False: the target needs no prefill."""
+    """Run one scenario, its broker's RSS sampled before, after and at its peak; `fill` False:
+    the target needs no prefill."""
     before = broker_sample(opts.broker_pid) if opts.broker_pid else None
-    if scenario in CONSUMERS:
-        figures = consume(opts, scenario, fill)
-    elif scenario == "pull-own":
-        figures = pull_own(opts, fill)
-    elif scenario == "producer-own":
-        figures = producer_own(opts)
-    elif scenario == "latency":
-        figures = latency(opts)
-    elif scenario == "send-sync":
-        figures = send_sync(opts)
-    elif scenario == "soak":
-        figures = soak(opts)
-    else:
-        figures = produce(opts, scenario)
+    peak = PeakRss(opts.broker_pid) if opts.broker_pid else None
+    try:
+        figures = _run(opts, scenario, fill)
+    finally:
+        peak_mib = peak.stop() if peak else None
     after = broker_sample(opts.broker_pid) if opts.broker_pid else None
     if before and after:
         figures["broker_rss_mib"] = [round(before.rss_kib / 1024, 1), round(after.rss_kib / 1024, 1)]
+        figures["broker_rss_peak_mib"] = peak_mib
     return figures
+
+
+def _run(opts: Options, scenario: str, fill: bool) -> Figures:
+    if scenario in CONSUMERS:
+        return consume(opts, scenario, fill)
+    if scenario == "pull-own":
+        return pull_own(opts, fill)
+    if scenario == "producer-own":
+        return producer_own(opts)
+    if scenario == "latency":
+        return latency(opts)
+    if scenario == "send-sync":
+        return send_sync(opts)
+    if scenario == "soak":
+        return soak(opts)
+    return produce(opts, scenario)

@@ -11,6 +11,8 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 import grpc
 
@@ -30,6 +32,8 @@ MESSAGE_NOT_FOUND = pb.Code.MESSAGE_NOT_FOUND
 INVISIBLE_SECONDS = 30
 LONG_POLL_SECONDS = 1
 CONNECT_TIMEOUT = 5.0  # loopback: a broker that is up answers at once
+
+R = TypeVar("R")  # an RPC's reply
 
 
 class SetupError(Exception):
@@ -100,23 +104,32 @@ class Client:
         return request
 
 
-async def send(client: Client, tally: Tally, count: int) -> bool:
-    """One SendMessage of `count` messages; True when every message was stored."""
+async def call(tally: Tally, method: str, pending: Awaitable[R], messages: int = 1) -> R | None:
+    """Await one RPC, counted as a request; a gRPC error fails `messages` and gives None."""
     tally.requests += 1
     try:
-        reply = await client.stub.SendMessage(
-            client.send_request(count), metadata=client.metadata, timeout=client.opts.rpc_timeout
-        )
+        return await pending
     except grpc.aio.AioRpcError as exc:
-        tally.fail(f"SendMessage {exc.code().name}: {exc.details()}", count)
-        return False
-    stored = sum(1 for entry in reply.entries if entry.status.code == OK)
-    tally.ok += stored
-    if stored < count:
-        failed = next((e.status for e in reply.entries if e.status.code != OK), reply.status)
-        tally.fail(f"SendMessage {describe(failed)}", count - stored)
-    return stored == count
+        tally.fail(f"{method} {exc.code().name}: {exc.details()}", messages)
+        return None
 
+
+def count_ok(tally: Tally, method: str, sent: int, statuses: Sequence[pb.Status], overall: pb.Status) -> int:
+    """Count a reply's OK entries; the rest of the `sent` failed, for the first refusal's reason."""
+    done = sum(1 for status in statuses if status.code == OK)
+    tally.ok += done
+    tally.finished = time.monotonic()
+    if done < sent:
+        failed = next((status for status in statuses if status.code != OK), overall)
+        tally.fail(f"{method} {describe(failed)}", sent - done)
+    return done
+
+
+async def send(client: Client, tally: Tally, count: int) -> bool:
+    """One SendMessage of `count` messages; True when every message was stored."""
+    pending = client.stub.SendMessage(client.send_request(count), metadata=client.metadata, timeout=client.opts.rpc_timeout)
+    reply = await call(tally, "SendMessage", pending, count)
+    return reply is not None and count_ok(tally, "SendMessage", count, [e.status for e in reply.entries], reply.status) == count
 
 
 async def receive(client: Client, tally: Tally, count: int) -> list[svc.AckMessageEntry] | None:
@@ -162,18 +175,9 @@ async def receive(client: Client, tally: Tally, count: int) -> list[svc.AckMessa
 async def ack(client: Client, tally: Tally, entries: list[svc.AckMessageEntry]) -> None:
     """Ack a whole received batch in one request."""
     request = svc.AckMessageRequest(group=client.group, topic=client.topic, entries=entries)
-    tally.requests += 1
-    try:
-        reply = await client.stub.AckMessage(request, metadata=client.metadata, timeout=client.opts.rpc_timeout)
-    except grpc.aio.AioRpcError as exc:
-        tally.fail(f"AckMessage {exc.code().name}: {exc.details()}", len(entries))
-        return
-    acked = sum(1 for entry in reply.entries if entry.status.code == OK)
-    tally.ok += acked
-    tally.finished = time.monotonic()
-    if acked < len(entries):
-        failed = next((e.status for e in reply.entries if e.status.code != OK), reply.status)
-        tally.fail(f"AckMessage {describe(failed)}", len(entries) - acked)
+    pending = client.stub.AckMessage(request, metadata=client.metadata, timeout=client.opts.rpc_timeout)
+    if (reply := await call(tally, "AckMessage", pending, len(entries))) is not None:
+        count_ok(tally, "AckMessage", len(entries), [entry.status for entry in reply.entries], reply.status)
 
 
 async def receive_batched(client: Client, tally: Tally, count: int) -> list[str] | None:
@@ -183,12 +187,8 @@ async def receive_batched(client: Client, tally: Tally, count: int) -> list[str]
         filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
         invisible_duration_ms=INVISIBLE_SECONDS * 1000, long_polling_timeout_ms=LONG_POLL_SECONDS * 1000,
     )
-    tally.requests += 1
-    try:
-        reply = await client.batch_stub.Receive(request, metadata=client.metadata,
-                                                timeout=LONG_POLL_SECONDS + client.opts.rpc_timeout)
-    except grpc.aio.AioRpcError as exc:
-        tally.fail(f"Receive {exc.code().name}: {exc.details()}")
+    pending = client.batch_stub.Receive(request, metadata=client.metadata, timeout=LONG_POLL_SECONDS + client.opts.rpc_timeout)
+    if (reply := await call(tally, "Receive", pending)) is None:
         return None
     if reply.status.code != OK:
         if reply.status.code != MESSAGE_NOT_FOUND:
@@ -200,16 +200,6 @@ async def receive_batched(client: Client, tally: Tally, count: int) -> list[str]
 async def ack_batched(client: Client, tally: Tally, handles: list[str]) -> None:
     """rockmq's BatchMessaging.Ack of a whole received batch."""
     request = batch_pb.AckRequest(group=client.opts.group, topic=client.opts.topic, receipt_handles=handles)
-    tally.requests += 1
-    try:
-        reply = await client.batch_stub.Ack(request, metadata=client.metadata, timeout=client.opts.rpc_timeout)
-    except grpc.aio.AioRpcError as exc:
-        tally.fail(f"Ack {exc.code().name}: {exc.details()}", len(handles))
-        return
-    acked = sum(1 for entry in reply.entries if entry.code == OK)
-    tally.ok += acked
-    tally.finished = time.monotonic()
-    if acked < len(handles):
-        failed = next((e for e in reply.entries if e.code != OK), reply.status)
-        tally.fail(f"Ack {describe(failed)}", len(handles) - acked)
-
+    pending = client.batch_stub.Ack(request, metadata=client.metadata, timeout=client.opts.rpc_timeout)
+    if (reply := await call(tally, "Ack", pending, len(handles))) is not None:
+        count_ok(tally, "Ack", len(handles), reply.entries, reply.status)
