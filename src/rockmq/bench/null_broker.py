@@ -1,14 +1,15 @@
 """The null broker: rockmq's gRPC services with handlers that answer OK at once and store nothing.
 
 What no broker could beat on this machine: the same grpc.aio server (the broker's options, its
-event loop), the same services registered the same way (requests decoded, replies encoded as the
-broker does; ReceiveMessage streams pre-encoded frames), and no work in between. SendMessage
-answers one OK entry per message; ReceiveMessage streams the status frame, `batch_size` prepared
-messages and the closing frame; AckMessage and BatchMessaging.Ack answer OK entries;
-BatchMessaging.Receive and Pull answer `batch_size` prepared messages. With `--fsync-file`, each
-send, receive and ack request also writes about as many bytes as it carries and fsyncs them (in a
-worker thread, as the broker's commit does) before answering: the cost of a durable write per
-request, without group commit.
+event loop) and the same services registered the same way (the servicers here subclass the
+broker's, so `handler()` is the broker's own: requests decoded and replies encoded exactly as there),
+with no work in between. SendMessage answers one OK entry per message; ReceiveMessage streams the
+status frame, `batch_size` prepared messages and the closing frame; AckMessage and
+BatchMessaging.Ack answer OK entries; BatchMessaging.Receive and Pull answer `batch_size` prepared
+messages (replies pre-encoded as the broker's are). With `--fsync-file`, each send, receive and ack
+request also writes about as many bytes as it carries and fsyncs them (in a worker thread, as the
+broker's commit does) before answering: the cost of a durable write per request, without group
+commit. Other methods are not served (the inherited handlers find no broker behind them).
 
 Run by `rockmq bench` (rockmq.bench.ceiling) as `python -m rockmq.bench.null_broker`; it binds
 127.0.0.1:0 and writes HOST:PORT to `--ready-file` once it accepts connections.
@@ -21,17 +22,16 @@ import asyncio
 import os
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
-import grpc
-
-from rockmq.broker.api import batch as batch_api
-from rockmq.broker.api import messaging
-from rockmq.broker.api.replies import OK, now_frame, status_frame
+from rockmq.broker.api.batch import BatchServicer
+from rockmq.broker.api.messaging import MessagingServicer
+from rockmq.broker.api.replies import OK, now_frame, status_frame, unary
+from rockmq.broker.api.requests import Context
 from rockmq.broker.server import _listen
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
 from rockmq.ready_file import write_ready_file
@@ -58,113 +58,121 @@ class Disk:
         os.fsync(self.fd)
 
 
-class NullBroker:
+def prepared(i: int, size: int) -> bytes:
+    """A stored message as a receiver gets it: id, receipt handle, times, queue and offset."""
+    message = pb.Message(topic=pb.Resource(name="bench"), body=os.urandom(size), system_properties=pb.SystemProperties(
+        message_id=f"01{os.getpid():012X}{i:020X}", message_type=pb.NORMAL, body_encoding=pb.IDENTITY,
+        born_host=socket.gethostname(), store_host="127.0.0.1", queue_id=0, queue_offset=i,
+        receipt_handle=f"null-{i:08d}", delivery_attempt=1))
+    message.system_properties.born_timestamp.GetCurrentTime()
+    message.system_properties.store_timestamp.GetCurrentTime()
+    return message.SerializeToString()
+
+
+class Nothing:
+    """What both null servicers share: the prepared messages and the optional per-request fsync."""
+
     def __init__(self, size: int, disk: Disk | None, settings: Settings) -> None:
         self.disk = disk
         self.queues = settings.default_queues
         self.default_batch = settings.receive_batch
-        self.messages = [self._prepared(i, size) for i in range(settings.max_receive_batch)]
+        self.messages = [prepared(i, size) for i in range(settings.max_receive_batch)]
         self.frames = [delimited(ReceivedMessage.MESSAGE, m) for m in self.messages]
 
-    @staticmethod
-    def _prepared(i: int, size: int) -> bytes:
-        """A stored message as a receiver gets it: id, receipt handle, times, queue and offset."""
-        message = pb.Message(topic=pb.Resource(name="bench"), body=os.urandom(size), system_properties=pb.SystemProperties(
-            message_id=f"01{os.getpid():012X}{i:020X}", message_type=pb.NORMAL, body_encoding=pb.IDENTITY,
-            born_host=socket.gethostname(), store_host="127.0.0.1", queue_id=0, queue_offset=i,
-            receipt_handle=f"null-{i:08d}", delivery_attempt=1))
-        message.system_properties.born_timestamp.GetCurrentTime()
-        message.system_properties.store_timestamp.GetCurrentTime()
-        return message.SerializeToString()
-
-    async def _sync(self, nbytes: int) -> None:
+    async def sync(self, nbytes: int) -> None:
         if self.disk is not None:
             await asyncio.to_thread(self.disk.write, nbytes)
 
-    def _count(self, asked: int) -> int:
-        return min(asked or self.default_batch, len(self.messages))
+    def batch(self, asked: int) -> list[bytes]:
+        return self.messages[:asked or self.default_batch]
 
-    def _route(self, topic: pb.Resource, endpoints: pb.Endpoints) -> list[pb.MessageQueue]:
+    def route(self, topic: pb.Resource, endpoints: pb.Endpoints) -> list[pb.MessageQueue]:
         broker = pb.Broker(name=NAME, id=0, endpoints=endpoints)
         return [pb.MessageQueue(topic=topic, id=i, permission=pb.READ_WRITE, broker=broker,
                                 accept_message_types=[pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION]) for i in range(self.queues)]
 
-    async def QueryRoute(self, request: rpc.QueryRouteRequest, context: Any) -> rpc.QueryRouteResponse:
-        return rpc.QueryRouteResponse(status=OK, message_queues=self._route(request.topic, request.endpoints))
 
-    async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Any) -> rpc.QueryAssignmentResponse:
-        first = self._route(request.topic, request.endpoints)[0]
+class NullMessaging(MessagingServicer):
+    def __init__(self, nothing: Nothing) -> None:  # no broker behind it: the parent's parts stay unset
+        self.nothing = nothing
+
+    @unary(rpc.QueryRouteResponse)
+    async def QueryRoute(self, request: rpc.QueryRouteRequest, context: Context) -> rpc.QueryRouteResponse:
+        return rpc.QueryRouteResponse(status=OK, message_queues=self.nothing.route(request.topic, request.endpoints))
+
+    @unary(rpc.QueryAssignmentResponse)
+    async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Context) -> rpc.QueryAssignmentResponse:
+        first = self.nothing.route(request.topic, request.endpoints)[0]
         return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=first)])
 
-    async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Any) -> rpc.HeartbeatResponse:
+    @unary(rpc.HeartbeatResponse)
+    async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Context) -> rpc.HeartbeatResponse:
         return rpc.HeartbeatResponse(status=OK)
 
+    @unary(rpc.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request: rpc.NotifyClientTerminationRequest,
-                                      context: Any) -> rpc.NotifyClientTerminationResponse:
+                                      context: Context) -> rpc.NotifyClientTerminationResponse:
         return rpc.NotifyClientTerminationResponse(status=OK)
 
-    async def SendMessage(self, request: rpc.SendMessageRequest, context: Any) -> rpc.SendMessageResponse:
-        await self._sync(sum(len(m.body) for m in request.messages))
+    @unary(rpc.SendMessageResponse)
+    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> rpc.SendMessageResponse:
+        await self.nothing.sync(sum(len(m.body) for m in request.messages))
         return rpc.SendMessageResponse(status=OK, entries=[
             rpc.SendResultEntry(status=OK, message_id=m.system_properties.message_id, offset=i)
             for i, m in enumerate(request.messages)])
 
-    async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Any) -> AsyncIterator[bytes]:
-        await self._sync(ACK_BYTES)
+    async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
+        await self.nothing.sync(ACK_BYTES)
         response = rpc.ReceiveMessageResponse
         yield status_frame(response, OK)
-        for frame in self.frames[:self._count(request.batch_size)]:
+        for frame in self.nothing.frames[:len(self.nothing.batch(request.batch_size))]:
             yield frame
         yield now_frame(response)
 
-    async def AckMessage(self, request: rpc.AckMessageRequest, context: Any) -> rpc.AckMessageResponse:
-        await self._sync(ACK_BYTES * len(request.entries))
-        return rpc.AckMessageResponse(status=OK, entries=[
-            rpc.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle, status=OK)
-            for e in request.entries])
+    @unary(rpc.AckMessageResponse)
+    async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> bytes:
+        await self.nothing.sync(ACK_BYTES * len(request.entries))
+        return ack_message_reply(OK, [(e.message_id, e.receipt_handle, None) for e in request.entries])
 
-    async def UpdateOffset(self, request: rpc.UpdateOffsetRequest, context: Any) -> rpc.UpdateOffsetResponse:
+    @unary(rpc.UpdateOffsetResponse)
+    async def UpdateOffset(self, request: rpc.UpdateOffsetRequest, context: Context) -> rpc.UpdateOffsetResponse:
         return rpc.UpdateOffsetResponse(status=OK)
 
-    async def GetOffset(self, request: rpc.GetOffsetRequest, context: Any) -> rpc.GetOffsetResponse:
+    @unary(rpc.GetOffsetResponse)
+    async def GetOffset(self, request: rpc.GetOffsetRequest, context: Context) -> rpc.GetOffsetResponse:
         return rpc.GetOffsetResponse(status=OK, offset=0)
 
-    async def QueryOffset(self, request: rpc.QueryOffsetRequest, context: Any) -> rpc.QueryOffsetResponse:
+    @unary(rpc.QueryOffsetResponse)
+    async def QueryOffset(self, request: rpc.QueryOffsetRequest, context: Context) -> rpc.QueryOffsetResponse:
         return rpc.QueryOffsetResponse(status=OK, offset=0)
 
-    async def Receive(self, request: batch.ReceiveRequest, context: Any) -> batch.ReceiveResponse:
-        await self._sync(ACK_BYTES)
-        return batch.ReceiveResponse(status=OK, messages=self.messages[:self._count(request.batch_size)])
 
-    async def Ack(self, request: batch.AckRequest, context: Any) -> batch.AckResponse:
-        await self._sync(ACK_BYTES * len(request.receipt_handles))
-        return batch.AckResponse(status=OK, entries=[OK] * len(request.receipt_handles))
+class NullBatch(BatchServicer):
+    def __init__(self, nothing: Nothing) -> None:  # no broker behind it: the parent's parts stay unset
+        self.nothing = nothing
 
-    async def Pull(self, request: batch.PullRequest, context: Any) -> batch.PullResponse:
-        messages = self.messages[:self._count(request.batch_size)]
-        return batch.PullResponse(status=OK, messages=messages, next_offset=request.offset + len(messages))
+    @unary(batch.ReceiveResponse)
+    async def Receive(self, request: batch.ReceiveRequest, context: Context) -> bytes:
+        await self.nothing.sync(ACK_BYTES)
+        return messages_reply(OK, self.nothing.batch(request.batch_size))
 
-    def handlers(self) -> tuple[grpc.GenericRpcHandler, grpc.GenericRpcHandler]:
-        """MessagingService and BatchMessaging, with the broker's (de)serializers, for the methods
-        above (any other answers UNIMPLEMENTED)."""
-        def unary(methods: dict[str, tuple[Any, Any]]) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
-            return {name: grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, response.SerializeToString)
-                    for name, (request, response) in methods.items() if hasattr(self, name)}
+    @unary(batch.AckResponse)
+    async def Ack(self, request: batch.AckRequest, context: Context) -> bytes:
+        await self.nothing.sync(ACK_BYTES * len(request.receipt_handles))
+        return ack_reply(OK, [None] * len(request.receipt_handles))
 
-        raw: Callable[[bytes], bytes] = lambda frame: frame  # noqa: E731 - frames are encoded already, as the broker's
-        v2 = unary(messaging.UNARY_METHODS)
-        request = rpc.ReceiveMessageRequest
-        v2["ReceiveMessage"] = grpc.unary_stream_rpc_method_handler(self.ReceiveMessage, request.FromString, raw)
-        return (grpc.method_handlers_generic_handler(messaging.SERVICE, v2),
-                grpc.method_handlers_generic_handler(batch_api.SERVICE, unary(batch_api.METHODS)))
+    @unary(batch.PullResponse)
+    async def Pull(self, request: batch.PullRequest, context: Context) -> bytes:
+        messages = self.nothing.batch(request.batch_size)
+        return messages_reply(OK, messages, request.offset + len(messages))
 
 
 async def serve(size: int, fsync_file: str | None, ready_file: str) -> None:
     """Serve until SIGTERM (the bench stops it when its measurement is done)."""
     settings = Settings(host="127.0.0.1", port=0)
     server, port = _listen(settings, following=False)
-    null = NullBroker(size, Disk(fsync_file, size * settings.max_receive_batch) if fsync_file else None, settings)
-    server.add_generic_rpc_handlers(null.handlers())
+    nothing = Nothing(size, Disk(fsync_file, size * settings.max_receive_batch) if fsync_file else None, settings)
+    server.add_generic_rpc_handlers((NullMessaging(nothing).handler(), NullBatch(nothing).handler()))
     await server.start()
     write_ready_file(ready_file, settings.host, port)
     await server.wait_for_termination()
