@@ -211,3 +211,72 @@ def test_an_official_client_joins_a_lane_with_its_sql_filter(harness, unique):
             assert conn.receive(group, topic, sql=dev1, poll_s=0.3)[1] == []  # nothing else: base messages are the base's
 
     asyncio.run(scenario())
+
+
+async def _back_with_offsets(harness, unique, name: str, restart: bool) -> None:
+    """A dev1 pull consumer that stored offsets goes away; the base takes dev1's messages by
+    fallback, partly (3 of 5) before dev1 is back; dev1 comes back (after a broker restart, if
+    asked) with its stored offsets: it gets what the base did not take, once, and nothing is lost."""
+    topic, group = unique(name), unique(f"{name}-g")
+    harness.conn.create_topic(topic, queues=1)
+    async with AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1, \
+            AsyncPullConsumer(harness.endpoint, group) as base:
+        assert await _pull_all(dev1, topic, {}) == []  # dev1 is a live member
+        await _send(harness.endpoint, topic, 2, "dev1")
+        assert await _pull_all(dev1, topic, {}) == ["dev1-0", "dev1-1"]  # committed: dev1 has stored offsets
+        assert await _pull_all(base, topic, {}) == []  # the base passed them (committed 2)
+    await asyncio.sleep(ALIVE_S + 0.5)  # dev1 silent: dead, its lane falls back to the base
+    async with AsyncProducer(harness.endpoint, lane="dev1") as p:
+        await p.send_batch([Message(topic, f"late-{i}".encode()) for i in range(5)])
+    await _send(harness.endpoint, topic, 2)
+    async with AsyncPullConsumer(harness.endpoint, group) as base:
+        [queue] = await base.queues(topic)
+        position, base_took = await base.committed(queue) or 0, []
+        while len(base_took) < 4:  # the base stops after 4 of the 5 (the 2 base messages come after them)
+            result = await base.pull(queue, position, max_messages=4 - len(base_took))
+            assert result.next_offset > position, f"the base got only {base_took}"
+            base_took += [m.body.decode() for m in result.messages]
+            position = result.next_offset
+        await base.commit(queue, position)
+    assert base_took == ["late-0", "late-1", "late-2", "late-3"]  # nobody in dev1: the base's
+    if restart:
+        harness.restart()
+    async with AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1, \
+            AsyncPullConsumer(harness.endpoint, group) as base:
+        dev1_took = await _pull_all(dev1, topic, {})  # from its stored offsets
+        assert dev1_took == ["late-4"], f"dev1 re-read what the base took: {dev1_took}"
+        assert await _pull_all(base, topic, {}) == _lane(2, "base")  # dev1 is live again: late-4 stays dev1's
+        await _send(harness.endpoint, topic, 3, "dev1")
+        assert await _pull_all(dev1, topic, {}) == _lane(3, "dev1")
+        assert await _pull_all(base, topic, {}) == []
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_a_lane_member_back_with_stored_offsets_gets_only_what_the_base_did_not_take(harness, unique):
+    asyncio.run(_back_with_offsets(harness, unique, "lane-back", restart=False))
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_what_the_base_took_by_fallback_stays_the_bases_across_a_broker_restart(harness, unique):
+    asyncio.run(_back_with_offsets(harness, unique, "lane-back-restart", restart=True))
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_a_base_behind_its_lane_takes_none_of_what_the_lane_took_when_the_lane_dies(harness, unique):
+    """The base reads late: dev1 took its messages and went away; the base, reading from its
+    committed offset, gets the base messages and only the dev1 messages sent after dev1 left."""
+    topic, group = unique("lane-behind"), unique("lane-behind-g")
+    harness.conn.create_topic(topic, queues=1)
+
+    async def scenario() -> None:
+        async with AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1:
+            await _send(harness.endpoint, topic, 3, "dev1")
+            await _send(harness.endpoint, topic, 2)
+            assert await _pull_all(dev1, topic, {}) == _lane(3, "dev1")
+        await asyncio.sleep(ALIVE_S + 0.5)  # dev1 silent: dead
+        async with AsyncProducer(harness.endpoint, lane="dev1") as p:
+            await p.send(Message(topic, b"late"))
+        async with AsyncPullConsumer(harness.endpoint, group) as base:
+            assert await _pull_all(base, topic, {}) == sorted(_lane(2, "base") + ["late"])
+
+    asyncio.run(scenario())

@@ -7,7 +7,8 @@ Lanes (broker/lanes.py): a pull skips the messages its consumer may not take; an
 lane consumer keeps its offsets under `<group>%LANE%<lane>`. Such a lane group with no committed
 offset starts where the group's base consumers are (their committed offset, or how far they
 pulled): every earlier message of the lane was the base's (nobody was in the lane), so none
-comes again.
+comes again. A lane group with stored offsets skips what the base took of its lane meanwhile
+(broker/lane_fallback.py).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import asyncio
 from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lanes import Consumers
+from rockmq.broker.lane_fallback import LaneShare, Ranges, TakenLedger, Zone, add, base_zone, lane_groups, lane_zone, trim
+from rockmq.broker.lanes import Consumers, Route
 from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_name
 from rockmq.filter.record_filter import RecordFilter
 from rockmq.protocol import pb, records
-from rockmq.protocol.conventions import base_group
+from rockmq.protocol.conventions import base_group, lane_group
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
 
@@ -33,6 +35,8 @@ class PullService:
         self.ctx = ctx
         self.consumers = consumers
         self._pulled: dict[tuple[str, int, int], int] = {}  # (group, topic, queue) -> how far its pulls got
+        self.taken = TakenLedger(ctx.store)
+        self._lane_index: tuple[object, int, dict[str, dict[str, GroupConfig]]] = (None, 0, {})
 
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
         if not 0 <= queue_id < topic.queues:
@@ -69,6 +73,14 @@ class PullService:
         batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
         budget = min(max_bytes, s.max_reply_bytes) if max_bytes > 0 else s.max_reply_bytes
         lanes = self.consumers.route(group_name, client_id, lane)
+        zone = self._zone(group_name, topic.id, queue_id, offset, lane, lanes)
+        scan_limit = s.pull_scan_limit
+        if zone is not None:
+            if zone.skip_to is not None:
+                return [], zone.skip_to
+            lanes = zone.route
+            if zone.end is not None:
+                scan_limit = min(scan_limit, zone.end - offset)
         if lanes is not None:
             accept = _and(accept, lanes.takes)
         loop = asyncio.get_running_loop()
@@ -78,7 +90,7 @@ class PullService:
             out: list[bytes] = []
             size = 0
             position = offset
-            for off, record in logs.scan(topic.id, queue_id, offset, s.pull_scan_limit):
+            for off, record in logs.scan(topic.id, queue_id, offset, scan_limit):
                 if len(out) >= batch_size or size >= budget:
                     break
                 view = records.view(record)
@@ -94,6 +106,8 @@ class PullService:
                 key = (group_name, topic.id, queue_id)
                 if position > self._pulled.get(key, -1):
                     self._pulled[key] = position
+                if zone is not None and zone.record and position > offset and not self.ctx.read_only:
+                    self._took(group_name, zone.record, topic.id, queue_id, offset, position)
                 return out, position
             try:
                 await asyncio.wait_for(arrival.wait(), left)
@@ -109,6 +123,68 @@ class PullService:
         batch = self.ctx.store.batch()
         batch.put("offsets", keys.offset_key(group.id, topic.id, queue_id, COMMITTED), keys.encode_u64(offset))
         self.ctx.store.write(batch)
+        lanes = self._lanes_of(base_group(group.name))
+        if lanes:
+            self._trim(base_group(group.name), lanes, topic.id, queue_id)
+
+    # --- lanes: what the base took of a lane in fallback (broker/lane_fallback.py) -----------------
+
+    def _lanes_of(self, base: str) -> dict[str, GroupConfig] | None:
+        """The base group's lanes that have stored state: {lane: lane group} (None: no lanes)."""
+        meta = self.ctx.meta
+        seen, count, index = self._lane_index
+        if seen is not meta or count != len(meta.groups):  # groups are never removed: a new one changes the count
+            index = {base: {lane: meta.groups[name] for lane, name in lanes.items()}
+                     for base, lanes in lane_groups(meta.groups).items()}
+            self._lane_index = (meta, len(meta.groups), index)
+        return index.get(base)
+
+    def _zone(self, group_name: str, topic_id: int, queue_id: int, offset: int, lane: str, route: Route | None) -> Zone | None:
+        """How a pull of a group whose lanes have stored state routes lanes (None: as `route` says)."""
+        if not lane:
+            lanes = self._lanes_of(group_name)
+            if lanes is None:
+                return None
+            live = route.live if route is not None else frozenset()
+            return base_zone(offset, route, [LaneShare(name, name in live, self._position(config, topic_id, queue_id),
+                                                       self.taken.ranges(config.id, topic_id, queue_id))
+                                             for name, config in lanes.items()])
+        base = base_group(group_name)
+        config = (self._lanes_of(base) or {}).get(lane)
+        if config is None or lane_group(base, lane) != group_name:
+            return None
+        taken = self.taken.ranges(config.id, topic_id, queue_id)
+        return lane_zone(offset, route, LaneShare(lane, True, -1, taken)) if taken else None
+
+    def _position(self, lane: GroupConfig, topic_id: int, queue_id: int) -> int:
+        """Where a lane's own reading of a queue stands: its committed offset, or how far it pulled."""
+        return max(self.committed(lane.id, topic_id, queue_id), self._pulled.get((lane.name, topic_id, queue_id), -1))
+
+    def _keep_from(self, base: str, lane: GroupConfig, topic_id: int, queue_id: int) -> int:
+        """Below this offset neither the lane nor the base reads again (the lower of their committed offsets)."""
+        base_config = self.ctx.meta.groups.get(base)
+        committed = [c for c in (self.committed(lane.id, topic_id, queue_id),
+                                 self.committed(base_config.id, topic_id, queue_id) if base_config is not None else -1) if c >= 0]
+        return min(committed, default=-1)
+
+    def _took(self, base: str, lanes: tuple[str, ...], topic_id: int, queue_id: int, start: int, end: int) -> None:
+        """A base pull took [start, end) of these lanes' messages by fallback."""
+        configs = self._lanes_of(base) or {}
+        self.taken.update([(config.id, topic_id, queue_id,
+                            trim(add(self.taken.ranges(config.id, topic_id, queue_id), start, end),
+                                 self._keep_from(base, config, topic_id, queue_id)))
+                           for config in (configs[lane] for lane in lanes)])
+
+    def _trim(self, base: str, lanes: dict[str, GroupConfig], topic_id: int, queue_id: int) -> None:
+        """After a commit: drop what nobody reads again."""
+        changes: list[tuple[int, int, int, Ranges]] = []
+        for config in lanes.values():
+            ranges = self.taken.ranges(config.id, topic_id, queue_id)
+            kept = trim(ranges, self._keep_from(base, config, topic_id, queue_id))
+            if kept != ranges:
+                changes.append((config.id, topic_id, queue_id, kept))
+        if changes:
+            self.taken.update(changes)
 
     def committed(self, group_id: int, topic_id: int, queue_id: int) -> int:
         """The group's committed offset on a queue; -1: none."""
