@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rockmq.bench import __doc__ as DESCRIPTION
@@ -21,15 +22,16 @@ def failed(figures: Figures) -> bool:
     return bool(figures.get("errors") or figures.get("prefill_errors"))
 
 
-def run(opts: Options, say: Any) -> tuple[dict[str, Figures], dict[str, Any]]:
+def run(opts: Options, say: Callable[[list[str]], None]) -> tuple[dict[str, Figures], dict[str, Any]]:
     """The scenarios' figures (with ratios) and the ceilings' figures; `say` prints progress lines."""
     chosen = () if opts.scenario == "ceiling" else SCENARIOS if opts.scenario == "all" else (opts.scenario,)
     results: dict[str, Figures] = {}
     with contextlib.ExitStack() as stack:
-        ceilings = Ceilings(opts, stack) if opts.ceiling or opts.scenario == "ceiling" else None
+        wanted = opts.scenario == "ceiling" or (opts.ceiling and opts.scenario != "soak")  # soak has no ceiling
+        ceilings = Ceilings(opts, stack) if wanted else None
         for scenario in chosen:
             figures = run_scenario(opts, scenario)
-            if ceilings is not None and scenario != "soak":
+            if ceilings is not None:
                 ceilings.measure(scenario)
                 figures = ceilings.beside(scenario, figures)
             results[scenario] = figures
@@ -39,12 +41,12 @@ def run(opts: Options, say: Any) -> tuple[dict[str, Figures], dict[str, Any]]:
         if opts.scenario == "ceiling":
             for scenario in SCENARIOS:
                 ceilings.measure(scenario)
-                for key in ("null", "null_fsync"):
-                    if scenario in ceilings.figures[key]:
-                        say(render(f"ceiling {key} {scenario}", ceilings.figures[key][scenario]))
-        ceilings.building_blocks()
-        say(render("ceiling stream (ReceiveMessage frames, no ack)", ceilings.figures["stream"]))
-        say([render_storage(ceilings.figures["rocksdb"])])
+                say([line for key in ("null", "null_fsync") if scenario in ceilings.figures[key]
+                     for line in render(f"ceiling {key} {scenario}", ceilings.figures[key][scenario])])
+        if opts.scenario in ("all", "ceiling"):  # one scenario gets its own ceilings only
+            ceilings.building_blocks()
+            say(render("ceiling stream (ReceiveMessage frames, no ack)", ceilings.figures["stream"]))
+            say([render_storage(ceilings.figures["rocksdb"])])
         return results, ceilings.figures
 
 
