@@ -107,3 +107,24 @@ def test_a_sealed_record_keeps_the_chosen_queue_until_it_is_placed():
     assert records.chosen_queue(sealed) == 5
     placed = records.place(sealed, 5, 0, 1700000000123)
     assert records.view(placed).store_ms == 1700000000123 and records.decode(placed).system_properties.queue_id == 5
+
+
+def test_the_broker_s_fields_win_over_what_a_client_sent_for_them():
+    """A client's own digest, store host and placement fields are overridden (appended fields win)."""
+    m = _message(store_host="client:1", queue_id=7, queue_offset=99, body_encoding=pb.GZIP)
+    m.system_properties.body_digest.type = pb.MD5
+    m.system_properties.body_digest.checksum = "not-the-sha1"
+    m.system_properties.store_timestamp.seconds = 5
+    m.system_properties.store_timestamp.nanos = 123
+    rec = records.place(records.seal(m, "h:1"), queue_id=3, offset=42, store_ms=1700000000000)
+    sp = records.decode(rec).system_properties
+    assert (sp.store_host, sp.queue_id, sp.queue_offset, sp.body_encoding) == ("h:1", 3, 42, pb.GZIP)
+    assert sp.body_digest.type == pb.SHA1 and sp.body_digest.checksum == hashlib.sha1(b"payload").hexdigest().upper()
+    assert sp.store_timestamp.ToMilliseconds() == 1700000000000 and sp.store_timestamp.nanos == 0
+
+
+def test_placed_is_place_of_seal():
+    for sp in ({}, {"tag": "a", "message_group": "g"}):
+        sealed = records.seal(_message(**sp), "h:1")
+        assert records.placed(records.message_parts(_message(**sp), "h:1"), 2, 300, 1700000000123) \
+            == records.place(sealed, 2, 300, 1700000000123)

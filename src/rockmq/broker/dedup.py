@@ -38,7 +38,15 @@ class Dedup:
     def lookup(self, bucket: int, ids: Sequence[tuple[int, str]]) -> list[Previous | None]:
         """For each (topic id, message id), what its first send got if that was in this window or
         the last; one multi-get for all of them."""
-        found = self.store.get_many("dedup", [keys.dedup_key(b, tid, mid) for tid, mid in ids for b in (bucket, bucket - 1)])
+        prefixes: dict[int, tuple[bytes, bytes]] = {}  # a request's messages mostly share one topic
+        wanted: list[bytes] = []
+        for tid, mid in ids:
+            pair = prefixes.get(tid)
+            if pair is None:
+                pair = prefixes[tid] = (keys.dedup_key(bucket, tid, ""), keys.dedup_key(bucket - 1, tid, ""))
+            encoded = mid.encode()
+            wanted += (pair[0] + encoded, pair[1] + encoded)
+        found = self.store.get_many("dedup", wanted)
         out: list[Previous | None] = []
         for i in range(0, len(found), 2):
             raw = found[i] or found[i + 1]

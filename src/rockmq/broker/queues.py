@@ -80,7 +80,7 @@ class QueueLogs:
     def seal(self, topic: TopicConfig, msg: pb.Message, queue_id: int = -1) -> bytes:
         """`msg` as a record for `topic`, ready for `append_record` now or later (consumes it);
         `queue_id`: the queue its client chose, for `queue_of` (-1: none)."""
-        msg.topic.name = topic.name
+        _address(msg, topic)
         return records.seal(msg, self.store_host, queue_id)
 
     def append_record(self, batch: Batch, topic: TopicConfig, queue_id: int, sealed: bytes | memoryview,
@@ -89,15 +89,36 @@ class QueueLogs:
         """Place a sealed record at the queue's next offset in `batch`; the caller writes the batch now.
         `props`: the message's user properties, if at hand (spares the indexer a parse).
         `allocated`: collects each queue's first offset in the batch (see `write_appends`)."""
-        key = (topic.id, queue_id)
-        offset = self.max_offset(topic.id, queue_id)
+        offset = self._allocate(topic.id, queue_id, allocated)
+        self._put(batch, topic.id, queue_id, offset, records.place(sealed, queue_id, offset, store_ms or now_ms()), props)
+        return offset
+
+    def append_message(self, batch: Batch, topic: TopicConfig, queue_id: int, msg: pb.Message, store_ms: int,
+                       allocated: dict[tuple[int, int], int]) -> int:
+        """`append_record(seal(...))` in one step, for a message that enters its queue as it arrives
+        (consumes it)."""
+        offset = self._allocate(topic.id, queue_id, allocated)
+        _address(msg, topic)
+        props = msg.user_properties if topic.id in self._indexed else None
+        record = records.placed(records.message_parts(msg, self.store_host), queue_id, offset, store_ms)
+        self._put(batch, topic.id, queue_id, offset, record, props)
+        return offset
+
+    def _allocate(self, topic_id: int, queue_id: int, allocated: dict[tuple[int, int], int] | None) -> int:
+        key = (topic_id, queue_id)
+        offset = self._next.get(key)
+        if offset is None:
+            offset = self.max_offset(topic_id, queue_id)
         self._next[key] = offset + 1
         if allocated is not None and key not in allocated:
             allocated[key] = offset
-        batch.put("log", keys.log_key(topic.id, queue_id, offset), records.place(sealed, queue_id, offset, store_ms or now_ms()))
-        if topic.id in self._indexed:
-            self._index.index_append(batch, topic.id, queue_id, offset, sealed, props)
         return offset
+
+    def _put(self, batch: Batch, topic_id: int, queue_id: int, offset: int, record: bytes,
+             props: Mapping[str, str] | None) -> None:
+        batch.put("log", keys.log_key(topic_id, queue_id, offset), record)
+        if topic_id in self._indexed:
+            self._index.index_append(batch, topic_id, queue_id, offset, record, props)
 
     def rollback(self, topic_id: int, queue_id: int, offset: int) -> None:
         """Give back offsets allocated for a batch that was never written."""
@@ -147,3 +168,9 @@ class QueueLogs:
         ev = self._signals.pop(topic_id, None)
         if ev is not None:
             ev.set()
+
+
+def _address(msg: pb.Message, topic: TopicConfig) -> None:
+    """Name the topic the message is stored in (a send-back out of attempts goes to the dead-letter topic)."""
+    if msg.topic.name != topic.name:
+        msg.topic.name = topic.name

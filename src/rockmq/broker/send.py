@@ -12,6 +12,7 @@ transactional ones to the transaction service as half messages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rockmq.broker import validate
@@ -45,8 +46,8 @@ class SendService:
         self.dedup = dedup
         self.commit = committer.commit
 
-    def _check(self, msg: pb.Message, now: int, chosen: bool) -> tuple[TopicConfig, str] | BrokerError:
-        """The message's topic (created now if it is new: every check passed) and type, or why not."""
+    def _check(self, msg: pb.Message, now: int, chosen: bool) -> tuple[TopicConfig, str, str] | BrokerError:
+        """The message's topic (created now if it is new: every check passed), type and id, or why not."""
         ctx = self.ctx
         try:
             target, mtype, dead_letter = validate.check_send(msg, ctx.meta, ctx.settings, now, chosen)
@@ -58,30 +59,28 @@ class SendService:
             sp.ClearField("delivery_timestamp")
             sp.ClearField("queue_id")
             sp.message_type = pb.NORMAL
-        return topic, mtype
+        return topic, mtype, msg.system_properties.message_id
 
-    async def send(self, messages: list[pb.Message], chosen: bool = False) -> list[SendResult]:
+    async def send(self, messages: Sequence[pb.Message], chosen: bool = False) -> list[SendResult]:
         """Store a request's messages; each gets its own result. Durable when this returns.
         `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
         validate.check_request(messages)
         logs = self.ctx.logs
+        dedup = self.dedup
         now = now_ms()
-        bucket = self.dedup.bucket(now)
+        bucket = dedup.bucket(now)
         batch = self.ctx.store.batch()
         results: list[SendResult] = []
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
         checked = [self._check(msg, now, chosen) for msg in messages]
-        stored = iter(self.dedup.lookup(bucket, [(c[0].id, m.system_properties.message_id)
-                                                 for m, c in zip(messages, checked, strict=True) if isinstance(c, tuple)]))
+        stored = iter(dedup.lookup(bucket, [(c[0].id, c[2]) for c in checked if isinstance(c, tuple)]))
         for msg, check in zip(messages, checked, strict=True):
-            sp = msg.system_properties
-            mid = sp.message_id
             if isinstance(check, BrokerError):
-                results.append(SendResult(check.code, check.message, mid))
+                results.append(SendResult(check.code, check.message, msg.system_properties.message_id))
                 continue
-            topic, mtype = check
+            topic, mtype, mid = check
             previous = next(stored)
             earlier = seen.get((topic.id, mid))
             if earlier is not None:
@@ -92,6 +91,7 @@ class SendService:
                 continue
             result = SendResult(pb.OK, "OK", mid)
             queue_id = -1
+            sp = msg.system_properties
             group = sp.message_group if sp.HasField("message_group") else None
             picked = sp.queue_id if chosen and group is None else -1  # FIFO: the group's hash
             due = validate.delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
@@ -101,11 +101,9 @@ class SendService:
                 result.recall_handle = self.timers.schedule(batch, topic, msg, due, picked)
             else:
                 queue_id = picked if picked >= 0 else logs.choose_queue(topic, group)
-                result.offset = logs.append_record(batch, topic, queue_id, logs.seal(topic, msg), now, msg.user_properties,
-                                                   allocated)
+                result.offset = logs.append_message(batch, topic, queue_id, msg, now, allocated)
                 touched.add(topic.id)
-            self.dedup.record(batch, bucket, topic.id, mid, queue_id, result.offset, result.transaction_id,
-                              result.recall_handle)
+            dedup.record(batch, bucket, topic.id, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
             seen[(topic.id, mid)] = result
             results.append(result)
         # Even a request that was all duplicates waits for the fsync covering the originals.

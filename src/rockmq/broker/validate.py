@@ -11,6 +11,7 @@ exactly when a sent one is.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -21,11 +22,12 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import MESSAGE_TYPES, GroupConfig, TopicConfig, check_name
 from rockmq.config import Settings
 from rockmq.protocol import pb
-from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, dlq_topic, group_of_retry_topic
+from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX, dlq_topic, group_of_retry_topic
 
 _TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 MAX_MESSAGE_ID = 128
 GROUP_TOPIC_QUEUES = 1  # a group's retry and dead-letter topics have one queue each
+_SPECIAL = os.path.commonprefix([RETRY_PREFIX, DLQ_PREFIX])  # "%": what retry and dead-letter topic names start with
 
 
 class Catalog(Protocol):
@@ -69,16 +71,6 @@ def delivery_ms(ts: Timestamp) -> int:
     return ts.seconds * 1000 + ts.nanos // 1_000_000
 
 
-def message_type(sp: pb.SystemProperties) -> str:
-    if sp.message_type in _TYPE_NAMES:
-        return _TYPE_NAMES[sp.message_type]
-    if sp.HasField("message_group"):
-        return "FIFO"
-    if sp.HasField("delivery_timestamp"):
-        return "DELAY"
-    return "NORMAL"
-
-
 def topic_or_new(name: str, known: Catalog, settings: Settings) -> Target:
     """The named topic, or the one auto-creation would make: a group's retry topic exists once the
     group does (one queue), a dead-letter topic has one queue, any other `default_queues`."""
@@ -113,14 +105,17 @@ def check_request(messages: Sequence[pb.Message]) -> None:
 
 
 def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int, queue_chosen: bool = False) -> Checked:
-    """Where a producer's message goes, or a BrokerError naming what is wrong. Hot path.
-    `queue_chosen`: the client chose the queue (`queue_id`), which must be one of the topic's here."""
+    """Where a producer's message goes, or a BrokerError naming what is wrong. Hot path: each
+    field is read once, and a plain message to a known topic skips the special-topic rules."""
     sp = msg.system_properties
     mid = sp.message_id
     if not mid or len(mid) > MAX_MESSAGE_ID:
         raise BrokerError(pb.ILLEGAL_MESSAGE_ID, f"message_id must be 1-{MAX_MESSAGE_ID} characters")
     name = msg.topic.name
-    target = topic_for_write(name, known, settings)
+    target: Target | None = known.topics.get(name)
+    special = name.startswith(_SPECIAL)  # a retry or dead-letter topic
+    if target is None or special:
+        target = topic_for_write(name, known, settings)
     if queue_chosen and not 0 <= sp.queue_id < target.queues:
         raise BrokerError(pb.BAD_REQUEST, f"queue_id {sp.queue_id} is not a queue of topic {name!r} on this broker "
                                           f"(it has {target.queues}: 0-{target.queues - 1}); nothing was stored")
@@ -132,7 +127,8 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
                           f"message body is {size} bytes, over the {settings.max_body_size}-byte limit")
     if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
         raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}: must be non-blank without '|'")
-    if sp.keys and any(not k.strip() for k in sp.keys):
+    keys = sp.keys
+    if keys and any(not k.strip() for k in keys):
         raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
     grouped = sp.HasField("message_group")
     if grouped and not sp.message_group.strip():
@@ -144,21 +140,22 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
                               f"user properties are over the {settings.max_properties_size}-byte limit")
         if "" in props:
             raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
-    mtype = message_type(sp)
+    delayed = sp.HasField("delivery_timestamp")
+    mtype = _TYPE_NAMES.get(sp.message_type) or ("FIFO" if grouped else "DELAY" if delayed else "NORMAL")
     if mtype not in target.message_types:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
                           f"topic {name!r} does not accept {mtype} messages (accepts {', '.join(target.message_types)})")
     if mtype == "FIFO" and not grouped:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message needs a message group")
-    delayed = sp.HasField("delivery_timestamp")
     if mtype == "DELAY" and not delayed:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
     if delayed and delivery_ms(sp.delivery_timestamp) - now_ms > settings.max_delay_s * 1000:
         raise BrokerError(pb.ILLEGAL_DELIVERY_TIME,
                           f"delivery time is more than the maximum delay ({settings.max_delay_s} s) away")
-    group = group_of_retry_topic(name)
-    if group is not None:
-        return _dead_letter_if_spent(msg, group, target, mtype, known, settings)
+    if special:
+        group = group_of_retry_topic(name)
+        if group is not None:
+            return _dead_letter_if_spent(msg, group, target, mtype, known, settings)
     return Checked(target, mtype)
 
 

@@ -114,6 +114,25 @@ class ReceivedMessage:
     MESSAGE = key(rpc.ReceiveMessageResponse.DESCRIPTOR, "message")
 
 
+class Status:
+    CODE = key(pb.Status.DESCRIPTOR, "code")
+    MESSAGE = key(pb.Status.DESCRIPTOR, "message")
+
+
+class SendMessageResponse:
+    STATUS = key(rpc.SendMessageResponse.DESCRIPTOR, "status")
+    ENTRIES = key(rpc.SendMessageResponse.DESCRIPTOR, "entries")
+
+
+class SendResultEntry:
+    _D = rpc.SendResultEntry.DESCRIPTOR
+    STATUS = key(_D, "status")
+    MESSAGE_ID = key(_D, "message_id")
+    TRANSACTION_ID = key(_D, "transaction_id")
+    OFFSET = key(_D, "offset")
+    RECALL_HANDLE = key(_D, "recall_handle")
+
+
 class StageRequest:
     """rockmq.messaging.v1.StageRequest"""
 

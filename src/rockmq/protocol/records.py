@@ -24,7 +24,7 @@ import struct
 from typing import NamedTuple
 
 from rockmq.protocol import pb
-from rockmq.protocol.field_keys import Message, SystemProperties, Timestamp
+from rockmq.protocol.field_keys import Digest, Message, SystemProperties, Timestamp
 from rockmq.protocol.wire import delimited, varint
 
 VERSION = 1
@@ -35,6 +35,10 @@ HEADER_LAYOUT = {name: (struct.calcsize(">" + "".join(code for _, code in _HEADE
                  for i, (name, code) in enumerate(_HEADER_FIELDS)}
 _VERSION_AND_STORE_MS = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS[:2]))  # what `place` rewrites
 IDENTITY_ENCODING = SystemProperties.BODY_ENCODING + varint(pb.IDENTITY)  # the field, encoded
+_SHA1_HEX = 40  # characters of a SHA-1 hex digest
+# body_digest{type: SHA1, checksum: <hex>} up to the checksum's characters, which complete it
+_SHA1_DIGEST = (SystemProperties.BODY_DIGEST + varint(len(Digest.TYPE) + 1 + len(Digest.CHECKSUM) + 1 + _SHA1_HEX)
+                + Digest.TYPE + varint(pb.SHA1) + Digest.CHECKSUM + varint(_SHA1_HEX))
 
 
 class RecordVersionError(ValueError):
@@ -65,28 +69,44 @@ def _head(tag: bytes, group: bytes, rest_len: int, queue_id: int = -1) -> bytes:
     return HEADER.pack(VERSION, queue_id + 1, len(tag), len(group), rest_len) + tag + group
 
 
+class Parts(NamedTuple):
+    """A received message cut into what its record holds (`message_parts`): a record is the header,
+    then these joined."""
+
+    tag: bytes
+    message_group: bytes
+    rest: bytes
+    system_properties: bytes
+
+
+def message_parts(msg: pb.Message, store_host: str) -> Parts:
+    """A received message as its record's parts, completed by the broker: the placement fields
+    cleared (ours to set, in `place`), then the store host, the SHA-1 body digest (faster than MD5
+    here: SHA extensions; every official client checks it) and IDENTITY if no body encoding is
+    named appended as encoded fields (a parser keeps a scalar's last value, and the digest we
+    append sets both of its fields whether a parser merges or replaces it). Consumes `msg`: its
+    system properties are moved out."""
+    sp = msg.system_properties
+    if sp.queue_id or sp.HasField("queue_offset") or sp.HasField("store_timestamp"):
+        for placed in ("queue_id", "queue_offset", "store_timestamp"):
+            sp.ClearField(placed)
+    tag = sp.tag.encode() if sp.HasField("tag") else b""
+    group = sp.message_group.encode() if sp.HasField("message_group") else b""
+    sp_bytes = b"".join((sp.SerializeToString(), _store_host(store_host), b"" if sp.body_encoding else IDENTITY_ENCODING,
+                         _SHA1_DIGEST, hashlib.sha1(msg.body).hexdigest().upper().encode()))
+    msg.ClearField("system_properties")
+    return Parts(tag, group, msg.SerializeToString(), sp_bytes)
+
+
 def seal(msg: pb.Message, store_host: str, queue_id: int = -1) -> bytes:
     """Encode a received message as a record not yet placed in a queue (see `place`); `queue_id`:
     the queue its client chose (-1: none), kept until it is placed.
 
     Delayed and transactional messages wait in this form, so moving one into its queue later
-    costs no parse. Consumes `msg`: its system properties are moved into the record.
+    costs no parse. Consumes `msg` (see `message_parts`).
     """
-    sp = msg.system_properties
-    for placed in ("queue_id", "queue_offset", "store_timestamp"):  # ours to set, in `place`
-        sp.ClearField(placed)
-    sp.store_host = store_host
-    if not sp.body_encoding:
-        sp.body_encoding = pb.IDENTITY
-    digest = sp.body_digest
-    digest.type = pb.SHA1  # faster than MD5 here (SHA extensions); every official client checks it
-    digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
-    tag = sp.tag.encode() if sp.HasField("tag") else b""
-    group = sp.message_group.encode() if sp.HasField("message_group") else b""
-    sp_bytes = sp.SerializeToString()
-    msg.ClearField("system_properties")
-    rest = msg.SerializeToString()
-    return _head(tag, group, len(rest), queue_id) + rest + sp_bytes
+    tag, group, rest, sp_bytes = message_parts(msg, store_host)
+    return b"".join((_head(tag, group, len(rest), queue_id), rest, sp_bytes))
 
 
 def seal_parts(sp: pb.SystemProperties, rest: bytes, sp_bytes: bytes, store_host: str) -> tuple[bytes, bytes, bytes, bytes]:
@@ -110,8 +130,19 @@ def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int)
     and the placement fields are appended to the system properties, which end the record (a
     parser merges fields that appear later into the message)."""
     return b"".join((_VERSION_AND_STORE_MS.pack(VERSION, store_ms), memoryview(record)[_VERSION_AND_STORE_MS.size:],
-                     _QUEUE_ID, varint(queue_id & 0xFFFFFFFFFFFFFFFF), _QUEUE_OFFSET, varint(offset),
-                     _store_timestamp(store_ms)))
+                     _placement(queue_id, offset, store_ms)))
+
+
+def placed(parts: Parts, queue_id: int, offset: int, store_ms: int) -> bytes:
+    """`place(seal(...))` in one step, for a message that enters its queue as it arrives."""
+    tag, group, rest, sp_bytes = parts
+    return b"".join((HEADER.pack(VERSION, store_ms, len(tag), len(group), len(rest)), tag, group, rest, sp_bytes,
+                     _placement(queue_id, offset, store_ms)))
+
+
+def _placement(queue_id: int, offset: int, store_ms: int) -> bytes:
+    """The system-properties fields a record gets when it enters a queue."""
+    return b"".join((_QUEUE_ID, varint(queue_id & 0xFFFFFFFFFFFFFFFF), _QUEUE_OFFSET, varint(offset), _store_timestamp(store_ms)))
 
 
 _QUEUE_ID, _QUEUE_OFFSET = SystemProperties.QUEUE_ID, SystemProperties.QUEUE_OFFSET

@@ -13,11 +13,11 @@ returns at once.
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
+import queue
 import threading
-from collections import deque
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -297,74 +297,78 @@ class GroupCommit:
 
     Waiters are handed to the thread once per event-loop iteration (`call_soon`), after every
     request that became ready in that iteration has written its batch: under load many sends
-    share one fsync, and an idle broker still flushes at once."""
+    share one fsync, and an idle broker still flushes at once. The hand-off is a C queue the
+    thread blocks on without the GIL (a `threading.Condition` costs several Python-level lock
+    allocations per round trip, measured ~30 us of the flusher's CPU per fsync)."""
 
     def __init__(self, flush: Callable[[], None], interval_s: float | None) -> None:
         self._flush = flush
         self._interval = interval_s
-        self._cv = threading.Condition()
-        self._registered = 0  # waiters registered (event-loop thread only)
-        self._requested = 0  # waiters handed to the flusher thread
-        self._kick_pending = False
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopped = False
+        self._pending: list[asyncio.Future[None]] = []  # registered this loop iteration (event-loop thread only)
+        # Each item: the loop and the waiters of one iteration; None stops the thread.
+        self._handed: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] | None] = \
+            queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="rockmq-fsync", daemon=True)
         self._thread.start()
 
     async def sync(self) -> None:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        self._registered += 1
-        with self._cv:
-            self._loop = loop
-            self._waiters.append((self._registered, fut))
-        if not self._kick_pending:
-            self._kick_pending = True
-            loop.call_soon(self._kick)
+        if not self._pending:
+            loop.call_soon(self._kick, loop)
+        self._pending.append(fut)
         await fut
 
-    def _kick(self) -> None:
-        self._kick_pending = False
-        with self._cv:
-            self._requested = self._registered
-            self._cv.notify()
+    def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
+        waiters, self._pending = self._pending, []
+        self._handed.put((loop, waiters))
 
     def _run(self) -> None:
-        flushed = 0
+        interval = self._interval
+        next_flush = time.monotonic() + interval if interval is not None else 0.0
+        covered: list[asyncio.Future[None]] = []
+        loop: asyncio.AbstractEventLoop | None = None
         while True:
-            with self._cv:
-                if self._interval is None:
-                    self._cv.wait_for(functools.partial(self._woken, flushed))
-                else:
-                    self._cv.wait_for(lambda: self._stopped, timeout=self._interval)
-                if self._stopped:
-                    return
-                target, covered = self._requested, []
-                while self._waiters and self._waiters[0][0] <= target:
-                    covered.append(self._waiters.popleft()[1])
-                loop = self._loop
+            # Under `sync` a flush starts as soon as waiters are handed over; under `async` at the next tick.
+            timeout = None if interval is None else max(0.0, next_flush - time.monotonic())
+            try:
+                item = self._handed.get(timeout=timeout)
+            except queue.Empty:
+                item = ()
+            if item is None:
+                return
+            if item:
+                loop = item[0]
+                covered.extend(item[1])
+                if interval is not None and time.monotonic() < next_flush:
+                    continue
+            while True:  # whatever was handed over meanwhile is written too: one fsync covers it
+                try:
+                    more = self._handed.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._handed.put(None)  # stop once these waiters are answered
+                    break
+                loop = more[0]
+                covered.extend(more[1])
             error: BaseException | None = None
             try:
                 self._flush()
             except BaseException as e:  # a failed fsync must fail the sends it covered, and
                 log.error("WAL fsync failed: %s", e)  # this thread must outlive it
                 error = OSError(f"WAL fsync failed: {e}")
-            flushed = target
+            if interval is not None:
+                next_flush = time.monotonic() + interval
             if covered and loop is not None:
                 try:
                     loop.call_soon_threadsafe(_complete, covered, error)
                 except RuntimeError:  # the loop is closed: nobody is waiting any more
                     pass
-
-    def _woken(self, flushed: int) -> bool:
-        """Stopped, or waiters were handed over since the flush that covered `flushed`."""
-        return self._stopped or self._requested != flushed
+                covered = []
 
     def stop(self) -> None:
-        with self._cv:
-            self._stopped = True
-            self._cv.notify()
+        self._handed.put(None)
         self._thread.join()
 
 

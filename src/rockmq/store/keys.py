@@ -217,6 +217,8 @@ _POSITION = struct.Struct(">IQ")
 
 def dedup_value(queue_id: int, offset: int, transaction_id: str = "", recall_handle: str = "") -> bytes:
     """What a retried send must get back: its position, and its transaction id or recall handle."""
+    if not transaction_id and not recall_handle:  # most sends
+        return _POSITION.pack(queue_id, offset) + b"\n"
     return _POSITION.pack(queue_id, offset) + f"{transaction_id}\n{recall_handle}".encode()
 
 

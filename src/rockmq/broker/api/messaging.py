@@ -19,8 +19,8 @@ from rockmq.broker.api.replies import (
     entry_results,
     found_status,
     message_queues,
-    multi_status,
     now_frame,
+    send_reply,
     serialized,
     status,
     status_frame,
@@ -80,6 +80,8 @@ class MessagingServicer:
         raw = lambda frame: frame  # noqa: E731 - streamed frames are already encoded
         methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # its reply is encoded already, or a refusal
             self.AckMessage, rpc.AckMessageRequest.FromString, serialized)
+        methods["SendMessage"] = grpc.unary_unary_rpc_method_handler(
+            self.SendMessage, rpc.SendMessageRequest.FromString, serialized)
         for name, request in (("ReceiveMessage", rpc.ReceiveMessageRequest), ("PullMessage", rpc.PullMessageRequest)):
             methods[name] = grpc.unary_stream_rpc_method_handler(getattr(self, name), request.FromString, raw)
         methods["Telemetry"] = grpc.stream_stream_rpc_method_handler(
@@ -152,12 +154,9 @@ class MessagingServicer:
     # --- sending ---------------------------------------------------------------------------
 
     @unary(rpc.SendMessageResponse)
-    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> rpc.SendMessageResponse:
-        results = await self.sender.send(list(request.messages), header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES)
-        entries = [rpc.SendResultEntry(status=OK if r.code == pb.OK else status(r.code, r.message), message_id=r.message_id,
-                                       offset=r.offset, transaction_id=r.transaction_id, recall_handle=r.recall_handle)
-                   for r in results]
-        return rpc.SendMessageResponse(status=multi_status([e.status for e in entries]), entries=entries)
+    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> bytes:
+        """Answered encoded (`send_reply`): no protobuf object per entry."""
+        return send_reply(await self.sender.send(request.messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES))
 
     @unary(rpc.EndTransactionResponse)
     async def EndTransaction(self, request: rpc.EndTransactionRequest, context: Context) -> rpc.EndTransactionResponse:

@@ -22,8 +22,11 @@ from rockmq.broker.cluster.routes import Holder
 from rockmq.broker.errors import NOT_FOUND_CODES, AlreadyExists, BrokerError
 from rockmq.broker.errors import OK as OK
 from rockmq.broker.errors import status as status
+from rockmq.broker.send import SendResult
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import endpoints_of
+from rockmq.protocol.field_keys import SendMessageResponse, SendResultEntry
+from rockmq.protocol.wire import delimited, varint
 
 log = logging.getLogger(__name__)
 INTERNAL = "internal error; see the broker log"
@@ -64,9 +67,34 @@ def multi_status(statuses: list[pb.Status]) -> pb.Status:
     if not statuses:
         return OK
     first = statuses[0]
-    if all(st.code == first.code for st in statuses):
+    code = first.code
+    if all(st is first or st.code == code for st in statuses):  # `is`: most are the one OK
         return first
     return MULTIPLE
+
+
+_OK_ENTRY_STATUS = delimited(SendResultEntry.STATUS, OK.SerializeToString())
+
+
+def send_reply(results: list[SendResult]) -> bytes:
+    """SendMessage's reply, encoded: what `SendMessageResponse.SerializeToString` gives for it
+    (tests/unit/test_send_reply.py), without a protobuf object per entry."""
+    parts: list[bytes] = []
+    statuses: list[pb.Status] = []
+    for r in results:
+        st = OK if r.code == pb.OK else status(r.code, r.message)
+        statuses.append(st)
+        entry = [_OK_ENTRY_STATUS if st is OK else delimited(SendResultEntry.STATUS, st.SerializeToString())]
+        if r.message_id:  # proto3 leaves an empty string out (a message refused for having no id)
+            entry.append(delimited(SendResultEntry.MESSAGE_ID, r.message_id.encode()))
+        if r.transaction_id:
+            entry.append(delimited(SendResultEntry.TRANSACTION_ID, r.transaction_id.encode()))
+        if r.offset:
+            entry += (SendResultEntry.OFFSET, varint(r.offset))
+        if r.recall_handle:
+            entry.append(delimited(SendResultEntry.RECALL_HANDLE, r.recall_handle.encode()))
+        parts.append(delimited(SendMessageResponse.ENTRIES, b"".join(entry)))
+    return b"".join((delimited(SendMessageResponse.STATUS, multi_status(statuses).SerializeToString()), *parts))
 
 
 def found_status(found: bool) -> pb.Status:
