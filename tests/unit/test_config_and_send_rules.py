@@ -41,12 +41,10 @@ def test_delivery_timestamp_reads_seconds_and_the_clients_milliseconds():
 
 
 def test_message_type_inference():
-    sp = pb.SystemProperties()
-    assert message_type(sp) == "NORMAL"
-    sp.message_group = "g"
-    assert message_type(sp) == "FIFO"
-    sp.message_type = pb.TRANSACTION
-    assert message_type(sp) == "TRANSACTION"
+    assert message_type(pb.MESSAGE_TYPE_UNSPECIFIED, False, False) == "NORMAL"
+    assert message_type(pb.MESSAGE_TYPE_UNSPECIFIED, True, False) == "FIFO"
+    assert message_type(pb.MESSAGE_TYPE_UNSPECIFIED, False, True) == "DELAY"
+    assert message_type(pb.TRANSACTION, True, False) == "TRANSACTION"
 
 
 def test_message_ids_are_unique_and_v2_shaped():

@@ -71,6 +71,12 @@ def delivery_ms(ts: Timestamp) -> int:
     return ts.seconds * 1000 + ts.nanos // 1_000_000
 
 
+def message_type(code: int, grouped: bool, delayed: bool) -> str:
+    """The type a message declares (`message_type`), else the one its fields imply: FIFO with a
+    message group, DELAY with a delivery timestamp."""
+    return _TYPE_NAMES.get(code) or ("FIFO" if grouped else "DELAY" if delayed else "NORMAL")
+
+
 def topic_or_new(name: str, known: Catalog, settings: Settings) -> Target:
     """The named topic, or the one auto-creation would make: a group's retry topic exists once the
     group does (one queue), a dead-letter topic has one queue, any other `default_queues`."""
@@ -141,7 +147,7 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
         if "" in props:
             raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
     delayed = sp.HasField("delivery_timestamp")
-    mtype = _TYPE_NAMES.get(sp.message_type) or ("FIFO" if grouped else "DELAY" if delayed else "NORMAL")
+    mtype = message_type(sp.message_type, grouped, delayed)
     if mtype not in target.message_types:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
                           f"topic {name!r} does not accept {mtype} messages (accepts {', '.join(target.message_types)})")
