@@ -61,9 +61,11 @@ class Catalog:
 
     # --- groups ------------------------------------------------------------------------------
 
-    def create_group(self, name: str, fifo: bool, max_attempts: int, consume_mode: str) -> admin.GroupInfo:
-        """A group (max_attempts 0: the broker's default; consume_mode "": fixed by its first use)."""
-        return self.group_info(self.ctx.new_group(name, fifo, max_attempts, consume_mode), False)
+    def create_group(self, request: admin.CreateGroupRequest) -> Awaitable[admin.GroupInfo]:
+        """A group (max_attempts 0: the broker's default; consume_mode "": fixed by its first use),
+        here or on every broker of the cluster."""
+        return self.fanout.create_group(request, lambda: self.group_info(
+            self.ctx.new_group(request.name, request.fifo, request.max_attempts, request.consume_mode), False))
 
     def groups(self) -> list[admin.GroupInfo]:
         return [self.group_info(g, False) for g in sorted(self.ctx.meta.groups.values(), key=lambda g: g.name)]

@@ -45,8 +45,8 @@ class AdminServicer(admin_grpc.AdminServicer):
         return admin.DeleteTopicResponse()
 
     @admin_call
-    def CreateGroup(self, request: admin.CreateGroupRequest) -> admin.GroupInfo:
-        return self.catalog.create_group(request.name, request.fifo, request.max_attempts, request.consume_mode)
+    def CreateGroup(self, request: admin.CreateGroupRequest) -> Awaitable[admin.GroupInfo]:
+        return self.catalog.create_group(request)
 
     @admin_call
     def ListGroups(self, request: admin.ListGroupsRequest) -> admin.ListGroupsResponse:

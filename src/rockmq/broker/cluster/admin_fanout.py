@@ -1,5 +1,5 @@
-"""Admin calls answered across the cluster: a topic created over several brokers, a topic or
-group described by every broker that has it.
+"""Admin calls answered across the cluster: a topic created over several brokers, a group created
+on every broker, a topic or group described by every broker that has it.
 
 broker/catalog.py hands each call here with how to answer it on this broker (`here`); without
 name servers, or for a call marked `local`, that is the whole answer.
@@ -51,27 +51,56 @@ class AdminFanout:
         for broker, count in spread(total, chosen).items():
             part = admin.CreateTopicRequest(name=request.name, queue_count=count, message_types=request.message_types,
                                             local=True)
-            note = f" (already created on {', '.join(done)})" if done else ""
-            try:
-                if broker == self.cluster.name:
-                    created = await self._create_here_and_register(part, here)
-                else:
-                    created = await self.cluster.admin(live[broker]).CreateTopic(part, timeout=RPC_TIMEOUT_S)
-            except AlreadyExists as e:
-                raise AlreadyExists(f"on broker {broker}: {e.message}{note}") from None
-            except BrokerError as e:
-                raise BrokerError(e.code, f"on broker {broker}: {e.message}{note}") from None
-            except grpc.aio.AioRpcError as e:
-                if e.code() == grpc.StatusCode.ALREADY_EXISTS:
-                    raise AlreadyExists(f"on broker {broker}: {e.details()}{note}") from None
-                raise BrokerError(pb.BAD_REQUEST if e.code() == grpc.StatusCode.INVALID_ARGUMENT else pb.INTERNAL_ERROR,
-                                  f"on broker {broker}: {e.details()}{note}") from None
-            done.append(broker)
+            created = await self._create_on(broker, live[broker], "CreateTopic", part,
+                                             lambda p: self._create_here_and_register(p, here), done)
             info.queues.extend(admin.QueueInfo(queue_id=q.queue_id, min_offset=q.min_offset, max_offset=q.max_offset,
                                                broker=broker) for q in created.queues)
         del info.message_types[:]
         info.message_types.extend(created.message_types)
         return info
+
+    async def create_group(self, request: admin.CreateGroupRequest,
+                           here: Callable[[], admin.GroupInfo]) -> admin.GroupInfo:
+        """Create a group on every live broker (here alone without name servers, or for a `local`
+        request): a FIFO group, its attempts and consume mode must hold wherever its messages are,
+        and a broker that met the group first by auto-creation would make it an ordinary one."""
+        if not self.cluster.enabled or request.local:
+            return here()
+        check_name("group", request.name)
+        live = await self.cluster.live()
+        part = admin.CreateGroupRequest(name=request.name, fifo=request.fifo, max_attempts=request.max_attempts,
+                                        consume_mode=request.consume_mode, local=True)
+        done: list[str] = []
+
+        async def created_here(_: admin.CreateGroupRequest) -> admin.GroupInfo:
+            return here()
+
+        answers = {broker: await self._create_on(broker, live[broker], "CreateGroup", part, created_here, done)
+                   for broker in sorted(live)}
+        return answers[self.cluster.name]
+
+    async def _create_on(self, broker: str, endpoint: str, method: str, part: Any,
+                         here: Callable[[Any], Awaitable[Info]], done: list[str]) -> Info:
+        """`method` with `part` on one broker (this one: `here`), its refusal naming the broker
+        and what was created already; `done` gets the broker once it succeeded."""
+        note = f" (already created on {', '.join(done)})" if done else ""
+        try:
+            if broker == self.cluster.name:
+                created = await here(part)
+            else:
+                call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(endpoint), method)
+                created = await call(part, timeout=RPC_TIMEOUT_S)
+        except AlreadyExists as e:
+            raise AlreadyExists(f"on broker {broker}: {e.message}{note}") from None
+        except BrokerError as e:
+            raise BrokerError(e.code, f"on broker {broker}: {e.message}{note}") from None
+        except grpc.aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.ALREADY_EXISTS:
+                raise AlreadyExists(f"on broker {broker}: {e.details()}{note}") from None
+            raise BrokerError(pb.BAD_REQUEST if e.code() == grpc.StatusCode.INVALID_ARGUMENT else pb.INTERNAL_ERROR,
+                              f"on broker {broker}: {e.details()}{note}") from None
+        done.append(broker)
+        return created
 
     async def _create_here_and_register(self, request: admin.CreateTopicRequest,
                                         here: Callable[[admin.CreateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:

@@ -107,16 +107,18 @@ class GroupQueueInfo(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ..., broker: _Optional[str] = ...) -> None: ...
 
 class CreateGroupRequest(_message.Message):
-    __slots__ = ("name", "fifo", "max_attempts", "consume_mode")
+    __slots__ = ("name", "fifo", "max_attempts", "consume_mode", "local")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIFO_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CONSUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     name: str
     fifo: bool
     max_attempts: int
     consume_mode: str
-    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., consume_mode: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., consume_mode: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class GroupRequest(_message.Message):
     __slots__ = ("name", "local")
