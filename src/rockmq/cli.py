@@ -105,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
                        help="refuse sends and routes for unknown topics")
+    serve.add_argument("--workers", metavar="N", help="broker shard processes on this machine, joined as a cluster "
+                                                      "behind --port: a number, or auto (one per core) (default 1)")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
 
     ns = sub.add_parser("namesrv", help="run a name server in the foreground")
@@ -200,16 +202,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq import malloc_tuning
-    from rockmq.broker.server import serve
-    from rockmq.broker.startup import CannotStart
+    from rockmq.broker.startup import CannotStart, check_layout
     from rockmq.store.schema import SchemaError
 
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
-                                                "replication", "replica_of",
+                                                "replication", "replica_of", "workers",
                                                 "default_queues", "auto_create_topics", "log_level")}
     settings = load_settings(args.config, overrides)
     _log_at(settings.log_level)
+    if settings.shards > 1:
+        from rockmq.shards.supervisor import serve as serve_shards
+
+        try:
+            asyncio.run(serve_shards(settings, args.ready_file))
+        except CannotStart as e:
+            raise CliError(str(e)) from None
+        return 0
+    from rockmq.broker.server import serve
+
     try:
         import uvloop
 
@@ -217,6 +228,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:
         pass
     try:
+        check_layout(settings.data_path, 1)
         asyncio.run(serve(settings, args.ready_file))
     except (CannotStart, SchemaError) as e:
         raise CliError(str(e)) from None

@@ -47,6 +47,9 @@ class Settings:
     replication: str = "off"
     replication_timeout_s: float = 5.0
     replica_of: str = ""
+    # Broker shard processes `rockmq serve` runs on this machine, joined as a cluster (docs/cluster.md
+    # "Every core"); 0: one per core (`--workers auto`). 1 is a single broker process.
+    workers: int = 1
     auto_create_topics: bool = True
     auto_create_groups: bool = True
     default_queues: int = 8
@@ -122,6 +125,11 @@ class Settings:
             raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
         if self.retention_s < 1 or self.retention_bytes < 0 or self.retention_check_s <= 0:
             raise ConfigError("retention_s must be at least 1, retention_bytes at least 0, retention_check_s above 0")
+        if self.workers < 0:
+            raise ConfigError(f"workers must be a number of processes or 'auto', not {self.workers}")
+        if self.shards > 1 and (self.replication != "off" or self.replica_of):
+            raise ConfigError("workers above 1 cannot be combined with replication or replica_of: "
+                              "replicate single-process brokers")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:
@@ -146,6 +154,11 @@ class Settings:
     def data_path(self) -> Path:
         return Path(self.data_dir)
 
+    @property
+    def shards(self) -> int:
+        """How many broker processes `workers` means on this machine."""
+        return self.workers or os.cpu_count() or 1
+
 
 def _to_bool(value: Any) -> bool:
     if isinstance(value, str):
@@ -163,6 +176,19 @@ def _to_floats(value: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in items)
 
 
+def _to_workers(value: Any) -> int:
+    return 0 if isinstance(value, str) and value.strip().lower() == "auto" else int(value)
+
+
+def _to_text(value: Any) -> str:
+    """A field's value as `ROCKMQ_<FIELD>` carries it (what `_coerce` reads back)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(repr(v) for v in value)
+    return str(value)
+
+
 _CONVERTERS: dict[Any, Callable[[Any], Any]] = {bool: _to_bool, int: int, float: float, str: str,
                                                  tuple[float, ...]: _to_floats}
 
@@ -176,7 +202,7 @@ def _converter(name: str, kind: Any) -> Callable[[Any], Any]:
 # By the fields' types, resolved: with `from __future__ import annotations` a field's `.type` is a
 # string, which is easy to compare wrongly (or not at all) and never fails loudly.
 _TYPES = get_type_hints(Settings)
-_CONVERT = {name: _converter(name, kind) for name, kind in _TYPES.items()}
+_CONVERT = {name: _converter(name, kind) for name, kind in _TYPES.items()} | {"workers": _to_workers}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -214,3 +240,9 @@ def load_settings(
         if value is not None:
             values[name] = _coerce(name, value)
     return dataclasses.replace(Settings(), **values)
+
+
+def to_environ(settings: Settings) -> dict[str, str]:
+    """Every setting as a `ROCKMQ_<FIELD>` variable: how `rockmq serve --workers N` hands the
+    settings it resolved (file, environment, flags) to its shard processes."""
+    return {f"ROCKMQ_{f.name.upper()}": _to_text(getattr(settings, f.name)) for f in dataclasses.fields(settings)}

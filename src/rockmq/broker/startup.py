@@ -57,8 +57,54 @@ def check_data_dir(path: Path) -> None:
     except OSError as e:
         raise CannotStart(f"cannot open the data directory {path}: {e.strerror}") from None
     try:
+        _lock(fd, path)
+    finally:
+        os.close(fd)  # releases the lock (if we got it) before RocksDB takes it
+
+
+def hold_data_dir(path: Path) -> int:
+    """Lock the data directory the way RocksDB does (an fcntl lock on LOCK) for a process that
+    keeps no store in it itself (`rockmq serve --workers N`) -> the descriptor to keep open."""
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _lock(fd, path)
+    except CannotStart:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lock(fd: int, path: Path) -> None:
+    try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         raise CannotStart(f"the data directory {path} is in use by another process (another broker?)") from None
-    finally:
-        os.close(fd)  # releases the lock (if we got it) before RocksDB takes it
+
+
+SHARD_PREFIX = "shard-"  # `rockmq serve --workers N` keeps shard i's store in DATA/shard-i
+
+
+def shard_dir(root: Path, index: int) -> Path:
+    return root / f"{SHARD_PREFIX}{index}"
+
+
+def stored_shards(root: Path) -> int:
+    """How many shards the data directory holds (1 + the highest shard-i present; 0: none)."""
+    if not root.is_dir():
+        return 0
+    indexes = [int(p.name[len(SHARD_PREFIX):]) for p in root.iterdir()
+               if p.is_dir() and p.name.startswith(SHARD_PREFIX) and p.name[len(SHARD_PREFIX):].isdigit()]
+    return max(indexes, default=-1) + 1
+
+
+def check_layout(root: Path, shards: int) -> None:
+    """The data directory was written by as many shards as will read it, or fewer: a store left
+    unopened would hide its messages, and a single broker's store is not a shard's."""
+    held = stored_shards(root)
+    if held > shards or (held and shards == 1):
+        raise CannotStart(f"the data directory {root} holds {held} shards (written by rockmq serve --workers {held}): "
+                          f"start it with --workers {held} or more, or its messages stay unread")
+    if shards > 1 and (root / "CURRENT").exists():
+        raise CannotStart(f"the data directory {root} holds a single broker's store (written without --workers): "
+                          f"start it with --workers 1")

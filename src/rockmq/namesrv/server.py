@@ -44,13 +44,20 @@ class NameServer(namesrv_grpc.NameServerServicer):
         return namesrv.ListBrokersResponse(brokers=self.registry.brokers(request.topic))
 
 
-async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None) -> None:
+async def start(service: NameServer, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+    """`service` serving on `host:port` -> (its gRPC server, the port it got). `rockmq serve
+    --workers N` embeds a name server this way to join its shards."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    namesrv_grpc.add_NameServerServicer_to_server(NameServer(timeout_ms), server)
+    namesrv_grpc.add_NameServerServicer_to_server(service, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")
     await server.start()
+    return server, bound
+
+
+async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None) -> None:
+    server, bound = await start(NameServer(timeout_ms), host, port)
     print(f"rockmq name server listening on {host}:{bound}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
