@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from rockmq.bench.options import DEFAULT_CONCURRENCY, parse_args
-from rockmq.bench.probe import broker_sample, family, find_broker, listen_inodes, loopback_port
+from rockmq.bench.probe import (
+    broker_sample,
+    family,
+    find_broker,
+    is_rockmq_serve,
+    listen_inodes,
+    loopback_port,
+    serving_root,
+)
 from rockmq.bench.report import per_message_us, percentile, ratio, ratios
 
 TCP_TABLE = """\
@@ -89,6 +97,24 @@ def test_broker_sample_and_family_of_this_process() -> None:
     assert sample is not None and sample.rss_kib > 0 and sample.cpu_s > 0
     assert os.getpid() in family(os.getpid())
     assert broker_sample(2**22 + 1, Path("/nonexistent")) is None
+
+
+def fake_process(proc: Path, pid: int, ppid: int, *argv: str) -> None:
+    (proc / str(pid)).mkdir(parents=True)
+    (proc / str(pid) / "stat").write_text(f"{pid} (python3) S {ppid} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 0 0 0")
+    (proc / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+
+
+def test_serving_root_climbs_from_a_shard_to_its_supervisor(tmp_path: Path) -> None:
+    fake_process(tmp_path, 10, 1, "bash")
+    fake_process(tmp_path, 20, 10, "/venv/bin/python", "/venv/bin/rockmq", "serve", "--workers", "2")
+    fake_process(tmp_path, 30, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve", "--workers", "1")
+    fake_process(tmp_path, 31, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve", "--workers", "1")
+    fake_process(tmp_path, 40, 10, "/venv/bin/python", "-m", "rockmq", "serve")
+    assert serving_root(30, tmp_path) == 20
+    assert serving_root(40, tmp_path) == 40  # a lone broker, started from a shell
+    assert family(20, tmp_path) == {20, 30, 31}
+    assert not is_rockmq_serve(["bash", "-c", "rockmq serve"])
 
 
 def test_options_defaults_and_no_ceiling() -> None:
