@@ -13,10 +13,10 @@ import time
 import grpc
 import pytest
 from broker_process import BrokerProcess  # tests/ is on sys.path (tests/conftest.py)
-from mqwire import META, Conn, code_name, message
+from mqwire import META, RPC_TIMEOUT, Conn, code_name, message
 from waiting import wait_for
 
-from rockmq.protocol import admin, pb, rpc
+from rockmq.protocol import admin, batch, batch_grpc, pb, rpc
 
 MiB = 1024 * 1024
 
@@ -129,6 +129,24 @@ def test_receive_illegal_invisible_time(conn, unique, invisible_ms):
     # Nothing was handed out: a valid receive gets the message, first attempt.
     got = conn.receive_n(group, topic, 1, within=5)
     assert len(got) == 1 and got[0].system_properties.delivery_attempt == 1
+
+
+def test_receive_refuses_a_negative_batch_size(conn, unique):
+    """ReceiveMessage and BatchMessaging.Receive refuse a negative batch size (as pull does) and hand
+    nothing out; 0 means the default."""
+    topic, group = unique("bad-batch"), unique("bad-batch-g")
+    conn.send_ok(message(topic, "a"), message(topic, "b"))
+    code, msgs = conn.receive(group, topic, batch=-1)
+    assert_code(code, pb.BAD_REQUEST)
+    assert not msgs
+    reply = batch_grpc.BatchMessagingStub(conn.channel).Receive(
+        batch.ReceiveRequest(group=group, topic=topic, batch_size=-5, invisible_duration_ms=30_000), timeout=RPC_TIMEOUT)
+    assert_code(reply.status.code, pb.BAD_REQUEST)
+    assert "batch_size" in reply.status.message and not reply.messages
+    code, msgs = conn.receive(group, topic, batch=0)
+    assert_code(code, pb.OK)
+    assert sorted(m.body for m in msgs) == [b"a", b"b"]
+    assert all(m.system_properties.delivery_attempt == 1 for m in msgs)
 
 
 def test_receive_bad_sql_filter_is_refused_with_its_position(conn, unique):

@@ -103,13 +103,16 @@ class PopService:
                       invisible_ms: int | None, poll_s: float, client_id: str = "", lane: str = "",
                       auto_renew: bool = False) -> list[bytes]:
         """Hand out up to batch_size messages the group's filter `expr` accepts, waiting up to
-        poll_s for the first one.
+        poll_s for the first one. `batch_size` 0: `receive_batch`; above `max_receive_batch`: that
+        many; negative: refused (official clients never send less than 1).
 
         Returns serialized v2 Messages (receipt handle and attempt set). With `auto_renew` and no
         invisible time, the broker keeps extending the invisible time while the client is alive.
         A refused receive writes nothing (no mode, no subscription). The client's `lane` (its
         x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py; not for FIFO groups).
         """
+        if batch_size < 0:
+            raise BrokerError(pb.BAD_REQUEST, f"batch_size must not be negative, not {batch_size}")
         renew_for = client_id if auto_renew and invisible_ms is None else None
         expr, lanes = self.receivers.receiver(group.name, client_id, lane, expr, renew_for is not None)
         if invisible_ms is None:
@@ -127,7 +130,7 @@ class PopService:
             raise refused
         sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
         claim(self.ctx.meta, group, POP, self.ctx.read_only)
-        batch_size = max(1, min(batch_size or s.receive_batch, s.max_receive_batch))
+        batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
         if group.fifo:
             lanes = None
         loop = asyncio.get_running_loop()
