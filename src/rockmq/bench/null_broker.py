@@ -3,7 +3,7 @@
 What no broker could beat on this machine: the same grpc.aio server (the broker's options, its
 event loop) and the same services registered the same way (the servicers here subclass the
 broker's, so `handler()` is the broker's own: requests decoded and replies encoded exactly as there),
-with no work in between. SendMessage answers one OK entry per message; ReceiveMessage streams the
+with no work in between. SendMessage answers one OK entry per message (encoded as the broker's); ReceiveMessage streams the
 status frame, `batch_size` prepared messages and the closing frame; AckMessage and
 BatchMessaging.Ack answer OK entries; BatchMessaging.Receive and Pull answer `batch_size` prepared
 messages (replies pre-encoded as the broker's are). With `--fsync-file`, each send, receive and ack
@@ -26,8 +26,9 @@ from collections.abc import AsyncIterator
 
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
-from rockmq.broker.api.replies import OK, now_frame, status_frame, unary
+from rockmq.broker.api.replies import OK, now_frame, send_reply, status_frame, unary
 from rockmq.broker.api.requests import Context
+from rockmq.broker.send import SendResult
 from rockmq.broker.server import _listen
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
@@ -115,11 +116,9 @@ class NullMessaging(MessagingServicer):
         return rpc.NotifyClientTerminationResponse(status=OK)
 
     @unary(rpc.SendMessageResponse)
-    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> rpc.SendMessageResponse:
+    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> bytes:
         await self.nothing.sync(sum(len(m.body) for m in request.messages))
-        return rpc.SendMessageResponse(status=OK, entries=[
-            rpc.SendResultEntry(status=OK, message_id=m.system_properties.message_id, offset=i)
-            for i, m in enumerate(request.messages)])
+        return send_reply([SendResult(pb.OK, "", m.system_properties.message_id, i) for i, m in enumerate(request.messages)])
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
         await self.nothing.sync(ACK_BYTES)
