@@ -57,10 +57,7 @@ def test_options_are_applied(tmp_path: Path) -> None:
         assert int(cf["max_bytes_for_level_base"]) == base
         assert int(cf["target_file_size_base"]) < base  # several tables per level: compactions stay small
         assert cf["enable_blob_files"] == ("true" if family in (Family.LOG, Family.TIMERS) else "false")
-        assert table["index_type"] == "kTwoLevelIndexSearch"
-        assert table["partition_filters"] == "true"
         assert table["cache_index_and_filter_blocks"] == "true"
-        assert table["pin_top_level_index_and_filter"] == "true"
         bloom = family in (Family.DEDUP, Family.CHECKPOINTS)
         assert table["filter_policy"].startswith("bloomfilter") == bloom, family
 

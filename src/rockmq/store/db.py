@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Protocol
 
 from rocksdict import (
-    BlockBasedIndexType,
     BlockBasedOptions,
     Cache,
     ColumnFamily,
@@ -69,7 +68,10 @@ SCAN_BLOCK = 64 * 1024
 # order, so a compaction into a level rewrites every table between the first and the last queue
 # tail it carries: with RocksDB's 256 MiB base level, all of the log's keys, on every L0
 # compaction (measured: compaction CPU per message grew with the store). A small base level and
-# small tables keep each compaction's reach small and let the data sink level by level.
+# small tables keep each compaction's reach small and let the data sink level by level. Small
+# tables also keep each one's bloom filter and index block well under a block cache shard (1 MiB):
+# a 64 MiB table's filter of several MiB is never kept by the cache, and every lookup re-read it
+# (measured: 7.0 -> 0.9 us per message for the de-dup lookups against 3 M stored ids).
 LEVEL_BASE: dict[str, int] = {Family.LOG: 8 * MiB, Family.TIMERS: 8 * MiB}
 SMALL_LEVEL_BASE = 32 * MiB
 TABLE_FILE_PER_LEVEL_BASE = 4  # target table size = level base / this
@@ -113,13 +115,6 @@ def _options(cache: Cache, family: str | None = None) -> Options:
         table.set_block_cache(cache)
         table.set_cache_index_and_filter_blocks(True)
         table.set_pin_l0_filter_and_index_blocks_in_cache(True)
-        # Partitioned index and filters: a table's index and bloom filter are cut into 4 KiB
-        # blocks cached like data, under a small top level that stays pinned. Whole, a 64 MiB
-        # table's index or filter is one block of up to a megabyte: once the store outgrows the
-        # cache, a lookup would evict and re-read such a block each time.
-        table.set_index_type(BlockBasedIndexType.two_level_index_search())
-        table.set_partition_filters(True)
-        table.set_pin_top_level_index_and_filter(True)
         if family in BLOOM_FAMILIES:  # most lookups there miss: answer them from the filter
             table.set_bloom_filter(10, False)
         if family in SCANNED_FAMILIES:
