@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         if not opts.json:
             print("\n".join(lines), flush=True)
 
-    say([note])
+    load = [round(x, 2) for x in os.getloadavg()]
+    say([f"{note}; load average {load[0]:.2f} (the machine's other work competes with every figure)"])
     try:
         results, ceilings = run(opts, say)
     except CeilingError as exc:
@@ -72,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if opts.json:
         print(json.dumps({"endpoint": opts.endpoint, "broker_pid": opts.broker_pid, "broker": note,
+                          "load_average": {"start": load, "end": [round(x, 2) for x in os.getloadavg()]},
                           "options": dataclasses.asdict(opts), "scenarios": results, "ceiling": ceilings}, indent=2))
     measured = [*results.values(), *ceilings.get("null", {}).values(), *ceilings.get("null_fsync", {}).values()]
     if "stream" in ceilings:

@@ -140,7 +140,7 @@ def run_scenario(opts: Options, scenario: str, fill: bool = True) -> Figures:
     after = broker_sample(opts.broker_pid) if opts.broker_pid else None
     if before and after:
         figures["broker_rss_mib"] = [round(before.rss_kib / 1024, 1), round(after.rss_kib / 1024, 1)]
-        figures["broker_rss_peak_mib"] = peak_mib
+        figures["broker_rss_peak_mib"] = max(peak_mib or 0.0, *figures["broker_rss_mib"])
     return figures
 
 
