@@ -60,17 +60,24 @@ class Accumulator:
 
     async def append(self, key: Key, entry: Entry) -> None:
         """Queue `entry` under `key`, once the buffer has room for it."""
-        if self._room or not self._fits(entry.size):
-            room = asyncio.get_running_loop().create_future()
-            self._room.append((entry.size, room))
-            try:
-                await room  # room granted: its bytes are counted
-            except asyncio.CancelledError:
-                self._cancel(entry.size, room)
-                raise
-        else:
-            self._held += entry.size
+        if self.append_nowait(key, entry):
+            return
+        room = asyncio.get_running_loop().create_future()
+        self._room.append((entry.size, room))
+        try:
+            await room  # room granted: its bytes are counted
+        except asyncio.CancelledError:
+            self._cancel(entry.size, room)
+            raise
         self._waiting.setdefault(key, deque()).append(entry)
+
+    def append_nowait(self, key: Key, entry: Entry) -> bool:
+        """Queue `entry` if the buffer has room for it now (and no append waits for room); -> whether it did."""
+        if self._room or not self._fits(entry.size):
+            return False
+        self._held += entry.size
+        self._waiting.setdefault(key, deque()).append(entry)
+        return True
 
     def _fits(self, size: int) -> bool:
         return not self._held or self._held + size <= self.buffer_bytes

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rockmq.client.accumulator import Accumulator, Entry
+from rockmq.client.accumulator import Accumulator, Entry, Key
 from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError
 from rockmq.client.fault import LATENCY_MS, PAUSE_MS, FaultAvoidance
 from rockmq.client.limits import (
@@ -107,7 +107,7 @@ class AsyncProducer:
         self._telemetry: dict[str, TelemetrySession] = {}
         self._spool = Spool(spool_dir, self._resend, spool_schedule_s, spool_max_entries, on_dead) if spool_dir else None
         self.accumulator = Accumulator(batch_max_messages, min(batch_max_bytes, MAX_MESSAGE // 2), buffer_bytes)
-        self.sender = Sender(self.session, self.queues, self._cached_route, self.selector, self.faults, retries,
+        self.sender = Sender(self.session, self.queues, self._route_now, self.selector, self.faults, retries,
                              self._spool, self.accumulator, max_in_flight)
         self._host = socket.gethostname()
         self._started = False
@@ -173,13 +173,16 @@ class AsyncProducer:
                     raise
                 log.debug("route of %s not refreshed (%s): keeping the last one", topic, e)
                 return cached[1]
+        return self._route_now(topic) or cached[1]
+
+    def _route_now(self, topic: str) -> list[Queue] | None:
+        """The cached route, without waiting (a stale one is refreshed in the background); None if none."""
+        cached = self._routes.get(topic)
+        if cached is None:
+            return None
         if time.monotonic() - cached[0] > self.route_ttl_s:
             self._fetch_route(topic)
         return cached[1]
-
-    def _cached_route(self, topic: str) -> list[Queue] | None:
-        cached = self._routes.get(topic)
-        return None if cached is None else cached[1]
 
     def _fetch_route(self, topic: str) -> asyncio.Task[list[Queue]]:
         """The one QueryRoute in flight for the topic (concurrent callers share it)."""
@@ -202,23 +205,47 @@ class AsyncProducer:
     async def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
         """Send and wait until the broker stored it (durably, under its flush policy), or the spool
         did. Concurrent sends to one queue share requests (accumulator.py, sender.py)."""
+        return await self.submit(message, arg=arg)
+
+    def submit(self, message: Message, *, arg: Any = None) -> asyncio.Future[SendReceipt]:
+        """What `send` does, without a coroutine of its own: the future of the receipt. Once the
+        producer runs and knows the topic's route, the message joins the accumulator right here
+        (the sync Producer's way in: one hop to the event loop, no task per send)."""
         if self._closing or self.session.closed:
             raise ClientClosed("the producer is closed")
-        if not self._started:
-            await self.start()
         wire = self._to_pb(message, _now_ms())  # a malformed message is refused before anything is sent
+        queues = self._route_now(message.topic) if self._started else None
+        if queues is None:
+            return asyncio.ensure_future(self._send_first(message, wire, arg))
+        key, entry = self._entry(message, wire, arg, queues)
+        if not self.accumulator.append_nowait(key, entry):
+            return asyncio.ensure_future(self._gather(key, entry))
+        self.sender.wake()
+        return entry.future
+
+    async def _send_first(self, message: Message, wire: pb.Message, arg: Any) -> SendReceipt:
+        """A send before the producer started or knew the topic's route."""
+        await self.start()
         try:
             queues = await self.queues(message.topic)
         except RockmqError as e:
             if not e.retriable:
                 raise
             return (await self._send([message], arg, batch=False))[0]  # no route yet: retries (and the spool) decide
+        return await self._gather(*self._entry(message, wire, arg, queues))
+
+    def _entry(self, message: Message, wire: pb.Message, arg: Any, queues: list[Queue]) -> tuple[Key, Entry]:
+        """The accumulator entry of a send, under its key: the queue its group or a naming selector
+        picks, or any queue (a spreading selector picks one per request)."""
         named = None if message.message_group is None and spreads(self.selector) else \
             self.sender.pick(queues, message, arg, set())
         future: asyncio.Future[SendReceipt] = asyncio.get_running_loop().create_future()
-        await self.accumulator.append((message.topic, named), Entry(wire, message, arg, _size(message), future))
+        return (message.topic, named), Entry(wire, message, arg, _size(message), future)
+
+    async def _gather(self, key: Key, entry: Entry) -> SendReceipt:
+        await self.accumulator.append(key, entry)
         self.sender.wake()
-        return await future
+        return await entry.future
 
     async def send_batch(self, messages: Sequence[Message], *, arg: Any = None) -> list[SendReceipt]:
         """Send messages of one topic in one request (one queue, one broker). If the broker refuses

@@ -81,14 +81,26 @@ class Producer(_Sync):
         self._run(self._inner.start())  # replay the spool, open the transaction-check streams
 
     def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
-        return self._run(self._inner.send(message, arg=arg))
+        return self.send_async(message, arg=arg).result(self._timeout)
 
     def send_batch(self, messages: Sequence[Message], *, arg: Any = None) -> list[SendReceipt]:
         return self._run(self._inner.send_batch(messages, arg=arg))
 
     def send_async(self, message: Message, *, arg: Any = None) -> Future[SendReceipt]:
-        """A concurrent.futures.Future for the receipt (add_done_callback for a callback)."""
-        return asyncio.run_coroutine_threadsafe(self._inner.send(message, arg=arg), _background_loop())
+        """A concurrent.futures.Future for the receipt (add_done_callback for a callback). The send
+        joins the producer's accumulator in one hop to the loop, with no task of its own (submit)."""
+        receipt: Future[SendReceipt] = Future()
+
+        def submit() -> None:
+            try:
+                sent = self._inner.submit(message, arg=arg)
+            except BaseException as e:  # noqa: BLE001 -- the caller's to see, not the loop's
+                receipt.set_exception(e)
+            else:
+                sent.add_done_callback(lambda done: _hand_over(done, receipt))
+
+        _background_loop().call_soon_threadsafe(submit)
+        return receipt
 
     def send_oneway(self, message: Message, *, arg: Any = None) -> None:
         _background_loop().call_soon_threadsafe(lambda: self._inner.send_oneway(message, arg=arg))
@@ -130,6 +142,16 @@ class Transaction:
 
     def rollback(self) -> None:
         self._run(self._inner.rollback())
+
+
+def _hand_over(done: asyncio.Future[T], to: Future[T]) -> None:
+    """An asyncio future's outcome, to a concurrent one (a caller blocked in another thread)."""
+    if done.cancelled():
+        to.cancel()
+    elif (error := done.exception()) is not None:
+        to.set_exception(error)
+    else:
+        to.set_result(done.result())
 
 
 def _in_thread(callback: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
