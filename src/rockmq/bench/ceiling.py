@@ -107,4 +107,6 @@ class Ceilings:
     def beside(self, scenario: str, figures: Figures) -> Figures:
         """A scenario's figures with the ceilings it was measured against and its ratios to them."""
         matched = {key: self.figures[key][scenario] for key in ("null", "null_fsync") if scenario in self.figures[key]}
+        if "send_batch" in figures:  # producer-own's second half, against the null broker's
+            figures["send_batch"]["vs"] = {key: ratios(figures["send_batch"], c["send_batch"]) for key, c in matched.items()}
         return figures | {"ceilings": matched, "vs": {key: ratios(figures, c) for key, c in matched.items()}}

@@ -105,8 +105,10 @@ def render(name: str, f: Figures) -> list[str]:
         lines.append(f"  prefill: {f['prefill_messages_per_s']:,.0f} msg/s, {f['prefill_errors']:,} errors")
     if "send_batch" in f:
         b = f["send_batch"]
+        vs = b.get("vs", {}).get("null")
         lines.append(f"  send_batch of {b['batch']}: {b['messages_per_s']:,.0f} msg/s; send / send_batch = "
-                     f"{_x(f['send_vs_send_batch'])}; broker CPU/msg {_us(b['broker_cpu_us_per_msg'])}")
+                     f"{_x(f['send_vs_send_batch'])}; broker CPU/msg {_us(b['broker_cpu_us_per_msg'])}"
+                     + (f" ({_x(vs['rate'])} the null broker's rate, {_x(vs['cpu_per_msg'])} its CPU/msg)" if vs else ""))
     resources = [f"client CPU {f['client_cpu_pct']:.0f}%"]
     if f["broker_cpu_pct"] is not None:
         resources.append(f"broker CPU {f['broker_cpu_pct']:.0f}% = {_us(f['broker_cpu_us_per_msg'])}/msg")
