@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from rockmq.bench.options import SCENARIOS
 
@@ -13,9 +14,10 @@ FIGURES = ("messages", "messages_per_s", "requests_per_s", "errors", "client_cpu
            "broker_cpu_us_per_msg", "broker_rss_mib", "broker_rss_peak_mib")
 
 
-def test_ceiling_scenario_json_has_every_figure() -> None:
+def test_ceiling_scenario_json_has_every_figure(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rockmq", "bench", "--scenario", "ceiling", "--json", "--duration", "0.5",
-                           "--messages", "64", "--rate", "100"], capture_output=True, text=True, timeout=240, check=False)
+                           "--messages", "64", "--rate", "100", "--ceiling-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     ceiling = json.loads(done.stdout)["ceiling"]
     assert set(ceiling["null"]) == set(SCENARIOS)
@@ -27,3 +29,4 @@ def test_ceiling_scenario_json_has_every_figure() -> None:
         assert {"p50_ms", "p99_ms"} <= set(ceiling["null"][name])
     assert "send_batch" in ceiling["null"]["producer-own"] and "send_vs_send_batch" in ceiling["null"]["producer-own"]
     assert ceiling["rocksdb"]["messages"] > 0 and "server_cpu_us_per_msg" in ceiling["rocksdb"]
+    assert list(tmp_path.iterdir()) == []  # the ceilings' files are gone

@@ -131,6 +131,7 @@ def test_options_defaults_and_no_ceiling() -> None:
     (["--concurrency", "-1"], "--concurrency must be positive"),
     (["--messages", "0"], "--messages must be positive"),
     (["--scenario", "nope"], "invalid choice"),
+    (["--ceiling-dir", "/nonexistent/dir"], "--ceiling-dir /nonexistent/dir: no such directory"),
 ])
 def test_options_refused(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:

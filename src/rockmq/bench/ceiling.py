@@ -41,9 +41,10 @@ class Server:
 
 
 @contextlib.contextmanager
-def null_broker(size: int, fsync: bool) -> Iterator[Server]:
-    """A null broker subprocess, stopped (SIGTERM, then SIGKILL) on leaving."""
-    with tempfile.TemporaryDirectory(prefix="rockmq-ceiling-") as work:
+def null_broker(size: int, fsync: bool, where: str | None) -> Iterator[Server]:
+    """A null broker subprocess (its fsync file in a new directory under `where`), stopped
+    (SIGTERM, then SIGKILL) on leaving."""
+    with tempfile.TemporaryDirectory(prefix="rockmq-ceiling-", dir=where) as work:
         ready = Path(work) / "ready"
         command = [sys.executable, "-m", "rockmq.bench.null_broker", "--size", str(size), "--ready-file", str(ready)]
         if fsync:
@@ -73,7 +74,7 @@ def null_broker(size: int, fsync: bool) -> Iterator[Server]:
 def storage(opts: Options) -> Figures:
     """The RocksDB ceiling, in a process of its own so that its CPU time is its own."""
     command = [sys.executable, "-m", "rockmq.bench.rocks_ceiling", "--batch", str(opts.batch), "--size", str(opts.size),
-               "--duration", str(opts.duration)]
+               "--duration", str(opts.duration), *(("--dir", opts.ceiling_dir) if opts.ceiling_dir else ())]
     done = subprocess.run(command, capture_output=True, text=True, timeout=opts.duration + READY_TIMEOUT, check=False)
     if done.returncode != 0:
         raise CeilingError(f"the RocksDB ceiling failed: {done.stderr.strip()[-500:]}")
@@ -86,8 +87,8 @@ class Ceilings:
 
     def __init__(self, opts: Options, stack: contextlib.ExitStack) -> None:
         self.opts = opts
-        self.null = stack.enter_context(null_broker(opts.size, fsync=False))
-        self.null_fsync = stack.enter_context(null_broker(opts.size, fsync=True))
+        self.null = stack.enter_context(null_broker(opts.size, fsync=False, where=opts.ceiling_dir))
+        self.null_fsync = stack.enter_context(null_broker(opts.size, fsync=True, where=opts.ceiling_dir))
         self.figures: dict[str, Any] = {"null": {}, "null_fsync": {}}
 
     def _against(self, server: Server, scenario: str) -> Figures:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 
 from rockmq.bench.probe import broker_sample
@@ -36,6 +37,7 @@ class Options:
     broker_pid: int | None
     json: bool
     ceiling: bool
+    ceiling_dir: str | None = None
 
 
 def parse_args(argv: list[str] | None, description: str) -> Options:
@@ -66,6 +68,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
                         help="report this process's RSS and CPU (default: the process listening on the endpoint's port)")
     parser.add_argument("--no-ceiling", dest="ceiling", action="store_false",
                         help="skip the ceilings (null broker runs beside each scenario): quicker, no ratios")
+    parser.add_argument("--ceiling-dir", help="where the fsync and RocksDB ceilings write (default: the system's temporary "
+                                              "directory; give one on the broker's data disk if that is tmpfs or another disk)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     args = parser.parse_args(argv)
     for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages"):
@@ -74,6 +78,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
     for name in ("messages", "concurrency"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive")
+    if args.ceiling_dir is not None and not os.path.isdir(args.ceiling_dir):
+        parser.error(f"--ceiling-dir {args.ceiling_dir}: no such directory")
     if args.broker_pid is not None and broker_sample(args.broker_pid) is None:  # not silently left out of the figures
         parser.error(f"--broker-pid {args.broker_pid}: no such process is running")
     return Options(**vars(args))
