@@ -130,6 +130,9 @@ class Settings:
         if self.shards > 1 and (self.replication != "off" or self.replica_of):
             raise ConfigError("workers above 1 cannot be combined with replication or replica_of: "
                               "replicate single-process brokers")
+        if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
+            raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
+                              "give namesrv (--namesrv) too, or the primary's HOST:PORT")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:
@@ -158,6 +161,11 @@ class Settings:
     def shards(self) -> int:
         """How many broker processes `workers` means on this machine."""
         return self.workers or os.cpu_count() or 1
+
+
+def names_an_address(primary: str) -> bool:
+    """Whether `replica_of` is the primary's HOST:PORT; else it is a broker name (which has no ':')."""
+    return ":" in primary
 
 
 def _to_bool(value: Any) -> bool:

@@ -61,6 +61,12 @@ def test_bad_settings(tmp_path, args):
     assert not (tmp_path / "data").exists()
 
 
+def test_replica_of_a_broker_name_without_a_name_server(tmp_path):
+    """A broker name is found only through name servers: without one the replica would wait forever."""
+    assert_refused(serve(tmp_path / "data", "--replica-of", "broker-a"), 2, "'broker-a'", "--namesrv", "HOST:PORT")
+    assert not (tmp_path / "data").exists()
+
+
 def test_name_server_bad_log_level():
     assert_refused(rockmq("namesrv", "--port", "0", "--log-level", "LOUD"), 2, "LOUD")
 

@@ -28,6 +28,13 @@ def test_bad_settings_are_refused(tmp_path):
         load_settings(f, None, {})
 
 
+def test_a_replica_of_a_broker_name_needs_a_name_server():
+    with pytest.raises(ConfigError, match="'broker-a' is a broker name"):
+        Settings(replica_of="broker-a")
+    Settings(replica_of="broker-a", namesrv="127.0.0.1:9876")
+    Settings(replica_of="127.0.0.1:8081")
+
+
 def test_booleans_from_environment():
     assert load_settings(None, None, {"ROCKMQ_AUTO_CREATE_TOPICS": "false"}).auto_create_topics is False
 

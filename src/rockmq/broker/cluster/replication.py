@@ -22,7 +22,7 @@ import grpc
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
-from rockmq.config import Settings
+from rockmq.config import Settings, names_an_address
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.store import Store, keys, oplog
 from rockmq.store.db import Batch
@@ -174,7 +174,7 @@ class Follower:
         self.applied = stored_seq(ctx.store)
 
     async def _endpoint(self) -> str | None:
-        return self.primary if ":" in self.primary else await self._resolve(self.primary)
+        return self.primary if names_an_address(self.primary) else await self._resolve(self.primary)
 
     async def run(self) -> None:
         warned = False
