@@ -14,10 +14,8 @@ from rockmq.bench.probe import (
     broker_sample,
     family,
     find_broker,
-    is_rockmq_serve,
     listen_inodes,
     loopback_port,
-    serving_root,
 )
 from rockmq.bench.report import per_message_us, percentile, ratio, ratios
 
@@ -105,16 +103,15 @@ def fake_process(proc: Path, pid: int, ppid: int, *argv: str) -> None:
     (proc / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
 
 
-def test_serving_root_climbs_from_a_shard_to_its_supervisor(tmp_path: Path) -> None:
+def test_family_is_a_process_and_everything_below_it(tmp_path: Path) -> None:
     fake_process(tmp_path, 10, 1, "bash")
     fake_process(tmp_path, 20, 10, "/venv/bin/python", "/venv/bin/rockmq", "serve", "--workers", "2")
-    fake_process(tmp_path, 30, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve", "--workers", "1")
-    fake_process(tmp_path, 31, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve", "--workers", "1")
+    fake_process(tmp_path, 30, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve")
+    fake_process(tmp_path, 31, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve")
     fake_process(tmp_path, 40, 10, "/venv/bin/python", "-m", "rockmq", "serve")
-    assert serving_root(30, tmp_path) == 20
-    assert serving_root(40, tmp_path) == 40  # a lone broker, started from a shell
     assert family(20, tmp_path) == {20, 30, 31}
-    assert not is_rockmq_serve(["bash", "-c", "rockmq serve"])
+    assert family(10, tmp_path) == {10, 20, 30, 31, 40}
+    assert family(30, tmp_path) == {30}
 
 
 def test_options_defaults_and_no_ceiling() -> None:

@@ -78,10 +78,7 @@ def find_broker(endpoint: str, wait_s: float = 0.0, proc: Path = PROC) -> tuple[
         return None, f"no process of ours listens on port {port} (not started, or another user's): give --broker-pid"
     if len(pids) > 1:
         return None, f"several processes listen on port {port} ({', '.join(map(str, sorted(pids)))}): give --broker-pid"
-    listener = pids.pop()
-    pid = serving_root(listener, proc)
-    if pid != listener:
-        return pid, f"broker PID {pid}: `rockmq serve` above PID {listener}, which listens on port {port}; its shards counted"
+    pid = pids.pop()
     return pid, f"broker PID {pid}: listens on port {port}"
 
 
@@ -90,26 +87,6 @@ def _parent(pid: int, proc: Path) -> int | None:
         return int((proc / str(pid) / "stat").read_text().rpartition(")")[2].split()[1])
     except (OSError, IndexError, ValueError):
         return None
-
-
-def is_rockmq_serve(argv: list[str]) -> bool:
-    """A `rockmq serve` (or a shard of one: `python -m rockmq.shards.shard PID serve ...`)."""
-    program = any(a == "rockmq" or a.endswith("/rockmq") or a.startswith("rockmq.") for a in argv[:3])
-    return program and "serve" in argv
-
-
-def serving_root(pid: int, proc: Path = PROC) -> int:
-    """The topmost `rockmq serve` above `pid` (itself if none): with `--workers N` the listener is a
-    shard, and the broker is the supervisor with every shard below it."""
-    while (parent := _parent(pid, proc)) is not None and parent > 1:
-        try:
-            argv = (proc / str(parent) / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            break
-        if not is_rockmq_serve(argv):
-            break
-        pid = parent
-    return pid
 
 
 def family(pid: int, proc: Path = PROC) -> set[int]:
