@@ -13,6 +13,7 @@ from rockmq.store.db import (
     LEVEL_BASE,
     MAX_TOTAL_WAL,
     MEMTABLE,
+    RECYCLED_WALS,
     SMALL_LEVEL_BASE,
     SMALL_MEMTABLE,
     TOTAL_MEMTABLES,
@@ -49,6 +50,9 @@ def test_options_are_applied(tmp_path: Path) -> None:
     assert int(db["max_total_wal_size"]) == MAX_TOTAL_WAL
     assert int(db["bytes_per_sync"]) == MiB
     assert int(db["max_background_jobs"]) == 2
+    # not sanitized away (RocksDB drops recycling under recovery modes it cannot serve)
+    assert int(db["recycle_log_file_num"]) == RECYCLED_WALS
+    assert db["wal_recovery_mode"] == "kPointInTimeRecovery"
     for family in Family:
         cf, table = opts[f'CFOptions "{family}"'], opts[f'TableOptions/BlockBasedTable "{family}"']
         assert int(cf["write_buffer_size"]) == MEMTABLE.get(family, SMALL_MEMTABLE)
