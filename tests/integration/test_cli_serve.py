@@ -1,5 +1,6 @@
 """`rockmq serve` refuses ordinary mistakes with one line and a non-zero exit, no traceback, and
-leaves no data directory behind; `rockmq bench --broker-pid` refuses a PID that is not running."""
+leaves no data directory behind; `rockmq bench --broker-pid` refuses a PID that is not running, and
+`rockmq bench` without a broker at its endpoint says so."""
 
 from __future__ import annotations
 
@@ -69,6 +70,14 @@ def test_replica_of_a_broker_name_without_a_name_server(tmp_path):
 
 def test_name_server_bad_log_level():
     assert_refused(rockmq("namesrv", "--port", "0", "--log-level", "LOUD"), 2, "LOUD")
+
+
+def test_bench_without_a_broker_says_so_in_one_line():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+        assert_refused(rockmq("bench", "--endpoint", f"127.0.0.1:{port}", "--scenario", "produce-batch"), 1,
+                       f"no broker answers at 127.0.0.1:{port}")
 
 
 def test_bench_broker_pid_not_running():

@@ -16,7 +16,7 @@ from rockmq.bench.options import SCENARIOS, Options, parse_args
 from rockmq.bench.probe import find_broker
 from rockmq.bench.report import Figures, render, render_storage
 from rockmq.bench.scenarios import run_scenario
-from rockmq.bench.wire import CONNECT_TIMEOUT
+from rockmq.bench.wire import CONNECT_TIMEOUT, reachable
 
 
 def failed(figures: Figures) -> bool:
@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     note = f"broker PID {opts.broker_pid} (--broker-pid)"
     if opts.scenario == "ceiling":
         note = "no broker: ceilings only"
+    elif not reachable(opts.endpoint):
+        print(f"rockmq bench: no broker answers at {opts.endpoint} (waited {CONNECT_TIMEOUT:.0f} s)", file=sys.stderr)
+        return 1
     elif opts.broker_pid is None:
         pid, note = find_broker(opts.endpoint, wait_s=CONNECT_TIMEOUT)
         opts = dataclasses.replace(opts, broker_pid=pid)
@@ -72,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except CeilingError as exc:
         print(f"rockmq bench: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # the ceiling servers are stopped on the way out
+        print("rockmq bench: interrupted", file=sys.stderr)
+        return 130
     if opts.json:
         print(json.dumps({"endpoint": opts.endpoint, "broker_pid": opts.broker_pid, "broker": note,
                           "load_average": {"start": load, "end": [round(x, 2) for x in os.getloadavg()]},

@@ -24,7 +24,7 @@ from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as svc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch_pb
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
-from rockmq.protocol.channels import client_metadata, open_aio_channel
+from rockmq.protocol.channels import client_metadata, open_aio_channel, open_channel
 from rockmq.protocol.endpoints import endpoints_of
 
 OK = pb.Code.OK
@@ -34,6 +34,16 @@ LONG_POLL_SECONDS = 1
 CONNECT_TIMEOUT = 5.0  # loopback: a broker that is up answers at once
 
 R = TypeVar("R")  # an RPC's reply
+
+
+def reachable(endpoint: str, timeout: float = CONNECT_TIMEOUT) -> bool:
+    """Whether a gRPC server answers at `endpoint` within `timeout` (checked once, before a run)."""
+    with open_channel(endpoint) as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            return False
+    return True
 
 
 class SetupError(Exception):
