@@ -1,16 +1,18 @@
 """Concurrent `send()` calls are gathered per queue into shared requests (accumulator.py,
 sender.py), against a real broker: each caller still gets its own receipt or its own error, every
 message is stored once, a FIFO group keeps the order of the send calls, close() sends what is
-pending, and the buffer's byte cap holds senders back instead of growing."""
+pending, and the buffer's byte cap holds senders back instead of growing. The sync Producer's
+send makes its first attempt from the caller's thread, and its retries and spool on the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter
 
 import pytest
 
-from rockmq.client import AsyncProducer, Message
+from rockmq.client import AsyncProducer, Message, Producer
 from rockmq.client.errors import ClientClosed, IllegalArgument
 
 
@@ -143,3 +145,32 @@ def test_a_lone_send_goes_at_once_in_a_request_of_its_own(broker, conn, unique):
         assert sizes == [1] * 5
 
     asyncio.run(scenario())
+
+
+def test_a_sync_send_tries_first_from_its_own_thread_then_retries_and_spools_on_the_loop(fresh_broker, tmp_path, unique):
+    topic = unique("sync-direct")
+    with Producer(fresh_broker.endpoint, spool_dir=tmp_path / "spool", spool_schedule_s=(600,), request_timeout=1.0) as p:
+        first = p.send(Message(topic, b"first"))  # routes the topic, through the loop
+        calls = []
+        attempt = p._inner.sender.attempt_blocking
+
+        def counting(request, queue):  # type: ignore[no-untyped-def]
+            calls.append(threading.current_thread())
+            return attempt(request, queue)
+
+        p._inner.sender.attempt_blocking = counting  # type: ignore[method-assign]
+        second = p.send(Message(topic, b"second"))
+        assert calls == [threading.current_thread()] and second.broker == first.broker and not second.spooled
+        fifo = p.send(Message(topic, b"fifo", message_group="g"))  # a group's order is the loop's to keep
+        assert len(calls) == 1 and not fifo.spooled
+
+        fresh_broker.stop()
+        down = p.send(Message(topic, b"while down"))  # the first attempt fails here; retries, then the spool
+        assert len(calls) == 2 and down.spooled
+
+
+def test_a_sync_send_refused_by_the_broker_raises_its_error(broker, unique):
+    with Producer(broker.endpoint) as p:
+        p.send(Message(unique("sync-refused"), b"route me"))
+        with pytest.raises(IllegalArgument):
+            p.send(Message(unique("sync-refused"), b""))

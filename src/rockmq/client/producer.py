@@ -61,7 +61,7 @@ from rockmq.client.limits import (
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
 from rockmq.client.selectors import RoundRobin, Selector, spreads
-from rockmq.client.sender import Sender, aim, receipts
+from rockmq.client.sender import Failure, Sender, aim, receipts
 from rockmq.client.session import Endpoints, Session
 from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
@@ -294,7 +294,25 @@ class AsyncProducer:
         reply: rpc.RecallMessageResponse = await self.session.ask("RecallMessage", lambda _: request)
         return reply.message_id
 
-    async def _send(self, messages: list[Message], arg: Any, batch: bool) -> list[SendReceipt]:
+    def aimed(self, message: Message) -> tuple[rpc.SendMessageRequest, Queue] | None:
+        """A lone send's request and queue, for a first attempt made outside the event loop (the
+        sync Producer's: it skips the hand-offs to the loop's thread and back). None when the send
+        must go through the loop: a FIFO message or a naming selector (their order and choice are
+        the accumulator's), no fresh route, a transport that cannot block, a closing producer.
+        Thread-safe: it touches nothing of asyncio's."""
+        cached = self._routes.get(message.topic)
+        if (self._closing or self.session.closed or not self.session.blocks or message.message_group is not None
+                or not spreads(self.selector) or cached is None or not cached[1]
+                or time.monotonic() - cached[0] > self.route_ttl_s):
+            return None
+        request = rpc.SendMessageRequest(messages=[self._to_pb(message, _now_ms())])
+        return request, self.sender.pick(cached[1], message, None, set())
+
+    async def retry(self, message: Message, arg: Any, failed: Failure) -> SendReceipt:
+        """A send whose first attempt (made elsewhere: `aimed`) failed retriably: its retries left."""
+        return (await self._send([message], arg, batch=False, failed=failed))[0]
+
+    async def _send(self, messages: list[Message], arg: Any, batch: bool, failed: Failure | None = None) -> list[SendReceipt]:
         """One request of its own (not gathered with other sends)."""
         if self._closing or self.session.closed:
             raise ClientClosed("the producer is closed")
@@ -302,7 +320,7 @@ class AsyncProducer:
         now = _now_ms()
         request = rpc.SendMessageRequest(messages=[self._to_pb(m, now) for m in messages])
         try:
-            return await self.sender.send(request, messages, arg)
+            return await self.sender.send(request, messages, arg, failed=failed)
         except BrokerRefused as e:
             if batch and not e.retriable:  # every entry refused alike
                 raise BatchSendError([None] * len(messages), dict.fromkeys(range(len(messages)), e)) from None

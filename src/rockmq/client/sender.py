@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 Route = Callable[[str, bool], Awaitable[list[Queue]]]  # (topic, refresh) -> its queues
 CachedRoute = Callable[[str], list[Queue] | None]  # the cached route, if any, without waiting
+Failure = tuple[str, RockmqError]  # a first attempt made elsewhere: its broker and its retriable error
 
 
 class Sender:
@@ -140,11 +141,12 @@ class Sender:
     # --- delivering one request -----------------------------------------------------------------
 
     async def send(self, request: rpc.SendMessageRequest, messages: Sequence[Message], arg: Any,
-                   queue: Queue | None = None) -> list[SendReceipt]:
-        """Deliver a request (to `queue` first, if given) -> a receipt per message; spooled receipts
-        if it failed for now and the spool took it; BatchSendError if the broker refused some."""
+                   queue: Queue | None = None, failed: Failure | None = None) -> list[SendReceipt]:
+        """Deliver a request (to `queue` first, if given; after a `failed` first attempt made
+        elsewhere) -> a receipt per message; spooled receipts if it failed for now and the spool
+        took it; BatchSendError if the broker refused some."""
         try:
-            sent_to, entries = await self.deliver(request, messages[0], arg, queue)
+            sent_to, entries = await self.deliver(request, messages[0], arg, queue, failed)
         except RockmqError as e:
             if not e.retriable or self.spool is None or any(m.message_group is not None for m in messages):
                 raise
@@ -155,12 +157,16 @@ class Sender:
                     for m in request.messages]
         return receipts(sent_to, entries, len(messages))
 
-    async def deliver(self, request: rpc.SendMessageRequest, first: Message, arg: Any,
-                      queue: Queue | None = None) -> tuple[Queue, list[rpc.SendResultEntry]]:
-        """Send one request, with retries; -> the queue it went to and the reply's entries."""
+    async def deliver(self, request: rpc.SendMessageRequest, first: Message, arg: Any, queue: Queue | None = None,
+                      failed: Failure | None = None) -> tuple[Queue, list[rpc.SendResultEntry]]:
+        """Send one request, with retries (after a `failed` first attempt, the retries left);
+        -> the queue it went to and the reply's entries."""
         tried: set[str] = set()
         last: RockmqError | None = None
-        for attempt in range(self.retries + 1):
+        if failed is not None:
+            tried.add(failed[0])
+            last = failed[1]
+        for attempt in range(len(tried), self.retries + 1):
             if queue is None or attempt:
                 try:
                     queues = await self._route(first.topic, attempt > 0)
@@ -185,6 +191,21 @@ class Sender:
             return queue, list(reply.entries)  # with MULTIPLE_RESULTS, some entries are refusals
         assert last is not None
         raise last
+
+    def attempt_blocking(self, request: rpc.SendMessageRequest, queue: Queue) -> SendReceipt:
+        """One attempt to send a lone message to `queue`, waited for in the calling thread (the
+        sync Producer's first try); raises what the attempt raised."""
+        started = time.monotonic()
+        try:
+            reply = self.session.unary_blocking(aim(request, queue), "SendMessage", request)
+        except RockmqError as e:
+            self.faults.record(queue.broker, 0, failed=e.retriable)
+            raise
+        self.faults.record(queue.broker, (time.monotonic() - started) * 1000)
+        try:
+            return receipts(queue, reply.entries, 1)[0]
+        except BatchSendError as e:
+            raise e.errors[0] from None
 
     def pick(self, queues: Sequence[Queue], message: Message, arg: Any, tried: set[str]) -> Queue:
         """The queue for `message`: its group's, the one a naming selector names, or a spreading

@@ -10,7 +10,7 @@ failed call (at most one request timeout), not one per call, while any other bro
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rockmq.client.errors import ClientClosed, ConnectionFailed, RockmqError, Timeout, from_status
 from rockmq.client.queues import Queue
@@ -34,6 +34,13 @@ def access_points(endpoint: Endpoints) -> list[str]:
     if not found:
         raise ValueError("endpoint names no broker: give 'host:port' (or several)")
     return found
+
+
+def _ok(reply: Any) -> Any:
+    """A reply whose status is OK (or per-entry results); else its status raised."""
+    if reply.status.code not in OK_CODES:
+        raise from_status(reply.status.code, reply.status.message)
+    return reply
 
 
 def unreachable(e: RockmqError) -> bool:
@@ -100,12 +107,28 @@ class Session:
         try:
             reply = await self.transport.unary(self._call(endpoint, MESSAGING, method, request, timeout))
         except RockmqError as e:
-            if unreachable(e):
-                self._demote(endpoint)
+            self._failed(endpoint, e)
             raise
-        if reply.status.code not in OK_CODES:
-            raise from_status(reply.status.code, reply.status.message)
-        return reply
+        return _ok(reply)
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the transport can also wait for a reply in the calling thread (`unary_blocking`)."""
+        return hasattr(self.transport, "unary_blocking")
+
+    def unary_blocking(self, endpoint: str, method: str, request: Any) -> Any:
+        """`unary`, waited for in the calling thread (a thread other than the event loop's), when
+        the transport `blocks`."""
+        try:
+            reply = cast(Any, self.transport).unary_blocking(self._call(endpoint, MESSAGING, method, request, None))
+        except RockmqError as e:
+            self._failed(endpoint, e)
+            raise
+        return _ok(reply)
+
+    def _failed(self, endpoint: str, e: RockmqError) -> None:
+        if unreachable(e):
+            self._demote(endpoint)
 
     def stream(self, endpoint: str, method: str, request: Any, timeout: float) -> AsyncGenerator[Any, None]:
         """The frames of a streaming MessagingService method; statuses in them are the caller's."""

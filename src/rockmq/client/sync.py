@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
+from rockmq.client.errors import RockmqError
 from rockmq.client.limits import BATCH_SIZE, INVISIBLE_S, SYNC_CONSUME_TIMEOUT_S, SYNC_SEND_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.pull import PullResult
@@ -81,7 +82,18 @@ class Producer(_Sync):
         self._run(self._inner.start())  # replay the spool, open the transaction-check streams
 
     def send(self, message: Message, *, arg: Any = None) -> SendReceipt:
-        return self.send_async(message, arg=arg).result(self._timeout)
+        """A message any queue will do for is first tried from this thread, over a blocking channel
+        (AsyncProducer.aimed); its retries, and any other send, run on the background loop."""
+        aimed = self._inner.aimed(message)
+        if aimed is None:
+            return self.send_async(message, arg=arg).result(self._timeout)
+        request, queue = aimed
+        try:
+            return self._inner.sender.attempt_blocking(request, queue)
+        except RockmqError as e:
+            if not e.retriable:
+                raise
+            return self._run(self._inner.retry(message, arg, (queue.broker, e)))
 
     def send_batch(self, messages: Sequence[Message], *, arg: Any = None) -> list[SendReceipt]:
         return self._run(self._inner.send_batch(messages, arg=arg))
