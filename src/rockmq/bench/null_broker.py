@@ -7,9 +7,9 @@ with no work in between. SendMessage answers one OK entry per message (encoded a
 status frame, `batch_size` prepared messages and the closing frame; AckMessage and
 BatchMessaging.Ack answer OK entries; BatchMessaging.Receive and Pull answer `batch_size` prepared
 messages (replies pre-encoded as the broker's are). With `--fsync-file`, each send, receive and ack
-request also writes about as many bytes as it carries and fsyncs them (in a worker thread, as the
-broker's commit does) before answering: the cost of a durable write per request, without group
-commit. Other methods are not served (the inherited handlers find no broker behind them).
+request also writes about as many bytes as it carries and fdatasyncs them (in a worker thread, as
+the broker's commit does) before answering: the cost of a durable write per request, without
+group commit. Other methods are not served (the inherited handlers find no broker behind them).
 
 Run by `rockmq bench` (rockmq.bench.ceiling) as `python -m rockmq.bench.null_broker`; it binds
 127.0.0.1:0 and writes HOST:PORT to `--ready-file` once it accepts connections.
@@ -39,24 +39,29 @@ from rockmq.ready_file import write_ready_file
 
 NAME = "null-broker"
 ACK_BYTES = 64  # what the fsync variant writes per acked message (a POP checkpoint's order of size)
-WRAP_BYTES = 64 * 1024 * 1024  # the fsync file is rewritten from its start past this size
+WRAP_BYTES = 16 * 1024 * 1024  # the fsync file's size: rewritten from its start
 
 
 class Disk:
-    """One write + fsync per call, at a rolling offset of one file (so it never grows unbounded)."""
+    """One write + fdatasync per call, at a rolling offset of a file written in full at the start:
+    the cheapest durable write (the file's size never changes, so no journal commit), as a
+    ceiling should be."""
 
     def __init__(self, path: str, size: int) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self.zeros = bytes(size)
+        for at in range(0, WRAP_BYTES, len(self.zeros)):
+            os.pwrite(self.fd, self.zeros, at)
+        os.fsync(self.fd)
         self.at = 0
         self.lock = threading.Lock()
 
     def write(self, nbytes: int) -> None:
         with self.lock:
-            at = self.at
-            self.at = (at + nbytes) % WRAP_BYTES
+            at = self.at if self.at + nbytes <= WRAP_BYTES else 0
+            self.at = at + nbytes
         os.pwrite(self.fd, self.zeros[:nbytes], at)
-        os.fsync(self.fd)
+        os.fdatasync(self.fd)
 
 
 def prepared(i: int, size: int) -> bytes:
