@@ -66,7 +66,10 @@ def _extensions() -> list[Extension]:
         return extensions  # for BuildDataPath to record that it built none
     from Cython.Build import cythonize
 
-    return list(cythonize(extensions, language_level=3, quiet=True, nthreads=os.cpu_count() or 1))
+    # annotation_typing off: the sources' annotations are for mypy (Cython would take `x: str` to refuse a
+    # str subclass, `t: type` a metaclass's instance); C types are declared with @cython.locals.
+    return list(cythonize(extensions, language_level=3, quiet=True, nthreads=os.cpu_count() or 1,
+                          compiler_directives={"annotation_typing": False}))
 
 
 setup(

@@ -34,6 +34,14 @@ MODULES = (
     "rockmq.protocol.message_id",
     "rockmq.store.keys",
     "rockmq.broker.validate",
+    "rockmq.broker.send",
+    "rockmq.broker.queues",
+    "rockmq.broker.dedup",
+    "rockmq.broker.pop.checkpoints",
+    "rockmq.broker.api.replies",
+    "rockmq.protocol.fetch",
+    "rockmq.protocol.tokens",
+    "rockmq.protocol.consume_replies",
 )
 PURE_ENV = "ROCKMQ_PURE_PYTHON"
 MANIFEST = "_compiled.json"  # beside this file: {"modules": {name: source sha256}} or {"skipped": why}
