@@ -1,14 +1,16 @@
 """`rockmq serve --workers 2`: two shard processes behind one `--port`, joined as a cluster.
 
-Admin calls and routes through `--port` reach every shard; the official Python client spreads
-FIFO message groups over both and keeps each group in order; a shard killed with -9 is restarted
-by the parent and loses nothing it acknowledged; SIGTERM and SIGINT stop every shard cleanly.
+Admin calls (topic create and delete, group create) and routes through `--port` reach every
+shard; the official Python client spreads FIFO message groups over both and keeps each group in
+order; a shard killed with -9 is restarted by the parent and loses nothing it acknowledged;
+SIGTERM and SIGINT stop every shard cleanly.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -52,6 +54,11 @@ def test_admin_and_routes_through_port_reach_every_shard(shards):
             assert (group.fifo, group.max_attempts) == (True, 4), name
         finally:
             conn.close()
+    shards.cli("topic", "delete", "spread", check=True)
+    for name, endpoint in route.items():
+        gone = subprocess.run([sys.executable, "-m", "rockmq", "topic", "describe", "spread", "--endpoint", endpoint],
+                              capture_output=True, text=True, timeout=30)
+        assert gone.returncode == 1 and "spread" in gone.stderr, (name, gone)
 
 
 def test_official_client_fifo_groups_spread_over_shards_in_order(shards):

@@ -44,7 +44,11 @@ class Catalog:
     def describe_topic(self, name: str, local: bool) -> Awaitable[admin.TopicInfo]:
         return self.fanout.describe_topic(name, local, lambda: self.topic_info(self.ctx.meta.topic(name), True))
 
-    def delete_topic(self, name: str) -> None:
+    def delete_topic(self, name: str, local: bool) -> Awaitable[None]:
+        """The topic, here or on every broker holding it (see AdminFanout.delete_topic)."""
+        return self.fanout.delete_topic(name, local, lambda: self._delete_here(name))
+
+    def _delete_here(self, name: str) -> None:
         """The topic, its messages, its cached offsets and its groups' subscriptions to it."""
         topic = self.ctx.meta.delete_topic(name)
         self.ctx.logs.forget_topic(topic.id)

@@ -40,8 +40,8 @@ class AdminServicer(admin_grpc.AdminServicer):
         return self.catalog.describe_topic(request.name, request.local)
 
     @admin_call
-    def DeleteTopic(self, request: admin.TopicRequest) -> admin.DeleteTopicResponse:
-        self.catalog.delete_topic(request.name)
+    async def DeleteTopic(self, request: admin.TopicRequest) -> admin.DeleteTopicResponse:
+        await self.catalog.delete_topic(request.name, request.local)
         return admin.DeleteTopicResponse()
 
     @admin_call

@@ -1,5 +1,5 @@
 """Admin calls answered across the cluster: a topic created over several brokers, a group created
-on every broker, a topic or group described by every broker that has it.
+on every broker, a topic deleted from and a topic or group described by every broker that has it.
 
 broker/catalog.py hands each call here with how to answer it on this broker (`here`); without
 name servers, or for a call marked `local`, that is the whole answer.
@@ -101,6 +101,32 @@ class AdminFanout:
                               f"on broker {broker}: {e.details()}{note}") from None
         done.append(broker)
         return created
+
+    async def delete_topic(self, name: str, local: bool, here: Callable[[], None]) -> None:
+        """Delete a topic here (and, in a cluster, unless `local`, on every broker holding it),
+        then register at once: routes stop naming its queues. A broker not answering is named
+        in the refusal: the topic is gone from the others, and a repeated delete finishes it."""
+        if not self.cluster.enabled:
+            return here()
+        holders = {h.broker: h.endpoint for h in await self.cluster.holders(name)} if not local else {}
+        if local or self.cluster.name in holders or not holders:
+            here()  # the topic not being here (NOT_FOUND) is the answer when no broker holds it
+            await self.cluster.register_now()
+        unreachable = []
+        for broker, endpoint in sorted(holders.items()):
+            if broker == self.cluster.name:
+                continue
+            try:
+                await self.cluster.admin(endpoint).DeleteTopic(admin.TopicRequest(name=name, local=True),
+                                                               timeout=RPC_TIMEOUT_S)
+            except grpc.aio.AioRpcError as e:
+                if e.code() in _UNREACHABLE:
+                    unreachable.append(broker)
+                elif e.code() != grpc.StatusCode.NOT_FOUND:
+                    raise BrokerError(pb.INTERNAL_ERROR, f"on broker {broker}: {e.details()}") from None
+        if unreachable:
+            raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; topic {name!r} "
+                                                f"is deleted on the others: delete it again once they are back")
 
     async def _create_here_and_register(self, request: admin.CreateTopicRequest,
                                         here: Callable[[admin.CreateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:
