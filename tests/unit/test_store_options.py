@@ -7,19 +7,11 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
+
+from rockmq.config import ConfigError, Settings
 from rockmq.store import keys
-from rockmq.store.db import (
-    BLOCK_CACHE,
-    LEVEL_BASE,
-    MAX_TOTAL_WAL,
-    MEMTABLE,
-    RECYCLED_WALS,
-    SMALL_LEVEL_BASE,
-    SMALL_MEMTABLE,
-    TOTAL_MEMTABLES,
-    MiB,
-    Store,
-)
+from rockmq.store.db import LEVEL_BASE, MAX_TOTAL_WAL, RECYCLED_WALS, SMALL_LEVEL_BASE, MiB, Store
 from rockmq.store.schema import Family
 
 
@@ -38,15 +30,17 @@ def options_file(data_dir: Path) -> dict[str, dict[str, str]]:
     return sections
 
 
-def test_options_are_applied(tmp_path: Path) -> None:
-    store = Store(tmp_path / "data")
+@pytest.mark.parametrize("memory_mib", [Settings.store_memory_mib, 48])
+def test_options_are_applied(tmp_path: Path, memory_mib: int) -> None:
+    store = Store(tmp_path / "data", memory_mib=memory_mib)
     try:
-        assert store.property(Family.DEDUP, "block-cache-capacity") == BLOCK_CACHE
+        assert store.property(Family.DEDUP, "block-cache-capacity") == memory_mib * MiB // 3
     finally:
         store.close()
     opts = options_file(tmp_path / "data")
     db = opts["DBOptions"]
-    assert int(db["db_write_buffer_size"]) == TOTAL_MEMTABLES
+    memtables = memory_mib * MiB * 2 // 3
+    assert int(db["db_write_buffer_size"]) == memtables
     assert int(db["max_total_wal_size"]) == MAX_TOTAL_WAL
     assert int(db["bytes_per_sync"]) == MiB
     assert int(db["max_background_jobs"]) == 2
@@ -55,15 +49,25 @@ def test_options_are_applied(tmp_path: Path) -> None:
     assert db["wal_recovery_mode"] == "kPointInTimeRecovery"
     for family in Family:
         cf, table = opts[f'CFOptions "{family}"'], opts[f'TableOptions/BlockBasedTable "{family}"']
-        assert int(cf["write_buffer_size"]) == MEMTABLE.get(family, SMALL_MEMTABLE)
+        big = family in (Family.LOG, Family.TIMERS)
+        assert int(cf["write_buffer_size"]) == memtables // (4 if big else 16)
         assert cf["level_compaction_dynamic_level_bytes"] == "true"
         base = LEVEL_BASE.get(family, SMALL_LEVEL_BASE)
         assert int(cf["max_bytes_for_level_base"]) == base
         assert int(cf["target_file_size_base"]) < base  # several tables per level: compactions stay small
-        assert cf["enable_blob_files"] == ("true" if family in (Family.LOG, Family.TIMERS) else "false")
+        assert cf["enable_blob_files"] == ("true" if big else "false")
         assert table["cache_index_and_filter_blocks"] == "true"
         bloom = family in (Family.DEDUP, Family.CHECKPOINTS)
         assert table["filter_policy"].startswith("bloomfilter") == bloom, family
+
+
+def test_shards_share_the_store_memory() -> None:
+    assert Settings().store_memory_mib == 192
+    assert Settings(workers=2).shard_settings().store_memory_mib == 96
+    assert Settings(workers=1).shard_settings().store_memory_mib == 192
+    assert Settings(workers=64).shard_settings().store_memory_mib == 16  # the floor
+    with pytest.raises(ConfigError, match="store_memory_mib must be at least 16"):
+        Settings(store_memory_mib=8)
 
 
 def test_a_compacted_range_delete_gives_the_disk_back(tmp_path: Path) -> None:

@@ -51,7 +51,8 @@ class BrokerContext:
              read_only: bool = False, index: AppendIndex | None = None) -> BrokerContext:
         """The context over `store` (default: opened from the settings) and this start's
         secret and epoch (default: `start_epoch`); `index`: the queue logs' index of appends."""
-        store = store or Store(settings.data_path, settings.flush, settings.flush_interval_ms)
+        store = store or Store(settings.data_path, settings.flush, settings.flush_interval_ms,
+                               memory_mib=settings.store_memory_mib)
         if not secret:
             secret, epoch = start_epoch(store)
         logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)

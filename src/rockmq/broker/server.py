@@ -72,7 +72,7 @@ class Broker:
         self.settings = s = settings
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
-        store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog)
+        store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
         if s.replica_of and promoted:

@@ -93,7 +93,7 @@ class Supervisor:
         self.settings = settings
         self.namesrv = namesrv
         self.registry = registry
-        self.environ = {**os.environ, **to_environ(settings)}
+        self.environ = {**os.environ, **to_environ(settings.shard_settings())}
         names = [shard_name(settings.broker_name, i) for i in range(settings.shards)]
         self.shards = [Shard(i, name, shard_dir(settings.data_path, i), settings.port if i == 0 else 0,
                              ready_dir / name, Restarts(name)) for i, name in enumerate(names)]

@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -34,6 +35,7 @@ from rocksdict import (
     WriteOptions,
 )
 
+from rockmq.config import Settings
 from rockmq.store import keys, oplog
 from rockmq.store.keys import prefix_end
 from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, SchemaError
@@ -42,11 +44,9 @@ log = logging.getLogger(__name__)
 
 
 MiB = 1024 * 1024
-# Memory is bounded: all memtables together stay under TOTAL_MEMTABLES (the log family gets
-# the big ones, the bookkeeping families small ones) and every block read, index and filter
-# included, goes through one BLOCK_CACHE.
-TOTAL_MEMTABLES = 128 * MiB
-MEMTABLE: dict[str, int] = {Family.LOG: 32 * MiB, Family.TIMERS: 32 * MiB}
+# The families that take the message writes get a quarter of the memtable budget each, the
+# bookkeeping families a sixteenth (see Memory).
+BIG_MEMTABLE_FAMILIES = (Family.LOG, Family.TIMERS)
 # The log and the timers keep message bodies in blob files (key-value separation): compactions
 # then move keys and blob references only. Queues interleave in key order, and a million pending
 # timers would otherwise be rewritten by every compaction their new neighbours cause (measured:
@@ -56,9 +56,7 @@ BLOB_FAMILIES = (Family.LOG, Family.TIMERS)
 # pending: compactions copy the live rest of the oldest quarter of the files to new ones, and
 # RocksDB schedules such a compaction itself once those files are half garbage.
 BLOB_GC_FAMILIES = (Family.TIMERS,)
-SMALL_MEMTABLE = 8 * MiB
 BLOOM_FAMILIES = (Family.DEDUP, Family.CHECKPOINTS)
-BLOCK_CACHE = 64 * MiB
 MAX_TOTAL_WAL = 256 * MiB
 RECYCLED_WALS = 4  # WAL files kept for reuse
 # Families read by long in-order scans (due timers are moved thousands at a time) get big
@@ -78,12 +76,32 @@ SMALL_LEVEL_BASE = 32 * MiB
 TABLE_FILE_PER_LEVEL_BASE = 4  # target table size = level base / this
 
 
-def _options(cache: Cache, family: str | None = None) -> Options:
+@dataclass(frozen=True)
+class Memory:
+    """How the store's memory budget (`Settings.store_memory_mib`) splits: two thirds for all
+    memtables together, a third for the one block cache every block read goes through (index
+    and filter blocks included, so memory does not grow with the data)."""
+
+    total: int  # bytes
+
+    @property
+    def memtables(self) -> int:
+        return self.total * 2 // 3
+
+    @property
+    def block_cache(self) -> int:
+        return self.total - self.memtables
+
+    def memtable(self, family: str) -> int:
+        return self.memtables // (4 if family in BIG_MEMTABLE_FAMILIES else 16)
+
+
+def _options(memory: Memory, cache: Cache, family: str | None = None) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
     if family is None:
-        opts.set_db_write_buffer_size(TOTAL_MEMTABLES)
+        opts.set_db_write_buffer_size(memory.memtables)
         # Flushes and compactions write out in small synced steps, so a memtable flush never
         # lands one big fsync in front of the WAL fsync a send is waiting for.
         opts.set_bytes_per_sync(MiB)
@@ -98,7 +116,7 @@ def _options(cache: Cache, family: str | None = None) -> Options:
         # a recycled file carry their log number, so recovery never replays the old contents.
         opts.set_recycle_log_file_num(RECYCLED_WALS)
     else:
-        opts.set_write_buffer_size(MEMTABLE.get(family, SMALL_MEMTABLE))
+        opts.set_write_buffer_size(memory.memtable(family))
         opts.set_max_write_buffer_number(3)
         # Levels sized from the last one up (RocksDB's default since 8.4, stated here because the
         # bounds below rely on it): about 90 % of the data sits in the last level, so space and
@@ -133,17 +151,18 @@ class Store:
     """One RocksDB database per broker. Use from the event loop thread only."""
 
     def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100,
-                 oplog: OpLogSink | None = None) -> None:
+                 oplog: OpLogSink | None = None, memory_mib: int = Settings.store_memory_mib) -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.flush_policy = flush
-        cache = Cache(BLOCK_CACHE)
+        memory = Memory(memory_mib * MiB)
+        cache = Cache(memory.block_cache)
         # RocksDB must open every family a database has; one an older version left is opened too.
         new = not (path / "CURRENT").exists()
         existing = [] if new else Rdict.list_cf(str(path))
         names = [*Family, *(f for f in existing if f not in {*Family, "default"})]
-        families = {f: _options(cache, f) for f in names}
-        self._db = Rdict(str(path), options=_options(cache), column_families=families)
+        families = {f: _options(memory, cache, f) for f in names}
+        self._db = Rdict(str(path), options=_options(memory, cache), column_families=families)
         # Keyed by plain str (the names callers pass): the fast dict lookup of str-only keys.
         self._cf: dict[str, Rdict] = {f.value: self._db.get_column_family(f.value) for f in Family}
         self._handles: dict[str, ColumnFamily] = {f.value: self._db.get_column_family_handle(f.value) for f in Family}
