@@ -9,7 +9,11 @@ Produce (`--duration` seconds each):
 - official: `rocketmq.Producer.send_async` with up to `--in-flight` sends outstanding (its own
   event loop thread does the I/O);
 - rockmq single: `AsyncProducer.send` with `--in-flight` concurrent sends;
-- rockmq batched: `AsyncProducer.send_batch` of `--batch` messages, 8 batches in flight.
+- rockmq batched: `AsyncProducer.send_batch` of `--batch` messages, 8 batches in flight;
+- rockmq gathered (issue 18 §2.7): `AsyncProducer.send` with `--own-in-flight` (256) sends in
+  flight, against `send_batch` of 64 with as many messages in flight, in the same run: the
+  accumulator gathers concurrent sends per queue, target >= 0.8x;
+- rockmq sync: `Producer.send` one at a time for `--sync-messages`, p50 and p99 (target p50 <= 0.5 ms).
 Target (issue 5): rockmq's client >= 3x the official client's produce throughput.
 
 Consume: every contender gets a fresh topic preloaded with `--consume-messages` messages (rockmq's
@@ -43,7 +47,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from rockmq.client import AsyncProducer, AsyncSimpleConsumer, Message
+from rockmq.client import AsyncProducer, AsyncSimpleConsumer, Message, Producer
 from rockmq.client.push import AsyncPushConsumer
 
 
@@ -106,17 +110,37 @@ async def ours(endpoint: str, topic: str, body: bytes, seconds: float, batch: in
 
 
 
+def sync_latencies(endpoint: str, topic: str, body: bytes, n: int) -> list[float]:
+    """Milliseconds of each of n one-at-a-time `Producer.send` calls, sorted."""
+    with Producer(endpoint) as producer:
+        producer.send(Message(topic, body))  # routes fetched before the clock starts
+        latencies = []
+        for _ in range(n):
+            start = time.perf_counter()
+            producer.send(Message(topic, body))
+            latencies.append((time.perf_counter() - start) * 1000)
+    return sorted(latencies)
+
+
 def produce(args: argparse.Namespace, body: bytes) -> None:
     topic = f"client-bench-{uuid.uuid4().hex[:6]}"
     base = official(args.endpoint, topic, body, args.duration, args.in_flight)
     single = asyncio.run(ours(args.endpoint, topic, body, args.duration, 1, args.in_flight))
     batched = asyncio.run(ours(args.endpoint, topic, body, args.duration, args.batch, 8))
+    gathered = asyncio.run(ours(args.endpoint, topic, body, args.duration, 1, args.own_in_flight))
+    batches = max(1, args.own_in_flight // 64)
+    of64 = asyncio.run(ours(args.endpoint, topic, body, args.duration, 64, batches))
     rows = [(f"official client, send_async x{args.in_flight}", base, ""),
             (f"rockmq client, send x{args.in_flight}", single, f"  ({single / base:.1f}x)"),
-            (f"rockmq client, send_batch({args.batch}) x8", batched, f"  ({batched / base:.1f}x; target >= 3x)")]
+            (f"rockmq client, send_batch({args.batch}) x8", batched, f"  ({batched / base:.1f}x; target >= 3x)"),
+            (f"rockmq client, send x{args.own_in_flight}", gathered, f"  ({gathered / of64:.2f}x the next; target >= 0.8x)"),
+            (f"rockmq client, send_batch(64) x{batches}", of64, "")]
     print(f"produce: {args.duration:g} s per contender, {args.size} B bodies")
     for name, rate, note in rows:
         print(f"{name:<36}{rate:10,.0f} msg/s{note}")
+    latencies = sync_latencies(args.endpoint, topic, body, args.sync_messages)
+    p50, p99 = latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
+    print(f"{'rockmq client, sync send one at a time':<36} p50 {p50:.2f} ms, p99 {p99:.2f} ms (target p50 <= 0.5 ms)")
 
 
 # -- consume -----------------------------------------------------------------------------------
@@ -331,6 +355,8 @@ def main() -> int:
     p.add_argument("--size", type=int, default=1024)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--in-flight", type=int, default=64)
+    p.add_argument("--own-in-flight", type=int, default=256, help="concurrent sends gathered by rockmq's producer")
+    p.add_argument("--sync-messages", type=int, default=2000, help="one-at-a-time sync sends timed")
     p.add_argument("--only", choices=("produce", "consume"), help="run one part only")
     p.add_argument("--consume-messages", type=int, default=150_000, help="preloaded per consume contender")
     p.add_argument("--official-threads", type=int, default=8, help="receive threads of the official SimpleConsumer")
