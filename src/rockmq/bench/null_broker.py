@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import socket
+import sys
 import threading
 from collections.abc import AsyncIterator
 
+from rockmq import malloc_tuning
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.replies import OK, now_frame, send_reply, status_frame, unary
 from rockmq.broker.api.requests import Context
 from rockmq.broker.send import SendResult
-from rockmq.broker.server import _listen
+from rockmq.broker.server import SWITCH_INTERVAL_S, _listen
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply
@@ -172,12 +175,16 @@ class NullBatch(BatchServicer):
 
 
 async def serve(size: int, fsync_file: str | None, ready_file: str) -> None:
-    """Serve until SIGTERM (the bench stops it when its measurement is done)."""
+    """Serve until SIGTERM (the bench stops it when its measurement is done); the process is
+    tuned as `rockmq serve`'s (malloc, thread switch interval, frozen start-up objects)."""
+    malloc_tuning.tune()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     settings = Settings(host="127.0.0.1", port=0)
     server, port = _listen(settings, following=False)
     nothing = Nothing(size, Disk(fsync_file, size * settings.max_receive_batch) if fsync_file else None, settings)
     server.add_generic_rpc_handlers((NullMessaging(nothing).handler(), NullBatch(nothing).handler()))
     await server.start()
+    gc.freeze()
     write_ready_file(ready_file, settings.host, port)
     await server.wait_for_termination()
 
