@@ -13,7 +13,7 @@ from rockmq.bench.report import Figures, figures_of, ratio, with_percentiles
 from rockmq.bench.workers import run_workers
 
 RSS_SAMPLE_S = 0.5
-CONSUMERS = {"consume": "consume", "consume-batch": "consume-batch", "consume-own": "consume-own", "stream": "stream"}
+CONSUMERS = ("consume", "consume-batch", "consume-own", "stream")  # each is its own job kind
 
 
 def base_job(opts: Options, kind: str, scenario: str, batch: int) -> Job:
@@ -26,13 +26,20 @@ def consume_count(opts: Options) -> int:
     return opts.messages or opts.consume_messages
 
 
-def prefill(opts: Options, figures: Figures, count: int) -> None:
-    """Send `count` messages with produce-batch's load first (not measured, but reported)."""
-    job = replace(base_job(opts, "produce", "produce-batch", opts.batch), quota=count, probe_pid=None)
-    tally = run_workers(job, opts.processes)
-    figures["prefill_messages_per_s"] = round(tally.ok / tally.seconds, 1)
-    figures["prefill_errors"] = tally.errors
-    figures["error_samples"] = tally.samples + figures["error_samples"]
+def prefill(opts: Options, count: int, fill: bool) -> Figures:
+    """Send `count` messages with produce-batch's load first (not measured, but reported); none
+    when `fill` is False (a null broker has its messages already)."""
+    if not fill:
+        return {"error_samples": []}
+    tally = run_workers(replace(base_job(opts, "produce", "produce-batch", opts.batch), quota=count, probe_pid=None),
+                        opts.processes)
+    return {"prefill_messages_per_s": round(tally.ok / tally.seconds, 1), "prefill_errors": tally.errors,
+            "error_samples": tally.samples}
+
+
+def after_prefill(figures: Figures, filled: Figures) -> Figures:
+    """A consumer's figures with its prefill's, error samples of both."""
+    return figures | filled | {"error_samples": filled["error_samples"] + figures["error_samples"]}
 
 
 def produce(opts: Options, scenario: str) -> Figures:
@@ -51,13 +58,9 @@ def consume(opts: Options, scenario: str, fill: bool) -> Figures:
     count = consume_count(opts)
     batch = OWN_BATCH if scenario == "consume-own" else opts.batch
     load = "consume" if scenario == "stream" else scenario  # stream: consume's load, without the acks
-    job = replace(base_job(opts, CONSUMERS[scenario], load, batch), quota=count)
-    if not fill:
-        return figures_of(run_workers(job, opts.processes))
-    filled: Figures = {"error_samples": []}
-    prefill(opts, filled, count)
-    figures = figures_of(run_workers(job, opts.processes))
-    return figures | filled | {"error_samples": filled["error_samples"] + figures["error_samples"]}
+    job = replace(base_job(opts, scenario, load, batch), quota=count)
+    filled = prefill(opts, count, fill)
+    return after_prefill(figures_of(run_workers(job, opts.processes)), filled)
 
 
 def pull_own(opts: Options, fill: bool) -> Figures:
@@ -65,12 +68,11 @@ def pull_own(opts: Options, fill: bool) -> Figures:
     count = consume_count(opts)
     mark = run_workers(base_job(opts, "pull-mark", "pull-own", OWN_BATCH), 1)
     job = replace(base_job(opts, "pull-own", "pull-own", OWN_BATCH), quota=count)
-    filled: Figures = {"error_samples": mark.samples}
-    if fill:
-        prefill(opts, filled, count)
+    filled = prefill(opts, count, fill)
     figures = figures_of(run_workers(job, 1))  # one process: the queues' loops share the group's offsets
     figures["errors"] += mark.errors
-    return figures | filled | {"error_samples": filled["error_samples"] + figures["error_samples"]}
+    figures["error_samples"] = mark.samples + figures["error_samples"]
+    return after_prefill(figures, filled)
 
 
 def producer_own(opts: Options) -> Figures:
