@@ -86,7 +86,8 @@ def test_official_client_fifo_groups_spread_over_shards_in_order(shards):
         assert [i for group, i in received if group == g] == sent[g], f"message group {g} out of order"
 
 
-def test_a_killed_shard_is_restarted_and_loses_nothing_acknowledged(shards):
+@pytest.mark.parametrize("victim_shard", [1, 0])  # 0: the one listening on --port, the client's access point
+def test_a_killed_shard_is_restarted_and_loses_nothing_acknowledged(shards, victim_shard):
     shards.cli("topic", "create", "survive", "--queues", "8", check=True)
     acked: list[str] = []
     failed: list[str] = []
@@ -102,19 +103,20 @@ def test_a_killed_shard_is_restarted_and_loses_nothing_acknowledged(shards):
                     failed.append(repr(e))
                 i += 1
 
-    endpoint = shards.shards("survive")["broker-a-1"]
+    name = f"broker-a-{victim_shard}"
+    endpoint = shards.shards("survive")[name]
     t = threading.Thread(target=produce)
     t.start()
     try:
         wait_for(lambda: len(acked) >= 50, 20, what="the producer sending")
         before = set(shards.shard_pids())
-        victim = next(pid for pid in before if "shard-1" in _cmdline(pid))
+        victim = next(pid for pid in before if f"shard-{victim_shard} " in _cmdline(pid))
         os.kill(victim, signal.SIGKILL)
         restarted = wait_for(lambda: set(shards.shard_pids()) - before, 30, what="the parent restarting the shard")
         assert len(restarted) == 1 and not alive(victim)
-        wait_for(lambda: any("shard broker-a-1 serving again" in line for line in shards.log), 30, 0.1,
+        wait_for(lambda: any(f"shard {name} serving again" in line for line in shards.log), 30, 0.1,
                  what="the restarted shard serving")
-        assert shards.shards("survive")["broker-a-1"] == endpoint  # on its old port
+        assert shards.shards("survive")[name] == endpoint  # on its old port
         count = len(acked)
         wait_for(lambda: len(acked) >= count + 50, 20, what="sends after the restart")
     finally:
