@@ -12,7 +12,7 @@ import pytest
 from waiting import async_wait_for
 
 from rockmq.client import AsyncProducer, Message
-from rockmq.client.consumer import AsyncSimpleConsumer
+from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.pull import AsyncPullConsumer
 from rockmq.client.push import AsyncPushConsumer
@@ -135,14 +135,15 @@ def test_push_consumers_deliver_a_lane_message_once(harness, unique, mode):
     asyncio.run(scenario())
 
 
-async def _pull_all(consumer: AsyncPullConsumer, topic: str, positions: dict[Queue, int]) -> list[str]:
+async def _pull_all(consumer: AsyncPullConsumer, topic: str, positions: dict[Queue, int],
+                    filter: str | Filter = "*") -> list[str]:
     """Pull every queue of the topic from `positions` (updated) to its end; -> the bodies."""
     got: list[str] = []
     for queue in await consumer.queues(topic):
         if queue not in positions:
             positions[queue] = await consumer.committed(queue) or 0
         while True:
-            result = await consumer.pull(queue, positions[queue], max_messages=32)
+            result = await consumer.pull(queue, positions[queue], max_messages=32, filter=filter)
             got += [m.body.decode() for m in result.messages]
             if result.next_offset == positions[queue]:
                 break
@@ -278,5 +279,38 @@ def test_a_base_behind_its_lane_takes_none_of_what_the_lane_took_when_the_lane_d
             await p.send(Message(topic, b"late"))
         async with AsyncPullConsumer(harness.endpoint, group) as base:
             assert await _pull_all(base, topic, {}) == sorted(_lane(2, "base") + ["late"])
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+@pytest.mark.parametrize("base_filter", ["lane IS NULL", "TAGS IS NULL OR TAGS <> 'skip'"])
+def test_what_the_base_filter_passed_over_stays_the_lanes(harness, unique, base_filter):
+    """A base consumer that takes no lane messages (lane_fallback=False sends `lane IS NULL`), or
+    only some (a filter of its own), leaves the rest to dev1, which gets them when back with its
+    stored offsets: nothing lost, nothing twice."""
+    topic, group = unique("lane-filtered"), unique("lane-filtered-g")
+    harness.conn.create_topic(topic, queues=1)
+    sql = Filter.sql92(base_filter)
+
+    async def scenario() -> None:
+        async with AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1:
+            await _send(harness.endpoint, topic, 1, "dev1")
+            assert await _pull_all(dev1, topic, {}) == ["dev1-0"]
+        await asyncio.sleep(ALIVE_S + 0.5)  # dev1 silent: dead
+        async with AsyncProducer(harness.endpoint, lane="dev1") as p, AsyncProducer(harness.endpoint, lane="dev2") as p2:
+            for i in range(4):  # dev1's interleaved with dev2's (no member either), every other one tagged "skip"
+                await p.send(Message(topic, f"late-{i}".encode(), tag="skip" if i % 2 else None))
+                await p2.send(Message(topic, f"other-{i}".encode()))
+        await _send(harness.endpoint, topic, 2)
+        async with AsyncPullConsumer(harness.endpoint, group) as base:
+            base_took = await _pull_all(base, topic, {}, filter=sql)
+        async with AsyncPullConsumer(harness.endpoint, group, lane="dev1") as dev1:
+            dev1_took = await _pull_all(dev1, topic, {})
+        late = sorted(f"late-{i}" for i in range(4))
+        assert not set(base_took) & set(dev1_took), (base_took, dev1_took)
+        assert sorted(set(base_took + dev1_took) - {f"other-{i}" for i in range(4)} - set(_lane(2, "base"))) == late
+        if base_filter == "lane IS NULL":
+            assert dev1_took == late
 
     asyncio.run(scenario())

@@ -3,7 +3,18 @@ trimmed and capped, and a pull's zone says what the base or the lane may take.""
 
 from __future__ import annotations
 
-from rockmq.broker.lane_fallback import MAX_RANGES, LaneShare, add, base_zone, decode, encode, lane_groups, lane_zone, trim
+from rockmq.broker.lane_fallback import (
+    MAX_RANGES,
+    LaneShare,
+    add,
+    base_zone,
+    decode,
+    encode,
+    lane_groups,
+    lane_zone,
+    taken_spans,
+    trim,
+)
 from rockmq.broker.lanes import Route
 
 
@@ -55,3 +66,11 @@ def test_a_base_pull_rereads_what_it_took_even_when_the_lane_is_live_again():
 def test_lane_groups_are_found_by_their_names():
     assert lane_groups(["a", "a%LANE%dev1", "a%LANE%dev2", "b%LANE%x", "c%LANE%"]) == {
         "a": {"dev1": "a%LANE%dev1", "dev2": "a%LANE%dev2"}, "b": {"x": "b%LANE%x"}}
+
+
+def test_what_the_base_filter_passed_over_splits_the_span_and_stays_the_lanes():
+    assert taken_spans(10, 20, []) == []  # no lane message in it: nothing to record
+    assert taken_spans(10, 20, [(12, True), (15, True)]) == [(10, 20)]
+    assert taken_spans(10, 20, [(12, True), (15, False), (18, True)]) == [(10, 15), (16, 20)]
+    assert taken_spans(10, 20, [(12, False), (15, False)]) == []  # lane_fallback=False: none was the base's
+    assert taken_spans(10, 20, [(10, False), (11, True), (19, False)]) == [(11, 19)]

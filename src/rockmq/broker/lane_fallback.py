@@ -4,7 +4,8 @@ A lane consumer of an offset group reads from its own stored offsets (`<group>%L
 while its lane has no live member the group's base consumers take the lane's messages
 (fallback, broker/lanes.py). So that a message is handled by one consumer of the group, lane or
 base, whichever took it, the broker records per (lane group, topic, queue) the offset ranges a
-base pull scanned while the lane was not live, and then:
+base pull took the lane's messages while the lane was not live (the whole stretch it read; a
+base filter that passes over some of them splits it there, so those stay the lane's), and then:
 
 - a lane pull skips those ranges (their lane messages were the base's);
 - a base pull still takes the lane's messages in those ranges (a base consumer that re-reads from
@@ -74,6 +75,24 @@ def next_start(ranges: Ranges, offset: int) -> int | None:
     """Where the first range above `offset` starts (None: no range above)."""
     i = bisect.bisect_right(ranges, (offset, 1 << 64))
     return ranges[i][0] if i < len(ranges) else None
+
+
+def taken_spans(start: int, end: int, marks: list[tuple[int, bool]]) -> list[tuple[int, int]]:
+    """The parts of a base pull's [start, end) where the base took the lane's messages, from the
+    lane's messages in it ((offset, taken?) in order): split at each one the base's filter passed
+    over (it stays the lane's), keeping the parts where the base took one."""
+    out: list[tuple[int, int]] = []
+    lo, took = start, False
+    for offset, taken in marks:
+        if taken:
+            took = True
+            continue
+        if took:
+            out.append((lo, offset))
+        lo, took = offset + 1, False
+    if took:
+        out.append((lo, end))
+    return out
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,21 @@ import asyncio
 from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.lane_fallback import LaneShare, Ranges, TakenLedger, Zone, add, base_zone, lane_groups, lane_zone, trim
-from rockmq.broker.lanes import Consumers, Route
+from rockmq.broker.lane_fallback import (
+    LaneShare,
+    Ranges,
+    TakenLedger,
+    Zone,
+    add,
+    base_zone,
+    lane_groups,
+    lane_zone,
+    taken_spans,
+    trim,
+)
+from rockmq.broker.lanes import Consumers, Route, message_lane
 from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_name
-from rockmq.filter.record_filter import RecordFilter
+from rockmq.filter.record_filter import RecordFilter, accept_all
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import base_group, lane_group
 from rockmq.store import keys
@@ -81,6 +92,7 @@ class PullService:
             lanes = zone.route
             if zone.end is not None:
                 scan_limit = min(scan_limit, zone.end - offset)
+        wanted = accept
         if lanes is not None:
             accept = _and(accept, lanes.takes)
         loop = asyncio.get_running_loop()
@@ -107,7 +119,7 @@ class PullService:
                 if position > self._pulled.get(key, -1):
                     self._pulled[key] = position
                 if zone is not None and zone.record and position > offset and not self.ctx.read_only:
-                    self._took(group_name, zone.record, topic.id, queue_id, offset, position)
+                    self._took(group_name, zone.record, topic.id, queue_id, offset, position, wanted)
                 return out, position
             try:
                 await asyncio.wait_for(arrival.wait(), left)
@@ -167,13 +179,31 @@ class PullService:
                                  self.committed(base_config.id, topic_id, queue_id) if base_config is not None else -1) if c >= 0]
         return min(committed, default=-1)
 
-    def _took(self, base: str, lanes: tuple[str, ...], topic_id: int, queue_id: int, start: int, end: int) -> None:
-        """A base pull took [start, end) of these lanes' messages by fallback."""
+    def _took(self, base: str, lanes: tuple[str, ...], topic_id: int, queue_id: int, start: int, end: int,
+              wanted: RecordFilter) -> None:
+        """A base pull read [start, end) with its filter `wanted`, taking these lanes' messages by
+        fallback: all of them (no filter: no message read), or those its filter accepted."""
+        spans = {lane: [(start, end)] for lane in lanes}
+        if wanted is not accept_all:
+            marks: dict[str, list[tuple[int, bool]]] = {lane: [] for lane in lanes}
+            for off, record in self.ctx.logs.scan(topic_id, queue_id, start, end - start):
+                view = records.view(record)
+                lane = message_lane(view)
+                if lane in marks:
+                    marks[lane].append((off, wanted(view)))
+            spans = {lane: taken_spans(start, end, marks[lane]) for lane in lanes}
         configs = self._lanes_of(base) or {}
-        self.taken.update([(config.id, topic_id, queue_id,
-                            trim(add(self.taken.ranges(config.id, topic_id, queue_id), start, end),
-                                 self._keep_from(base, config, topic_id, queue_id)))
-                           for config in (configs[lane] for lane in lanes)])
+        changes: list[tuple[int, int, int, Ranges]] = []
+        for lane in lanes:
+            if not spans[lane]:
+                continue
+            config = configs[lane]
+            ranges = self.taken.ranges(config.id, topic_id, queue_id)
+            for lo, hi in spans[lane]:
+                ranges = add(ranges, lo, hi)
+            changes.append((config.id, topic_id, queue_id, trim(ranges, self._keep_from(base, config, topic_id, queue_id))))
+        if changes:
+            self.taken.update(changes)
 
     def _trim(self, base: str, lanes: dict[str, GroupConfig], topic_id: int, queue_id: int) -> None:
         """After a commit: drop what nobody reads again."""
