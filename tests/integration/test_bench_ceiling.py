@@ -16,7 +16,7 @@ FIGURES = ("messages", "messages_per_s", "requests_per_s", "errors", "client_cpu
 
 def test_ceiling_scenario_json_has_every_figure(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rockmq", "bench", "--scenario", "ceiling", "--json", "--duration", "0.5",
-                           "--messages", "64", "--rate", "100", "--ceiling-dir", str(tmp_path)],
+                           "--messages", "64", "--rate", "100", "--ceiling-dir", str(tmp_path), "--repeats", "2"],
                           capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     ceiling = json.loads(done.stdout)["ceiling"]
@@ -28,5 +28,6 @@ def test_ceiling_scenario_json_has_every_figure(tmp_path: Path) -> None:
     for name in ("latency", "send-sync"):
         assert {"p50_ms", "p99_ms"} <= set(ceiling["null"][name])
     assert "send_batch" in ceiling["null"]["producer-own"] and "send_vs_send_batch" in ceiling["null"]["producer-own"]
+    assert all(len(figures["rounds"]) == 2 for figures in ceiling["null"].values())
     assert ceiling["rocksdb"]["messages"] > 0 and "server_cpu_us_per_msg" in ceiling["rocksdb"]
     assert list(tmp_path.iterdir()) == []  # the ceilings' files are gone

@@ -17,7 +17,7 @@ from rockmq.bench.probe import (
     listen_inodes,
     loopback_port,
 )
-from rockmq.bench.report import per_message_us, percentile, ratio, ratios
+from rockmq.bench.report import combined, per_message_us, percentile, ratio, ratios
 
 TCP_TABLE = """\
   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
@@ -40,6 +40,21 @@ def test_ratios_of_rate_cpu_and_p99() -> None:
     assert ratios(broker, null) == {"rate": 0.25, "cpu_per_msg": 4.0, "p99": 2.0}
     assert ratios({**broker, "broker_cpu_us_per_msg": None}, {"messages_per_s": 50_000.0, "broker_cpu_us_per_msg": 10.0}) == {
         "rate": 0.5, "cpu_per_msg": None}
+
+
+def test_rounds_combine_into_medians_summed_errors_and_highest_peaks() -> None:
+    rounds = [{"messages_per_s": 100.0, "broker_cpu_us_per_msg": 30.0, "errors": 0, "broker_rss_peak_mib": 120.0,
+               "broker_cpu_pct": None, "error_samples": [], "send_batch": {"messages_per_s": 10.0}},
+              {"messages_per_s": 300.0, "broker_cpu_us_per_msg": 10.0, "errors": 2, "broker_rss_peak_mib": 140.0,
+               "broker_cpu_pct": 50.0, "error_samples": ["a"], "send_batch": {"messages_per_s": 30.0}},
+              {"messages_per_s": 200.0, "broker_cpu_us_per_msg": 20.0, "errors": 1, "broker_rss_peak_mib": 130.0,
+               "broker_cpu_pct": 40.0, "error_samples": ["a", "b"], "send_batch": {"messages_per_s": 20.0}}]
+    out = combined(rounds)
+    assert (out["messages_per_s"], out["broker_cpu_us_per_msg"], out["errors"], out["broker_rss_peak_mib"]) == (200, 20, 3, 140)
+    assert out["broker_cpu_pct"] is None  # not known in every round: the first round's
+    assert out["error_samples"] == ["a", "b"] and out["send_batch"]["messages_per_s"] == 20
+    assert out["rounds"] == rounds
+    assert combined(rounds[:1]) == rounds[0]
 
 
 def test_cpu_per_message_and_percentiles() -> None:
@@ -121,12 +136,14 @@ def test_options_defaults_and_no_ceiling() -> None:
     opts = parse_args(["--scenario", "consume-own", "--no-ceiling", "--json", "--messages", "10"], "d")
     assert (opts.scenario, opts.ceiling, opts.json, opts.messages) == ("consume-own", False, True, 10)
     assert parse_args(["--scenario", "ceiling"], "d").scenario == "ceiling"
+    assert parse_args(["--repeats", "3"], "d").repeats == 3
 
 
 @pytest.mark.parametrize("argv, words", [
     (["--batch", "0"], "--batch must be positive"),
     (["--concurrency", "-1"], "--concurrency must be positive"),
     (["--messages", "0"], "--messages must be positive"),
+    (["--repeats", "0"], "--repeats must be positive"),
     (["--scenario", "nope"], "invalid choice"),
     (["--ceiling-dir", "/nonexistent/dir"], "--ceiling-dir /nonexistent/dir: no such directory"),
 ])

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rockmq.bench.options import Options
-from rockmq.bench.report import Figures, ratios
+from rockmq.bench.report import Figures, combined, ratios
 from rockmq.bench.scenarios import run_scenario
 
 READY_TIMEOUT = 60.0  # the server imports grpc and the broker's modules first; slow on a busy machine
@@ -94,11 +94,18 @@ class Ceilings:
     def _against(self, server: Server, scenario: str) -> Figures:
         return run_scenario(replace(self.opts, endpoint=server.endpoint, broker_pid=server.pid), scenario, fill=False)
 
-    def measure(self, scenario: str) -> None:
-        """The scenario's load against the null broker (and the null broker + fsync if durable)."""
-        self.figures["null"][scenario] = self._against(self.null, scenario)
+    def measure(self, scenario: str) -> Figures:
+        """One round of the scenario's load against the null broker (and the null broker + fsync if
+        durable) -> {ceiling: figures}, for `record`."""
+        got = {"null": self._against(self.null, scenario)}
         if scenario in DURABLE:
-            self.figures["null_fsync"][scenario] = self._against(self.null_fsync, scenario)
+            got["null_fsync"] = self._against(self.null_fsync, scenario)
+        return got
+
+    def record(self, scenario: str, rounds: list[Figures]) -> None:
+        """Keep the scenario's ceilings: over its rounds, combined as the scenario's own figures are."""
+        for key in rounds[0]:
+            self.figures[key][scenario] = combined([r[key] for r in rounds])
 
     def building_blocks(self) -> None:
         """The stream and storage ceilings, which no scenario matches one to one."""

@@ -14,7 +14,7 @@ from rockmq.bench import __doc__ as DESCRIPTION
 from rockmq.bench.ceiling import CeilingError, Ceilings
 from rockmq.bench.options import SCENARIOS, Options, parse_args
 from rockmq.bench.probe import find_broker
-from rockmq.bench.report import Figures, render, render_storage
+from rockmq.bench.report import Figures, combined, render, render_storage
 from rockmq.bench.scenarios import run_scenario
 from rockmq.bench.wire import CONNECT_TIMEOUT, reachable
 
@@ -31,9 +31,14 @@ def run(opts: Options, say: Callable[[list[str]], None]) -> tuple[dict[str, Figu
         wanted = opts.scenario == "ceiling" or (opts.ceiling and opts.scenario != "soak")  # soak has no ceiling
         ceilings = Ceilings(opts, stack) if wanted else None
         for scenario in chosen:
-            figures = run_scenario(opts, scenario)
+            rounds, ceiling_rounds = [], []
+            for _ in range(opts.repeats):  # the broker's round, then the ceilings', then again
+                rounds.append(run_scenario(opts, scenario))
+                if ceilings is not None:
+                    ceiling_rounds.append(ceilings.measure(scenario))
+            figures = combined(rounds)
             if ceilings is not None:
-                ceilings.measure(scenario)
+                ceilings.record(scenario, ceiling_rounds)
                 figures = ceilings.beside(scenario, figures)
             results[scenario] = figures
             say(render(scenario, figures))
@@ -41,7 +46,7 @@ def run(opts: Options, say: Callable[[list[str]], None]) -> tuple[dict[str, Figu
             return results, {}
         if opts.scenario == "ceiling":
             for scenario in SCENARIOS:
-                ceilings.measure(scenario)
+                ceilings.record(scenario, [ceilings.measure(scenario) for _ in range(opts.repeats)])
                 say([line for key in ("null", "null_fsync") if scenario in ceilings.figures[key]
                      for line in render(f"ceiling {key} {scenario}", ceilings.figures[key][scenario])])
         if opts.scenario in ("all", "ceiling"):  # one scenario gets its own ceilings only

@@ -38,6 +38,7 @@ class Options:
     json: bool
     ceiling: bool
     ceiling_dir: str | None = None
+    repeats: int = 1
 
 
 def parse_args(argv: list[str] | None, description: str) -> Options:
@@ -70,9 +71,11 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
                         help="skip the ceilings (null broker runs beside each scenario): quicker, no ratios")
     parser.add_argument("--ceiling-dir", help="where the fsync and RocksDB ceilings write (default: the system's temporary "
                                               "directory; give one on the broker's data disk if that is tmpfs or another disk)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds of each scenario, each followed by its ceilings; figures are the rounds' medians")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     args = parser.parse_args(argv)
-    for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages"):
+    for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages", "repeats"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     for name in ("messages", "concurrency"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from rockmq.bench.jobs import Tally
@@ -11,6 +12,8 @@ Figures = dict[str, Any]
 PERCENTILES = (("p50_ms", 0.50), ("p90_ms", 0.90), ("p99_ms", 0.99), ("max_ms", 1.0))
 CEILING_NAMES = {"null": "null broker", "null_fsync": "null broker + fsync"}
 SOAK_SAMPLE_S = 10.0
+SUMMED = frozenset({"errors", "prefill_errors"})  # any failure in any round shows
+HIGHEST = frozenset({"broker_rss_peak_mib", "max_ms"})  # a peak is the peak of every round
 
 
 def percentile(ordered: list[float], q: float) -> float:
@@ -41,6 +44,29 @@ def figures_of(tally: Tally) -> Figures:
 def with_percentiles(figures: Figures, latencies_ms: list[float]) -> Figures:
     ordered = sorted(latencies_ms)
     return figures | {name: round(percentile(ordered, q), 3) for name, q in PERCENTILES}
+
+
+def combined(rounds: list[Figures]) -> Figures:
+    """One set of figures from repeated rounds of a scenario: the median of each number (errors
+    summed, peaks the highest), nested figures likewise, other values from the first round; with
+    more than one round the rounds themselves under `rounds`."""
+    if len(rounds) == 1:
+        return rounds[0]
+    out: Figures = {}
+    for key, first in rounds[0].items():
+        values = [r.get(key) for r in rounds]
+        numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if key == "error_samples":
+            out[key] = list(dict.fromkeys(sample for v in values for sample in v or ()))[:5]
+        elif len(numbers) < len(values):  # not a number in every round (None, a list, a dict)
+            out[key] = combined(values) if all(isinstance(v, dict) for v in values) else first  # type: ignore[arg-type]
+        elif key in SUMMED:
+            out[key] = sum(numbers)
+        elif key in HIGHEST:
+            out[key] = max(numbers)
+        else:
+            out[key] = round(statistics.median(numbers), 3)
+    return out | {"rounds": rounds}
 
 
 def ratio(value: float | None, ceiling: float | None) -> float | None:
