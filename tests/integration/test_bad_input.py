@@ -166,7 +166,13 @@ def test_receive_bad_sql_filter_is_refused_with_its_position(conn, unique):
 
 
 def _raw(handle: str) -> bytearray:
-    return bytearray(base64.urlsafe_b64decode(handle + "=" * (-len(handle) % 4)))
+    """The signed token a handle starts with (its receive's), decoded; the handle ends in .<entry>."""
+    token = handle.partition(".")[0]
+    return bytearray(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+
+
+def _entry(handle: str) -> str:
+    return "." + handle.partition(".")[2]
 
 
 def _b64(raw: bytes) -> str:
@@ -177,14 +183,14 @@ def forged_like(handle: str) -> str:
     """The same body with a different MAC: valid base64, right length, not issued by the broker."""
     raw = _raw(handle)
     raw[-1] ^= 0xFF
-    return _b64(raw)
+    return _b64(raw) + _entry(handle)
 
 
 def tampered_body(handle: str) -> str:
     """Change the signed body (the group id's high byte), keep the old MAC: must not verify."""
     raw = _raw(handle)
     raw[1] ^= 0x01
-    return _b64(raw)
+    return _b64(raw) + _entry(handle)
 
 
 @pytest.fixture
@@ -204,7 +210,9 @@ def bad_handles(valid: str) -> dict[str, str]:
         "short-base64": base64.urlsafe_b64encode(b"short").decode(),
         "forged-mac": forged_like(valid),
         "tampered-body": tampered_body(valid),
-        "zeros-right-length": _b64(bytes(len(_raw(valid)))),
+        "zeros-right-length": _b64(bytes(len(_raw(valid)))) + _entry(valid),
+        "no-such-entry": valid.partition(".")[0] + ".ff",
+        "no-entry": valid.partition(".")[0],
     }
 
 

@@ -1,10 +1,13 @@
 """Receipt handles: signed tokens naming one delivery of one message to one group.
 
-A handle encodes where the message is (topic, queue, offset), which group received it, the
-delivery attempt and the checkpoint version — exactly what locates and checks its in-flight
-checkpoint. The deadline is not in it: the broker may extend it (auto-renew) without
-invalidating the handle. A handle whose checkpoint is gone (acked, revived) or carries another
-version (ChangeInvisibleDuration issued a new handle) is stale.
+A receive writes one checkpoint for all the messages it hands out (broker/pop/checkpoints.py);
+a handle is that checkpoint's signed token — group, topic, checkpoint id — followed by the
+delivery's index in it. The token is signed once per receive, not per message: a handle with
+another index names another delivery of the same receive, given to the same consumer, so the
+index needs no signature of its own; everything else is checked against the checkpoint. The
+deadline is not in it: the broker may extend it (auto-renew) without invalidating the handle.
+A handle whose entry is settled (acked, moved by ChangeInvisibleDuration) or whose checkpoint
+is gone (revived) is stale.
 """
 
 from __future__ import annotations
@@ -14,26 +17,41 @@ from typing import NamedTuple
 
 from rockmq.protocol import tokens
 
-_BODY = struct.Struct(">BIIIQII")
-VERSION = 1
+_BODY = struct.Struct(">BIIQ")
+VERSION = 2
+TOKEN_LENGTH = tokens.sealed_length(_BODY.size)
+SEPARATOR = "."
 
 
 class Receipt(NamedTuple):
     group_id: int
     topic_id: int
-    queue_id: int
-    offset: int
-    attempt: int
-    version: int
+    checkpoint_id: int
+    entry: int
 
 
-def encode(r: Receipt, secret: bytes) -> str:
-    return tokens.seal(_BODY.pack(VERSION, *r), secret)
+def token(group_id: int, topic_id: int, checkpoint_id: int, secret: bytes) -> str:
+    """What every handle of one checkpoint starts with (`handle`)."""
+    return tokens.seal(_BODY.pack(VERSION, group_id, topic_id, checkpoint_id), secret)
 
 
-def decode(handle: str, secret: bytes) -> Receipt:
-    """Raises tokens.InvalidToken for anything this broker did not issue."""
-    version, *fields = _BODY.unpack(tokens.unseal(handle, secret, _BODY.size))
-    if version != VERSION:
-        raise tokens.InvalidToken(f"unknown receipt handle version {version}")
-    return Receipt(*fields)
+def handle(signed: str, index: int) -> str:
+    """The handle of the checkpoint's `index`th delivery, `signed` its `token`."""
+    return f"{signed}{SEPARATOR}{index:x}"
+
+
+def decode(handle: str, secret: bytes, verified: dict[str, Receipt] | None = None) -> Receipt:
+    """Raises tokens.InvalidToken (a ValueError) for anything this broker did not issue.
+    `verified`: tokens checked already (an ack of many handles of one receive checks it once)."""
+    signed, separator, index = handle[:TOKEN_LENGTH], handle[TOKEN_LENGTH:TOKEN_LENGTH + 1], handle[TOKEN_LENGTH + 1:]
+    if separator != SEPARATOR or not 0 < len(index) <= 8 or not index.isascii():
+        raise tokens.InvalidToken("not a receipt handle")
+    known = verified.get(signed) if verified is not None else None
+    if known is None:
+        version, group_id, topic_id, checkpoint_id = _BODY.unpack(tokens.unseal(signed, secret, _BODY.size))
+        if version != VERSION:
+            raise tokens.InvalidToken(f"unknown receipt handle version {version}")
+        known = Receipt(group_id, topic_id, checkpoint_id, 0)
+        if verified is not None:
+            verified[signed] = known
+    return known._replace(entry=int(index, 16))

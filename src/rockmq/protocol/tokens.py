@@ -40,6 +40,11 @@ def seal(body: bytes, secret: bytes) -> str:
     return binascii.b2a_base64(raw, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
 
 
+def sealed_length(body_size: int) -> int:
+    """The length of a token sealing `body_size` bytes."""
+    return (4 * (body_size + _MAC_LEN) + 2) // 3
+
+
 def unseal(token: str, secret: bytes, body_size: int) -> bytes:
     try:
         raw = binascii.a2b_base64(token.encode().translate(_FROM_URLSAFE) + b"=" * (-len(token) % 4))

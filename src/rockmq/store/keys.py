@@ -13,7 +13,7 @@ _QUEUE = struct.Struct(">II")
 _LOG = struct.Struct(">IIQ")
 _GTQ = struct.Struct(">III")
 _OFFSET = struct.Struct(">IIIc")
-_INFLIGHT = struct.Struct(">QIIIQ")
+_INFLIGHT = struct.Struct(">QIIQ")
 _RETRY = struct.Struct(">IIQ")
 _TIMER = struct.Struct(">QQ")
 _U64 = struct.Struct(">Q")
@@ -91,15 +91,15 @@ def decode_u64(raw: bytes) -> int:
     return value
 
 
-# --- inflight family: deadline_ms · group · topic · queue · offset -> (empty) ---------------
+# --- inflight family: deadline_ms · group · topic · checkpoint id -> (empty) ------------------
 # The same checkpoints ordered by deadline, for revive.
 
 
-def inflight_key(deadline_ms: int, group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
-    return _INFLIGHT.pack(deadline_ms, group_id, topic_id, queue_id, offset)
+def inflight_key(deadline_ms: int, group_id: int, topic_id: int, checkpoint_id: int) -> bytes:
+    return _INFLIGHT.pack(deadline_ms, group_id, topic_id, checkpoint_id)
 
 
-def parse_inflight_key(key: bytes) -> tuple[int, int, int, int, int]:
+def parse_inflight_key(key: bytes) -> tuple[int, int, int, int]:
     return _INFLIGHT.unpack(key)
 
 
@@ -115,26 +115,22 @@ def deadline_of(key: bytes) -> int:
     return deadline
 
 
-# --- checkpoints family: group · topic · queue · offset -> deadline · attempt · version ------
-# The index from a delivered message to its live checkpoint; receipt handles name this key.
+# --- checkpoints family: group · topic · checkpoint id -> deadline · entries -----------------
+# One checkpoint per receive: the deadline of its deliveries and how many are live, then per
+# delivery (queue, offset, attempt), attempt 0 once it is settled (acked, moved to a new checkpoint). Receipt handles
+# name the checkpoint and an entry's index (protocol/receipt.py).
 
-_CHECKPOINT = struct.Struct(">QII")
-
-
-def checkpoint_key(group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
-    return match_key(group_id, topic_id, queue_id, offset)  # the same position layout
-
-
-def parse_checkpoint_key(key: bytes) -> tuple[int, int, int, int]:
-    return (*_GTQ.unpack_from(key), int.from_bytes(key[12:], "big"))
+_CHECKPOINT = struct.Struct(">IIQ")
+CHECKPOINT_HEAD = struct.Struct(">QI")  # deadline · live entries
+CHECKPOINT_ENTRY = struct.Struct(">IQI")  # queue · offset · attempt
 
 
-def checkpoint_value(deadline_ms: int, attempt: int, version: int) -> bytes:
-    return _CHECKPOINT.pack(deadline_ms, attempt, version)
+def checkpoint_key(group_id: int, topic_id: int, checkpoint_id: int) -> bytes:
+    return _CHECKPOINT.pack(group_id, topic_id, checkpoint_id)
 
 
-def parse_checkpoint_value(raw: bytes) -> tuple[int, int, int]:
-    return _CHECKPOINT.unpack(raw)
+def parse_checkpoint_key(key: bytes) -> tuple[int, int, int]:
+    return _CHECKPOINT.unpack(key)
 
 
 # --- retry family: group · topic · sequence -> (queue, offset, attempt) --------------------

@@ -13,9 +13,12 @@ exactly once, and a broker killed before that write runs it again from the start
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Self
+
+from rockmq.store import keys
 
 if TYPE_CHECKING:
     from rockmq.store.db import Batch, Store
@@ -65,7 +68,34 @@ def move_staging_out_of_txn(store: Store, batch: Batch) -> int:
     return moved
 
 
+# Up to version 2 a POP checkpoint was per delivery: group · topic · queue · offset -> deadline · attempt ·
+# version, and in `inflight` deadline · group · topic · queue · offset.
+_LEGACY_CHECKPOINT_KEY = struct.Struct(">IIIQ")
+_LEGACY_CHECKPOINT = struct.Struct(">QII")
+_LEGACY_INFLIGHT_KEY = struct.Struct(">QIIIQ")
+
+
+def checkpoints_per_receive(store: Store, batch: Batch) -> int:
+    """2 -> 3: each in-flight delivery gets a checkpoint of its own in today's layout (one per
+    receive, broker/pop/checkpoints.py), numbered from 1 (a broker numbers its own from
+    epoch << 32); -> deliveries moved. Handles issued before stay stale: the message comes
+    back when its invisible time runs out."""
+    moved = 0
+    for key, value in store.scan_prefix(Family.CHECKPOINTS, b""):
+        if len(key) != _LEGACY_CHECKPOINT_KEY.size:
+            continue
+        gid, tid, qid, offset = _LEGACY_CHECKPOINT_KEY.unpack(key)
+        deadline, attempt, _ = _LEGACY_CHECKPOINT.unpack(value)
+        moved += 1
+        batch.delete(Family.CHECKPOINTS, key)
+        batch.delete(Family.INFLIGHT, _LEGACY_INFLIGHT_KEY.pack(deadline, gid, tid, qid, offset))
+        batch.put(Family.CHECKPOINTS, keys.checkpoint_key(gid, tid, moved),
+                  keys.CHECKPOINT_HEAD.pack(deadline, 1) + keys.CHECKPOINT_ENTRY.pack(qid, offset, attempt))
+        batch.put(Family.INFLIGHT, keys.inflight_key(deadline, gid, tid, moved), b"")
+    return moved
+
+
 # MIGRATIONS[v - 1] takes a directory from version v to v + 1 (it fills the batch, the caller writes it).
-MIGRATIONS: tuple[Callable[[Store, Batch], int], ...] = (move_staging_out_of_txn,)
+MIGRATIONS: tuple[Callable[[Store, Batch], int], ...] = (move_staging_out_of_txn, checkpoints_per_receive)
 SCHEMA_VERSION = len(MIGRATIONS) + 1
 LEGACY_VERSION = 1  # a directory without a version: written by rockmq 0.1.0

@@ -1,16 +1,20 @@
-"""Checkpoints: the one owner of a delivery's in-flight state and of receipt-handle verification.
+"""Checkpoints: the one owner of deliveries' in-flight state and of receipt-handle verification.
 
-Every message handed out by POP gets a checkpoint written as a pair in one batch: `checkpoints`
-maps the message (group · topic · queue · offset) to its deadline, attempt and version — what a
-receipt handle is checked against — and `inflight` holds the same delivery keyed by deadline,
-for the revive loop. Nobody else reads or writes either family: ack deletes the pair,
-ChangeInvisibleDuration moves it (new version, new handle), auto-renew extends it (same
-version: the client's handle stays valid), revive takes the expired ones.
+One receive writes one checkpoint for every message it hands out, as a pair in its batch:
+`checkpoints` maps (group · topic · checkpoint id) to the deadline, the number of live entries
+and per delivery (queue, offset, attempt) — what a receipt handle, which names the checkpoint
+and an entry, is checked against — and `inflight` holds the same checkpoint keyed by deadline,
+for the revive loop. So a receive of 256 messages writes two keys, and an ack of 256 handles of
+one receive rewrites (or deletes) them once. Nobody else reads or writes either family: ack
+settles entries (the checkpoint goes once none is live), ChangeInvisibleDuration moves one to a
+checkpoint of its own (a new handle), auto-renew and release move a whole checkpoint's deadline
+(the client's handles stay valid), revive takes the expired ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from rockmq.broker.clock import now_ms
@@ -20,106 +24,172 @@ from rockmq.protocol import pb, receipt, tokens
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 
-Found = tuple[receipt.Receipt, int]  # a live delivery a handle names, and its deadline
+_HEAD = keys.CHECKPOINT_HEAD
+_ENTRY = keys.CHECKPOINT_ENTRY
+_ATTEMPT_AT = _ENTRY.size - 4  # an entry's attempt, 0 once settled
+_ATTEMPT = struct.Struct(">I")
+_LIVE = struct.Struct(">I")
+_SETTLED = _ATTEMPT.pack(0)
 
 
-class State(NamedTuple):
-    deadline: int
+class Delivery(NamedTuple):
+    """A live delivery, as a receipt handle names it."""
+
+    group_id: int
+    topic_id: int
+    checkpoint_id: int
+    entry: int
+    queue_id: int
+    offset: int
     attempt: int
-    version: int
+    deadline: int
 
 
 class Expired(NamedTuple):
-    """A delivery whose deadline passed; `state` None when its checkpoint is gone already."""
+    """A checkpoint whose deadline passed; `entries` its live (queue, offset, attempt), None
+    when the checkpoint is gone already."""
 
     deadline: int
     group_id: int
     topic_id: int
-    queue_id: int
-    offset: int
-    state: State | None
+    checkpoint_id: int
+    entries: list[tuple[int, int, int]] | None
+
+
+class Issue:
+    """The checkpoint of one receive, filled while its messages are handed out."""
+
+    def __init__(self, checkpoints: Checkpoints, group_id: int, topic_id: int, deadline: int) -> None:
+        self._checkpoints = checkpoints
+        self.group_id, self.topic_id, self.deadline = group_id, topic_id, deadline
+        self.checkpoint_id = 0  # taken with the first delivery: an empty receive costs nothing
+        self._token = ""
+        self._entries: list[bytes] = []
+
+    def add(self, queue_id: int, offset: int, attempt: int) -> str:
+        """A delivery -> its receipt handle."""
+        if not self._token:
+            self.checkpoint_id = self._checkpoints.next_id()
+            self._token = receipt.token(self.group_id, self.topic_id, self.checkpoint_id, self._checkpoints.secret)
+        self._entries.append(_ENTRY.pack(queue_id, offset, attempt))
+        return receipt.handle(self._token, len(self._entries) - 1)
+
+    @property
+    def key(self) -> bytes:
+        return keys.checkpoint_key(self.group_id, self.topic_id, self.checkpoint_id)
+
+    def write(self, batch: Batch) -> None:
+        """Put the checkpoint in `batch` (nothing if nothing was handed out)."""
+        if self._entries:
+            batch.put("checkpoints", self.key, b"".join((_HEAD.pack(self.deadline, len(self._entries)), *self._entries)))
+            batch.put("inflight", keys.inflight_key(self.deadline, self.group_id, self.topic_id, self.checkpoint_id), b"")
+
+
+def _entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
+    """A checkpoint's live entries."""
+    return (e for e in _ENTRY.iter_unpack(memoryview(raw)[_HEAD.size:]) if e[2])
 
 
 class Checkpoints:
     def __init__(self, store: Store, secret: bytes, epoch: int) -> None:
         self.store = store
         self.secret = secret
-        # Versions differ across restarts (the epoch's bits): a handle of an earlier run never matches by chance.
-        self._version = (epoch << 20) & 0xFFFFFFFF
+        # Ids differ across restarts (the epoch in the high bits); those below 2**32 were given by a migration.
+        self._id = epoch << 32
 
-    def _next_version(self) -> int:
-        self._version = (self._version + 1) & 0xFFFFFFFF
-        return self._version
+    def next_id(self) -> int:
+        self._id += 1
+        return self._id
 
-    @staticmethod
-    def _put(batch: Batch, gid: int, tid: int, qid: int, offset: int, deadline: int, attempt: int, version: int) -> None:
-        batch.put("checkpoints", keys.checkpoint_key(gid, tid, qid, offset), keys.checkpoint_value(deadline, attempt, version))
-        batch.put("inflight", keys.inflight_key(deadline, gid, tid, qid, offset), b"")
+    def issue(self, group_id: int, topic_id: int, deadline: int) -> Issue:
+        """Begin the checkpoint of one receive."""
+        return Issue(self, group_id, topic_id, deadline)
 
-    @staticmethod
-    def delete(batch: Batch, gid: int, tid: int, qid: int, offset: int, deadline: int) -> None:
-        batch.delete("checkpoints", keys.checkpoint_key(gid, tid, qid, offset))
-        batch.delete("inflight", keys.inflight_key(deadline, gid, tid, qid, offset))
-
-    def issue(self, batch: Batch, gid: int, tid: int, qid: int, offset: int, deadline: int, attempt: int) -> tuple[str, int]:
-        """A new delivery in `batch` -> (its receipt handle, its version)."""
-        version = self._next_version()
-        self._put(batch, gid, tid, qid, offset, deadline, attempt, version)
-        return receipt.encode(receipt.Receipt(gid, tid, qid, offset, attempt, version), self.secret), version
-
-    def reissue(self, batch: Batch, found: Found, new_deadline: int) -> str:
-        """Move a delivery to a new deadline under a new version -> the new handle (the old one goes stale)."""
-        r, deadline = found
-        self.delete(batch, r.group_id, r.topic_id, r.queue_id, r.offset, deadline)
-        version = self._next_version()
-        self._put(batch, r.group_id, r.topic_id, r.queue_id, r.offset, new_deadline, r.attempt, version)
-        return receipt.encode(r._replace(version=version), self.secret)
-
-    def park(self, batch: Batch, e: Expired, state: State, until: int) -> None:
-        """Keep an expired delivery in flight until `until` (same attempt and version)."""
-        self.delete(batch, e.group_id, e.topic_id, e.queue_id, e.offset, e.deadline)
-        self._put(batch, e.group_id, e.topic_id, e.queue_id, e.offset, until, state.attempt, state.version)
+    def settle(self, batch: Batch, deliveries: Iterable[Delivery]) -> None:
+        """Settle deliveries (acked, dead-lettered, moved) in `batch`: one rewrite of each
+        checkpoint they belong to, its removal once none of its entries is live."""
+        by_checkpoint: dict[tuple[int, int, int], list[Delivery]] = {}
+        for d in deliveries:
+            by_checkpoint.setdefault((d.group_id, d.topic_id, d.checkpoint_id), []).append(d)
+        for (gid, tid, cid), settled in by_checkpoint.items():
+            key = keys.checkpoint_key(gid, tid, cid)
+            raw = self.store.get("checkpoints", key)
+            if raw is None:
+                continue
+            deadline, live = _HEAD.unpack_from(raw)
+            live -= len(settled)
+            if live <= 0:
+                self._drop(batch, key, deadline, gid, tid, cid)
+                continue
+            value = bytearray(raw)
+            _LIVE.pack_into(value, 8, live)
+            for d in settled:
+                at = _HEAD.size + d.entry * _ENTRY.size + _ATTEMPT_AT
+                value[at:at + 4] = _SETTLED
+            batch.put("checkpoints", key, bytes(value))
 
     @staticmethod
-    def renew_key(gid: int, tid: int, qid: int, offset: int) -> bytes:
-        """What auto-renew tracks a delivery by (compact: it may hold many)."""
-        return keys.checkpoint_key(gid, tid, qid, offset)
+    def _drop(batch: Batch, key: bytes, deadline: int, gid: int, tid: int, cid: int) -> None:
+        batch.delete("checkpoints", key)
+        batch.delete("inflight", keys.inflight_key(deadline, gid, tid, cid))
 
-    def extend(self, renew_key: bytes, version: int, invisible_ms: int, ahead_ms: int) -> bool:
-        """Auto-renew: push a live delivery's deadline to now + invisible_ms when it is due
-        within ahead_ms. The handle the client holds stays valid. False once the delivery is
-        gone or was nacked (ChangeInvisibleDuration gave it a new version)."""
+    def move(self, batch: Batch, d: Delivery, new_deadline: int) -> str:
+        """Move a delivery to a checkpoint of its own due at `new_deadline` -> its new handle
+        (the old one goes stale)."""
+        self.settle(batch, [d])
+        issue = self.issue(d.group_id, d.topic_id, new_deadline)
+        handle = issue.add(d.queue_id, d.offset, d.attempt)
+        issue.write(batch)
+        return handle
+
+    def reschedule(self, key: bytes, new_deadline: int) -> bool:
+        """Move a whole checkpoint to `new_deadline` (its handles stay valid); False if it is gone."""
+        raw = self.store.get("checkpoints", key)
+        if raw is None:
+            return False
+        deadline, live = _HEAD.unpack_from(raw)
+        gid, tid, cid = keys.parse_checkpoint_key(key)
+        batch = self.store.batch()
+        batch.delete("inflight", keys.inflight_key(deadline, gid, tid, cid))
+        batch.put("inflight", keys.inflight_key(new_deadline, gid, tid, cid), b"")
+        batch.put("checkpoints", key, _HEAD.pack(new_deadline, live) + raw[_HEAD.size:])
+        self.store.write(batch)
+        return True
+
+    def release(self, handle: str, now: int) -> bool:
+        """Make the deliveries of the checkpoint a handle (issued here) names due `now`; False if it is gone."""
+        r = receipt.decode(handle, self.secret)
+        return self.reschedule(keys.checkpoint_key(r.group_id, r.topic_id, r.checkpoint_id), now)
+
+    def extend(self, renew_key: bytes, invisible_ms: int, ahead_ms: int) -> bool:
+        """Auto-renew: push a live checkpoint's deadline to now + invisible_ms when it is due
+        within ahead_ms. The handles the client holds stay valid (a delivery it nacked moved to
+        a checkpoint of its own, not renewed). False once it is gone or expired."""
         raw = self.store.get("checkpoints", renew_key)
         if raw is None:
             return False
-        deadline, attempt, current = keys.parse_checkpoint_value(raw)
-        if current != version:
-            return False
+        deadline = _HEAD.unpack_from(raw)[0]
         now = now_ms()
         if deadline <= now:
             return False  # expired already: revive owns it
         if deadline - now > ahead_ms:
             return True
-        gid, tid, qid, offset = keys.parse_checkpoint_key(renew_key)
-        batch = self.store.batch()
-        self.delete(batch, gid, tid, qid, offset, deadline)
-        self._put(batch, gid, tid, qid, offset, now + invisible_ms, attempt, version)
-        self.store.write(batch)
-        return True
+        return self.reschedule(renew_key, now + invisible_ms)
 
-    def verify(self, group_id: int, topic_id: int, handle: str) -> Found:
+    def verify(self, group_id: int, topic_id: int, handle: str) -> Delivery:
         """The live delivery a handle names, or INVALID_RECEIPT_HANDLE."""
         found = self.verify_many(group_id, topic_id, [handle])[0]
         if isinstance(found, BrokerError):
             raise found
         return found
 
-    def verify_many(self, group_id: int, topic_id: int, handles: list[str]) -> list[Found | BrokerError]:
-        """`verify` for many handles, with one multi-get."""
+    def verify_many(self, group_id: int, topic_id: int, handles: list[str]) -> list[Delivery | BrokerError]:
+        """`verify` for many handles: each token checked once, each checkpoint read once."""
+        verified: dict[str, receipt.Receipt] = {}
         decoded: list[receipt.Receipt | BrokerError] = []
         for handle in handles:
             try:
-                named = receipt.decode(handle, self.secret)
+                named = receipt.decode(handle, self.secret, verified)
             except (tokens.InvalidToken, ValueError) as e:
                 decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}"))
                 continue
@@ -127,42 +197,58 @@ class Checkpoints:
                 decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic"))
             else:
                 decoded.append(named)
-        valid = [r for r in decoded if not isinstance(r, BrokerError)]
-        raws = iter(self.store.get_many("checkpoints", [
-            keys.checkpoint_key(r.group_id, r.topic_id, r.queue_id, r.offset) for r in valid]))
+        ids = list({r.checkpoint_id: None for r in decoded if not isinstance(r, BrokerError)})
+        raws = dict(zip(ids, self.store.get_many("checkpoints", [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
         now = now_ms()
-        out: list[Found | BrokerError] = []
+        out: list[Delivery | BrokerError] = []
         for r in decoded:
             if isinstance(r, BrokerError):
                 out.append(r)
                 continue
-            raw = next(raws)
+            raw = raws[r.checkpoint_id]
             if raw is None:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
                                        "receipt handle is stale: the message was acknowledged or redelivered"))
                 continue
-            deadline, attempt, version = keys.parse_checkpoint_value(raw)
-            if (attempt, version) != (r.attempt, r.version):
+            deadline, _ = _HEAD.unpack_from(raw)
+            at = _HEAD.size + r.entry * _ENTRY.size
+            if not 0 <= r.entry or at + _ENTRY.size > len(raw):
+                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "malformed receipt handle: no such delivery"))
+                continue
+            queue_id, offset, attempt = _ENTRY.unpack_from(raw, at)
+            if not attempt:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
-                                       "receipt handle is stale: a newer one was issued for this message"))
+                                       "receipt handle is stale: the message was acknowledged, or a newer handle was issued"))
             elif deadline <= now:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out"))
             else:
-                out.append((r, deadline))
+                out.append(Delivery(group_id, topic_id, r.checkpoint_id, r.entry, queue_id, offset, attempt, deadline))
         return out
 
     def in_flight(self, group_id: int) -> Iterator[tuple[int, int]]:
         """(topic id, queue id) of each of a group's deliveries in flight."""
-        for key, _ in self.store.scan_prefix("checkpoints", keys.group_prefix(group_id)):
-            _, tid, qid, _ = keys.parse_checkpoint_key(key)
-            yield tid, qid
+        for key, raw in self.store.scan_prefix("checkpoints", keys.group_prefix(group_id)):
+            tid = keys.parse_checkpoint_key(key)[1]
+            for qid, _, _ in _entries(raw):
+                yield tid, qid
 
     def expired(self, loop: DeadlineLoop, now: int, limit: int) -> Iterator[Expired]:
-        """Deliveries due at `now`, earliest first (for revive)."""
+        """Checkpoints due at `now`, earliest first (for revive)."""
         for key, _ in loop.due(self.store, "inflight", now, limit):
-            deadline, gid, tid, qid, offset = keys.parse_inflight_key(key)
-            raw = self.store.get("checkpoints", keys.checkpoint_key(gid, tid, qid, offset))
-            yield Expired(deadline, gid, tid, qid, offset, State(*keys.parse_checkpoint_value(raw)) if raw else None)
+            deadline, gid, tid, cid = keys.parse_inflight_key(key)
+            raw = self.store.get("checkpoints", keys.checkpoint_key(gid, tid, cid))
+            yield Expired(deadline, gid, tid, cid, list(_entries(raw)) if raw else None)
+
+    def drop(self, batch: Batch, e: Expired) -> None:
+        """Remove an expired checkpoint (revive took its deliveries)."""
+        self._drop(batch, keys.checkpoint_key(e.group_id, e.topic_id, e.checkpoint_id), e.deadline,
+                   e.group_id, e.topic_id, e.checkpoint_id)
+
+    def park(self, batch: Batch, e: Expired, entry: tuple[int, int, int], until: int) -> None:
+        """Keep one delivery of an expired checkpoint in flight until `until` (same attempt)."""
+        issue = self.issue(e.group_id, e.topic_id, until)
+        issue.add(*entry)
+        issue.write(batch)
 
     def earliest(self, loop: DeadlineLoop) -> int | None:
         """The earliest deadline in flight (after revive wrote its batch)."""

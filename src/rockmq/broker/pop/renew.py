@@ -20,10 +20,10 @@ log = logging.getLogger(__name__)
 
 
 class Extend(Protocol):
-    """Push a live delivery's deadline out when it is due within ahead_ms; False once it is gone
-    or was nacked (pop/checkpoints.py)."""
+    """Push a live checkpoint's deadline out when it is due within ahead_ms; False once it is gone
+    or expired (pop/checkpoints.py)."""
 
-    def extend(self, renew_key: bytes, version: int, invisible_ms: int, ahead_ms: int) -> bool: ...
+    def extend(self, renew_key: bytes, invisible_ms: int, ahead_ms: int) -> bool: ...
 
 
 class Liveness(Protocol):
@@ -41,17 +41,17 @@ class Renewals:
         # Look four times per invisible time; extend what is due within the next third of it.
         self._check_every_s = invisible_ms / 4000
         self._ahead_ms = invisible_ms // 3
-        self._tracked: dict[str, dict[bytes, int]] = {}  # client -> renew key -> version
+        self._tracked: dict[str, set[bytes]] = {}  # client -> keys of its receives' checkpoints
         self._count = 0
 
-    def track(self, client_id: str, renew_key: bytes, version: int) -> None:
-        """Renew this delivery while it keeps this version (a nack issues a new one)."""
+    def track(self, client_id: str, renew_key: bytes) -> None:
+        """Renew the deliveries of this checkpoint (one receive's; a nacked one leaves it)."""
         if self._count >= self.max_tracked:
             return  # bounded: beyond this, messages rely on their invisible time alone
-        keys = self._tracked.setdefault(client_id, {})
+        keys = self._tracked.setdefault(client_id, set())
         if renew_key not in keys:
             self._count += 1
-        keys[renew_key] = version
+            keys.add(renew_key)
 
     def forget(self, client_id: str) -> None:
         self._count -= len(self._tracked.pop(client_id, ()))
@@ -65,11 +65,11 @@ class Renewals:
                 self.forget(cid)
                 continue
             keys = self._tracked[cid]
-            for key, version in list(keys.items()):
-                if self.checkpoints.extend(key, version, self.invisible_ms, self._ahead_ms):
+            for key in list(keys):
+                if self.checkpoints.extend(key, self.invisible_ms, self._ahead_ms):
                     renewed += 1
                 else:
-                    del keys[key]
+                    keys.discard(key)
                     self._count -= 1
             if not keys:
                 del self._tracked[cid]

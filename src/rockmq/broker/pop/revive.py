@@ -1,9 +1,10 @@
 """Revive: deliveries whose invisible time ran out come back, or go to the dead-letter topic.
 
 The loop sleeps until the earliest in-flight deadline (`DeadlineLoop`; a receive or a change of
-invisible time that writes an earlier one wakes it through `note`). Each expired delivery moves
-to the retry family (served first by the group's next receive, with delivery_attempt + 1) or,
-once the group's max attempts were delivered, is copied to `%DLQ%<group>`.
+invisible time that writes an earlier one wakes it through `note`). Each live delivery of an
+expired checkpoint moves to the retry family (served first by the group's next receive, with
+delivery_attempt + 1) or, once the group's max attempts were delivered, is copied to
+`%DLQ%<group>`. A round stops between checkpoints once it copied `revive_dlq_bytes`.
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ class Reviver:
         return len(record)
 
     def revive_due(self) -> tuple[int, int | None]:
-        """Move up to `revive_batch` expired deliveries; -> (moved, next deadline or None).
+        """Move the deliveries of up to `revive_batch` expired checkpoints; -> (checkpoints, next
+        deadline or None).
 
-        One entry that cannot be handled is parked for PARK_MS and logged; it never holds up
+        One delivery that cannot be handled is parked for PARK_MS and logged; it never holds up
         the others. In-memory FIFO state changes only once the batch is written.
         """
         ctx = self.ctx
@@ -74,26 +76,25 @@ class Reviver:
             if dead_bytes >= ctx.settings.revive_dlq_bytes:  # the rest comes next round
                 break
             moved += 1
-            gid, tid, qid, offset = e.group_id, e.topic_id, e.queue_id, e.offset
+            gid, tid = e.group_id, e.topic_id
             group, topic = ctx.meta.groups_by_id.get(gid), ctx.meta.topics_by_id.get(tid)
-            if group is None or topic is None or e.state is None:
-                self.checkpoints.delete(batch, gid, tid, qid, offset, e.deadline)
+            self.checkpoints.drop(batch, e)
+            if group is None or topic is None or e.entries is None:
                 continue
-            try:
-                if e.state.attempt >= group.max_attempts:
-                    dead_bytes += self.dead_letter(batch, group, topic, qid, offset)
-                    if group.fifo:
-                        settled.append(partial(self.fifo.settled, (gid, tid, qid), was_inflight=True))
-                else:
-                    self.requeue(batch, gid, tid, qid, offset, e.state.attempt)
-                    if group.fifo:
-                        settled.append(partial(self.fifo.revived, (gid, tid, qid)))
-            except Exception:
-                log.exception("cannot revive %s:%d:%d for group %s; retrying in %d s",
-                              topic.name, qid, offset, group.name, PARK_MS // 1000)
-                self.checkpoints.park(batch, e, e.state, now + PARK_MS)
-                continue
-            self.checkpoints.delete(batch, gid, tid, qid, offset, e.deadline)
+            for qid, offset, attempt in e.entries:
+                try:
+                    if attempt >= group.max_attempts:
+                        dead_bytes += self.dead_letter(batch, group, topic, qid, offset)
+                        if group.fifo:
+                            settled.append(partial(self.fifo.settled, (gid, tid, qid), was_inflight=True))
+                    else:
+                        self.requeue(batch, gid, tid, qid, offset, attempt)
+                        if group.fifo:
+                            settled.append(partial(self.fifo.revived, (gid, tid, qid)))
+                except Exception:
+                    log.exception("cannot revive %s:%d:%d for group %s; retrying in %d s",
+                                  topic.name, qid, offset, group.name, PARK_MS // 1000)
+                    self.checkpoints.park(batch, e, (qid, offset, attempt), now + PARK_MS)
             touched.add(tid)
         ctx.store.write(batch)
         for apply in settled:

@@ -1,8 +1,8 @@
 """POP consumption: receive, ack, change of invisible time, forwarding to the dead-letter topic.
 
 State per (group, topic, queue): a pop offset (next entry to hand out) in the offsets family.
-Every message handed out gets a checkpoint (pop/checkpoints.py, which also verifies receipt
-handles); ack deletes it, ChangeInvisibleDuration moves it. Expired ones come back through the
+Every receive writes one checkpoint for the messages it hands out (pop/checkpoints.py, which also
+verifies receipt handles); ack settles its entries, ChangeInvisibleDuration moves one. Expired ones come back through the
 retry family, served first by the next receive (pop/revive.py). All of it lives in RocksDB: a
 backlog of in-flight messages costs no memory.
 """
@@ -22,7 +22,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
-from rockmq.broker.pop.checkpoints import Checkpoints
+from rockmq.broker.pop.checkpoints import Checkpoints, Delivery
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
@@ -169,13 +169,13 @@ class PopService:
         ctx = self.ctx
         deadline = now_ms() + invisible_ms
         batch = ctx.store.batch()
+        issue = self.checkpoints.issue(group.id, topic.id, deadline)
         out: list[bytes] = []
         size = 0
         after: list[Callable[[], None]] = []
         gid, tid = group.id, topic.id
         fifo = self.fifo if group.fifo else None
         accept = sub.accept if sub is not None else accept_all
-        checkpoints = self.checkpoints
         max_reply_bytes = ctx.settings.max_reply_bytes
 
         def full() -> bool:
@@ -183,13 +183,10 @@ class PopService:
 
         def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
             nonlocal size
-            handle, version = checkpoints.issue(batch, gid, tid, qid, offset, deadline, attempt)
-            out.append(view.message(records.delivery_fields(handle, attempt, invisible_ms)))
+            out.append(view.message(records.delivery_fields(issue.add(qid, offset, attempt), attempt, invisible_ms)))
             size += len(out[-1])
             if fifo is not None:
                 after.append(partial(fifo.delivered, (gid, tid, qid), first_time=attempt == 1))
-            if renew_for is not None:
-                after.append(partial(self.renewals.track, renew_for, checkpoints.renew_key(gid, tid, qid, offset), version))
 
         left: list[int] = []
 
@@ -268,6 +265,7 @@ class PopService:
             if position != begin:
                 positions[(gid, tid, qid)] = position
                 batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
+        issue.write(batch)
         ctx.store.write(batch)
         self._pop_offsets.update(positions)
         for apply in after:
@@ -276,6 +274,8 @@ class PopService:
             ctx.logs.notify(tid)
         if out:
             self.reviver.note(deadline)
+            if renew_for is not None:
+                self.renewals.track(renew_for, issue.key)
         return out, bool(positions) or taken
 
     # --- ack, change invisible time, dead letter -------------------------------------------
@@ -286,20 +286,21 @@ class PopService:
         results: list[BrokerError | None] = []
         done: set[tuple[int, int]] = set()
         released = False
+        settled: list[Delivery] = []
         for found in self.checkpoints.verify_many(group.id, topic.id, handles):
             if isinstance(found, BrokerError):
                 results.append(found)
                 continue
-            r, deadline = found
-            if (r.queue_id, r.offset) in done:
+            if (found.queue_id, found.offset) in done:
                 results.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request"))
                 continue
-            done.add((r.queue_id, r.offset))
-            self.checkpoints.delete(batch, group.id, topic.id, r.queue_id, r.offset, deadline)
+            done.add((found.queue_id, found.offset))
+            settled.append(found)
             if group.fifo:
-                self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
+                self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
                 released = True
             results.append(None)
+        self.checkpoints.settle(batch, settled)
         self.ctx.store.write(batch)
         if released:
             self.ctx.logs.notify(topic.id)
@@ -313,26 +314,24 @@ class PopService:
         found = self.checkpoints.verify(group.id, topic.id, handle)
         new_deadline = now_ms() + invisible_ms
         batch = self.ctx.store.batch()
-        new_handle = self.checkpoints.reissue(batch, found, new_deadline)
+        new_handle = self.checkpoints.move(batch, found, new_deadline)
         self.ctx.store.write(batch)
         self.reviver.note(new_deadline)
         return new_handle
 
     def release(self, group: GroupConfig, topic: TopicConfig, messages: list[bytes]) -> None:
-        """Deliveries whose reply never reached the client become visible again at once (and
-        stop being auto-renewed: their version changes)."""
-        for raw in messages:
-            try:
-                self.change_invisible(group, topic, pb.Message.FromString(raw).system_properties.receipt_handle, 0)
-            except BrokerError:
-                pass  # acked or revived meanwhile
+        """The deliveries of a receive whose reply never reached the client become visible again
+        at once (and stop being auto-renewed: renewal leaves an expired checkpoint to revive)."""
+        now = now_ms()
+        if self.checkpoints.release(pb.Message.FromString(messages[0]).system_properties.receipt_handle, now):
+            self.reviver.note(now)
 
     async def forward_to_dlq(self, group: GroupConfig, topic: TopicConfig, handle: str) -> None:
-        r, deadline = self.checkpoints.verify(group.id, topic.id, handle)
+        found = self.checkpoints.verify(group.id, topic.id, handle)
         batch = self.ctx.store.batch()
-        self.checkpoints.delete(batch, group.id, topic.id, r.queue_id, r.offset, deadline)
-        self.reviver.dead_letter(batch, group, topic, r.queue_id, r.offset)
+        self.checkpoints.settle(batch, [found])
+        self.reviver.dead_letter(batch, group, topic, found.queue_id, found.offset)
         await self.commit(batch)
         if group.fifo:
-            self.fifo.settled((group.id, topic.id, r.queue_id), was_inflight=True)
+            self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
             self.ctx.logs.notify(topic.id)
