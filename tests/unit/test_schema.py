@@ -21,4 +21,5 @@ def test_op_log_names_families_by_id() -> None:
 
 
 def test_schema_version() -> None:
-    assert SCHEMA_VERSION == 3  # 1: rockmq 0.1.0 (staging inside txn); 2: staging has its own family; 3: one POP checkpoint per receive
+    # 1: rockmq 0.1.0 (staging inside txn); 2: staging has its own family; 3: one POP checkpoint per receive
+    assert SCHEMA_VERSION == 3

@@ -19,7 +19,6 @@ from rockmq.broker.api.replies import (
     entry_results,
     found_status,
     message_queues,
-    now_frame,
     send_reply,
     serialized,
     status,
@@ -48,6 +47,7 @@ from rockmq.protocol.wire import delimited
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
+OK_FRAME, NOT_FOUND_FRAME = (status_frame(rpc.ReceiveMessageResponse, found_status(found)) for found in (True, False))
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
 
@@ -171,7 +171,9 @@ class MessagingServicer:
     # --- POP consumption -------------------------------------------------------------------
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
-        R = rpc.ReceiveMessageResponse
+        """A status frame, then one frame per message: what every official client needs. No
+        closing delivery_timestamp frame (Apache's proxy sends one; the clients only keep it for
+        metrics): one frame fewer per call (docs/protocol.md)."""
         try:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
@@ -180,18 +182,15 @@ class MessagingServicer:
                                               self._poll_seconds(request, context), client_id(context),
                                               header(context, LANE_HEADER), request.auto_renew)
         except Exception as e:
-            yield status_frame(R, status_of(e, "ReceiveMessage"))
-            yield now_frame(R)
+            yield status_frame(rpc.ReceiveMessageResponse, status_of(e, "ReceiveMessage"))
             return
         if not messages:
-            yield status_frame(R, found_status(False))
-            yield now_frame(R)
+            yield NOT_FOUND_FRAME
             return
         try:
-            yield status_frame(R, OK)
+            yield OK_FRAME
             for message in messages:
                 yield delimited(ReceivedMessage.MESSAGE, message)
-            yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)
             raise
