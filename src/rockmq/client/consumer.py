@@ -20,12 +20,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rockmq.client.errors import BrokerRefused, RockmqError, from_status
+from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
 from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, unreachable
 from rockmq.client.transport import Transport
-from rockmq.protocol import pb, rpc
+from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.conventions import check_lane
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
@@ -58,6 +58,7 @@ class AsyncSimpleConsumer:
         self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
         self._turn = itertools.count()
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
+        self._streaming_only: set[str] = set()  # endpoints without BatchMessaging (not rockmq)
 
     async def __aenter__(self) -> AsyncSimpleConsumer:
         return self
@@ -113,11 +114,24 @@ class AsyncSimpleConsumer:
 
     async def _receive_from(self, queue: pb.MessageQueue, topic: str, n: int, invisible_s: float,
                             poll: bool) -> list[ReceivedMessage]:
+        """One reply of many messages from rockmq (BatchMessaging.Receive); the RocketMQ stream,
+        one frame per message, from a broker without it."""
         endpoint = address_of(queue.broker.endpoints)
+        wait = self.await_s if poll else 0
+        if endpoint not in self._streaming_only:
+            batched = batch.ReceiveRequest(group=self.group, topic=topic, filter_expression=self.subscriptions[topic].to_pb(),
+                                           batch_size=n, invisible_duration_ms=int(invisible_s * 1000),
+                                           long_polling_timeout_ms=int(wait * 1000))
+            try:
+                reply = await self.session.batch(endpoint, "Receive", batched, wait + self.session.request_timeout_s)
+            except Unimplemented:
+                self._streaming_only.add(endpoint)
+            else:
+                decode = pb.Message.FromString
+                return [ReceivedMessage.from_pb(decode(m), queue.broker.name, endpoint) for m in reply.messages]
         request = rpc.ReceiveMessageRequest(group=pb.Resource(name=self.group), message_queue=queue,
                                             filter_expression=self.subscriptions[topic].to_pb(), batch_size=n)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
-        wait = self.await_s if poll else 0
         request.long_polling_timeout.FromMilliseconds(int(wait * 1000))
         out = []
         async for frame in self.session.stream(endpoint, "ReceiveMessage", request, wait + self.session.request_timeout_s):
@@ -141,13 +155,25 @@ class AsyncSimpleConsumer:
             parts.setdefault((m.endpoint, m.topic), []).append(m)
         refused = []
         for (endpoint, topic), part in parts.items():
-            request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
-                                            entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
-                                                     for m in part])
-            reply = await self.session.unary(endpoint, "AckMessage", request)
-            refused += [(m, from_status(e.status.code, e.status.message))
-                        for m, e in zip(part, reply.entries, strict=False) if e.status.code != pb.OK]
+            statuses = await self._ack(endpoint, topic, part)
+            refused += [(m, from_status(st.code, st.message)) for m, st in zip(part, statuses, strict=False) if st.code != pb.OK]
         return refused
+
+    async def _ack(self, endpoint: str, topic: str, part: list[ReceivedMessage]) -> list[pb.Status]:
+        """One ack request -> a status per message (BatchMessaging.Ack, or AckMessage from a broker without it)."""
+        if endpoint not in self._streaming_only:
+            try:
+                reply = await self.session.batch(endpoint, "Ack", batch.AckRequest(
+                    group=self.group, topic=topic, receipt_handles=[m.receipt_handle for m in part]))
+            except Unimplemented:
+                self._streaming_only.add(endpoint)
+            else:
+                return list(reply.entries)
+        request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
+                                        entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
+                                                 for m in part])
+        reply = await self.session.unary(endpoint, "AckMessage", request)
+        return [e.status for e in reply.entries]
 
     async def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         """Come back in `invisible_s` (0: at once); -> the message with its new receipt handle."""

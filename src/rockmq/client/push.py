@@ -43,7 +43,7 @@ from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError, from_status
 from rockmq.client.flow import fitting, pull_size, typical
 from rockmq.client.lanes import lane_filter
-from rockmq.client.limits import BATCH_SIZE, HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
+from rockmq.client.limits import HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, PUSH_BATCH_SIZE, REQUEST_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage
 from rockmq.client.offsets import LocalOffsetStore, OffsetWindow, offset_key
 from rockmq.client.pull import AsyncPullConsumer
@@ -132,7 +132,7 @@ def send_back_copy(message: ReceivedMessage, group: str, failures: int, delay_ms
 class AsyncPushConsumer:
     def __init__(self, endpoint: Endpoints, group: str, subscriptions: Mapping[str, str | Filter], handler: Handler, *,
                  mode: str = "clustering", strategy: Strategy = average, orderly: bool = False, concurrency: int = 16,
-                 max_cached_messages: int = 1000, max_cached_bytes: int = 100 * 1024 * 1024, batch_size: int = BATCH_SIZE,
+                 max_cached_messages: int = 1000, max_cached_bytes: int = 100 * 1024 * 1024, batch_size: int = PUSH_BATCH_SIZE,
                  poll_s: float = LONG_POLL_S, heartbeat_s: float = HEARTBEAT_S, rebalance_s: float = 20.0,
                  commit_interval_s: float = 5.0, retry_backoff_s: Sequence[float] = RETRY_LADDER_S,
                  max_attempts: int | None = None, start_from: str = "earliest", offset_file: str | None = None,
