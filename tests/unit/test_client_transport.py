@@ -21,6 +21,7 @@ from rockmq.client.errors import (
     Unimplemented,
     from_grpc,
 )
+from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import pb, rpc
 
 OK = pb.Status(code=pb.OK)
@@ -108,20 +109,61 @@ def test_a_throttled_send_is_retried_and_then_raised():
     asyncio.run(scenario())
 
 
-def test_receive_reads_the_stream():
+def _hello() -> pb.Message:
+    message = pb.Message(topic=pb.Resource(name="t"), body=b"hello")
+    message.system_properties.message_id = "ID1"
+    message.system_properties.receipt_handle = "H1"
+    return message
+
+
+def _assignment() -> rpc.QueryAssignmentResponse:
+    mq = _route("t", 1).message_queues[0]
+    return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=mq)])
+
+
+def test_receive_reads_the_stream_from_a_broker_without_batch_messaging():
     def broker(call: Call) -> object:
         if call.method == "QueryAssignment":
-            mq = _route("t", 1).message_queues[0]
-            return rpc.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=mq)])
+            return _assignment()
+        if call.method in ("Receive", "Ack"):
+            raise Unimplemented("127.0.0.1:9000: Method not found!")  # Apache RocketMQ's proxy
+        if call.method == "AckMessage":
+            return rpc.AckMessageResponse(status=OK, entries=[rpc.AckMessageResultEntry(status=OK)])
         assert call.method == "ReceiveMessage"
-        message = pb.Message(topic=pb.Resource(name="t"), body=b"hello")
-        message.system_properties.message_id = "ID1"
-        return [rpc.ReceiveMessageResponse(status=OK), rpc.ReceiveMessageResponse(message=message)]
+        return [rpc.ReceiveMessageResponse(status=OK), rpc.ReceiveMessageResponse(message=_hello())]
 
     async def scenario() -> None:
-        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"}, transport=MockTransport(broker)) as c:
+        transport = MockTransport(broker)
+        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"}, transport=transport) as c:
             [got] = await c.receive()
+            await c.receive()
+            assert await c.ack_many([got]) == []
         assert (got.body, got.message_id, got.broker, got.endpoint) == (b"hello", "ID1", "b0", "127.0.0.1:9000")
+        methods = [call.method for call in transport.calls if call.method != "QueryAssignment"]
+        assert methods == ["Receive", "ReceiveMessage", "ReceiveMessage", "AckMessage"]  # asked once
+
+    asyncio.run(scenario())
+
+
+def test_receive_and_ack_many_are_one_batch_call_each_against_rockmq():
+    def broker(call: Call) -> object:
+        if call.method == "QueryAssignment":
+            return _assignment()
+        if call.method == "Receive":
+            assert call.request.batch_size == 256  # the default: whatever is there, up to 256
+            return batch_pb.ReceiveResponse(status=OK, messages=[_hello().SerializeToString()] * 2)
+        assert call.method == "Ack", call.method
+        assert list(call.request.receipt_handles) == ["H1", "H1"]
+        return batch_pb.AckResponse(status=OK, entries=[OK, pb.Status(code=pb.INVALID_RECEIPT_HANDLE, message="expired")])
+
+    async def scenario() -> None:
+        transport = MockTransport(broker)
+        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"}, transport=transport) as c:
+            got = await c.receive()
+            refused = await c.ack_many(got)
+        assert [m.body for m in got] == [b"hello", b"hello"]
+        assert [(m, e.status_name) for m, e in refused] == [(got[1], "INVALID_RECEIPT_HANDLE")]
+        assert [call.method for call in transport.calls] == ["QueryAssignment", "Receive", "Ack"]
 
     asyncio.run(scenario())
 
