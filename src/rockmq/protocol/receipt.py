@@ -40,18 +40,24 @@ def handle(signed: str, index: int) -> str:
     return f"{signed}{SEPARATOR}{index:x}"
 
 
-def decode(handle: str, secret: bytes, verified: dict[str, Receipt] | None = None) -> Receipt:
-    """Raises tokens.InvalidToken (a ValueError) for anything this broker did not issue.
-    `verified`: tokens checked already (an ack of many handles of one receive checks it once)."""
+def split(handle: str) -> tuple[str, int]:
+    """A handle -> (its token, its entry); raises ValueError if it has not that shape."""
     signed, separator, index = handle[:TOKEN_LENGTH], handle[TOKEN_LENGTH:TOKEN_LENGTH + 1], handle[TOKEN_LENGTH + 1:]
-    if separator != SEPARATOR or not 0 < len(index) <= 8 or not index.isascii():
+    if separator != SEPARATOR or not 0 < len(index) <= 8 or not (index.isascii() and index.isalnum()):
         raise tokens.InvalidToken("not a receipt handle")
-    known = verified.get(signed) if verified is not None else None
-    if known is None:
-        version, group_id, topic_id, checkpoint_id = _BODY.unpack(tokens.unseal(signed, secret, _BODY.size))
-        if version != VERSION:
-            raise tokens.InvalidToken(f"unknown receipt handle version {version}")
-        known = Receipt(group_id, topic_id, checkpoint_id, 0)
-        if verified is not None:
-            verified[signed] = known
-    return known._replace(entry=int(index, 16))
+    return signed, int(index, 16)
+
+
+def open_token(signed: str, secret: bytes) -> tuple[int, int, int]:
+    """A token -> (group id, topic id, checkpoint id); raises tokens.InvalidToken (a ValueError)
+    for anything this broker did not issue. An ack of many handles of one receive opens it once."""
+    version, group_id, topic_id, checkpoint_id = _BODY.unpack(tokens.unseal(signed, secret, _BODY.size))
+    if version != VERSION:
+        raise tokens.InvalidToken(f"unknown receipt handle version {version}")
+    return group_id, topic_id, checkpoint_id
+
+
+def decode(handle: str, secret: bytes) -> Receipt:
+    """Raises tokens.InvalidToken (a ValueError) for anything this broker did not issue."""
+    signed, entry = split(handle)
+    return Receipt(*open_token(signed, secret), entry)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from rockmq.broker.clock import now_ms
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.errors import BrokerError
-from rockmq.protocol import pb, receipt, tokens
+from rockmq.protocol import pb, receipt
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 
@@ -185,19 +185,22 @@ class Checkpoints:
 
     def verify_many(self, group_id: int, topic_id: int, handles: list[str]) -> list[Delivery | BrokerError]:
         """`verify` for many handles: each token checked once, each checkpoint read once."""
-        verified: dict[str, receipt.Receipt] = {}
-        decoded: list[receipt.Receipt | BrokerError] = []
+        opened: dict[str, tuple[int, int, int]] = {}  # token -> (group, topic, checkpoint): one MAC check each
+        decoded: list[tuple[int, int] | BrokerError] = []  # (checkpoint id, entry)
         for handle in handles:
             try:
-                named = receipt.decode(handle, self.secret, verified)
-            except (tokens.InvalidToken, ValueError) as e:
+                signed, entry = receipt.split(handle)
+                named = opened.get(signed)
+                if named is None:
+                    named = opened[signed] = receipt.open_token(signed, self.secret)
+            except ValueError as e:  # tokens.InvalidToken is one
                 decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}"))
                 continue
-            if named.group_id != group_id or named.topic_id != topic_id:
+            if named[0] != group_id or named[1] != topic_id:
                 decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic"))
             else:
-                decoded.append(named)
-        ids = list({r.checkpoint_id: None for r in decoded if not isinstance(r, BrokerError)})
+                decoded.append((named[2], entry))
+        ids = list({r[0]: None for r in decoded if not isinstance(r, BrokerError)})
         raws = dict(zip(ids, self.store.get_many("checkpoints", [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
         now = now_ms()
         out: list[Delivery | BrokerError] = []
@@ -205,16 +208,17 @@ class Checkpoints:
             if isinstance(r, BrokerError):
                 out.append(r)
                 continue
-            raw = raws[r.checkpoint_id]
+            checkpoint_id, entry = r
+            raw = raws[checkpoint_id]
             if raw is None:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
                                        "receipt handle is stale: the message was acknowledged or redelivered"))
                 continue
-            deadline, _ = _HEAD.unpack_from(raw)
-            at = _HEAD.size + r.entry * _ENTRY.size
-            if not 0 <= r.entry or at + _ENTRY.size > len(raw):
+            at = _HEAD.size + entry * _ENTRY.size
+            if at + _ENTRY.size > len(raw):
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "malformed receipt handle: no such delivery"))
                 continue
+            deadline = _HEAD.unpack_from(raw)[0]
             queue_id, offset, attempt = _ENTRY.unpack_from(raw, at)
             if not attempt:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
@@ -222,7 +226,7 @@ class Checkpoints:
             elif deadline <= now:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out"))
             else:
-                out.append(Delivery(group_id, topic_id, r.checkpoint_id, r.entry, queue_id, offset, attempt, deadline))
+                out.append(Delivery(group_id, topic_id, checkpoint_id, entry, queue_id, offset, attempt, deadline))
         return out
 
     def in_flight(self, group_id: int) -> Iterator[tuple[int, int]]:
