@@ -70,13 +70,13 @@ class Conn:
         return list(self.mq.ReceiveMessage(req, metadata=META, timeout=timeout or poll_s + RPC_TIMEOUT))
 
     def receive(self, group: str, topic: str, **kw) -> tuple[int, list[pb.Message]]:
-        """-> (status code, messages); checks the stream shape: a status, then the messages (no
-        delivery_timestamp frame: docs/protocol.md)."""
+        """-> (status code, messages); checks the stream shape: status, messages, delivery_timestamp."""
         frames = self.receive_frames(group, topic, **kw)
         kinds = [f.WhichOneof("content") for f in frames]
         assert kinds and kinds[0] == "status", kinds
-        assert all(k == "message" for k in kinds[1:]), kinds
-        return frames[0].status.code, [f.message for f in frames[1:]]
+        assert kinds[-1] == "delivery_timestamp", kinds
+        assert all(k == "message" for k in kinds[1:-1]), kinds
+        return frames[0].status.code, [f.message for f in frames[1:-1]]
 
     def receive_n(self, group: str, topic: str, n: int, *, within: float = 10.0, **kw) -> list[pb.Message]:
         """Receive until n messages came (or `within` seconds passed); returns what came."""

@@ -40,7 +40,7 @@ def offset_calls_refused(conn: Conn, group: str, topic: str) -> None:
 
 def pop_calls_refused(conn: Conn, group: str, topic: str) -> None:
     frames = conn.receive_frames(group, topic)
-    assert [f.WhichOneof("content") for f in frames] == ["status"]
+    assert [f.WhichOneof("content") for f in frames] == ["status", "delivery_timestamp"]
     assert_forbidden(frames[0].status, group, "offset")
     reply = batch_stub(conn).Receive(batch.ReceiveRequest(group=group, topic=topic, batch_size=8,
                                                           invisible_duration_ms=30_000), timeout=RPC_TIMEOUT)

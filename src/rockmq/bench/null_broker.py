@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator
 from rockmq import malloc_tuning
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
-from rockmq.broker.api.replies import OK, send_reply, status_frame, unary
+from rockmq.broker.api.replies import OK, now_frame, send_reply, status_frame, unary
 from rockmq.broker.api.requests import Context
 from rockmq.broker.send import SendResult
 from rockmq.broker.server import SWITCH_INTERVAL_S, _listen
@@ -134,6 +134,7 @@ class NullMessaging(MessagingServicer):
         yield status_frame(response, OK)
         for frame in self.nothing.frames[:len(self.nothing.batch(request.batch_size))]:
             yield frame
+        yield now_frame(response)
 
     @unary(rpc.AckMessageResponse)
     async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> bytes:

@@ -19,6 +19,7 @@ from rockmq.broker.api.replies import (
     entry_results,
     found_status,
     message_queues,
+    now_frame,
     send_reply,
     serialized,
     status,
@@ -47,7 +48,6 @@ from rockmq.protocol.wire import delimited
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
-OK_FRAME, NOT_FOUND_FRAME = (status_frame(rpc.ReceiveMessageResponse, found_status(found)) for found in (True, False))
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
 
@@ -171,9 +171,9 @@ class MessagingServicer:
     # --- POP consumption -------------------------------------------------------------------
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
-        """A status frame, then one frame per message: what every official client needs. No
-        closing delivery_timestamp frame (Apache's proxy sends one; the clients only keep it for
-        metrics): one frame fewer per call (docs/protocol.md)."""
+        """A status frame, one frame per message and the delivery timestamp, as Apache's proxy
+        answers: the official clients need all three (docs/protocol.md)."""
+        R = rpc.ReceiveMessageResponse
         try:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
@@ -182,15 +182,18 @@ class MessagingServicer:
                                               self._poll_seconds(request, context), client_id(context),
                                               header(context, LANE_HEADER), request.auto_renew)
         except Exception as e:
-            yield status_frame(rpc.ReceiveMessageResponse, status_of(e, "ReceiveMessage"))
+            yield status_frame(R, status_of(e, "ReceiveMessage"))
+            yield now_frame(R)
             return
         if not messages:
-            yield NOT_FOUND_FRAME
+            yield status_frame(R, found_status(False))
+            yield now_frame(R)
             return
         try:
-            yield OK_FRAME
+            yield status_frame(R, OK)
             for message in messages:
                 yield delimited(ReceivedMessage.MESSAGE, message)
+            yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)
             raise

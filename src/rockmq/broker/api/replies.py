@@ -113,6 +113,13 @@ def status_frame(response_type: type[Reply], st: pb.Status) -> bytes:
     return response_type(status=st).SerializeToString()
 
 
+def now_frame(response_type: type[rpc.ReceiveMessageResponse]) -> bytes:
+    """ReceiveMessage's closing frame: the broker's time of delivery."""
+    frame = response_type()
+    frame.delivery_timestamp.GetCurrentTime()
+    return frame.SerializeToString()
+
+
 def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
                    requested: pb.Endpoints) -> list[pb.MessageQueue]:
     """A route's queues as clients get them. Each broker is reached at the endpoint it
