@@ -1,7 +1,7 @@
 """`rockmq serve --workers 2`: two shard processes behind one `--port`, joined as a cluster.
 
-Admin calls (topic create and delete, group create) and routes through `--port` reach every
-shard; the official Python client spreads FIFO message groups over both and keeps each group in
+Admin calls (topic create and delete, group create) and routes (auto-creating topics too)
+through `--port` reach every shard; the official Python client spreads FIFO message groups over both and keeps each group in
 order; a shard killed with -9 is restarted by the parent and loses nothing it acknowledged;
 SIGTERM and SIGINT stop every shard cleanly.
 """
@@ -54,6 +54,12 @@ def test_admin_and_routes_through_port_reach_every_shard(shards):
             assert (group.fifo, group.max_attempts) == (True, 4), name
         finally:
             conn.close()
+    conn = Conn(shards.endpoint)
+    try:  # a topic auto-created by a route through --port is spread too
+        auto = conn.query_route("auto-spread").message_queues
+    finally:
+        conn.close()
+    assert sorted((q.broker.name, q.id) for q in auto) == [(f"broker-a-{b}", q) for b in (0, 1) for q in range(4)]
     shards.cli("topic", "delete", "spread", check=True)
     for name, endpoint in route.items():
         gone = subprocess.run([sys.executable, "-m", "rockmq", "topic", "describe", "spread", "--endpoint", endpoint],

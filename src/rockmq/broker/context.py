@@ -58,10 +58,6 @@ class BrokerContext:
         logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)
         return cls(settings, store, Metadata(store), logs, secret, epoch, read_only)
 
-    def topic_for_route(self, name: str) -> TopicConfig:
-        """The named topic, created as auto-creation says (`validate.topic_or_new`) if it is new."""
-        return self.ensure_topic(validate.topic_or_new(name, self.meta, self.settings))
-
     def ensure_topic(self, target: validate.Target) -> TopicConfig:
         """The topic validation resolved, created now (with its retry topic's group) if it is new.
         Called only once every check passed, so a refused request creates nothing."""

@@ -9,17 +9,20 @@ broker is a cluster of one and routes name only itself.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
 
 import grpc
 
+from rockmq.broker import validate
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
-from rockmq.protocol import admin_grpc, namesrv, namesrv_grpc, pb
+from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
 from rockmq.protocol.channels import open_aio_channel
+from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 
 log = logging.getLogger(__name__)
 ROUTE_TTL_S = 1.0  # a route change reaches every broker's answers within interval + ttl
@@ -148,9 +151,35 @@ class Cluster:
         each. A topic no broker holds is created here if auto-creation is on."""
         holders = await self.holders(topic_name)
         if not holders:
-            self.ctx.topic_for_route(topic_name)
+            await self._auto_create(topic_name)
             holders = await self.holders(topic_name)
         return [(h, -1) for h in holders] if per_broker else interleave(holders)
+
+    async def _auto_create(self, topic_name: str) -> None:
+        """A topic no broker holds, created as auto-creation says: in a cluster, an ordinary topic
+        gets its queues spread over the live brokers as `rockmq topic create` spreads them (so
+        clients spread over them, as over the shards of `rockmq serve --workers`); a group's
+        retry or dead-letter topic, like any topic of a single broker, is made here only. A
+        broker that has it already (a concurrent auto-creation) or does not answer keeps its
+        share or is left out."""
+        target = validate.topic_or_new(topic_name, self.ctx.meta, self.ctx.settings)
+        if not self.enabled or self.ctx.read_only or not isinstance(target, validate.NewTopic) or \
+                topic_name.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+            self.ctx.ensure_topic(target)
+            return
+        live = await self.live()
+        for broker, count in spread(target.queues, sorted(live)).items():
+            part = dataclasses.replace(target, queues=count)
+            if broker == self.name:
+                self.ctx.ensure_topic(part)  # or the one a concurrent auto-creation made
+                continue
+            request = admin.CreateTopicRequest(name=topic_name, queue_count=count, local=True)
+            try:
+                await self.admin(live[broker]).CreateTopic(request, timeout=RPC_TIMEOUT_S)
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.ALREADY_EXISTS:
+                    log.warning("auto-creating topic %r: broker %s: %s", topic_name, broker, e.details())
+        await self.register_now()
 
     async def assignment(self, topic_name: str, group_name: str) -> list[tuple[Holder, int]]:
         """What a group's consumers are assigned: for a FIFO group every queue, long-polled in
