@@ -314,3 +314,38 @@ def test_what_the_base_filter_passed_over_stays_the_lanes(harness, unique, base_
             assert dev1_took == late
 
     asyncio.run(scenario())
+
+
+@pytest.mark.broker_settings(client_silence_s=ALIVE_S)
+def test_a_push_consumer_back_in_its_lane_gets_none_of_what_the_base_took(harness, unique):
+    """Push consumers (clustering: offsets): dev1 commits and leaves, the base takes dev1's next
+    messages by fallback, dev1 comes back with its stored offsets: none of those again."""
+    topic, group = _topic(harness, unique, "lane-push-back")
+    got: dict[str, list[str]] = {"base": [], "dev1": []}
+
+    def consumer(lane: str | None) -> AsyncPushConsumer:
+        return AsyncPushConsumer(harness.endpoint, group, {topic: "*"}, lambda m: got[lane or "base"].append(m.body.decode()),
+                                 lane=lane, mode="clustering", **PUSH)
+
+    async def scenario() -> None:
+        async with consumer(None):
+            async with consumer("dev1"):
+                await asyncio.sleep(1.0)
+                await _send(harness.endpoint, topic, 3, "dev1")
+                await async_wait_for(lambda: len(got["dev1"]) == 3, UNTIL_S, what="dev1's first 3")
+                await asyncio.sleep(1.0)  # committed, and the base passed them
+            await asyncio.sleep(ALIVE_S + 0.5)  # dev1 is gone: its lane falls back to the base
+            async with AsyncProducer(harness.endpoint, lane="dev1") as p:
+                await p.send_batch([Message(topic, f"late-{i}".encode()) for i in range(5)])
+            await async_wait_for(lambda: len(got["base"]) >= 5, UNTIL_S, what="the late 5 at the base")
+            await asyncio.sleep(1.0)  # committed
+        async with consumer("dev1"):
+            await asyncio.sleep(2.0)  # back, from its stored offsets: none of the late 5
+            async with AsyncProducer(harness.endpoint, lane="dev1") as p:
+                await p.send_batch([Message(topic, f"back-{i}".encode()) for i in range(2)])
+            await async_wait_for(lambda: len(got["dev1"]) >= 5, UNTIL_S, what="the 2 sent after dev1 came back")
+            await asyncio.sleep(0.5)
+        assert sorted(got["base"]) == [f"late-{i}" for i in range(5)]
+        assert sorted(got["dev1"]) == sorted(_lane(3, "dev1") + ["back-0", "back-1"])
+
+    asyncio.run(scenario())
