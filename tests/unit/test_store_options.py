@@ -11,7 +11,7 @@ import pytest
 
 from rockmq.config import ConfigError, Settings
 from rockmq.store import keys
-from rockmq.store.db import LEVEL_BASE, MAX_TOTAL_WAL, RECYCLED_WALS, SMALL_LEVEL_BASE, MiB, Store
+from rockmq.store.db import LEVEL_BASE, MAX_TOTAL_WAL, MEMTABLE_BLOOM_RATIO, RECYCLED_WALS, SMALL_LEVEL_BASE, MiB, Store
 from rockmq.store.schema import Family
 
 
@@ -59,6 +59,8 @@ def test_options_are_applied(tmp_path: Path, memory_mib: int) -> None:
         assert table["cache_index_and_filter_blocks"] == "true"
         bloom = family in (Family.DEDUP, Family.CHECKPOINTS)
         assert table["filter_policy"].startswith("bloomfilter") == bloom, family
+        assert (float(cf["memtable_prefix_bloom_size_ratio"]) == MEMTABLE_BLOOM_RATIO) == bloom, family
+        assert cf["memtable_whole_key_filtering"] == ("true" if bloom else "false"), family
 
 
 def test_shards_share_the_store_memory() -> None:

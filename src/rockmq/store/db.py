@@ -57,6 +57,7 @@ BLOB_FAMILIES = (Family.LOG, Family.TIMERS)
 # RocksDB schedules such a compaction itself once those files are half garbage.
 BLOB_GC_FAMILIES = (Family.TIMERS,)
 BLOOM_FAMILIES = (Family.DEDUP, Family.CHECKPOINTS)
+MEMTABLE_BLOOM_RATIO = 0.1  # of the memtable's size, for its bloom filter
 MAX_TOTAL_WAL = 256 * MiB
 RECYCLED_WALS = 4  # WAL files kept for reuse
 # Families read by long in-order scans (due timers are moved thousands at a time) get big
@@ -141,6 +142,10 @@ def _options(memory: Memory, cache: Cache, family: str | None = None) -> Options
         table.set_pin_l0_filter_and_index_blocks_in_cache(True)
         if family in BLOOM_FAMILIES:  # most lookups there miss: answer them from the filter
             table.set_bloom_filter(10, False)
+            # ... in the memtables too, where a miss otherwise searches the skip list: a send's
+            # de-dup multi-get of 64 new ids, 20-40 -> 12-14 us.
+            opts.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO)
+            opts.set_memtable_whole_key_filtering(True)
         if family in SCANNED_FAMILIES:
             table.set_block_size(SCAN_BLOCK)
         opts.set_block_based_table_factory(table)
