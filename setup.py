@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,11 @@ class BuildDataPath(build_ext):
                       file=sys.stderr)
                 built = {"skipped": "no compiler at install"}
                 self.inplace = inplace
-        if "modules" not in built:  # none of an earlier build's extensions may shadow the sources now
-            for name in compiled.MODULES:
-                Path(manifest.parent.parent, self.get_ext_filename(name)).unlink(missing_ok=True)
+        # No extension of an earlier build may shadow a source now: of a module no longer compiled, or of all.
+        keep = {Path(manifest.parent.parent, self.get_ext_filename(name)) for name in built.get("modules", ())}
+        for stale in set(manifest.parent.rglob("*" + sysconfig.get_config_var("EXT_SUFFIX"))) - keep:
+            stale.unlink()
+        if "modules" not in built:
             self.extensions = []
         manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_text(json.dumps(built, indent=1) + "\n")

@@ -71,3 +71,14 @@ def test_a_module_edited_since_its_build_runs_as_python(monkeypatch: pytest.Monk
     assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name("wire.py"))
     assert "source changed since it was compiled" in str(caught[0].message)
     assert compiled._Finder().find_spec("rockmq.protocol.wire", rockmq.protocol.__path__).origin.endswith(".so")
+
+
+@pytest.mark.skipif(not compiled.is_compiled(rockmq.protocol.wire), reason="the data path is not compiled in this tree")
+def test_an_extension_of_a_module_compiled_no_more_runs_as_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(compiled.PURE_ENV, raising=False)
+    monkeypatch.setattr(compiled, "MODULES", tuple(m for m in compiled.MODULES if m != "rockmq.protocol.wire"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = compiled._Finder().find_spec("rockmq.protocol.wire", rockmq.protocol.__path__)
+    assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name("wire.py"))
+    assert "compiled no more" in str(caught[0].message)

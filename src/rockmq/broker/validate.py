@@ -24,7 +24,7 @@ from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX, dlq_topic, group_of_retry_topic
 
-_TYPE_NAMES = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
+_TYPE_NAMES: dict[int, str] = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 MAX_MESSAGE_ID = 128
 GROUP_TOPIC_QUEUES = 1  # a group's retry and dead-letter topics have one queue each
 _SPECIAL = os.path.commonprefix([RETRY_PREFIX, DLQ_PREFIX])  # "%": what retry and dead-letter topic names start with

@@ -3,9 +3,12 @@ length-delimited fields. Pure, no I/O. Field keys come from `field_keys`."""
 
 from __future__ import annotations
 
+import cython
+
 _ONE_BYTE = [bytes([i]) for i in range(128)]
 
 
+@cython.locals(n=cython.ulonglong)  # compiled: C arithmetic; a caller masks what could be negative to 64 bits
 def varint(n: int) -> bytes:
     if n < 0x80:
         return _ONE_BYTE[n]

@@ -17,6 +17,9 @@ _INFLIGHT = struct.Struct(">QIIQ")
 _RETRY = struct.Struct(">IIQ")
 _TIMER = struct.Struct(">QQ")
 _U64 = struct.Struct(">Q")
+# The per-message packers bound once: `_LOG.pack(...)` looks the method up on every call (and, compiled,
+# builds a bound method object each time: slower than Python 3.11's specialised call).
+_pack_queue, _pack_log, _unpack_log, _pack_gtq, _pack_u64 = _QUEUE.pack, _LOG.pack, _LOG.unpack, _GTQ.pack, _U64.pack
 
 COMMITTED = b"c"  # offset committed by a pull consumer (UpdateOffset)
 POPPED = b"p"  # next offset POP consumption reads
@@ -52,11 +55,11 @@ SCHEMA_VERSION_KEY = b"schema"  # the storage schema version of the data (store/
 
 
 def log_key(topic_id: int, queue_id: int, offset: int) -> bytes:
-    return _LOG.pack(topic_id, queue_id, offset)
+    return _pack_log(topic_id, queue_id, offset)
 
 
 def queue_prefix(topic_id: int, queue_id: int) -> bytes:
-    return _QUEUE.pack(topic_id, queue_id)
+    return _pack_queue(topic_id, queue_id)
 
 
 def topic_prefix(topic_id: int) -> bytes:
@@ -64,7 +67,7 @@ def topic_prefix(topic_id: int) -> bytes:
 
 
 def parse_log_key(key: bytes) -> tuple[int, int, int]:
-    return _LOG.unpack(key)
+    return _unpack_log(key)
 
 
 # --- offsets family: group_id · topic_id · queue_id · kind -> u64 -------------------------
@@ -183,7 +186,7 @@ def parse_txn_check_key(key: bytes) -> tuple[int, str]:
 
 
 def match_key(group_id: int, topic_id: int, queue_id: int, offset: int) -> bytes:
-    return _GTQ.pack(group_id, topic_id, queue_id) + offset.to_bytes(8, "big")
+    return _pack_gtq(group_id, topic_id, queue_id) + _pack_u64(offset)
 
 
 def match_prefix(group_id: int, topic_id: int, queue_id: int | None = None) -> bytes:
@@ -201,7 +204,7 @@ def match_offset(key: bytes) -> int:
 
 
 def dedup_key(bucket: int, topic_id: int, message_id: str) -> bytes:
-    return _QUEUE.pack(bucket, topic_id) + message_id.encode()
+    return _pack_queue(bucket, topic_id) + message_id.encode()
 
 
 def dedup_bucket_start(bucket: int) -> bytes:
@@ -209,13 +212,14 @@ def dedup_bucket_start(bucket: int) -> bytes:
 
 
 _POSITION = struct.Struct(">IQ")
+_pack_position = _POSITION.pack
 
 
 def dedup_value(queue_id: int, offset: int, transaction_id: str = "", recall_handle: str = "") -> bytes:
     """What a retried send must get back: its position, and its transaction id or recall handle."""
     if not transaction_id and not recall_handle:  # most sends
-        return _POSITION.pack(queue_id, offset) + b"\n"
-    return _POSITION.pack(queue_id, offset) + f"{transaction_id}\n{recall_handle}".encode()
+        return _pack_position(queue_id, offset) + b"\n"
+    return _pack_position(queue_id, offset) + f"{transaction_id}\n{recall_handle}".encode()
 
 
 def parse_dedup_value(raw: bytes) -> tuple[int, int, str, str]:
