@@ -68,3 +68,15 @@ def _cores() -> int:
     import os
 
     return os.cpu_count() or 1
+
+
+def test_a_shard_that_cannot_start_stops_the_server_with_one_line(tmp_path: Path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "shard-1").write_text("not a store")  # shard 1's data directory is a file: it refuses to start
+    refused = serve_refused(data, 2)
+    assert refused.returncode == 1, refused
+    assert refused.stderr.strip().splitlines()[-1] == "rockmq: shard broker-a-1 did not start (its error is above)", \
+        refused.stderr
+    assert "shard-1 is a file" in refused.stderr
+    assert (data / "shard-0").is_dir()  # shard 0 started and was stopped again
