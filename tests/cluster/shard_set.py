@@ -18,8 +18,9 @@ INTERVAL_S = "0.3"  # shards register this often: a dead one drops out of routes
 
 
 class ShardSet(BrokerProcess):
-    def __init__(self, data_dir: Path, workers: int | str, *extra_args: str) -> None:
-        super().__init__(data_dir, "--workers", str(workers), *extra_args, env={"ROCKMQ_NAMESRV_INTERVAL_S": INTERVAL_S})
+    def __init__(self, data_dir: Path, workers: int | str, *extra_args: str, env: dict[str, str] | None = None) -> None:
+        super().__init__(data_dir, "--workers", str(workers), *extra_args,
+                         env={"ROCKMQ_NAMESRV_INTERVAL_S": INTERVAL_S, **(env or {})})
 
     def shard_pids(self) -> list[int]:
         """The parent's children (the shards), by pid."""
