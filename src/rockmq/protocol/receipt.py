@@ -15,9 +15,12 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+import cython
+
 from rockmq.protocol import tokens
 
 _BODY = struct.Struct(">BIIQ")
+_pack_body, _unpack_body = _BODY.pack, _BODY.unpack  # bound once: no method lookup per handle
 VERSION = 2
 TOKEN_LENGTH = tokens.sealed_length(_BODY.size)
 SEPARATOR = "."
@@ -32,14 +35,16 @@ class Receipt(NamedTuple):
 
 def token(group_id: int, topic_id: int, checkpoint_id: int, secret: bytes) -> str:
     """What every handle of one checkpoint starts with (`handle`)."""
-    return tokens.seal(_BODY.pack(VERSION, group_id, topic_id, checkpoint_id), secret)
+    return tokens.seal(_pack_body(VERSION, group_id, topic_id, checkpoint_id), secret)
 
 
+@cython.locals(signed=str, index=cython.Py_ssize_t)  # compiled: the f-string formats a C integer
 def handle(signed: str, index: int) -> str:
     """The handle of the checkpoint's `index`th delivery, `signed` its `token`."""
     return f"{signed}{SEPARATOR}{index:x}"
 
 
+@cython.locals(handle=str, signed=str, separator=str, index=str)  # compiled: str slicing without generic calls
 def split(handle: str) -> tuple[str, int]:
     """A handle -> (its token, its entry); raises ValueError if it has not that shape."""
     signed, separator, index = handle[:TOKEN_LENGTH], handle[TOKEN_LENGTH:TOKEN_LENGTH + 1], handle[TOKEN_LENGTH + 1:]
@@ -51,7 +56,7 @@ def split(handle: str) -> tuple[str, int]:
 def open_token(signed: str, secret: bytes) -> tuple[int, int, int]:
     """A token -> (group id, topic id, checkpoint id); raises tokens.InvalidToken (a ValueError)
     for anything this broker did not issue. An ack of many handles of one receive opens it once."""
-    version, group_id, topic_id, checkpoint_id = _BODY.unpack(tokens.unseal(signed, secret, _BODY.size))
+    version, group_id, topic_id, checkpoint_id = _unpack_body(tokens.unseal(signed, secret, _BODY.size))
     if version != VERSION:
         raise tokens.InvalidToken(f"unknown receipt handle version {version}")
     return group_id, topic_id, checkpoint_id

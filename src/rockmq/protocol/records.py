@@ -33,6 +33,8 @@ HEADER = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS))
 # Each header field's (offset, width), for readers that cut headers column-wise (spark/columnar.py).
 HEADER_LAYOUT = {name: (struct.calcsize(">" + "".join(code for _, code in _HEADER_FIELDS[:i])), struct.calcsize(">" + code))
                  for i, (name, code) in enumerate(_HEADER_FIELDS)}
+# Bound once: a per-message `HEADER.pack(...)` looks the method up each time (compiled: builds a bound method).
+_pack_header, _unpack_header = HEADER.pack, HEADER.unpack_from
 _VERSION_AND_STORE_MS = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS[:2]))  # what `place` rewrites
 IDENTITY_ENCODING = SystemProperties.BODY_ENCODING + varint(pb.IDENTITY)  # the field, encoded
 _SHA1_HEX = 40  # characters of a SHA-1 hex digest
@@ -66,7 +68,7 @@ class RecordView(NamedTuple):
 
 
 def _head(tag: bytes, group: bytes, rest_len: int, queue_id: int = -1) -> bytes:
-    return HEADER.pack(VERSION, queue_id + 1, len(tag), len(group), rest_len) + tag + group
+    return _pack_header(VERSION, queue_id + 1, len(tag), len(group), rest_len) + tag + group
 
 
 class Parts(NamedTuple):
@@ -136,7 +138,7 @@ def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int)
 def placed(parts: Parts, queue_id: int, offset: int, store_ms: int) -> bytes:
     """`place(seal(...))` in one step, for a message that enters its queue as it arrives."""
     tag, group, rest, sp_bytes = parts
-    return b"".join((HEADER.pack(VERSION, store_ms, len(tag), len(group), len(rest)), tag, group, rest, sp_bytes,
+    return b"".join((_pack_header(VERSION, store_ms, len(tag), len(group), len(rest)), tag, group, rest, sp_bytes,
                      _placement(queue_id, offset, store_ms)))
 
 
@@ -160,7 +162,7 @@ def _store_timestamp(store_ms: int) -> bytes:
 
 
 def view(record: bytes | memoryview) -> RecordView:
-    version, store_ms, tag_len, group_len, rest_len = HEADER.unpack_from(record)
+    version, store_ms, tag_len, group_len, rest_len = _unpack_header(record)
     if version != VERSION:
         raise RecordVersionError(version)
     a = HEADER.size
@@ -174,7 +176,7 @@ def view(record: bytes | memoryview) -> RecordView:
 
 def message_group(record: bytes | memoryview) -> str | None:
     """The record's message group, read from the header alone."""
-    version, _, tag_len, group_len, _ = HEADER.unpack_from(record)
+    version, _, tag_len, group_len, _ = _unpack_header(record)
     if version != VERSION:
         raise RecordVersionError(version)
     start = HEADER.size + tag_len

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import struct
 
+import cython
+
 _QUEUE = struct.Struct(">II")
 _LOG = struct.Struct(">IIQ")
 _GTQ = struct.Struct(">III")
@@ -20,6 +22,7 @@ _U64 = struct.Struct(">Q")
 # The per-message packers bound once: `_LOG.pack(...)` looks the method up on every call (and, compiled,
 # builds a bound method object each time: slower than Python 3.11's specialised call).
 _pack_queue, _pack_log, _unpack_log, _pack_gtq, _pack_u64 = _QUEUE.pack, _LOG.pack, _LOG.unpack, _GTQ.pack, _U64.pack
+_pack_inflight = _INFLIGHT.pack
 
 COMMITTED = b"c"  # offset committed by a pull consumer (UpdateOffset)
 POPPED = b"p"  # next offset POP consumption reads
@@ -99,7 +102,7 @@ def decode_u64(raw: bytes) -> int:
 
 
 def inflight_key(deadline_ms: int, group_id: int, topic_id: int, checkpoint_id: int) -> bytes:
-    return _INFLIGHT.pack(deadline_ms, group_id, topic_id, checkpoint_id)
+    return _pack_inflight(deadline_ms, group_id, topic_id, checkpoint_id)
 
 
 def parse_inflight_key(key: bytes) -> tuple[int, int, int, int]:
@@ -124,12 +127,13 @@ def deadline_of(key: bytes) -> int:
 # name the checkpoint and an entry's index (protocol/receipt.py).
 
 _CHECKPOINT = struct.Struct(">IIQ")
+_pack_checkpoint = _CHECKPOINT.pack
 CHECKPOINT_HEAD = struct.Struct(">QI")  # deadline · live entries
 CHECKPOINT_ENTRY = struct.Struct(">IQI")  # queue · offset · attempt
 
 
 def checkpoint_key(group_id: int, topic_id: int, checkpoint_id: int) -> bytes:
-    return _CHECKPOINT.pack(group_id, topic_id, checkpoint_id)
+    return _pack_checkpoint(group_id, topic_id, checkpoint_id)
 
 
 def parse_checkpoint_key(key: bytes) -> tuple[int, int, int]:
@@ -203,6 +207,7 @@ def match_offset(key: bytes) -> int:
 # Buckets are windows of time; expiring old entries is one delete_range over old buckets.
 
 
+@cython.locals(message_id=str)  # compiled: encoded by a direct call, not a looked-up method
 def dedup_key(bucket: int, topic_id: int, message_id: str) -> bytes:
     return _pack_queue(bucket, topic_id) + message_id.encode()
 
