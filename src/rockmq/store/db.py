@@ -359,11 +359,11 @@ class GroupCommit:
             item: tuple[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] | tuple[()] | None
             try:
                 item = self._handed.get(timeout=timeout)
-            except queue.Empty:
-                item = ()
-            if item is None:
-                return
-            if item:
+            except queue.Empty:  # the `async` policy's tick
+                pass
+            else:
+                if item is None:
+                    return
                 loop = item[0]
                 covered.extend(item[1])
                 if interval is not None and time.monotonic() < next_flush:
