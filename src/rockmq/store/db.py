@@ -356,7 +356,6 @@ class GroupCommit:
         while True:
             # Under `sync` a flush starts as soon as waiters are handed over; under `async` at the next tick.
             timeout = None if interval is None else max(0.0, next_flush - time.monotonic())
-            item: tuple[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] | tuple[()] | None
             try:
                 item = self._handed.get(timeout=timeout)
             except queue.Empty:  # the `async` policy's tick
