@@ -14,7 +14,6 @@ only. A base consumer (no lane) gets the rest, and the messages of lanes with no
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import time
 from collections.abc import Sequence
@@ -183,4 +182,4 @@ class AsyncSimpleConsumer:
                                                      message_id=message.message_id)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
         reply = await self.session.unary(message.endpoint, "ChangeInvisibleDuration", request)
-        return dataclasses.replace(message, receipt_handle=reply.receipt_handle)
+        return message.replace(receipt_handle=reply.receipt_handle)

@@ -11,9 +11,12 @@ with the first send's receipt and does not store again (within its de-dup window
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import FrozenInstanceError, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from rockmq.client.errors import IllegalArgument
 from rockmq.protocol import pb
@@ -99,8 +102,40 @@ class SendReceipt:
     spooled: bool = False  # kept in the producer's spool, to be resent (broker "", offset -1)
 
 
-@dataclass(frozen=True)
+def _ms(t: Timestamp) -> int:
+    """Timestamp.ToMilliseconds without its checks (a third of the cost: the broker wrote it)."""
+    ms: int = t.seconds * 1000 + t.nanos // 1_000_000
+    return ms
+
+
+# How each field of a received message is read from its wire form, when first asked for.
+_DECODE: dict[str, Callable[[pb.Message], object]] = {
+    "topic": lambda m: m.topic.name,
+    "body": lambda m: m.body,
+    "message_id": lambda m: m.system_properties.message_id,
+    "tag": lambda m: m.system_properties.tag if m.system_properties.HasField("tag") else None,
+    "keys": lambda m: tuple(m.system_properties.keys),
+    "properties": lambda m: dict(m.user_properties),
+    "message_group": lambda m: m.system_properties.message_group if m.system_properties.HasField("message_group") else None,
+    "queue_id": lambda m: m.system_properties.queue_id,
+    "offset": lambda m: m.system_properties.queue_offset,
+    "delivery_attempt": lambda m: m.system_properties.delivery_attempt or 1,
+    "born_ms": lambda m: _ms(m.system_properties.born_timestamp),
+    "store_ms": lambda m: _ms(m.system_properties.store_timestamp),
+    "receipt_handle": lambda m: m.system_properties.receipt_handle,
+}
+
+
 class ReceivedMessage:
+    """A received message: immutable (FrozenInstanceError on assignment), equal when its fields
+    are, picklable; `replace(**changes)` makes a changed copy. One received off the wire decodes a
+    field when it is first read (a consumer that only acks pays for the receipt handle alone):
+    building 15 fields eagerly cost ~5 µs per message, the bound of a consuming loop."""
+
+    FIELDS = ("topic", "body", "message_id", "tag", "keys", "properties", "message_group", "queue_id", "offset",
+              "delivery_attempt", "born_ms", "store_ms", "receipt_handle", "broker", "endpoint")
+    __slots__ = (*FIELDS, "_wire")
+
     topic: str
     body: bytes
     message_id: str
@@ -116,14 +151,66 @@ class ReceivedMessage:
     receipt_handle: str
     broker: str
     endpoint: str  # where to ack it: the broker that handed it out
+    _wire: pb.Message | None
+
+    def __init__(self, topic: str, body: bytes, message_id: str, tag: str | None, keys: tuple[str, ...],
+                 properties: dict[str, str], message_group: str | None, queue_id: int, offset: int, delivery_attempt: int,
+                 born_ms: int, store_ms: int, receipt_handle: str, broker: str, endpoint: str) -> None:
+        values = (topic, body, message_id, tag, keys, properties, message_group, queue_id, offset, delivery_attempt,
+                  born_ms, store_ms, receipt_handle, broker, endpoint)
+        for name, value in zip(self.FIELDS, values, strict=True):
+            _set(self, name, value)
+        _set(self, "_wire", None)
 
     @classmethod
     def from_pb(cls, m: pb.Message, broker: str, endpoint: str) -> ReceivedMessage:
-        sp = m.system_properties
-        return cls(topic=m.topic.name, body=m.body, message_id=sp.message_id,
-                   tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
-                   properties=dict(m.user_properties),
-                   message_group=sp.message_group if sp.HasField("message_group") else None,
-                   queue_id=sp.queue_id, offset=sp.queue_offset, delivery_attempt=sp.delivery_attempt or 1,
-                   born_ms=sp.born_timestamp.ToMilliseconds(), store_ms=sp.store_timestamp.ToMilliseconds(),
-                   receipt_handle=sp.receipt_handle, broker=broker, endpoint=endpoint)
+        self = _new(cls)
+        _set(self, "_wire", m)
+        _set(self, "broker", broker)
+        _set(self, "endpoint", endpoint)
+        return self
+
+    def __getattr__(self, name: str) -> object:
+        """A field not read yet: decoded from the wire form now, and kept."""
+        decode = _DECODE.get(name)
+        wire = _get_wire(self)
+        if decode is None or wire is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = decode(wire)
+        _set(self, name, value)
+        return value
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def replace(self, **changes: Any) -> ReceivedMessage:
+        """A copy with some fields changed (like dataclasses.replace)."""
+        unknown = changes.keys() - set(self.FIELDS)
+        if unknown:
+            raise TypeError(f"ReceivedMessage has no field {sorted(unknown)[0]!r}")
+        return ReceivedMessage(**{name: changes.get(name, getattr(self, name)) for name in self.FIELDS})
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"ReceivedMessage({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
+
+    def __reduce__(self) -> tuple[type[ReceivedMessage], tuple[object, ...]]:
+        return ReceivedMessage, self._values()
+
+
+_new = object.__new__
+_set = object.__setattr__
+_get_wire: Callable[[ReceivedMessage], pb.Message | None] = ReceivedMessage.__dict__["_wire"].__get__

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import inspect
 import logging
 import socket
@@ -116,9 +115,9 @@ def presented(message: ReceivedMessage) -> ReceivedMessage:
     if not message.topic.startswith(RETRY_PREFIX) or ORIGIN_TOPIC not in props:
         return message
     failures = props.get(RECONSUME_TIMES, "0")
-    return dataclasses.replace(message, topic=props[ORIGIN_TOPIC], message_id=props.get(ORIGIN_MESSAGE_ID, message.message_id),
-                               delivery_attempt=(int(failures) if failures.isdigit() else 0) + 1,
-                               properties={k: v for k, v in props.items() if k not in INTERNAL_PROPERTIES})
+    return message.replace(topic=props[ORIGIN_TOPIC], message_id=props.get(ORIGIN_MESSAGE_ID, message.message_id),
+                           delivery_attempt=(int(failures) if failures.isdigit() else 0) + 1,
+                           properties={k: v for k, v in props.items() if k not in INTERNAL_PROPERTIES})
 
 
 def send_back_copy(message: ReceivedMessage, group: str, failures: int, delay_ms: int) -> Message:
@@ -554,7 +553,7 @@ class AsyncPushConsumer:
                     await asyncio.sleep(PAUSE_S)
                 return False
             await asyncio.sleep(self._backoff_s(failures))
-            message = dataclasses.replace(message, delivery_attempt=failures + 1)
+            message = message.replace(delivery_attempt=failures + 1)
         return False
 
     async def _send_back(self, message: ReceivedMessage, failures: int, delay_s: float) -> bool:
