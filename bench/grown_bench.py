@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -125,13 +127,36 @@ def fill(broker: Broker, args: argparse.Namespace) -> None:
           f"now {disk_bytes(broker.data_dir) / GiB:.1f} GiB on disk", flush=True)
 
 
+_COMPACTING = re.compile(r"\[(\w+)\] \[JOB (\d+)\] Compacting")
+
+
+def compaction_cpu(data_dir: Path, since: float, until: float) -> dict[str, float]:
+    """CPU seconds of the compactions that finished between `since` and `until` (wall clock), per
+    family, from the `compaction_finished` events of RocksDB's LOG: what the store's growth costs."""
+    family: dict[int, str] = {}
+    cpu: dict[str, float] = {}
+    with open(data_dir / "LOG", errors="replace") as lines:
+        for line in lines:
+            if match := _COMPACTING.search(line):
+                family[int(match[2])] = match[1]
+            elif '"compaction_finished"' in line:
+                event = json.loads(line[line.index("{"):])
+                if since <= event["time_micros"] / 1e6 <= until:
+                    name = family.get(event["job"], "?")
+                    cpu[name] = cpu.get(name, 0.0) + event["compaction_time_cpu_micros"] / 1e6
+    return cpu
+
+
 def measure(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
     broker.peak_rss_kib = 0
     before = broker_sample(broker.pid)
+    started = time.time()
     figures = scenarios.produce(bench_options(broker.endpoint, broker.pid, args), "produce-batch")
     after = broker_sample(broker.pid)
     if before and after and figures["messages"]:
         figures["broker_us_per_msg"] = round((after.cpu_s - before.cpu_s) * 1e6 / figures["messages"], 1)
+        compactions = compaction_cpu(broker.data_dir, started, time.time())
+        figures["compaction_us_per_msg"] = {f: round(s * 1e6 / figures["messages"], 2) for f, s in compactions.items()}
     figures["peak_rss_mib"] = round(broker.peak_rss_kib / 1024, 1)
     return figures
 
@@ -203,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
                 figures = measure(broker, args)
                 runs[broker.name].append(figures)
                 print(f"round {r + 1} {broker.name}: {figures['messages_per_s']:,.0f} msg/s, "
-                      f"{figures.get('broker_us_per_msg', '?')} us broker CPU/msg, peak RSS {figures['peak_rss_mib']} MiB, "
+                      f"{figures.get('broker_us_per_msg', '?')} us broker CPU/msg "
+                      f"(compactions {figures.get('compaction_us_per_msg')}), "
+                      f"load {os.getloadavg()[0]:.1f}, peak RSS {figures['peak_rss_mib']} MiB, "
                       f"{figures['errors']} errors", flush=True)
         consumed = {b.name: measure_consume(b, args) for b in (empty, grown)} if args.consume else {}
         for name, figures in consumed.items():
