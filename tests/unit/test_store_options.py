@@ -11,7 +11,17 @@ import pytest
 
 from rockmq.config import ConfigError, Settings
 from rockmq.store import keys
-from rockmq.store.db import LEVEL_BASE, MAX_TOTAL_WAL, MEMTABLE_BLOOM_RATIO, RECYCLED_WALS, SMALL_LEVEL_BASE, MiB, Store
+from rockmq.store.db import (
+    DEFAULT_L0_COMPACTION_TRIGGER,
+    L0_COMPACTION_TRIGGER,
+    LEVEL_BASE,
+    MAX_TOTAL_WAL,
+    MEMTABLE_BLOOM_RATIO,
+    RECYCLED_WALS,
+    SMALL_LEVEL_BASE,
+    MiB,
+    Store,
+)
 from rockmq.store.schema import Family
 
 
@@ -55,6 +65,9 @@ def test_options_are_applied(tmp_path: Path, memory_mib: int) -> None:
         base = LEVEL_BASE.get(family, SMALL_LEVEL_BASE)
         assert int(cf["max_bytes_for_level_base"]) == base
         assert int(cf["target_file_size_base"]) < base  # several tables per level: compactions stay small
+        trigger = L0_COMPACTION_TRIGGER.get(family, DEFAULT_L0_COMPACTION_TRIGGER)
+        assert int(cf["level0_file_num_compaction_trigger"]) == trigger
+        assert trigger < int(cf["level0_slowdown_writes_trigger"])  # waiting for more tables never slows writes
         assert cf["enable_blob_files"] == ("true" if big else "false")
         assert table["cache_index_and_filter_blocks"] == "true"
         bloom = family in (Family.DEDUP, Family.CHECKPOINTS)

@@ -75,6 +75,12 @@ SCAN_BLOCK = 64 * 1024
 LEVEL_BASE: dict[str, int] = {Family.LOG: 8 * MiB, Family.TIMERS: 8 * MiB}
 SMALL_LEVEL_BASE = 32 * MiB
 TABLE_FILE_PER_LEVEL_BASE = 4  # target table size = level base / this
+# Every level-0 table of the log spans all queues' tails, so each compaction out of level 0
+# rewrites the whole base level: waiting for 8 tables instead of RocksDB's 4 halves how often
+# (measured, 2 M messages of 8 interleaved queues: 3.9 -> 2.0 keys rewritten and 0.83 -> 0.45 us
+# of compaction CPU per message). Reads search every level-0 table, so not more.
+L0_COMPACTION_TRIGGER: dict[str, int] = {Family.LOG: 8}
+DEFAULT_L0_COMPACTION_TRIGGER = 4  # RocksDB's
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,7 @@ def _options(memory: Memory, cache: Cache, family: str | None = None) -> Options
         opts.set_max_bytes_for_level_base(base)
         opts.set_target_file_size_base(base // TABLE_FILE_PER_LEVEL_BASE)
         opts.set_max_compaction_bytes(2 * base)  # one compaction reads (and an output table spans) at most this
+        opts.set_level_zero_file_num_compaction_trigger(L0_COMPACTION_TRIGGER.get(family, DEFAULT_L0_COMPACTION_TRIGGER))
         if family in BLOB_FAMILIES:
             opts.set_enable_blob_files(True)
             opts.set_min_blob_size(256)
