@@ -4,7 +4,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rockmq.protocol import batch, pb, rpc
-from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply
+from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
+from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.wire import delimited
 
 OK = pb.Status(code=pb.OK, message="OK")
 statuses = st.one_of(st.none(), st.builds(pb.Status, code=st.sampled_from([pb.INVALID_RECEIPT_HANDLE, pb.BAD_REQUEST]),
@@ -15,6 +17,12 @@ messages = st.lists(st.binary(max_size=300), max_size=20)
 @given(messages, st.sampled_from([OK, pb.Status(code=pb.MESSAGE_NOT_FOUND, message="no new message")]))
 def test_receive_reply(found, status):
     assert messages_reply(status, found) == batch.ReceiveResponse(status=status, messages=found).SerializeToString()
+
+
+@given(messages)
+def test_received_reply_of_framed_messages(found):
+    framed = [delimited(ReceivedMessage.MESSAGE, m) for m in found]
+    assert received_reply(OK, framed) == batch.ReceiveResponse(status=OK, messages=found).SerializeToString()
 
 
 @given(messages, st.integers(0, 2**63 - 1))

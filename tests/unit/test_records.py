@@ -47,6 +47,17 @@ def test_delivery_fields_are_spliced_into_the_one_system_properties_field():
     assert _count_field(records.view(rec).message(records.delivery_fields("RH", 3, 1500)), 3) == 1
 
 
+def test_framed_message_is_the_delimited_field():
+    rec = records.place(records.seal(_message(tag="a"), "h"), 0, 5, 1)
+    delivery = records.delivery_fields("RH", 3, 1500)
+    for body in (b"", b"x" * 200, b"y" * 70_000):  # lengths of one, two and three varint bytes
+        m = _message()
+        m.body = body
+        view = records.view(records.place(records.seal(m, "h"), 0, 5, 1))
+        assert view.message(delivery, ReceivedMessage.MESSAGE) == delimited(ReceivedMessage.MESSAGE, view.message(delivery))
+    assert records.view(rec).message(delivery, b"") == records.view(rec).message(delivery)
+
+
 def _count_field(buf: bytes, number: int) -> int:
     """Count occurrences of a length-delimited top-level field in a serialized message."""
     i, n = 0, 0

@@ -26,6 +26,8 @@ _RESULT = rpc.AckMessageResultEntry.DESCRIPTOR
 _MESSAGE_ID, _RECEIPT_HANDLE, _ENTRY_STATUS = (key(_RESULT, name) for name in ("message_id", "receipt_handle", "status"))
 # Receive and Pull replies share one layout for their status and messages (a test pins it).
 assert (_STATUS, _MESSAGES) == (key(batch.PullResponse.DESCRIPTOR, "status"), key(batch.PullResponse.DESCRIPTOR, "messages"))
+# The broker frames each received message once, for the stream and the batch reply alike.
+assert _MESSAGES == key(rpc.ReceiveMessageResponse.DESCRIPTOR, "message")
 assert _STATUS == key(batch.AckResponse.DESCRIPTOR, "status") == key(rpc.AckMessageResponse.DESCRIPTOR, "status")
 
 
@@ -44,6 +46,12 @@ def messages_reply(status: pb.Status, messages: Sequence[bytes], next_offset: in
     framed = itertools.chain.from_iterable((_MESSAGES, varint(len(m)), m) for m in messages)
     tail = _NEXT_OFFSET + varint(next_offset & 0xFFFFFFFFFFFFFFFF) if next_offset else b""
     return b"".join((_status_field(status), *framed, tail))
+
+
+def received_reply(status: pb.Status, framed: Sequence[bytes]) -> bytes:
+    """A serialized ReceiveResponse of messages framed already (each its field key, length and
+    serialized Message: what PopService.receive hands out)."""
+    return b"".join((_status_field(status), *framed))
 
 
 def ack_reply(status: pb.Status, entries: Sequence[pb.Status | None]) -> bytes:

@@ -60,11 +60,17 @@ class RecordView(NamedTuple):
     rest: memoryview
     system_properties: memoryview
 
-    def message(self, delivery: bytes = b"") -> bytes:
+    def message(self, delivery: bytes = b"", field: bytes = b"") -> bytes:
         """The serialized Message, with `delivery` (see `delivery_fields`) spliced in: one copy
-        of the record's bytes, made once."""
+        of the record's bytes, made once. With `field`, behind that field key and its length: a
+        reply's message field, framed in the same copy."""
         sp = self.system_properties
-        return b"".join((self.rest, Message.SYSTEM_PROPERTIES, varint(len(sp) + len(delivery)), sp, delivery))
+        sp_len = len(sp) + len(delivery)
+        sp_size = varint(sp_len)
+        if not field:
+            return b"".join((self.rest, Message.SYSTEM_PROPERTIES, sp_size, sp, delivery))
+        size = len(self.rest) + len(Message.SYSTEM_PROPERTIES) + len(sp_size) + sp_len
+        return b"".join((field, varint(size), self.rest, Message.SYSTEM_PROPERTIES, sp_size, sp, delivery))
 
 
 def _head(tag: bytes, group: bytes, rest_len: int, queue_id: int = -1) -> bytes:

@@ -24,7 +24,7 @@ from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import record_filter
 from rockmq.protocol import batch, batch_grpc, pb
-from rockmq.protocol.consume_replies import ack_reply, messages_reply
+from rockmq.protocol.consume_replies import ack_reply, messages_reply, received_reply
 from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.fetch import encode_fetch_response
 
@@ -57,7 +57,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
         messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size,
                                           request.invisible_duration_ms, self._poll_seconds(request, context),
                                           client_id(context), header(context, LANE_HEADER))
-        return messages_reply(found_status(bool(messages)), messages)
+        return received_reply(found_status(bool(messages)), messages)
 
     @unary(batch.AckResponse)
     async def Ack(self, request: batch.AckRequest, context: Context) -> bytes:

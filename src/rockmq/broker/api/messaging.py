@@ -191,8 +191,8 @@ class MessagingServicer:
             return
         try:
             yield status_frame(R, OK)
-            for message in messages:
-                yield delimited(ReceivedMessage.MESSAGE, message)
+            for message in messages:  # framed by the receive already
+                yield message
             yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
             self.pop.release(group, topic, messages)

@@ -28,12 +28,16 @@ from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
 from rockmq.broker.subscriptions import Subscription, Subscriptions
 from rockmq.filter.record_filter import accept_all
-from rockmq.protocol import pb, records
+from rockmq.protocol import pb, records, rpc
+from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.store import keys
 from rockmq.store.keys import POPPED
 
 log = logging.getLogger(__name__)
 
+# What frames each message handed out: the key of ReceiveMessageResponse.message, which is also
+# that of BatchMessaging's ReceiveResponse.messages (consume_replies checks).
+FRAME = ReceivedMessage.MESSAGE
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
@@ -106,7 +110,8 @@ class PopService:
         poll_s for the first one. `batch_size` 0: `receive_batch`; above `max_receive_batch`: that
         many; negative: refused (official clients never send less than 1).
 
-        Returns serialized v2 Messages (receipt handle and attempt set). With `auto_renew` and no
+        Returns serialized v2 Messages (receipt handle and attempt set), each framed as a reply's
+        message field (`FRAME`): ReceiveMessage streams them as they are, Receive joins them. With `auto_renew` and no
         invisible time, the broker keeps extending the invisible time while the client is alive.
         A refused receive writes nothing (no mode, no subscription). The client's `lane` (its
         x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py; not for FIFO groups).
@@ -183,8 +188,9 @@ class PopService:
 
         def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
             nonlocal size
-            out.append(view.message(records.delivery_fields(issue.add(qid, offset, attempt), attempt, invisible_ms)))
-            size += len(out[-1])
+            framed = view.message(records.delivery_fields(issue.add(qid, offset, attempt), attempt, invisible_ms), FRAME)
+            out.append(framed)
+            size += len(framed)
             if fifo is not None:
                 after.append(partial(fifo.delivered, (gid, tid, qid), first_time=attempt == 1))
 
@@ -252,7 +258,7 @@ class PopService:
             else:  # scan the log and evaluate (no index, or entries written before it)
                 position = begin
                 for offset, record in ctx.logs.scan(tid, qid, begin, ctx.settings.pop_scan_limit):
-                    if full() or offset >= indexed_from:
+                    if len(out) >= batch_size or size >= max_reply_bytes or offset >= indexed_from:  # full(), inline
                         break
                     position = offset + 1
                     view = records.view(record)
@@ -323,7 +329,8 @@ class PopService:
         """The deliveries of a receive whose reply never reached the client become visible again
         at once (and stop being auto-renewed: renewal leaves an expired checkpoint to revive)."""
         now = now_ms()
-        if self.checkpoints.release(pb.Message.FromString(messages[0]).system_properties.receipt_handle, now):
+        handle = rpc.ReceiveMessageResponse.FromString(messages[0]).message.system_properties.receipt_handle
+        if self.checkpoints.release(handle, now):
             self.reviver.note(now)
 
     async def forward_to_dlq(self, group: GroupConfig, topic: TopicConfig, handle: str) -> None:
