@@ -126,8 +126,8 @@ class AsyncSimpleConsumer:
             except Unimplemented:
                 self._streaming_only.add(endpoint)
             else:
-                decode = pb.Message.FromString
-                return [ReceivedMessage.from_pb(decode(m), queue.broker.name, endpoint) for m in reply.messages]
+                decode, received, broker = pb.Message.FromString, ReceivedMessage.from_pb, queue.broker.name
+                return [received(decode(m), broker, endpoint) for m in reply.messages]
         request = rpc.ReceiveMessageRequest(group=pb.Resource(name=self.group), message_queue=queue,
                                             filter_expression=self.subscriptions[topic].to_pb(), batch_size=n)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
