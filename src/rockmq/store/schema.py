@@ -38,7 +38,7 @@ class Family(StrEnum):
     LOG = "log", 1  # the messages of every queue
     OFFSETS = "offsets", 2  # consumer positions
     INFLIGHT = "inflight", 3  # POP checkpoints by deadline (revive order)
-    CHECKPOINTS = "checkpoints", 4  # POP checkpoints by position (receipt handles name them)
+    CHECKPOINTS = "checkpoints", 4  # POP checkpoints, one per receive (receipt handles name them)
     RETRY = "retry", 5  # messages waiting for their next POP delivery
     TIMERS = "timers", 6  # delayed messages by due time
     DEDUP = "dedup", 7  # producer de-duplication, in time buckets

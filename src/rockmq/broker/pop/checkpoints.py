@@ -13,7 +13,6 @@ checkpoint of its own (a new handle), auto-renew and release move a whole checkp
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -26,10 +25,12 @@ from rockmq.store.db import Batch
 
 _HEAD = keys.CHECKPOINT_HEAD
 _ENTRY = keys.CHECKPOINT_ENTRY
-_ATTEMPT_AT = _ENTRY.size - 4  # an entry's attempt, 0 once settled
-_ATTEMPT = struct.Struct(">I")
-_LIVE = struct.Struct(">I")
-_SETTLED = _ATTEMPT.pack(0)
+_SETTLED = 0  # an entry's attempt once it is settled
+
+
+def _entry_at(entry: int) -> int:
+    """Where a checkpoint's `entry`th delivery starts in its value."""
+    return _HEAD.size + entry * _ENTRY.size
 
 
 class Delivery(NamedTuple):
@@ -87,7 +88,7 @@ class Issue:
 
 def _entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
     """A checkpoint's live entries."""
-    return (e for e in _ENTRY.iter_unpack(memoryview(raw)[_HEAD.size:]) if e[2])
+    return (e for e in _ENTRY.iter_unpack(memoryview(raw)[_HEAD.size:]) if e[2] != _SETTLED)
 
 
 class Checkpoints:
@@ -122,10 +123,9 @@ class Checkpoints:
                 self._drop(batch, key, deadline, gid, tid, cid)
                 continue
             value = bytearray(raw)
-            _LIVE.pack_into(value, 8, live)
+            _HEAD.pack_into(value, 0, deadline, live)
             for d in settled:
-                at = _HEAD.size + d.entry * _ENTRY.size + _ATTEMPT_AT
-                value[at:at + 4] = _SETTLED
+                _ENTRY.pack_into(value, _entry_at(d.entry), d.queue_id, d.offset, _SETTLED)
             batch.put("checkpoints", key, bytes(value))
 
     @staticmethod
@@ -214,13 +214,13 @@ class Checkpoints:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
                                        "receipt handle is stale: the message was acknowledged or redelivered"))
                 continue
-            at = _HEAD.size + entry * _ENTRY.size
+            at = _entry_at(entry)
             if at + _ENTRY.size > len(raw):
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "malformed receipt handle: no such delivery"))
                 continue
             deadline = _HEAD.unpack_from(raw)[0]
             queue_id, offset, attempt = _ENTRY.unpack_from(raw, at)
-            if not attempt:
+            if attempt == _SETTLED:
                 out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
                                        "receipt handle is stale: the message was acknowledged, or a newer handle was issued"))
             elif deadline <= now:
