@@ -4,8 +4,9 @@ It starts both brokers itself on loopback (`rockmq serve --port 0`), fills the s
 directory through the broker (`--fill-size` bodies, `--fill-batch` per SendMessage, durable like
 any send), then measures `rockmq bench`'s produce-batch (`--batch` x `--size`) on both,
 interleaved over `--rounds` (empty, grown, grown, empty, ...), so the machine's load hits both
-alike. It prints per run the rate, the broker's CPU per message and its peak RSS, and at the end
-the grown/empty ratio of the mean rates; then consume-batch once on each (`--consume`), for the
+alike. It prints per run the rate, the broker's CPU per message (and how much of it went to
+compactions, per column family, from RocksDB's LOG), the load average and the broker's peak RSS,
+and at the end the grown/empty ratio of the mean rates; then consume-batch once on each (`--consume`), for the
 peak RSS under consumption; and what both stores look like: WAL files, pending compaction bytes
 and table files per level (read from a read-only open of each data directory).
 
