@@ -51,7 +51,7 @@ class SendService:
         ctx = self.ctx
         try:
             target, mtype, dead_letter = validate.check_send(msg, ctx.meta, ctx.settings, now, chosen)
-            topic = ctx.ensure_topic(target)
+            topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
         except BrokerError as e:
             return e
         if dead_letter:  # due now, whatever the send-back asked, in the dead-letter topic's first queue
@@ -74,37 +74,40 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
-        checked = [self._check(msg, now, chosen) for msg in messages]
+        check = self._check
+        checked = [check(msg, now, chosen) for msg in messages]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2]) for c in checked if isinstance(c, tuple)]))
-        for msg, check in zip(messages, checked, strict=True):
-            if isinstance(check, BrokerError):
-                results.append(SendResult(check.code, check.message, msg.system_properties.message_id))
+        append, record, choose = logs.append_message, dedup.record, logs.choose_queue
+        for msg, c in zip(messages, checked, strict=True):
+            if isinstance(c, BrokerError):
+                results.append(SendResult(c.code, c.message, msg.system_properties.message_id))
                 continue
-            topic, mtype, mid = check
+            topic, mtype, mid = c
+            tid = topic.id
             previous = next(stored)
-            earlier = seen.get((topic.id, mid))
+            earlier = seen.get((tid, mid))
             if earlier is not None:
                 results.append(earlier)
                 continue
             if previous is not None:  # a client retry of a message we already stored
                 results.append(SendResult(pb.OK, "OK", mid, previous.offset, previous.transaction_id, previous.recall_handle))
                 continue
-            result = SendResult(pb.OK, "OK", mid)
-            queue_id = -1
             sp = msg.system_properties
             group = sp.message_group if sp.HasField("message_group") else None
             picked = sp.queue_id if chosen and group is None else -1  # FIFO: the group's hash
             due = validate.delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
             if mtype == "TRANSACTION":
-                result.transaction_id = self.transactions.prepare(batch, topic, msg, due, picked)
+                result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg, due, picked))
+                queue_id = -1
             elif due > now:
-                result.recall_handle = self.timers.schedule(batch, topic, msg, due, picked)
+                result = SendResult(pb.OK, "OK", mid, 0, "", self.timers.schedule(batch, topic, msg, due, picked))
+                queue_id = -1
             else:
-                queue_id = picked if picked >= 0 else logs.choose_queue(topic, group)
-                result.offset = logs.append_message(batch, topic, queue_id, msg, now, allocated)
-                touched.add(topic.id)
-            dedup.record(batch, bucket, topic.id, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
-            seen[(topic.id, mid)] = result
+                queue_id = picked if picked >= 0 else choose(topic, group)
+                result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
+                touched.add(tid)
+            record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
+            seen[(tid, mid)] = result
             results.append(result)
         # Even a request that was all duplicates waits for the fsync covering the originals.
         await self.commit(batch, allocated, touched)

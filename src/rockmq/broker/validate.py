@@ -134,14 +134,14 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
     if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
         raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}: must be non-blank without '|'")
     keys = sp.keys
-    if keys and any(not k.strip() for k in keys):
+    if keys and not all(map(str.strip, keys)):  # a blank key strips to ""
         raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
     grouped = sp.HasField("message_group")
     if grouped and not sp.message_group.strip():
         raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
     props = msg.user_properties
     if props:
-        if sum(len(k) + len(v) for k, v in props.items()) > settings.max_properties_size:
+        if sum(map(len, props)) + sum(map(len, props.values())) > settings.max_properties_size:
             raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
                               f"user properties are over the {settings.max_properties_size}-byte limit")
         if "" in props:

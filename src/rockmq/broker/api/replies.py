@@ -74,6 +74,8 @@ def multi_status(statuses: list[pb.Status]) -> pb.Status:
 
 
 _OK_ENTRY_STATUS = delimited(SendResultEntry.STATUS, OK.SerializeToString())
+_OK_CODE = pb.OK
+_MESSAGE_ID, _OFFSET, _ENTRIES = SendResultEntry.MESSAGE_ID, SendResultEntry.OFFSET, SendMessageResponse.ENTRIES
 
 
 def send_reply(results: list[SendResult]) -> bytes:
@@ -82,7 +84,14 @@ def send_reply(results: list[SendResult]) -> bytes:
     parts: list[bytes] = []
     statuses: list[pb.Status] = []
     for r in results:
-        st = OK if r.code == pb.OK else status(r.code, r.message)
+        if r.code == _OK_CODE and r.message_id and not r.transaction_id and not r.recall_handle:  # most entries
+            statuses.append(OK)
+            mid = r.message_id.encode()
+            entry_bytes = b"".join((_OK_ENTRY_STATUS, _MESSAGE_ID, varint(len(mid)), mid,
+                                    _OFFSET + varint(r.offset) if r.offset else b""))
+            parts.append(_ENTRIES + varint(len(entry_bytes)) + entry_bytes)
+            continue
+        st = OK if r.code == _OK_CODE else status(r.code, r.message)
         statuses.append(st)
         entry = [_OK_ENTRY_STATUS if st is OK else delimited(SendResultEntry.STATUS, st.SerializeToString())]
         if r.message_id:  # proto3 leaves an empty string out (a message refused for having no id)

@@ -1,0 +1,103 @@
+"""SendMessage's handler path in-process, bytes in and bytes out: this tree against another, interleaved in one run.
+
+    PYTHONPATH=$PWD/src python bench/send_path_bench.py [--base /path/to/other/src] [--rounds 5] [--batch 32]
+
+Each round runs a child process per tree (this one, and `--base` if given: e.g. a worktree at main), each
+starting a real broker in-process (RocksDB in a temporary directory, default durable flush) and feeding it
+serialized SendMessageRequests of `--batch` × `--size` bytes through what the gRPC method runs: the request
+parsed, `SendService.send`, the reply encoded (`send_reply`). Prints CPU µs per message of the process
+(time.process_time: every thread, the fsync thread's and RocksDB's too) and of the handler's thread alone
+(time.thread_time: the Python that SendMessage runs, and the batch write); medians of the rounds. The broker's CPU per message end
+to end is `rockmq bench --scenario produce-batch`'s to tell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _child(requests: int, batch: int, size: int) -> tuple[float, float]:
+    from rockmq.broker.api.replies import send_reply
+    from rockmq.broker.server import Broker
+    from rockmq.config import Settings
+    from rockmq.protocol import pb, rpc
+    from rockmq.protocol.message_id import new_message_id
+
+    def request() -> bytes:
+        messages = []
+        for _ in range(batch):
+            msg = pb.Message(topic=pb.Resource(name="bench"), body=os.urandom(size // 2).hex().encode(),
+                             user_properties={"trace": "abc"})
+            sp = msg.system_properties
+            sp.message_id, sp.tag, sp.message_type, sp.born_host = new_message_id(), "created", pb.NORMAL, "127.0.0.1"
+            sp.keys.append("order-1")
+            sp.born_timestamp.GetCurrentTime()
+            messages.append(msg)
+        return rpc.SendMessageRequest(messages=messages).SerializeToString()
+
+    async def run(data_dir: str) -> tuple[float, float]:
+        broker = Broker(Settings(host="127.0.0.1", port=0, data_dir=data_dir))
+        await broker.start()
+        try:
+            raws = [request() for _ in range(requests + 20)]
+            sender = broker.sender
+
+            async def one(raw: bytes) -> bytes:
+                req = rpc.SendMessageRequest.FromString(raw)
+                return send_reply(await sender.send(req.messages))
+
+            for raw in raws[:20]:  # warm up: topic created, caches filled
+                await one(raw)
+            start, start_thread = time.process_time(), time.thread_time()
+            for raw in raws[20:]:
+                reply = await one(raw)
+            elapsed, elapsed_thread = time.process_time() - start, time.thread_time() - start_thread
+            assert rpc.SendMessageResponse.FromString(reply).status.code == pb.OK
+            return elapsed / (requests * batch) * 1e6, elapsed_thread / (requests * batch) * 1e6
+        finally:
+            await broker.stop()
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        return asyncio.run(run(data_dir))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", help="another tree's src directory, measured interleaved with this one")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(_child(args.requests, args.batch, args.size)))
+        return
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    trees = {"this": here, **({"base": os.path.abspath(args.base)} if args.base else {})}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for _ in range(args.rounds):
+        for name, src in trees.items():
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--requests", str(args.requests),
+                                  "--batch", str(args.batch), "--size", str(args.size)],
+                                 env={**os.environ, "PYTHONPATH": src}, check=True, capture_output=True, text=True)
+            figures[name].append(tuple(json.loads(out.stdout.strip().splitlines()[-1])))
+    medians = {name: [statistics.median(v[i] for v in values) for i in (0, 1)] for name, values in figures.items()}
+    for name, values in figures.items():
+        print(f"{name:5} process {medians[name][0]:6.2f} µs/msg, handler thread {medians[name][1]:6.2f} µs/msg  "
+              f"(rounds: {', '.join(f'{p:.2f}/{t:.2f}' for p, t in values)})")
+    if args.base:
+        print("this/base: " + ", ".join(f"{what} {medians['this'][i] / medians['base'][i]:.2f}"
+                                        for i, what in enumerate(("process", "handler thread"))))
+
+
+if __name__ == "__main__":
+    main()
