@@ -28,9 +28,8 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,6 @@ from rocksdict import AccessType, Options, Rdict
 
 from rockmq.bench import scenarios
 from rockmq.bench.options import Options as BenchOptions
-from rockmq.bench.probe import broker_sample
 
 GiB = 1024**3
 MiB = 1024**2
@@ -54,9 +52,6 @@ class Broker:
     data_dir: Path
     proc: subprocess.Popen[bytes] | None = None
     endpoint: str = ""
-    peak_rss_kib: int = 0
-    _sampler: threading.Thread | None = field(default=None, repr=False)
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def start(self) -> None:
         ready = self.data_dir.with_name(self.data_dir.name + ".ready")
@@ -72,15 +67,6 @@ class Broker:
                 raise SystemExit(f"{self.name} broker did not start (see {log.name})")
             time.sleep(0.1)
         self.endpoint = ready.read_text().strip()
-        self._stop.clear()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
-        self._sampler.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.25):
-            sample = broker_sample(self.pid)
-            if sample:
-                self.peak_rss_kib = max(self.peak_rss_kib, sample.rss_kib)
 
     @property
     def pid(self) -> int:
@@ -88,7 +74,6 @@ class Broker:
         return self.proc.pid
 
     def stop(self) -> None:
-        self._stop.set()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -149,26 +134,29 @@ def compaction_cpu(data_dir: Path, since: float, until: float) -> dict[str, floa
 
 
 def measure(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
-    broker.peak_rss_kib = 0
-    before = broker_sample(broker.pid)
     started = time.time()
-    figures = scenarios.produce(bench_options(broker.endpoint, broker.pid, args), "produce-batch")
-    after = broker_sample(broker.pid)
-    if before and after and figures["messages"]:
-        figures["broker_us_per_msg"] = round((after.cpu_s - before.cpu_s) * 1e6 / figures["messages"], 1)
+    peak = scenarios.PeakRss(broker.pid)
+    try:
+        figures = scenarios.produce(bench_options(broker.endpoint, broker.pid, args), "produce-batch")
+    finally:
+        peak_mib = peak.stop()
+    if figures["messages"]:  # the broker's CPU per message is figures["broker_cpu_us_per_msg"]
         compactions = compaction_cpu(broker.data_dir, started, time.time())
         figures["compaction_us_per_msg"] = {f: round(s * 1e6 / figures["messages"], 2) for f, s in compactions.items()}
-    figures["peak_rss_mib"] = round(broker.peak_rss_kib / 1024, 1)
+    figures["peak_rss_mib"] = peak_mib
     return figures
 
 
 def measure_consume(broker: Broker, args: argparse.Namespace) -> dict[str, Any]:
     """`rockmq bench`'s consume-batch (prefill, then receive 256 + ack per batch): for the peak RSS."""
-    broker.peak_rss_kib = 0
     opts = bench_options(broker.endpoint, broker.pid, args, scenario="consume-batch", messages=args.consume,
                          concurrency=None, batch=256)
-    figures = scenarios.consume(opts, "consume-batch", True)
-    figures["peak_rss_mib"] = round(broker.peak_rss_kib / 1024, 1)
+    peak = scenarios.PeakRss(broker.pid)
+    try:
+        figures = scenarios.consume(opts, "consume-batch", True)
+    finally:
+        peak_mib = peak.stop()
+    figures["peak_rss_mib"] = peak_mib
     return figures
 
 
@@ -229,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures = measure(broker, args)
                 runs[broker.name].append(figures)
                 print(f"round {r + 1} {broker.name}: {figures['messages_per_s']:,.0f} msg/s, "
-                      f"{figures.get('broker_us_per_msg', '?')} us broker CPU/msg "
+                      f"{figures.get('broker_cpu_us_per_msg') or '?'} us broker CPU/msg "
                       f"(compactions {figures.get('compaction_us_per_msg')}), "
                       f"load {os.getloadavg()[0]:.1f}, peak RSS {figures['peak_rss_mib']} MiB, "
                       f"{figures['errors']} errors", flush=True)

@@ -47,7 +47,7 @@ import grpc
 from rockmq.bench.jobs import Tally
 from rockmq.bench.options import Options
 from rockmq.bench.probe import broker_sample
-from rockmq.bench.report import percentile
+from rockmq.bench.report import Figures, figures_of, percentile
 from rockmq.bench.wire import MESSAGE_NOT_FOUND, OK, Client, SetupError, ack, ack_batched, describe
 from rockmq.bench.workers import run_loop
 from rockmq.protocol import admin, admin_grpc, pb
@@ -75,7 +75,6 @@ TARGET_COST_RATIO = 1 / 1.5
 SEQUENCE_DIGITS = 16  # rockmq.bench.wire.Client ids: per-client prefix + 16 hex digits of a counter
 
 RequestFactory = Callable[[int], svc.SendMessageRequest]
-Figures = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -214,19 +213,6 @@ async def send_many(client: Client, build: RequestFactory, batch: int, concurren
     tally.finished = time.monotonic()
     cpu_percent(mark, client.opts.broker_pid, tally)
     return tally
-
-
-def send_figures(tally: Tally) -> Figures:
-    """What every batch of sends reports."""
-    return {
-        "messages": tally.ok,
-        "seconds": round(tally.seconds, 3),
-        "messages_per_s": round(tally.ok / tally.seconds, 1),
-        "errors": tally.errors,
-        "error_samples": tally.samples,
-        "client_cpu_pct": round(tally.client_cpu_pct, 1),
-        "broker_cpu_pct": None if tally.broker_cpu_pct is None else round(tally.broker_cpu_pct, 1),
-    }
 
 
 # --- receiving -------------------------------------------------------------------------------
@@ -456,7 +442,7 @@ def received_figures(tracker: Tracker, consumers: Consumers) -> Figures:
 
 def rss_mib(pid: int | None) -> float | None:
     sample = broker_sample(pid) if pid else None
-    return round(sample.rss_kib / 1024, 1) if sample else None
+    return sample.rss_mib if sample else None
 
 
 async def timer_stats(opts: TimerOptions) -> Any | None:
@@ -513,7 +499,7 @@ async def prefill(opts: TimerOptions) -> Figures:
         tally = await send_many(client, build, opts.prefill_batch, opts.concurrency, total=max(0, opts.pending - already))
     finally:
         await client.close()
-    figures.update(send_figures(tally))
+    figures.update(figures_of(tally))
     stats = await timer_stats(opts)
     figures["pending_now"] = stats.pending if stats is not None else None
     return figures
@@ -556,7 +542,7 @@ async def lateness(opts: TimerOptions, earlier: dict[str, Figures]) -> Figures:
     figures.update({
         "topic": topic,
         "receiver": f"{opts.receiver} x{opts.receivers}",
-        "sends": send_figures(sent),
+        "sends": figures_of(sent),
         "broker_moves": moves,
         "early": sum(1 for x in ordered if x < 0),
         "min_ms": round(ordered[0], 2) if ordered else None,
@@ -621,7 +607,7 @@ async def burst(opts: TimerOptions, earlier: dict[str, Figures]) -> Figures:
     figures.update({
         "topic": topic,
         "receiver": f"{opts.receiver} x{opts.receivers}",
-        "sends": send_figures(sent),
+        "sends": figures_of(sent),
         "broker_moves": moves,
         "lead_s": round(lead_s, 1),
         "sends_done_before_due_s": round((due_ms - sends_done_ms) / 1000, 3),
@@ -674,7 +660,7 @@ async def schedule_cost(opts: TimerOptions, earlier: dict[str, Figures]) -> Figu
         totals = await alternate(client, {"normal": client.send_request, "delayed": later}, opts)
     finally:
         await client.close()
-    figures: Figures = {name: send_figures(tally) for name, tally in totals.items()}
+    figures: Figures = {name: figures_of(tally) for name, tally in totals.items()}
     normal_rate = figures["normal"]["messages_per_s"]
     figures["ratio"] = round(figures["delayed"]["messages_per_s"] / normal_rate, 3) if normal_rate else None
     figures["target_met"] = figures["ratio"] is not None and figures["ratio"] >= TARGET_COST_RATIO

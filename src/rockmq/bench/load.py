@@ -105,7 +105,7 @@ async def run_soak(client: Client, job: Job, tally: Tally) -> None:
         while time.monotonic() < deadline:
             sample = broker_sample(job.probe_pid) if job.probe_pid else None
             if sample:
-                tally.rss_mib.append(round(sample.rss_kib / 1024, 1))
+                tally.rss_mib.append(sample.rss_mib)
             await asyncio.sleep(min(SOAK_SAMPLE_S, max(0.0, deadline - time.monotonic())))
 
     await asyncio.gather(*(producer() for _ in range(2)), *(consumer() for _ in range(2)), sampler())

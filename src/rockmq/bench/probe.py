@@ -22,6 +22,15 @@ class Sample:
     rss_kib: int  # summed over the broker and its descendants
     cpu_s: float  # user + system, ditto
 
+    @property
+    def rss_mib(self) -> float:
+        return mib(self.rss_kib)
+
+
+def mib(kib: int) -> float:
+    """KiB -> MiB as the bench reports it."""
+    return round(kib / 1024, 1)
+
 
 def listen_inodes(table: str, port: int) -> set[str]:
     """Socket inodes LISTENing on `port` (any address) in the text of a /proc/net/tcp{,6} table."""

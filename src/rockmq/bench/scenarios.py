@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from rockmq.bench.jobs import Job, Tally
 from rockmq.bench.options import DEFAULT_CONCURRENCY, OWN_BATCH, SEND_BATCH, Options
-from rockmq.bench.probe import broker_sample
+from rockmq.bench.probe import broker_sample, mib
 from rockmq.bench.report import Figures, figures_of, ratio, with_percentiles
 from rockmq.bench.workers import run_workers
 
@@ -127,7 +127,7 @@ class PeakRss:
         """Stop sampling -> the peak in MiB."""
         self._stop.set()
         self._thread.join()
-        return round(self.peak_kib / 1024, 1)
+        return mib(self.peak_kib)
 
 
 def run_scenario(opts: Options, scenario: str, fill: bool = True) -> Figures:
@@ -141,7 +141,7 @@ def run_scenario(opts: Options, scenario: str, fill: bool = True) -> Figures:
         peak_mib = peak.stop() if peak else None
     after = broker_sample(opts.broker_pid) if opts.broker_pid else None
     if before and after:
-        figures["broker_rss_mib"] = [round(before.rss_kib / 1024, 1), round(after.rss_kib / 1024, 1)]
+        figures["broker_rss_mib"] = [before.rss_mib, after.rss_mib]
         figures["broker_rss_peak_mib"] = max(peak_mib or 0.0, *figures["broker_rss_mib"])
     return figures
 
