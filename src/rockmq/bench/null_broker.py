@@ -35,7 +35,7 @@ from rockmq.broker.send import SendResult
 from rockmq.broker.server import SWITCH_INTERVAL_S, _listen
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
-from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply
+from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
 from rockmq.ready_file import write_ready_file
@@ -95,6 +95,10 @@ class Nothing:
     def batch(self, asked: int) -> list[bytes]:
         return self.messages[:asked or self.default_batch]
 
+    def framed(self, asked: int) -> list[bytes]:
+        """`batch`'s messages framed as a receive hands them out (ReceiveMessage's and Receive's field)."""
+        return self.frames[:asked or self.default_batch]
+
     def route(self, topic: pb.Resource, endpoints: pb.Endpoints) -> list[pb.MessageQueue]:
         broker = pb.Broker(name=NAME, id=0, endpoints=endpoints)
         return [pb.MessageQueue(topic=topic, id=i, permission=pb.READ_WRITE, broker=broker,
@@ -132,7 +136,7 @@ class NullMessaging(MessagingServicer):
         await self.nothing.sync(ACK_BYTES)
         response = rpc.ReceiveMessageResponse
         yield status_frame(response, OK)
-        for frame in self.nothing.frames[:len(self.nothing.batch(request.batch_size))]:
+        for frame in self.nothing.framed(request.batch_size):
             yield frame
         yield now_frame(response)
 
@@ -161,7 +165,7 @@ class NullBatch(BatchServicer):
     @unary(batch.ReceiveResponse)
     async def Receive(self, request: batch.ReceiveRequest, context: Context) -> bytes:
         await self.nothing.sync(ACK_BYTES)
-        return messages_reply(OK, self.nothing.batch(request.batch_size))
+        return received_reply(OK, self.nothing.framed(request.batch_size))
 
     @unary(batch.AckResponse)
     async def Ack(self, request: batch.AckRequest, context: Context) -> bytes:
