@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import gc
 import logging
-import signal
 import sys
 
 import grpc
@@ -44,6 +43,7 @@ from rockmq.config import Settings
 from rockmq.protocol import admin_grpc, replication_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
+from rockmq.stop_signals import stop_event
 from rockmq.store import Store
 
 log = logging.getLogger(__name__)
@@ -156,10 +156,7 @@ class Broker:
 
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_event()
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     check_data_dir(settings.data_path)
     log.info("%s", compiled.describe())

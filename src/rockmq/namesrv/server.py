@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 import time
 from typing import Any
 
@@ -13,6 +11,7 @@ import grpc
 from rockmq.namesrv.registry import Registry
 from rockmq.protocol import namesrv, namesrv_grpc
 from rockmq.ready_file import write_ready_file
+from rockmq.stop_signals import stop_event
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +58,7 @@ async def start(service: NameServer, host: str, port: int) -> tuple[grpc.aio.Ser
 async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None) -> None:
     server, bound = await start(NameServer(timeout_ms), host, port)
     print(f"rockmq name server listening on {host}:{bound}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_event()
     if ready_file:
         write_ready_file(ready_file, host, bound)
     await stop.wait()

@@ -34,6 +34,7 @@ from rockmq.namesrv.registry import Registry
 from rockmq.namesrv.server import NameServer, start
 from rockmq.ready_file import write_ready_file
 from rockmq.shards.restarts import GiveUp, Restarts
+from rockmq.stop_signals import stop_event
 
 log = logging.getLogger(__name__)
 STOP_S = 30.0  # a shard asked to stop gets this long before it is killed
@@ -204,10 +205,7 @@ class Supervisor:
 
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     """Run `settings.shards` shards until SIGTERM or SIGINT (CannotStart: refused, or a shard gave up)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_event()
     root = settings.data_path
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     check_data_dir(root)
