@@ -7,7 +7,8 @@ starting a real broker in-process (RocksDB in a temporary directory, default dur
 serialized SendMessageRequests of `--batch` × `--size` bytes through what the gRPC method runs: the request
 parsed, `SendService.send`, the reply encoded (`send_reply`). Prints CPU µs per message of the process
 (time.process_time: every thread, the fsync thread's and RocksDB's too) and of the handler's thread alone
-(time.thread_time: the Python that SendMessage runs, and the batch write); medians of the rounds. The broker's CPU per message end
+(time.thread_time: the Python that SendMessage runs, and the batch write), and messages per second
+(`--concurrency` requests in flight, as tasks on the loop); medians of the rounds. The broker's CPU per message end
 to end is `rockmq bench --scenario produce-batch`'s to tell.
 """
 
@@ -24,7 +25,7 @@ import tempfile
 import time
 
 
-def _child(requests: int, batch: int, size: int) -> tuple[float, float]:
+def _child(requests: int, batch: int, size: int, concurrency: int) -> tuple[float, float, float]:
     from rockmq.broker.api.replies import send_reply
     from rockmq.broker.server import Broker
     from rockmq.config import Settings
@@ -43,7 +44,7 @@ def _child(requests: int, batch: int, size: int) -> tuple[float, float]:
             messages.append(msg)
         return rpc.SendMessageRequest(messages=messages).SerializeToString()
 
-    async def run(data_dir: str) -> tuple[float, float]:
+    async def run(data_dir: str) -> tuple[float, float, float]:
         broker = Broker(Settings(host="127.0.0.1", port=0, data_dir=data_dir))
         await broker.start()
         try:
@@ -56,12 +57,20 @@ def _child(requests: int, batch: int, size: int) -> tuple[float, float]:
 
             for raw in raws[:20]:  # warm up: topic created, caches filled
                 await one(raw)
-            start, start_thread = time.process_time(), time.thread_time()
-            for raw in raws[20:]:
-                reply = await one(raw)
+            todo = iter(raws[20:])
+            replies: list[bytes] = []
+
+            async def worker() -> None:  # `concurrency` of these: requests in flight, as a gRPC server has them
+                for raw in todo:
+                    replies.append(await one(raw))
+
+            start, start_thread, start_wall = time.process_time(), time.thread_time(), time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
             elapsed, elapsed_thread = time.process_time() - start, time.thread_time() - start_thread
+            rate = requests * batch / (time.perf_counter() - start_wall)
+            reply = replies[-1]
             assert rpc.SendMessageResponse.FromString(reply).status.code == pb.OK
-            return elapsed / (requests * batch) * 1e6, elapsed_thread / (requests * batch) * 1e6
+            return elapsed / (requests * batch) * 1e6, elapsed_thread / (requests * batch) * 1e6, rate
         finally:
             await broker.stop()
 
@@ -76,24 +85,26 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.requests, args.batch, args.size)))
+        print(json.dumps(_child(args.requests, args.batch, args.size, args.concurrency)))
         return
     here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     trees = {"this": here, **({"base": os.path.abspath(args.base)} if args.base else {})}
-    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    figures: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, src in trees.items():
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--requests", str(args.requests),
-                                  "--batch", str(args.batch), "--size", str(args.size)],
+                                  "--batch", str(args.batch), "--size", str(args.size),
+                                  "--concurrency", str(args.concurrency)],
                                  env={**os.environ, "PYTHONPATH": src}, check=True, capture_output=True, text=True)
             figures[name].append(tuple(json.loads(out.stdout.strip().splitlines()[-1])))
-    medians = {name: [statistics.median(v[i] for v in values) for i in (0, 1)] for name, values in figures.items()}
+    medians = {name: [statistics.median(v[i] for v in values) for i in (0, 1, 2)] for name, values in figures.items()}
     for name, values in figures.items():
-        print(f"{name:5} process {medians[name][0]:6.2f} µs/msg, handler thread {medians[name][1]:6.2f} µs/msg  "
-              f"(rounds: {', '.join(f'{p:.2f}/{t:.2f}' for p, t in values)})")
+        print(f"{name:5} process {medians[name][0]:6.2f} µs/msg, handler thread {medians[name][1]:6.2f} µs/msg, "
+              f"{medians[name][2]:8,.0f} msg/s  (rounds: {', '.join(f'{p:.2f}/{t:.2f}' for p, t, _ in values)})")
     if args.base:
         print("this/base: " + ", ".join(f"{what} {medians['this'][i] / medians['base'][i]:.2f}"
                                         for i, what in enumerate(("process", "handler thread"))))
