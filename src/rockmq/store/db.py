@@ -35,7 +35,7 @@ from rocksdict import (
     WriteOptions,
 )
 
-from rockmq.config import Settings
+from rockmq.config import MiB, Settings
 from rockmq.store import keys, oplog
 from rockmq.store.keys import prefix_end
 from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, SchemaError
@@ -43,7 +43,6 @@ from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Fami
 log = logging.getLogger(__name__)
 
 
-MiB = 1024 * 1024
 # The families that take the message writes get a quarter of the memtable budget each, the
 # bookkeeping families a sixteenth (see Memory).
 BIG_MEMTABLE_FAMILIES = (Family.LOG, Family.TIMERS)
