@@ -37,6 +37,8 @@ def test_parent_and_child_both_store_after_a_fork(broker, conn, unique):
     run = subprocess.run([sys.executable, "-c", SCENARIO, broker.endpoint, topic], capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 0, run.stderr
-    ids = dict(line.split() for line in run.stdout.splitlines())
-    assert ids.keys() == {"parent", "child"} and ids["parent"] != ids["child"]
+    # Each process prints one "<who> <message id>" line; anything else on stdout (a library's
+    # chatter under load was seen once) is shown, not parsed.
+    ids = dict(line.split() for line in run.stdout.splitlines() if line.startswith(("parent ", "child ")))
+    assert ids.keys() == {"parent", "child"} and ids["parent"] != ids["child"], run.stdout
     assert sorted(m.body for m in conn.pull_all(topic, 0)) == [b"child", b"parent"]
