@@ -82,3 +82,10 @@ def test_an_extension_of_a_module_compiled_no_more_runs_as_python(monkeypatch: p
         spec = compiled._Finder().find_spec("rockmq.protocol.wire", rockmq.protocol.__path__)
     assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name("wire.py"))
     assert "compiled no more" in str(caught[0].message)
+
+
+@pytest.mark.skipif(os.environ.get("ROCKMQ_EXPECT_COMPILED") != "1",
+                    reason="only where the run says it installed a compiled build (.ci/run)")
+def test_the_compiled_build_runs_where_it_was_installed() -> None:
+    """CI installs with a compiler: the compiled-only tests above must run there, not skip."""
+    assert compiled.describe() == compiled.COMPILED, sorted(p.name for p in Path(compiled.__file__).parent.rglob("*.so"))
