@@ -22,9 +22,10 @@ import ctypes
 import ctypes.util
 import logging
 
+from rockmq.config import MiB
+
 log = logging.getLogger(__name__)
 
-MiB = 1024 * 1024
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -2, -3, -8
 SETTINGS = ((_M_MMAP_THRESHOLD, 16 * MiB), (_M_TRIM_THRESHOLD, 32 * MiB), (_M_TOP_PAD, 8 * MiB), (_M_ARENA_MAX, 2))
 _tuned = False
