@@ -1,0 +1,92 @@
+"""The broker's ACLs on disk: `acl.json` in the data directory, replaced whole on every change.
+
+A change is written beside the file, fsync'ed, renamed over it and the directory fsync'ed, so the
+file is always the old ACLs or the new ones, never half of either. One entry per (user, resource):
+granting a resource again replaces its entry (actions, source IPs, decision).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from rockmq.auth.acl import AclError, Entry, Resource, parse_actions, parse_decision, parse_networks
+
+FILE_NAME = "acl.json"
+VERSION = 1
+
+Acls = Mapping[str, tuple[Entry, ...]]  # user -> entries
+
+
+class AclStoreError(Exception):
+    """The ACL file cannot be read (one line saying why)."""
+
+
+def entry_to_json(e: Entry) -> dict[str, object]:
+    return {"resource": str(e.resource), "actions": sorted(a.value for a in e.actions),
+            "source_ips": [str(n) for n in e.source_ips], "decision": e.decision.value}
+
+
+def entry_from_json(d: Mapping[str, object]) -> Entry:
+    ips = d.get("source_ips") or []
+    actions = d.get("actions") or []
+    if not isinstance(ips, list) or not isinstance(actions, list):
+        raise AclError("actions and source_ips must be lists")
+    return Entry(Resource.parse(str(d["resource"])), parse_actions([str(a) for a in actions]),
+                 parse_networks(str(i) for i in ips), parse_decision(str(d.get("decision", "Allow"))))
+
+
+def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """`path` holds `data` afterwards, or its old content after a crash at any point."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(partial, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class AclStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / FILE_NAME
+        self.acls: dict[str, tuple[Entry, ...]] = self._load()
+
+    def _load(self) -> dict[str, tuple[Entry, ...]]:
+        try:
+            doc = json.loads(self.path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            raise AclStoreError(f"cannot read {self.path}: {e}") from None
+        try:
+            return {user: tuple(entry_from_json(d) for d in entries) for user, entries in doc["acls"].items()}
+        except (AclError, KeyError, TypeError, AttributeError) as e:
+            raise AclStoreError(f"{self.path} is not a valid ACL file: {e}") from None
+
+    def _save(self, acls: dict[str, tuple[Entry, ...]]) -> None:
+        doc = {"version": VERSION, "acls": {u: [entry_to_json(e) for e in es] for u, es in sorted(acls.items()) if es}}
+        write_atomically(self.path, json.dumps(doc, indent=1).encode())
+        self.acls = {u: es for u, es in acls.items() if es}
+
+    def grant(self, user: str, entry: Entry) -> None:
+        """Give `user` this entry, replacing the one they had on the same resource."""
+        kept = tuple(e for e in self.acls.get(user, ()) if e.resource != entry.resource)
+        self._save({**self.acls, user: (*kept, entry)})
+
+    def revoke(self, user: str, resource: Resource) -> Entry:
+        """Take away `user`'s entry on `resource` -> it; AclError when they have none."""
+        entries = self.acls.get(user, ())
+        gone = [e for e in entries if e.resource == resource]
+        if not gone:
+            raise AclError(f"user {user!r} has no entry on {resource}")
+        self._save({**self.acls, user: tuple(e for e in entries if e.resource != resource)})
+        return gone[0]

@@ -1,0 +1,186 @@
+"""Every RPC of every service -> what it needs (pure; one table).
+
+A `Rule` says who may call a method: any authenticated user whose ACL allows the request's checks
+(`Who.USER`, with `checks(request)` -> the (resource, actions) it needs, all of them), super users
+only (`Who.SUPER`: promote, users, ACLs), or the cluster's inner credentials (`Who.INNER`:
+replication, name-server registration). The v2 part follows Apache RocketMQ's mapping
+(security-notes.md), with Pull and the offsets mapped too; rockmq's own services map the same way.
+Telemetry's checks are per settings command (`telemetry_checks`). `creates(method, request)` names
+the topics a request would auto-create if they are new: with auth on, that needs Topic·Create too.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rockmq.auth.acl import Action, Check, Kind, group_check, topic_check
+from rockmq.protocol import pb, rpc
+
+Request = Any  # a method's request message
+Checks = Callable[[Request], list[Check]]
+
+PUB, SUB, CREATE, DELETE, GET, LIST = Action.PUB, Action.SUB, Action.CREATE, Action.DELETE, Action.GET, Action.LIST
+MESSAGING = "apache.rocketmq.v2.MessagingService"
+BATCH = "rockmq.messaging.v1.BatchMessaging"
+ADMIN = "rockmq.admin.v1.Admin"
+REPLICATION = "rockmq.replication.v1.Replication"
+NAMESRV = "rockmq.namesrv.v1.NameServer"
+ALL_TOPICS, ALL_GROUPS = "", ""  # what List checks: `*`, `Topic:*` or `Group:*` allows it
+
+
+class Who(enum.Enum):
+    USER = "user"  # an authenticated user whose ACL allows the checks
+    SUPER = "super"  # super users only
+    INNER = "inner"  # the cluster's inner credentials
+
+
+@dataclass(frozen=True)
+class Rule:
+    who: Who
+    checks: Checks | None = None  # Who.USER: what the request needs (None: nothing beyond being a user)
+
+
+def _nothing(request: Request) -> list[Check]:
+    return []
+
+
+def _group_and_topic(group: str, topic: str) -> list[Check]:
+    return [group_check(group, SUB), topic_check(topic, SUB)]
+
+
+def _sends(request: rpc.SendMessageRequest) -> list[Check]:
+    return [topic_check(t, PUB) for t in dict.fromkeys(m.topic.name for m in request.messages)]
+
+
+def _optional_group(request: rpc.HeartbeatRequest | rpc.NotifyClientTerminationRequest) -> list[Check]:
+    return [group_check(request.group.name, SUB)] if request.HasField("group") and request.group.name else []
+
+
+def _queue_pair(request: rpc.PullMessageRequest | rpc.UpdateOffsetRequest | rpc.GetOffsetRequest) -> list[Check]:
+    return _group_and_topic(request.group.name, request.message_queue.topic.name)
+
+
+def _pair(request: Request) -> list[Check]:
+    """A request with a `group` and a `topic` Resource."""
+    return _group_and_topic(request.group.name, request.topic.name)
+
+
+def _batch_pair(request: Request) -> list[Check]:
+    """A BatchMessaging request with `group` and `topic` strings."""
+    return _group_and_topic(request.group, request.topic)
+
+
+def staged_topics(request: Any) -> list[str]:
+    """The topics of a Stage request's messages (each `contents` is a message without its system properties)."""
+    return list(dict.fromkeys(pb.Message.FromString(c).topic.name for c in request.contents))
+
+
+def _topic(*actions: Action) -> Checks:
+    return lambda request: [topic_check(request.topic.name, *actions)]
+
+
+def _named(kind: Kind, action: Action) -> Checks:
+    """An admin request naming a topic or group by `name`."""
+    if kind is Kind.TOPIC:
+        return lambda request: [topic_check(request.name, action)]
+    return lambda request: [group_check(request.name, action)]
+
+
+def _listing(kind: Kind) -> Checks:
+    return lambda request: [Check(kind, "", frozenset({LIST}))]
+
+
+_V2: dict[str, Rule] = {
+    "QueryRoute": Rule(Who.USER, _topic(PUB, SUB)),
+    "Heartbeat": Rule(Who.USER, _optional_group),
+    "SendMessage": Rule(Who.USER, _sends),
+    "QueryAssignment": Rule(Who.USER, _pair),
+    "ReceiveMessage": Rule(Who.USER, lambda r: _group_and_topic(r.group.name, r.message_queue.topic.name)),
+    "AckMessage": Rule(Who.USER, _pair),
+    "ForwardMessageToDeadLetterQueue": Rule(Who.USER, _pair),
+    "PullMessage": Rule(Who.USER, _queue_pair),
+    "UpdateOffset": Rule(Who.USER, _queue_pair),
+    "GetOffset": Rule(Who.USER, _queue_pair),
+    "QueryOffset": Rule(Who.USER, lambda r: [topic_check(r.message_queue.topic.name, SUB)]),
+    "EndTransaction": Rule(Who.USER, _topic(PUB)),
+    "Telemetry": Rule(Who.USER, _nothing),  # each settings command: telemetry_checks
+    "NotifyClientTermination": Rule(Who.USER, _optional_group),
+    "ChangeInvisibleDuration": Rule(Who.USER, lambda r: [group_check(r.group.name, SUB)]),
+    "RecallMessage": Rule(Who.USER, _topic(PUB)),
+    "SyncLiteSubscription": Rule(Who.USER, _pair),
+}
+_BATCH: dict[str, Rule] = {
+    "Receive": Rule(Who.USER, _batch_pair),
+    "Ack": Rule(Who.USER, _batch_pair),
+    "Pull": Rule(Who.USER, _batch_pair),
+    "Fetch": Rule(Who.USER, lambda r: [topic_check(r.topic, SUB)]),
+    "Stage": Rule(Who.USER, lambda r: [topic_check(t, PUB) for t in staged_topics(r)]),
+    # The chunks' topics were checked when they were staged; their handles are the staging user's to use.
+    "PublishStaged": Rule(Who.USER),
+    "DiscardStaged": Rule(Who.USER),
+}
+_ADMIN: dict[str, Rule] = {
+    "CreateTopic": Rule(Who.USER, _named(Kind.TOPIC, CREATE)),
+    "ListTopics": Rule(Who.USER, _listing(Kind.TOPIC)),
+    "DescribeTopic": Rule(Who.USER, _named(Kind.TOPIC, GET)),
+    "DeleteTopic": Rule(Who.USER, _named(Kind.TOPIC, DELETE)),
+    "CreateGroup": Rule(Who.USER, _named(Kind.GROUP, CREATE)),
+    "ListGroups": Rule(Who.USER, _listing(Kind.GROUP)),
+    "DescribeGroup": Rule(Who.USER, _named(Kind.GROUP, GET)),
+    "ListMembers": Rule(Who.USER, _named(Kind.GROUP, GET)),
+    "GetTimerStats": Rule(Who.USER, _listing(Kind.TOPIC)),  # pending messages of every topic
+    "Promote": Rule(Who.SUPER),
+    "GrantAcl": Rule(Who.SUPER),
+    "RevokeAcl": Rule(Who.SUPER),
+    "ListAcls": Rule(Who.SUPER),
+}
+_INNER: dict[str, Rule] = {
+    f"/{REPLICATION}/Follow": Rule(Who.INNER),
+    f"/{NAMESRV}/Register": Rule(Who.INNER),
+    f"/{NAMESRV}/ListBrokers": Rule(Who.USER),
+}
+# Full gRPC method name ("/package.Service/Method", as HandlerCallDetails.method gives it) -> its rule.
+RULES: dict[str, Rule] = {
+    **{f"/{MESSAGING}/{m}": r for m, r in _V2.items()},
+    **{f"/{BATCH}/{m}": r for m, r in _BATCH.items()},
+    **{f"/{ADMIN}/{m}": r for m, r in _ADMIN.items()},
+    **_INNER,
+}
+SUPER_ONLY = Rule(Who.SUPER)  # a method not in the table (users' admin calls until listed): super users only
+
+
+def rule(method: str) -> Rule:
+    """The rule of a full method name; a method the table does not know is for super users only."""
+    return RULES.get(method, SUPER_ONLY)
+
+
+def is_v2(method: str) -> bool:
+    """Whether refusals are typed statuses (MessagingService) rather than gRPC statuses."""
+    return method.startswith(f"/{MESSAGING}/")
+
+
+def telemetry_checks(settings: pb.Settings) -> list[Check]:
+    """A Telemetry settings command: each publishing topic · Pub; the group · Sub and each subscribed topic · Sub."""
+    if settings.HasField("publishing"):
+        return [topic_check(t.name, PUB) for t in settings.publishing.topics]
+    if settings.HasField("subscription"):
+        sub = settings.subscription
+        checks = [group_check(sub.group.name, SUB)] if sub.HasField("group") else []
+        return checks + [topic_check(e.topic.name, SUB) for e in sub.subscriptions]
+    return []
+
+
+# Methods that create a topic that does not exist yet (auto-creation) -> the topics they name.
+CREATES: dict[str, Callable[[Request], Sequence[str]]] = {
+    f"/{MESSAGING}/QueryRoute": lambda r: [r.topic.name],
+    f"/{MESSAGING}/SendMessage": lambda r: list(dict.fromkeys(m.topic.name for m in r.messages)),
+    f"/{BATCH}/Stage": staged_topics,
+}
+
+
+def create_check(topic: str) -> Check:
+    return topic_check(topic, CREATE)
+
