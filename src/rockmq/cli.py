@@ -108,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", metavar="N", help="broker shard processes on this machine, joined as a cluster "
                                                       "behind --port: a number, or auto (one per core) (default 1)")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    serve.add_argument("--auth", dest="auth_enabled", action="store_const", const=True,
+                       help="authenticate and authorize every request (docs/security.md)")
+    serve.add_argument("--admin-user", metavar="NAME", help="with --auth: the first super user, made when there are no "
+                                                            "users yet (env ROCKMQ_ADMIN_USER)")
+    serve.add_argument("--admin-secret", metavar="S", help="that user's secret key (env ROCKMQ_ADMIN_SECRET)")
 
     ns = sub.add_parser("namesrv", help="run a name server in the foreground")
     ns.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -208,7 +213,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of", "workers",
-                                                "default_queues", "auto_create_topics", "log_level")}
+                                                "default_queues", "auto_create_topics", "log_level", "auth_enabled",
+                                                "admin_user", "admin_secret")}
     settings = load_settings(args.config, overrides)
     _log_at(settings.log_level)
     if settings.shards > 1:

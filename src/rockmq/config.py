@@ -12,7 +12,7 @@ import dataclasses
 import os
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -90,6 +90,11 @@ class Settings:
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
     log_level: str = "INFO"
+    # Authentication and authorization (docs/security.md): every request signed by a known user.
+    # The first super user, made when the broker starts with auth on and has no users yet.
+    auth_enabled: bool = False
+    admin_user: str = ""
+    admin_secret: str = field(default="", repr=False)
     # --- limits and batch sizes ---------------------------------------------------------------
     max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
     max_receive_batch: int = 1024  # messages one receive or pull hands out at most
@@ -140,6 +145,8 @@ class Settings:
         if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
             raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
+        if bool(self.admin_user) != bool(self.admin_secret):
+            raise ConfigError("admin_user and admin_secret (--admin-user, --admin-secret) go together")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:

@@ -32,13 +32,13 @@ INVALID_RECEIPT_HANDLE = 40013
 NORMAL, FIFO, DELAY = 1, 2, 3
 
 
-def config(endpoint: str) -> ClientConfiguration:
-    return ClientConfiguration(endpoint, Credentials(), request_timeout=REQUEST_TIMEOUT_S)
+def config(endpoint: str, credentials: Credentials | None = None) -> ClientConfiguration:
+    return ClientConfiguration(endpoint, credentials or Credentials(), request_timeout=REQUEST_TIMEOUT_S)
 
 
 @contextlib.contextmanager
-def producer(endpoint: str, *topics: str) -> Iterator[Producer]:
-    p = Producer(config(endpoint), tuple(topics) or None)
+def producer(endpoint: str, *topics: str, credentials: Credentials | None = None) -> Iterator[Producer]:
+    p = Producer(config(endpoint, credentials), tuple(topics) or None)
     p.startup()
     try:
         yield p
@@ -48,9 +48,9 @@ def producer(endpoint: str, *topics: str) -> Iterator[Producer]:
 
 @contextlib.contextmanager
 def simple_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
-                    await_s: int = AWAIT_S) -> Iterator[SimpleConsumer]:
+                    await_s: int = AWAIT_S, credentials: Credentials | None = None) -> Iterator[SimpleConsumer]:
     subs = {topic: FilterExpression(expr) for topic, expr in subscriptions.items()}
-    c = SimpleConsumer(config(endpoint), group, subs, await_duration=await_s)
+    c = SimpleConsumer(config(endpoint, credentials), group, subs, await_duration=await_s)
     c.startup()
     try:
         yield c

@@ -1,18 +1,19 @@
 """The broker's ACLs on disk: `acl.json` in the data directory, replaced whole on every change.
 
-A change is written beside the file, fsync'ed, renamed over it and the directory fsync'ed, so the
-file is always the old ACLs or the new ones, never half of either. One entry per (user, resource):
-granting a resource again replaces its entry (actions, source IPs, decision).
+A change is written by private_file.write_private (mode 0600, beside the file, fsync'ed, renamed
+over it, the directory fsync'ed): the file is always the old ACLs or the new ones, never half of
+either. One entry per (user, resource): granting a resource again replaces its entry (actions,
+source IPs, decision).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from rockmq.auth.acl import AclError, Entry, Resource, parse_actions, parse_decision, parse_networks
+from rockmq.auth.private_file import write_private
 
 FILE_NAME = "acl.json"
 VERSION = 1
@@ -38,23 +39,6 @@ def entry_from_json(d: Mapping[str, object]) -> Entry:
                  parse_networks(str(i) for i in ips), parse_decision(str(d.get("decision", "Allow"))))
 
 
-def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """`path` holds `data` afterwards, or its old content after a crash at any point."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(partial, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 class AclStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE_NAME
@@ -74,7 +58,7 @@ class AclStore:
 
     def _save(self, acls: dict[str, tuple[Entry, ...]]) -> None:
         doc = {"version": VERSION, "acls": {u: [entry_to_json(e) for e in es] for u, es in sorted(acls.items()) if es}}
-        write_atomically(self.path, json.dumps(doc, indent=1).encode())
+        write_private(self.path, json.dumps(doc, indent=1).encode())
         self.acls = {u: es for u, es in acls.items() if es}
 
     def grant(self, user: str, entry: Entry) -> None:

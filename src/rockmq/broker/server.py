@@ -11,6 +11,8 @@ import sys
 import grpc
 
 from rockmq import compiled
+from rockmq.auth.serving import AuthSetupError, open_users, seam
+from rockmq.auth.users import Users
 from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
@@ -53,9 +55,12 @@ HOUSEKEEPING_S = 10
 SWITCH_INTERVAL_S = 0.0005
 
 
-def _listen(s: Settings, following: bool) -> tuple[grpc.aio.Server, int]:
-    """The broker's gRPC server, bound -> (it, the port it got); a replica's refuses writes."""
-    interceptors = [ReadOnly(s.replica_of)] if following else []
+def _listen(s: Settings, following: bool, users: Users | None) -> tuple[grpc.aio.Server, int]:
+    """The broker's gRPC server, bound -> (it, the port it got); with `users`, every request is
+    authenticated first (auth/seam.py); a replica's refuses writes."""
+    interceptors: list[grpc.aio.ServerInterceptor] = [seam(users)] if users is not None else []
+    if following:
+        interceptors.append(ReadOnly(s.replica_of))
     server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
         *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
         ("grpc.so_reuseport", 0),
@@ -82,10 +87,11 @@ class Broker:
             log.warning("this broker was promoted: it no longer follows %s", s.replica_of)
         following = bool(s.replica_of) and not promoted
         try:
-            self.server, self.port = _listen(s, following)
-        except CannotStart:
+            self.users = open_users(s)
+            self.server, self.port = _listen(s, following, self.users if s.auth_enabled else None)
+        except (CannotStart, AuthSetupError) as e:
             store.close()
-            raise
+            raise CannotStart(str(e)) from None
         # Records carry the address the broker advertises: the port it really got (0 = any free one).
         self.settings = s = dataclasses.replace(s, port=self.port)
         # A replica writes nothing of its own.

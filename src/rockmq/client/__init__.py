@@ -8,11 +8,14 @@ wrappers that run one event loop in one background thread.
   (offsets). Queue allocation strategies in `rockmq.client.allocation`, queue selectors in
   `rockmq.client.selectors`, idempotent handlers in `rockmq.client.idempotent`.
 
+Credentials: every client takes `credentials=Credentials(access_key, secret_key)` (a broker run
+with `--auth`): every call and stream is signed as the official clients sign them.
 Errors: see `rockmq.client.errors` (one tree; every error says whether it is retriable).
 I/O: every client takes `transport=` (`rockmq.client.transport`): the gRPC one by default, or a
 `MockTransport(handler)` that answers calls from a function, for tests without a broker.
 """
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError
 from rockmq.client.idempotent import SKIPPED, DuplicateInFlight, Idempotent, RedisStore, RocksDBStore, SQLStore
@@ -28,7 +31,7 @@ from rockmq.client.transaction import AsyncTransaction, TransactionResolution
 from rockmq.client.transport import Call, GrpcTransport, MockTransport, Transport
 
 __all__ = ["SKIPPED", "AsyncProducer", "AsyncPullConsumer", "AsyncPushConsumer", "AsyncSimpleConsumer", "AsyncTransaction",
-           "Call", "DeadEntry", "DuplicateInFlight", "Filter", "GrpcTransport", "Idempotent", "Message", "MockTransport",
-           "Producer", "PullConsumer", "PullResult", "PushConsumer", "Queue", "ReceivedMessage", "RedisStore", "RockmqError",
-           "RocksDBStore", "RoundRobin", "SQLStore", "SendReceipt", "SimpleConsumer", "Transaction", "TransactionResolution",
-           "Transport", "at_random", "by_hash", "by_index"]
+           "Call", "Credentials", "DeadEntry", "DuplicateInFlight", "Filter", "GrpcTransport", "Idempotent", "Message",
+           "MockTransport", "Producer", "PullConsumer", "PullResult", "PushConsumer", "Queue", "ReceivedMessage", "RedisStore",
+           "RockmqError", "RocksDBStore", "RoundRobin", "SQLStore", "SendReceipt", "SimpleConsumer", "Transaction",
+           "TransactionResolution", "Transport", "at_random", "by_hash", "by_index"]

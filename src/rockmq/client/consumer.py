@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
 from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
@@ -49,12 +50,13 @@ class Filter:
 class AsyncSimpleConsumer:
     def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
-                 lane: str | None = None, transport: Transport | None = None) -> None:
+                 lane: str | None = None, transport: Transport | None = None,
+                 credentials: Credentials | None = None) -> None:
         self.group = group
         self.lane = check_lane(lane)
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
         self.await_s = await_s
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials)
         self._turn = itertools.count()
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging (not rockmq)

@@ -115,7 +115,8 @@ def from_status(code: int, message: str) -> BrokerRefused:
 
 _GRPC_AS_STATUS = {grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
                    grpc.StatusCode.ALREADY_EXISTS: pb.BAD_REQUEST, grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN,
-                   grpc.StatusCode.OUT_OF_RANGE: pb.BAD_REQUEST, grpc.StatusCode.PERMISSION_DENIED: pb.FORBIDDEN}
+                   grpc.StatusCode.OUT_OF_RANGE: pb.BAD_REQUEST, grpc.StatusCode.PERMISSION_DENIED: pb.FORBIDDEN,
+                   grpc.StatusCode.UNAUTHENTICATED: pb.UNAUTHORIZED}
 
 
 def from_grpc(endpoint: str, code: grpc.StatusCode, details: str | None) -> RockmqError:

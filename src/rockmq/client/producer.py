@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.accumulator import Accumulator, Entry, Key
 from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError
 from rockmq.client.fault import LATENCY_MS, PAUSE_MS, FaultAvoidance
@@ -89,7 +90,7 @@ class AsyncProducer:
                  fault_latency_ms: Sequence[float] = LATENCY_MS, fault_pause_ms: Sequence[float] = PAUSE_MS,
                  batch_max_messages: int = BATCH_MAX_MESSAGES, batch_max_bytes: int = BATCH_MAX_BYTES,
                  buffer_bytes: int = BUFFER_BYTES, max_in_flight: int = MAX_IN_FLIGHT,
-                 transport: Transport | None = None) -> None:
+                 transport: Transport | None = None, credentials: Credentials | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
         if transaction_topics and checker is None:
@@ -101,7 +102,7 @@ class AsyncProducer:
         self.transaction_topics = tuple(transaction_topics)
         self.lane = check_lane(lane)
         self.faults = FaultAvoidance(lambda: time.monotonic() * 1000, fault_latency_ms, fault_pause_ms)
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
         self._telemetry: dict[str, TelemetrySession] = {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.consumer import Filter
 from rockmq.client.errors import IllegalArgument, NotFound, Unimplemented, from_status
 from rockmq.client.limits import BATCH_SIZE, REQUEST_TIMEOUT_S
@@ -53,10 +54,11 @@ def _queue_pb(queue: Queue) -> pb.MessageQueue:
 
 class AsyncPullConsumer:
     def __init__(self, endpoint: Endpoints, group: str, *, request_timeout: float = REQUEST_TIMEOUT_S,
-                 client_id: str | None = None, lane: str | None = None, transport: Transport | None = None) -> None:
+                 client_id: str | None = None, lane: str | None = None, transport: Transport | None = None,
+                 credentials: Credentials | None = None) -> None:
         self.lane = check_lane(lane)
         self.group = lane_group(group, self.lane)  # a lane's offsets are its own
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials)
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging
 
     async def __aenter__(self) -> AsyncPullConsumer:

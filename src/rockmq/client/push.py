@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError, from_status
@@ -137,7 +138,7 @@ class AsyncPushConsumer:
                  max_attempts: int | None = None, start_from: str = "earliest", offset_file: str | None = None,
                  invisible_s: float = INVISIBLE_S, lane: str | None = None, lane_fallback: bool = True,
                  shutdown_timeout_s: float = 10.0, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
-                 transport: Transport | None = None) -> None:
+                 transport: Transport | None = None, credentials: Credentials | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "broadcast" and not offset_file:
@@ -165,7 +166,8 @@ class AsyncPushConsumer:
         self._transport = transport or GrpcTransport()  # shared by the pull and POP consumers
         self._owns_transport = transport is None
         self._pull = AsyncPullConsumer(endpoint, group, request_timeout=request_timeout, client_id=client_id,
-                                       lane=self.lane, transport=self._transport)
+                                       lane=self.lane, transport=self._transport, credentials=credentials)
+        self.credentials = credentials
         self.session = self._pull.session
         self.client_id = self.session.client_id
         self._offsets_file = LocalOffsetStore(offset_file) if offset_file else None
@@ -218,7 +220,8 @@ class AsyncPushConsumer:
         if self.mode == "pop":
             self._simple = AsyncSimpleConsumer(self.session.access_points, self.state_group, dict(self.subscriptions),
                                                await_s=self.poll_s, request_timeout=self.session.request_timeout_s,
-                                               client_id=self.client_id, lane=self.lane, transport=self._transport)
+                                               client_id=self.client_id, lane=self.lane, transport=self._transport,
+                                               credentials=self.credentials)
             loops = max(2, -(-self.concurrency // self.batch_size))  # receives in flight while handlers run
             self._workers = [asyncio.create_task(self._pop_loop(self._simple), name="rockmq-pop") for _ in range(loops)]
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from typing import Any, cast
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import ClientClosed, ConnectionFailed, RockmqError, Timeout, from_status
 from rockmq.client.queues import Queue
 from rockmq.client.transport import ADMIN, BATCH, MESSAGING, Call, GrpcTransport, Transport
@@ -50,13 +51,15 @@ def unreachable(e: RockmqError) -> bool:
 
 class Session:
     def __init__(self, endpoint: Endpoints, request_timeout_s: float, client_id: str | None = None,
-                 lane: str | None = None, transport: Transport | None = None) -> None:
+                 lane: str | None = None, transport: Transport | None = None,
+                 credentials: Credentials | None = None) -> None:
         """With a `transport` of the caller's, the caller closes it; else the session makes a
-        GrpcTransport and closes it with itself."""
+        GrpcTransport and closes it with itself. With `credentials`, every call is signed."""
         self._access = access_points(endpoint)
         self.request_timeout_s = request_timeout_s
         self.client_id = client_id or new_client_id()
         self.metadata = client_metadata(self.client_id, lane=lane, chooses_queues=True)
+        self.credentials = credentials
         self.transport: Transport = transport or GrpcTransport()
         self._owns_transport = transport is None
         self.closed = False
@@ -99,7 +102,8 @@ class Session:
     def _call(self, endpoint: str, service: str, method: str, request: Any, timeout: float | None) -> Call:
         if self.closed:
             raise ClientClosed("the client is closed")
-        return Call(endpoint, service, method, request, self.metadata, timeout or self.request_timeout_s)
+        metadata = self.metadata if self.credentials is None else self.metadata + self.credentials.headers()
+        return Call(endpoint, service, method, request, metadata, timeout or self.request_timeout_s)
 
     async def unary(self, endpoint: str, method: str, request: Any, timeout: float | None = None) -> Any:
         """Call a unary MessagingService method; raise for transport errors and non-OK statuses.

@@ -1,0 +1,210 @@
+"""The seam: every request of every service (messaging, Telemetry, batch, admin, users,
+replication, name server) is authenticated here, once, before its handler runs.
+
+`AuthSeam` is a gRPC server interceptor, installed only when authentication is on (with it off
+the broker runs exactly as before: no per-call work). For each method it wraps the handler once
+(cached): the wrapper reads the call's metadata, establishes the request's `Identity`, asks the
+`authorize` hook (acl's), and then runs the handler with the identity in a context variable, or
+answers the refusal itself:
+
+- MessagingService (the official clients): the typed reply with `status{UNAUTHORIZED | FORBIDDEN}`
+  (a stream: one frame with it; Telemetry: a `TelemetryCommand` with it);
+- rockmq's own services: gRPC UNAUTHENTICATED | PERMISSION_DENIED with one readable line.
+
+Handlers and authorization read who asked through `identity(context)`. docs/security.md has the API.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, TypeAlias
+
+import grpc
+from google.protobuf.message import Message
+
+from rockmq.auth import audit
+from rockmq.auth.authenticate import Authenticator, AuthFailed
+from rockmq.auth.identity import Identity, source_ip
+from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER
+from rockmq.broker.api.requests import Context
+from rockmq.broker.errors import BrokerError, status
+from rockmq.protocol import pb, rpc
+from rockmq.protocol.channels import CLIENT_ID_HEADER
+
+TYPED_SERVICE = "apache.rocketmq.v2.MessagingService"  # answers refusals inside its typed replies
+_GRPC_CODE: dict[int, grpc.StatusCode] = {pb.UNAUTHORIZED: grpc.StatusCode.UNAUTHENTICATED,
+                                          pb.FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED}
+
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
+Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
+# (identity, service, method, request) -> None, or raise Refused (forbidden(...)). `request` is
+# None for the methods that stream requests (Telemetry, Follow): they check each request inside.
+Authorize: TypeAlias = "Callable[[Identity, str, str, Any], None]"
+
+_current: ContextVar[Identity] = ContextVar("rockmq_identity")
+
+
+class Refused(BrokerError):
+    """A request refused by the seam: not authenticated (UNAUTHORIZED) or not allowed (FORBIDDEN)."""
+
+    @property
+    def grpc_code(self) -> grpc.StatusCode:
+        """What rockmq's own services answer it with."""
+        return _GRPC_CODE[self.code]
+
+
+def unauthorized(message: str) -> Refused:
+    return Refused(pb.UNAUTHORIZED, message)
+
+
+def forbidden(message: str) -> Refused:
+    """What `authorize` raises: the message names the user, the resource and the action."""
+    return Refused(pb.FORBIDDEN, message)
+
+
+def identity(context: Context) -> Identity:
+    """Who sent the request being handled: the seam's identity (authentication on), else an
+    anonymous one made from the call (authentication off: nobody is checked)."""
+    known = _current.get(None)
+    return known if known is not None else describe(context)
+
+
+def describe(context: Context, user: str = "", super_user: bool = False, client_id: str = "") -> Identity:
+    """The identity of `user` calling through `context`: where from, over what."""
+    security = context.auth_context().get("transport_security_type")
+    if not client_id:
+        client_id = next((str(v) for k, v in context.invocation_metadata() or () if k == CLIENT_ID_HEADER), "")
+    return Identity(user, super_user, source_ip(context.peer()), security == [b"ssl"], client_id)
+
+
+def super_users_only(who: Identity, service: str, method: str, request: Any) -> None:
+    """The one check of admin calls that only a super user may make (users, ACLs, promote):
+    acl widens it to grants."""
+    if not who.super_user:
+        raise forbidden(f"user {who.user!r} may not call {method}: it needs a super user")
+
+
+class AuthSeam(grpc.aio.ServerInterceptor):
+    def __init__(self, authenticator: Authenticator, authorize: Authorize | None = None,
+                 super_only: frozenset[str] = frozenset()) -> None:
+        """`super_only`: the methods (service/Method, no leading '/') only super users may call,
+        before `authorize` is asked."""
+        self.authenticator = authenticator
+        self.authorize = authorize
+        self.super_only = super_only
+        self._guarded: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its guarded twin)
+
+    async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        known = self._guarded.get(details.method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        guarded = self._guard(details.method, handler)
+        self._guarded[details.method] = (handler, guarded)
+        return guarded
+
+    def admit(self, context: Context, service: str, method: str, request: Any) -> Refused | None:
+        """Authenticate (and authorize) one request: None, the identity set for its handler, or the
+        refusal to answer (audited)."""
+        authorization = date = client_id = ""
+        for key, value in context.invocation_metadata() or ():
+            if key == AUTHORIZATION_HEADER:
+                authorization = str(value)
+            elif key == DATE_HEADER:
+                date = str(value)
+            elif key == CLIENT_ID_HEADER:
+                client_id = str(value)
+        try:
+            user = self.authenticator.authenticate(authorization, date)
+        except AuthFailed as e:
+            audit.record("authentication-failed", str(describe(context, e.user, client_id=client_id)),
+                         f"{service}/{method}", e.message)
+            return unauthorized(e.message)
+        who = describe(context, user.name, user.super_user, client_id)
+        _current.set(who)
+        try:
+            if f"{service}/{method}" in self.super_only:
+                super_users_only(who, service, method, request)
+            if self.authorize is not None:
+                self.authorize(who, service, method, request)
+        except Refused as e:
+            audit.record("authorization-refused", str(who), f"{service}/{method}", e.message)
+            return e
+        return None
+
+    def _guard(self, path: str, h: Handler) -> Handler:
+        service, _, method = path.lstrip("/").rpartition("/")
+        answer = _Answer(service, method, h)
+        admit = self.admit
+        if h.unary_unary is not None:
+            inner_uu: Any = h.unary_unary
+
+            async def unary_unary(request: Any, context: Context) -> Any:
+                refused = admit(context, service, method, request)
+                if refused is not None:
+                    return await answer.one(refused, context)
+                return await _result(inner_uu(request, context))
+
+            return h._replace(unary_unary=unary_unary)  # type: ignore[attr-defined,no-any-return]
+        if h.stream_unary is not None:
+            inner_su: Any = h.stream_unary
+
+            async def stream_unary(requests: Any, context: Context) -> Any:
+                refused = admit(context, service, method, None)
+                if refused is not None:
+                    return await answer.one(refused, context)
+                return await _result(inner_su(requests, context))
+
+            return h._replace(stream_unary=stream_unary)  # type: ignore[attr-defined,no-any-return]
+        streaming_requests = h.stream_stream is not None
+        inner: Any = h.stream_stream if streaming_requests else h.unary_stream
+        if inspect.iscoroutinefunction(inner):  # writes its replies with context.write
+
+            async def writer(request: Any, context: Context) -> None:
+                refused = admit(context, service, method, None if streaming_requests else request)
+                if refused is not None:
+                    await context.write(await answer.one(refused, context))
+                    return
+                await inner(request, context)
+
+            wrapped: Any = writer
+        else:
+
+            async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
+                refused = admit(context, service, method, None if streaming_requests else request)
+                if refused is not None:
+                    yield await answer.one(refused, context)
+                    return
+                async for reply in inner(request, context):
+                    yield reply
+
+            wrapped = stream
+        field = "stream_stream" if streaming_requests else "unary_stream"
+        return h._replace(**{field: wrapped})  # type: ignore[attr-defined,no-any-return]
+
+
+async def _result(result: Any) -> Any:
+    return await result if inspect.isawaitable(result) else result
+
+
+class _Answer:
+    """How one method answers a refusal: a typed reply (MessagingService) or a gRPC status."""
+
+    def __init__(self, service: str, method: str, h: Handler) -> None:
+        self.reply_type: type[Message] | None = None
+        self.encoded = False
+        if service == TYPED_SERVICE:
+            self.reply_type = rpc.TelemetryCommand if method == "Telemetry" else getattr(rpc, f"{method}Response", None)
+        if self.reply_type is not None and h.response_serializer is not None:
+            # A handler whose serializer passes bytes through (pre-encoded frames) gets bytes.
+            self.encoded = not isinstance(h.response_serializer(self.reply_type()), bytes)
+
+    async def one(self, refused: Refused, context: Context) -> Any:
+        if self.reply_type is None:
+            await context.abort(refused.grpc_code, refused.message)
+        reply = self.reply_type(status=status(refused.code, refused.message))
+        return reply.SerializeToString() if self.encoded else reply
