@@ -154,7 +154,8 @@ def test_receive_and_ack_many_are_one_batch_call_each_against_rockmq():
             return batch_pb.ReceiveResponse(status=OK, messages=[_hello().SerializeToString()] * 2)
         assert call.method == "Ack", call.method
         assert list(call.request.receipt_handles) == ["H1", "H1"]
-        return batch_pb.AckResponse(status=OK, entries=[OK, pb.Status(code=pb.INVALID_RECEIPT_HANDLE, message="expired")])
+        return batch_pb.AckResponse(status=pb.Status(code=pb.MULTIPLE_RESULTS),  # as the broker: OK only when all are
+                                    entries=[OK, pb.Status(code=pb.INVALID_RECEIPT_HANDLE, message="expired")])
 
     async def scenario() -> None:
         transport = MockTransport(broker)

@@ -42,3 +42,18 @@ def test_ack_message_reply(entries):
     expected = rpc.AckMessageResponse(status=OK, entries=[
         rpc.AckMessageResultEntry(message_id=m, receipt_handle=h, status=OK if s is None else s) for m, h, s in entries])
     assert ack_message_reply(OK, entries) == expected.SerializeToString()
+
+
+bodies = st.lists(st.tuples(st.binary(max_size=200), st.text(max_size=20)), max_size=20)
+
+
+@given(bodies, st.integers(0, 2**63 - 1))
+def test_the_client_reads_receive_and_pull_replies_as_received_batch(found, next_offset):
+    """ReceivedBatch (how rockmq's client parses Receive and Pull replies) reads what the broker writes."""
+    sent = [pb.Message(topic=pb.Resource(name="t"), body=body, system_properties=pb.SystemProperties(receipt_handle=handle))
+            for body, handle in found]
+    serialized = [m.SerializeToString() for m in sent]
+    pulled = batch.ReceivedBatch.FromString(messages_reply(OK, serialized, next_offset))
+    received = batch.ReceivedBatch.FromString(received_reply(OK, [delimited(ReceivedMessage.MESSAGE, m) for m in serialized]))
+    assert list(pulled.messages) == list(received.messages) == sent
+    assert (pulled.status, pulled.next_offset, received.status) == (OK, next_offset, OK)

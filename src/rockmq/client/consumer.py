@@ -23,7 +23,7 @@ from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
 from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
-from rockmq.client.session import Endpoints, Session, unreachable
+from rockmq.client.session import Endpoints, Session, received_batch, unreachable
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.conventions import check_lane
@@ -128,8 +128,7 @@ class AsyncSimpleConsumer:
             except Unimplemented:
                 self._streaming_only.add(endpoint)
             else:
-                decode, received, broker = pb.Message.FromString, ReceivedMessage.from_pb, queue.broker.name
-                return [received(decode(m), broker, endpoint) for m in reply.messages]
+                return ReceivedMessage.many(received_batch(reply).messages, topic, queue.broker.name, endpoint)
         request = rpc.ReceiveMessageRequest(group=pb.Resource(name=self.group), message_queue=queue,
                                             filter_expression=self.subscriptions[topic].to_pb(), batch_size=n)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
@@ -151,17 +150,23 @@ class AsyncSimpleConsumer:
     async def ack_many(self, messages: Sequence[ReceivedMessage]) -> list[tuple[ReceivedMessage, BrokerRefused]]:
         """Ack many in one request per broker and topic; -> the messages the broker refused (their
         receipt handle expired: they come again), with why. Transport errors raise."""
-        parts: dict[tuple[str, str], list[ReceivedMessage]] = {}
-        for m in messages:
-            parts.setdefault((m.endpoint, m.topic), []).append(m)
+        parts: list[tuple[str, str, Sequence[ReceivedMessage]]]
+        if messages and len({m.endpoint for m in messages}) == 1 and len({m.topic for m in messages}) == 1:
+            parts = [(messages[0].endpoint, messages[0].topic, messages)]  # one receive's: no tuple per message
+        else:
+            grouped: dict[tuple[str, str], list[ReceivedMessage]] = {}
+            for m in messages:
+                grouped.setdefault((m.endpoint, m.topic), []).append(m)
+            parts = [(endpoint, topic, part) for (endpoint, topic), part in grouped.items()]
         refused = []
-        for (endpoint, topic), part in parts.items():
+        for endpoint, topic, part in parts:
             statuses = await self._ack(endpoint, topic, part)
             refused += [(m, from_status(st.code, st.message)) for m, st in zip(part, statuses, strict=False) if st.code != pb.OK]
         return refused
 
-    async def _ack(self, endpoint: str, topic: str, part: list[ReceivedMessage]) -> list[pb.Status]:
-        """One ack request -> a status per message (BatchMessaging.Ack, or AckMessage from a broker without it)."""
+    async def _ack(self, endpoint: str, topic: str, part: Sequence[ReceivedMessage]) -> Sequence[pb.Status]:
+        """One ack request -> a status per message (BatchMessaging.Ack, or AckMessage from a broker
+        without it); none when the reply's status says every one was accepted."""
         if endpoint not in self._streaming_only:
             try:
                 reply = await self.session.batch(endpoint, "Ack", batch.AckRequest(
@@ -169,7 +174,7 @@ class AsyncSimpleConsumer:
             except Unimplemented:
                 self._streaming_only.add(endpoint)
             else:
-                return list(reply.entries)
+                return () if reply.status.code == pb.OK else reply.entries
         request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
                                         entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
                                                  for m in part])

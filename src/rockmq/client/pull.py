@@ -22,7 +22,7 @@ from rockmq.client.errors import IllegalArgument, NotFound, Unimplemented, from_
 from rockmq.client.limits import BATCH_SIZE, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.queues import Queue
-from rockmq.client.session import Endpoints, Session
+from rockmq.client.session import Endpoints, Session, received_batch
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.conventions import check_lane, lane_group
@@ -89,8 +89,8 @@ class AsyncPullConsumer:
             except Unimplemented:
                 self._streaming_only.add(queue.endpoint)
             else:
-                decode = pb.Message.FromString
-                return PullResult([ReceivedMessage.from_pb(decode(m), queue.broker, queue.endpoint) for m in reply.messages],
+                reply = received_batch(reply)
+                return PullResult(ReceivedMessage.many(reply.messages, queue.topic, queue.broker, queue.endpoint),
                                   reply.next_offset)
         return await self._pull_streaming(queue, offset, max_messages, f, poll_s)
 

@@ -16,7 +16,7 @@ from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import ClientClosed, ConnectionFailed, RockmqError, Timeout, from_status
 from rockmq.client.queues import Queue
 from rockmq.client.transport import ADMIN, BATCH, MESSAGING, Call, GrpcTransport, Transport
-from rockmq.protocol import pb, rpc
+from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.channels import client_metadata, new_client_id
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
@@ -42,6 +42,15 @@ def _ok(reply: Any) -> Any:
     if reply.status.code not in OK_CODES:
         raise from_status(reply.status.code, reply.status.message)
     return reply
+
+
+def received_batch(reply: Any) -> Any:
+    """A BatchMessaging Receive or Pull reply as `ReceivedBatch` (what GrpcTransport reads them
+    as); one a transport handed back as a ReceiveResponse or PullResponse (say, a MockTransport
+    handler's) is read again in that form."""
+    if isinstance(reply, batch.ReceivedBatch):
+        return reply
+    return batch.ReceivedBatch.FromString(reply.SerializeToString())
 
 
 def unreachable(e: RockmqError) -> bool:

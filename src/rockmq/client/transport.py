@@ -17,12 +17,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import grpc
 
 from rockmq.client.errors import from_rpc_error
-from rockmq.protocol import admin_grpc, batch_grpc, svc
+from rockmq.protocol import admin_grpc, batch, batch_grpc, svc
 from rockmq.protocol.channels import ChannelCache, Metadata, open_aio_channel, open_channel
 
 MESSAGING, BATCH, ADMIN = "messaging", "batch", "admin"  # RocketMQ's MessagingService, rockmq's BatchMessaging and Admin
@@ -49,8 +49,20 @@ class Transport(Protocol):
         """Release what the transport holds; it is not used afterwards."""
 
 
+def _batch_stub(channel: grpc.Channel | grpc.aio.Channel) -> batch_grpc.BatchMessagingStub:
+    """BatchMessaging, its Receive and Pull replies read as `ReceivedBatch`: the reply and its
+    messages in one parse (-1 µs per received message against a parse per message)."""
+    stub = batch_grpc.BatchMessagingStub(channel)
+    service = batch.DESCRIPTOR.services_by_name["BatchMessaging"].full_name
+    for method, request in (("Receive", batch.ReceiveRequest), ("Pull", batch.PullRequest)):
+        setattr(stub, method, cast(Any, channel).unary_unary(
+            f"/{service}/{method}", request_serializer=request.SerializeToString,
+            response_deserializer=batch.ReceivedBatch.FromString, _registered_method=True))
+    return stub
+
+
 _STUBS: dict[str, Callable[[grpc.Channel | grpc.aio.Channel], Any]] = {
-    MESSAGING: svc.MessagingServiceStub, BATCH: batch_grpc.BatchMessagingStub, ADMIN: admin_grpc.AdminStub}
+    MESSAGING: svc.MessagingServiceStub, BATCH: _batch_stub, ADMIN: admin_grpc.AdminStub}
 
 
 class GrpcTransport:

@@ -31,6 +31,16 @@ class ReceiveResponse(_message.Message):
     messages: _containers.RepeatedScalarFieldContainer[bytes]
     def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., messages: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
+class ReceivedBatch(_message.Message):
+    __slots__ = ("status", "messages", "next_offset")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    status: _definition_pb2.Status
+    messages: _containers.RepeatedCompositeFieldContainer[_definition_pb2.Message]
+    next_offset: int
+    def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[_definition_pb2.Message, _Mapping]]] = ..., next_offset: _Optional[int] = ...) -> None: ...
+
 class AckRequest(_message.Message):
     __slots__ = ("group", "topic", "receipt_handles")
     GROUP_FIELD_NUMBER: _ClassVar[int]
