@@ -1,11 +1,14 @@
 """Broker CPU per POP-consumed message without gRPC: the BatchMessaging Receive and Ack handlers
-and the MessagingService AckMessage handler, called in-process on a real broker (temporary data
-directory), timed with process_time. Compare two trees A/B in one run:
+and the official clients' way (MessagingService ReceiveMessage streams and AckMessage), called
+in-process on a real broker (temporary data directory), timed with process_time. Compare two
+trees A/B in one run:
 
     PYTHONPATH=$PWD/src python bench/pop_bench.py [--messages 100000] [--batch 256]
 
-Prints µs per message for receive (reply encoded) and ack, BatchMessaging and the official
-clients' AckMessage of `--ack-batch` entries.
+Prints µs per message for receive (reply encoded) and ack, BatchMessaging (receives of `--batch`)
+and the official clients' way (ReceiveMessage of `--ack-batch` + one AckMessage of its entries),
+the latter through the methods as registered (`handler()`): from the request's bytes to the
+reply's, deserializer and serializer included.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import argparse
 import asyncio
 import tempfile
 import time
+from datetime import timedelta
 from typing import Any
 
 from rockmq.broker.api.batch import BatchServicer
-from rockmq.broker.api.messaging import MessagingServicer
+from rockmq.broker.api.messaging import SERVICE, MessagingServicer
 from rockmq.broker.server import Broker
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
@@ -57,40 +61,68 @@ async def _run(args: argparse.Namespace, data_dir: str) -> dict[str, float]:
                                       for i in range(first, first + 64)])
         ctx = _Context()
         figures: dict[str, float] = {}
-        for kind, group in (("batch", "pop-bench-a"), ("v2", "pop-bench-b")):
-            receive_s = ack_s = 0.0
-            done = 0
-            while done < args.messages:
-                request = batch.ReceiveRequest(group=group, topic=topic, batch_size=args.batch, invisible_duration_ms=60_000)
-                t0 = time.process_time()
-                reply = _serialized(await batch_api.Receive(request, ctx))
-                receive_s += time.process_time() - t0
-                got = batch.ReceiveResponse.FromString(reply)
-                messages = [pb.Message.FromString(m) for m in got.messages]
-                if not messages:
-                    break
-                done += len(messages)
-                step = args.batch if kind == "batch" else args.ack_batch
-                for i in range(0, len(messages), step):
-                    chunk = messages[i:i + step]
-                    if kind == "batch":
-                        ack: Any = batch.AckRequest(group=group, topic=topic,
-                                                    receipt_handles=[m.system_properties.receipt_handle for m in chunk])
-                        call = batch_api.Ack
-                    else:
-                        ack = rpc.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic), entries=[
-                            rpc.AckMessageEntry(message_id=m.system_properties.message_id,
-                                                receipt_handle=m.system_properties.receipt_handle) for m in chunk])
-                        call = messaging.AckMessage
-                    t0 = time.process_time()
-                    _serialized(await call(ack, ctx))
-                    ack_s += time.process_time() - t0
-            assert done >= args.messages, f"{done} of {args.messages} messages received"
-            figures[f"{kind} receive"] = receive_s / done * 1e6
-            figures[f"{kind} ack"] = ack_s / done * 1e6
+        receive_s = ack_s = 0.0
+        done = 0
+        group = "pop-bench-a"
+        while done < args.messages:
+            request = batch.ReceiveRequest(group=group, topic=topic, batch_size=args.batch, invisible_duration_ms=60_000)
+            t0 = time.process_time()
+            reply = _serialized(await batch_api.Receive(request, ctx))
+            receive_s += time.process_time() - t0
+            handles = [pb.Message.FromString(m).system_properties.receipt_handle
+                       for m in batch.ReceiveResponse.FromString(reply).messages]
+            if not handles:
+                break
+            done += len(handles)
+            t0 = time.process_time()
+            _serialized(await batch_api.Ack(batch.AckRequest(group=group, topic=topic, receipt_handles=handles), ctx))
+            ack_s += time.process_time() - t0
+        assert done >= args.messages, f"{done} of {args.messages} messages received"
+        figures["batch receive"], figures["batch ack"] = receive_s / done * 1e6, ack_s / done * 1e6
+        receive_s, ack_s = await _official(messaging, args, topic, "pop-bench-b")
+        figures["v2 receive"], figures["v2 ack"] = receive_s / args.messages * 1e6, ack_s / args.messages * 1e6
         return figures
     finally:
         await broker.stop()
+
+
+def _method(messaging: MessagingServicer, name: str) -> Any:
+    """A MessagingService method as the server runs it: deserializer, handler, serializer."""
+    details = _Call(f"/{SERVICE}/{name}")
+    return messaging.handler().service(details)  # type: ignore[arg-type]
+
+
+class _Call:
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.invocation_metadata = ()
+
+
+async def _official(messaging: MessagingServicer, args: argparse.Namespace, topic: str, group: str) -> tuple[float, float]:
+    """ReceiveMessage of `--ack-batch` + one AckMessage of its entries, bytes in and bytes out -> CPU seconds of each."""
+    ctx = _Context()
+    receive, ack = _method(messaging, "ReceiveMessage"), _method(messaging, "AckMessage")
+    request = rpc.ReceiveMessageRequest(
+        group=pb.Resource(name=group), message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=0),
+        batch_size=args.ack_batch, invisible_duration=timedelta(seconds=60)).SerializeToString()
+    receive_s = ack_s = 0.0
+    done = 0
+    while done < args.messages:
+        t0 = time.process_time()
+        frames = [receive.response_serializer(frame)
+                  async for frame in receive.unary_stream(receive.request_deserializer(request), ctx)]
+        receive_s += time.process_time() - t0
+        messages = [m.message for m in map(rpc.ReceiveMessageResponse.FromString, frames) if m.HasField("message")]
+        assert messages, "nothing received"
+        done += len(messages)
+        ack_request = rpc.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic), entries=[
+            rpc.AckMessageEntry(message_id=m.system_properties.message_id, receipt_handle=m.system_properties.receipt_handle)
+            for m in messages]).SerializeToString()
+        t0 = time.process_time()
+        reply = ack.response_serializer(await ack.unary_unary(ack.request_deserializer(ack_request), ctx))
+        ack_s += time.process_time() - t0
+        assert rpc.AckMessageResponse.FromString(reply).status.code == pb.OK, reply
+    return receive_s * args.messages / done, ack_s * args.messages / done
 
 
 def main() -> None:

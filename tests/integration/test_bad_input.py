@@ -228,6 +228,19 @@ def test_ack_bad_handles(conn, delivered):
     assert conn.ack(group, topic, msg).status.code == pb.OK
 
 
+def test_ack_of_malformed_bytes(conn, delivered):
+    """AckMessage is read from its bytes (protocol/ack_request.py): bytes that are no
+    AckMessageRequest get BAD_REQUEST, and the delivery stays unsettled."""
+    topic, group, msg = delivered
+    ack = conn.channel.unary_unary("/apache.rocketmq.v2.MessagingService/AckMessage",
+                                   request_serializer=lambda raw: raw, response_deserializer=rpc.AckMessageResponse.FromString)
+    for garbage in (b"\x1a\x05ab", b"\xff", b"\x1a\x02\xc3\x28"):
+        reply = ack(garbage, metadata=META, timeout=RPC_TIMEOUT)
+        assert_code(reply.status.code, pb.BAD_REQUEST)
+        assert "malformed AckMessageRequest" in reply.status.message
+    assert conn.ack(group, topic, msg).status.code == pb.OK
+
+
 def test_change_invisible_bad_handles_return_the_old_handle(conn, delivered):
     topic, group, msg = delivered
     valid = msg.system_properties.receipt_handle

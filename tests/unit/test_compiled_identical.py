@@ -19,7 +19,7 @@ from rockmq import compiled
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.config import Settings
-from rockmq.protocol import pb
+from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import RECONSUME_TIMES
 
 COMPILED = all(compiled.is_compiled(importlib.import_module(name)) for name in compiled.MODULES)
@@ -46,6 +46,7 @@ if COMPILED:
     receipt, py_receipt = _both("rockmq.protocol.receipt")
     validate, py_validate = _both("rockmq.broker.validate")
     replies, py_replies = _both("rockmq.protocol.consume_replies")
+    ack_request, py_ack_request = _both("rockmq.protocol.ack_request")
 
 u32, u64 = st.integers(0, 2**32 - 1), st.integers(0, 2**63 - 1)
 names = st.text("abcXYZ-_%0189", min_size=1, max_size=12)
@@ -164,4 +165,19 @@ def test_replies(found: list[bytes], next_offset: int | None, status: pb.Status,
                  entries: list[tuple[str, str, pb.Status | None]]) -> None:
     assert replies.messages_reply(status, found, next_offset) == py_replies.messages_reply(status, found, next_offset)
     assert replies.ack_reply(status, [e[2] for e in entries]) == py_replies.ack_reply(status, [e[2] for e in entries])
-    assert replies.ack_message_reply(status, entries) == py_replies.ack_message_reply(status, entries)
+    request = rpc.AckMessageRequest(group=pb.Resource(name="g"), topic=pb.Resource(name="t"), entries=[
+        rpc.AckMessageEntry(message_id=m, receipt_handle=h) for m, h, _ in entries]).SerializeToString()
+    read, py_read = ack_request.read(request), py_ack_request.read(request)
+    assert tuple(read) == tuple(py_read)
+    assert replies.ack_message_reply(status, read.entries, [e[2] for e in entries]) \
+        == py_replies.ack_message_reply(status, py_read.entries, [e[2] for e in entries])
+
+
+@given(st.binary(max_size=120), st.lists(st.tuples(texts, texts), max_size=6))
+def test_ack_request_scan(garbage: bytes, entries: list[tuple[str, str]]) -> None:
+    """Random bytes, and valid requests with bytes appended: both builds read them alike (or neither)."""
+    valid = rpc.AckMessageRequest(group=pb.Resource(name="g"), topic=pb.Resource(name="t"), entries=[
+        rpc.AckMessageEntry(message_id=m, receipt_handle=h) for m, h in entries]).SerializeToString()
+    for data in (garbage, valid + garbage):
+        scanned, py_scanned = ack_request.scan(data), py_ack_request.scan(data)
+        assert (scanned and tuple(scanned)) == (py_scanned and tuple(py_scanned))

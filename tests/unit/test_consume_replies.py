@@ -4,6 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.ack_request import read
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
@@ -39,9 +40,12 @@ def test_ack_reply(entries):
 
 @given(st.lists(st.tuples(st.text(max_size=30), st.text(max_size=60), statuses), max_size=20))
 def test_ack_message_reply(entries):
+    """The reply to an AckMessageRequest read from its bytes echoes each entry's id and handle."""
+    request = rpc.AckMessageRequest(group=pb.Resource(name="g"), topic=pb.Resource(name="t"), entries=[
+        rpc.AckMessageEntry(message_id=m, receipt_handle=h) for m, h, _ in entries]).SerializeToString()
     expected = rpc.AckMessageResponse(status=OK, entries=[
         rpc.AckMessageResultEntry(message_id=m, receipt_handle=h, status=OK if s is None else s) for m, h, s in entries])
-    assert ack_message_reply(OK, entries) == expected.SerializeToString()
+    assert ack_message_reply(OK, read(request).entries, [s for _, _, s in entries]) == expected.SerializeToString()
 
 
 bodies = st.lists(st.tuples(st.binary(max_size=200), st.text(max_size=20)), max_size=20)

@@ -35,6 +35,7 @@ from rockmq.broker.send import SendResult
 from rockmq.broker.server import SWITCH_INTERVAL_S, _listen
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.ack_request import read as read_ack
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
@@ -141,9 +142,10 @@ class NullMessaging(MessagingServicer):
         yield now_frame(response)
 
     @unary(rpc.AckMessageResponse)
-    async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> bytes:
+    async def AckMessage(self, data: bytes, context: Context) -> bytes:
+        request = read_ack(data)
         await self.nothing.sync(ACK_BYTES * len(request.entries))
-        return ack_message_reply(OK, [(e.message_id, e.receipt_handle, None) for e in request.entries])
+        return ack_message_reply(OK, request.entries, [None] * len(request.entries))
 
     @unary(rpc.UpdateOffsetResponse)
     async def UpdateOffset(self, request: rpc.UpdateOffsetRequest, context: Context) -> rpc.UpdateOffsetResponse:

@@ -23,7 +23,7 @@ _NEXT_OFFSET = key(batch.PullResponse.DESCRIPTOR, "next_offset")
 _ENTRIES = key(batch.AckResponse.DESCRIPTOR, "entries")
 _ACK_ENTRIES = key(rpc.AckMessageResponse.DESCRIPTOR, "entries")
 _RESULT = rpc.AckMessageResultEntry.DESCRIPTOR
-_MESSAGE_ID, _RECEIPT_HANDLE, _ENTRY_STATUS = (key(_RESULT, name) for name in ("message_id", "receipt_handle", "status"))
+_ENTRY_STATUS = key(_RESULT, "status")
 # Receive and Pull replies share one layout for their status and messages (a test pins it).
 assert (_STATUS, _MESSAGES) == (key(batch.PullResponse.DESCRIPTOR, "status"), key(batch.PullResponse.DESCRIPTOR, "messages"))
 # The broker frames each received message once, for the stream and the batch reply alike.
@@ -59,16 +59,12 @@ def ack_reply(status: pb.Status, entries: Sequence[pb.Status | None]) -> bytes:
     return b"".join((_status_field(status), *(_OK_ENTRY if e is None else _status_field(e, _ENTRIES) for e in entries)))
 
 
-def ack_message_reply(status: pb.Status, entries: Sequence[tuple[str, str, pb.Status | None]]) -> bytes:
-    """A serialized AckMessageResponse: `status`, then per entry its message id, receipt handle
-    and status (None: OK)."""
+def ack_message_reply(status: pb.Status, entries: Sequence[bytes], statuses: Sequence[pb.Status | None]) -> bytes:
+    """A serialized AckMessageResponse: `status`, then per entry its fields as the request's
+    entry carried them (its message id and receipt handle: `ack_request.AckRequest.entries`)
+    and its status (None: OK)."""
     parts = [_status_field(status)]
-    for message_id, handle, st in entries:
-        entry = b"".join((_string(_MESSAGE_ID, message_id), _string(_RECEIPT_HANDLE, handle),
-                          _OK_RESULT_STATUS if st is None else _status_field(st, _ENTRY_STATUS)))
-        parts.append(delimited(_ACK_ENTRIES, entry))
+    for entry, st in zip(entries, statuses):
+        result = _OK_RESULT_STATUS if st is None else _status_field(st, _ENTRY_STATUS)
+        parts += (_ACK_ENTRIES, varint(len(entry) + len(result)), entry, result)
     return b"".join(parts)
-
-
-def _string(field: bytes, value: str) -> bytes:
-    return delimited(field, value.encode()) if value else b""  # proto3 leaves an empty string out

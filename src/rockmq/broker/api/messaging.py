@@ -40,6 +40,7 @@ from rockmq.broker.subscriptions import record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.ack_request import read as read_ack
 from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.consume_replies import ack_message_reply
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
@@ -78,8 +79,8 @@ class MessagingServicer:
             for name, (request, response) in UNARY_METHODS.items()
         }
         raw = lambda frame: frame  # noqa: E731 - streamed frames are already encoded
-        methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # its reply is encoded already, or a refusal
-            self.AckMessage, rpc.AckMessageRequest.FromString, serialized)
+        methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # bytes in (ack_request); encoded already, or a refusal
+            self.AckMessage, raw, serialized)
         methods["SendMessage"] = grpc.unary_unary_rpc_method_handler(
             self.SendMessage, rpc.SendMessageRequest.FromString, serialized)
         for name, request in (("ReceiveMessage", rpc.ReceiveMessageRequest), ("PullMessage", rpc.PullMessageRequest)):
@@ -203,12 +204,16 @@ class MessagingServicer:
         return poll_seconds(asked, self.ctx.settings.max_long_polling_s, context)
 
     @unary(rpc.AckMessageResponse)
-    async def AckMessage(self, request: rpc.AckMessageRequest, context: Context) -> bytes:
-        group = self.ctx.meta.group(request.group.name)
-        topic = self.ctx.meta.topic(request.topic.name)
-        entries = [(e.message_id, e.receipt_handle) for e in request.entries]
-        top, statuses = entry_results(self.pop.ack(group, topic, [handle for _, handle in entries]))
-        return ack_message_reply(top, [(mid, handle, st) for (mid, handle), st in zip(entries, statuses)])
+    async def AckMessage(self, data: bytes, context: Context) -> bytes:
+        """Read from its bytes and answered encoded (protocol/ack_request.py): no protobuf object per entry."""
+        try:
+            request = read_ack(data)
+        except ValueError as e:
+            raise BrokerError(pb.BAD_REQUEST, str(e)) from None
+        group = self.ctx.meta.group(request.group)
+        topic = self.ctx.meta.topic(request.topic)
+        top, statuses = entry_results(self.pop.ack(group, topic, request.handles))
+        return ack_message_reply(top, request.entries, statuses)
 
     async def ChangeInvisibleDuration(self, request: rpc.ChangeInvisibleDurationRequest,
                                       context: Context) -> rpc.ChangeInvisibleDurationResponse:
