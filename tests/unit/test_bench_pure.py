@@ -34,10 +34,10 @@ def test_ratio_is_value_over_ceiling_and_unknown_without_both() -> None:
     assert ratio(1.0, 0.0) is None
 
 
-def test_ratios_of_rate_cpu_and_p99() -> None:
-    broker = {"messages_per_s": 25_000.0, "broker_cpu_us_per_msg": 40.0, "p99_ms": 3.0}
-    null = {"messages_per_s": 100_000.0, "broker_cpu_us_per_msg": 10.0, "p99_ms": 1.5}
-    assert ratios(broker, null) == {"rate": 0.25, "cpu_per_msg": 4.0, "p99": 2.0}
+def test_ratios_of_rate_cpu_p50_and_p99() -> None:
+    broker = {"messages_per_s": 25_000.0, "broker_cpu_us_per_msg": 40.0, "p50_ms": 0.8, "p99_ms": 3.0}
+    null = {"messages_per_s": 100_000.0, "broker_cpu_us_per_msg": 10.0, "p50_ms": 0.4, "p99_ms": 1.5}
+    assert ratios(broker, null) == {"rate": 0.25, "cpu_per_msg": 4.0, "p50": 2.0, "p99": 2.0}
     assert ratios({**broker, "broker_cpu_us_per_msg": None}, {"messages_per_s": 50_000.0, "broker_cpu_us_per_msg": 10.0}) == {
         "rate": 0.5, "cpu_per_msg": None}
 

@@ -2,7 +2,8 @@
 
 - null: rockmq's gRPC services answering OK at once (rockmq.bench.null_broker), driven by the very
   load of the scenario it is the ceiling of (same generator, batch, concurrency, processes);
-- null_fsync: the same plus one write + fsync per request, beside the durable (produce) scenarios;
+- null_fsync: the same plus one write + fsync per request, beside the durable scenarios (produce,
+  and the single-send latency ones: a durable send cannot answer sooner than its fsync);
 - stream: the null broker's ReceiveMessage stream of `--batch` prepared frames, received and
   never acked: what streaming frames costs in grpc.aio;
 - rocksdb: synced RocksDB WriteBatches of `--batch` 1 KiB values (rockmq.bench.rocks_ceiling).
@@ -27,7 +28,7 @@ from rockmq.bench.report import Figures, combined, ratios
 from rockmq.bench.scenarios import run_scenario
 
 READY_TIMEOUT = 60.0  # the server imports grpc and the broker's modules first; slow on a busy machine
-DURABLE = ("produce-batch", "produce-single")  # figures also set beside null_fsync
+DURABLE = ("produce-batch", "produce-single", "latency", "send-sync")  # figures also set beside null_fsync
 
 
 class CeilingError(Exception):

@@ -78,11 +78,12 @@ def ratio(value: float | None, ceiling: float | None) -> float | None:
 
 def ratios(figures: Figures, ceiling: Figures) -> Figures:
     """A scenario against its ceiling: rate (1.0 = as fast as the ceiling), broker CPU per message
-    (1.0 = as cheap) and, for latency runs, p99 (1.0 = as quick)."""
+    (1.0 = as cheap) and, for latency runs, p50 and p99 (1.0 = as quick)."""
     out = {"rate": ratio(figures["messages_per_s"], ceiling["messages_per_s"]),
            "cpu_per_msg": ratio(figures["broker_cpu_us_per_msg"], ceiling["broker_cpu_us_per_msg"])}
-    if "p99_ms" in figures and "p99_ms" in ceiling:
-        out["p99"] = ratio(figures["p99_ms"], ceiling["p99_ms"])
+    for name in ("p50", "p99"):
+        if f"{name}_ms" in figures and f"{name}_ms" in ceiling:
+            out[name] = ratio(figures[f"{name}_ms"], ceiling[f"{name}_ms"])
     return out
 
 
@@ -103,8 +104,9 @@ def ceiling_lines(figures: Figures) -> list[str]:
         c, r = figures["ceilings"][key], figures["vs"][key]
         line = (f"  vs {name}: {_x(r['rate'])} its rate ({c['messages_per_s']:,.0f} msg/s), broker CPU/msg "
                 f"{_x(r['cpu_per_msg'])} its ({_us(figures['broker_cpu_us_per_msg'])} vs {_us(c['broker_cpu_us_per_msg'])})")
-        if "p99" in r:
-            line += f", p99 {_x(r['p99'])} its {c['p99_ms']:.2f} ms"
+        for name in ("p50", "p99"):
+            if name in r:
+                line += f", {name} {_x(r[name])} its {c[f'{name}_ms']:.2f} ms"
         lines.append(line)
     return lines
 
