@@ -186,7 +186,7 @@ async def serve(size: int, fsync_file: str | None, ready_file: str) -> None:
     malloc_tuning.tune()
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     settings = Settings(host="127.0.0.1", port=0)
-    server, port = _listen(settings, following=False)
+    server, port = _listen(settings, following=False, users=None)
     nothing = Nothing(size, Disk(fsync_file, size * settings.max_receive_batch) if fsync_file else None, settings)
     server.add_generic_rpc_handlers((NullMessaging(nothing).handler(), NullBatch(nothing).handler()))
     await server.start()
