@@ -27,6 +27,7 @@ from rockmq.config import ConfigError, load_settings
 if TYPE_CHECKING:
     from rockmq.client import Message
     from rockmq.protocol import admin_grpc
+    from rockmq.protocol.channels import Tls
 
 DEFAULT_ENDPOINT = os.environ.get("ROCKMQ_ENDPOINT") or "127.0.0.1:8081"
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
@@ -120,12 +121,23 @@ def _parser() -> argparse.ArgumentParser:
     ns.add_argument("--broker-timeout", type=float, default=30.0, metavar="SECONDS",
                     help="drop a broker not heard from for this long (default 30)")
     ns.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    serve.add_argument("--plaintext-port", type=int, metavar="P",
+                       help="with --tls-cert: a plaintext listener on this port beside the TLS one (0 = any free port)")
+    serve.add_argument("--tls-ca", metavar="FILE", help="CA (PEM) that this broker's own connections to other brokers, "
+                                                        "name servers and its primary verify against (turns them to TLS)")
     for server in (serve, ns):
+        server.add_argument("--tls-cert", metavar="FILE", help="serve TLS on --port with this certificate chain (PEM), "
+                                                               "re-read when it changes")
+        server.add_argument("--tls-key", metavar="FILE", help="the private key (PEM) of --tls-cert")
         server.add_argument("--ready-file", metavar="PATH", help="once accepting connections, write HOST:PORT to PATH")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--endpoint", type=_endpoint, default=DEFAULT_ENDPOINT,
                             help=f"broker HOST:PORT (default {DEFAULT_ENDPOINT}; env ROCKMQ_ENDPOINT)")
+        parser.add_argument("--tls", action="store_true", help="connect over TLS (verified against the system's roots "
+                                                               "or --tls-ca)")
+        parser.add_argument("--tls-ca", metavar="FILE", help="verify the broker's certificate against this CA (PEM); "
+                                                             "implies --tls")
         return parser
 
     topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -212,10 +224,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
-                                                "replication", "replica_of", "workers",
-                                                "default_queues", "auto_create_topics", "log_level", "auth_enabled",
-                                                "admin_user", "admin_secret")}
+                                                "replication", "replica_of", "workers", "default_queues",
+                                                "auto_create_topics", "log_level", "auth_enabled", "admin_user",
+                                                "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port")}
     settings = load_settings(args.config, overrides)
+    _check_tls_files(settings.tls_cert, settings.tls_key, settings.tls_ca)
     _log_at(settings.log_level)
     if settings.shards > 1:
         from rockmq.shards.supervisor import serve as serve_shards
@@ -241,6 +254,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_tls_files(cert: str, key: str, ca: str = "") -> None:
+    """A server's TLS files read and fitting together before anything starts (exit 2 if not)."""
+    from rockmq.tls import TlsError, check_ca, check_files
+
+    try:
+        if cert:
+            check_files(cert, key)
+        if ca:
+            check_ca(ca)
+    except TlsError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+
+
 def _log_at(level: str) -> None:
     """A server's log on stderr from `level` up."""
     try:
@@ -255,25 +281,39 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
 
     if args.broker_timeout <= 0 or not 0 <= args.port <= 65535:
         raise CliError("--broker-timeout must be above 0 and --port in 0..65535", EXIT_USAGE)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise CliError("--tls-cert and --tls-key go together: give both", EXIT_USAGE)
+    _check_tls_files(args.tls_cert, args.tls_key)
     try:
         check_can_listen(args.host, args.port)
     except CannotStart as e:
         raise CliError(str(e)) from None
     _log_at(args.log_level)
-    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file))
+    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file, args.tls_cert or "",
+                      args.tls_key or ""))
     return 0
 
 
-def _channel(endpoint: str) -> grpc.Channel:
+def _tls(args: argparse.Namespace) -> Tls | None:
+    """`--tls [--tls-ca FILE]` of a command that talks to a broker (None: plaintext)."""
+    from rockmq.protocol.channels import tls_of
+
+    tls = tls_of(getattr(args, "tls", False), getattr(args, "tls_ca", None))
+    if tls is not None and tls.ca_file and not os.access(tls.ca_file, os.R_OK):
+        raise CliError(f"cannot read --tls-ca {tls.ca_file}", EXIT_USAGE)
+    return tls
+
+
+def _channel(args: argparse.Namespace) -> grpc.Channel:
     from rockmq.protocol.channels import open_channel
 
-    return open_channel(endpoint)
+    return open_channel(args.endpoint, _tls(args))
 
 
 def _admin(args: argparse.Namespace) -> admin_grpc.AdminStub:
     from rockmq.protocol import admin_grpc
 
-    return admin_grpc.AdminStub(_channel(args.endpoint))
+    return admin_grpc.AdminStub(_channel(args))
 
 
 def _table(rows: list[list[object]], header: list[str]) -> None:
@@ -414,7 +454,7 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
 
     message = _message_to_send(args) if args.action == "send" else None
     # One send per process: a round robin would always start at the first queue.
-    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random) as producer:
+    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random, tls=_tls(args)) as producer:
         if message is None:
             print(f"recalled {await producer.recall(args.topic, args.handle)} from {args.topic}")
             return 0
@@ -434,7 +474,7 @@ async def _tail(args: argparse.Namespace) -> int:
     poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
     received, idle_since = 0, time.monotonic()
     async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: Filter.tag(args.tag)}, await_s=poll_s,
-                                   request_timeout=REQUEST_TIMEOUT_S) as consumer:
+                                   request_timeout=REQUEST_TIMEOUT_S, tls=_tls(args)) as consumer:
         while not args.count or received < args.count:
             batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=30)
             for m in batch:
@@ -552,7 +592,7 @@ def _rpc_failed(args: argparse.Namespace, code: grpc.StatusCode, details: str) -
         else:
             print(f"rockmq: cannot reach the broker at {endpoint} ({code.name.lower()})", file=sys.stderr)
         return EXIT_UNREACHABLE
-    if code == grpc.StatusCode.UNIMPLEMENTED and _is_name_server(endpoint):
+    if code == grpc.StatusCode.UNIMPLEMENTED and _is_name_server(args):
         return _name_server_named(endpoint)
     print(f"rockmq: {details}", file=sys.stderr)
     return EXIT_REFUSED
@@ -563,18 +603,18 @@ def _client_failed(args: argparse.Namespace, e: RockmqError) -> int:
     from rockmq.client.errors import ConnectionFailed, Timeout
 
     endpoint = getattr(args, "endpoint", "?")
-    if isinstance(e, ConnectionFailed) and not e.retriable and _is_name_server(endpoint):
+    if isinstance(e, ConnectionFailed) and not e.retriable and _is_name_server(args):
         return _name_server_named(endpoint)
     print(f"rockmq: {e}", file=sys.stderr)
     return EXIT_UNREACHABLE if isinstance(e, ConnectionFailed | Timeout) and e.retriable else EXIT_REFUSED
 
 
-def _is_name_server(endpoint: str) -> bool:
-    """Whether `endpoint` answers as a name server (asked only after it refused a broker's method)."""
+def _is_name_server(args: argparse.Namespace) -> bool:
+    """Whether `--endpoint` answers as a name server (asked only after it refused a broker's method)."""
     from rockmq.protocol import namesrv, namesrv_grpc
 
     try:
-        with _channel(endpoint) as channel:
+        with _channel(args) as channel:
             namesrv_grpc.NameServerStub(channel).ListBrokers(namesrv.ListBrokersRequest(), timeout=2)
         return True
     except grpc.RpcError:

@@ -95,6 +95,14 @@ class Settings:
     auth_enabled: bool = False
     admin_user: str = ""
     admin_secret: str = field(default="", repr=False)
+    # TLS (docs/security.md). With tls_cert and tls_key (PEM files, re-read when they change) the `port`
+    # listener is TLS only; plaintext_port adds a plaintext one beside it (-1: none; 0: any free port).
+    # This broker's own clients (to other brokers, name servers, its primary) speak TLS when it serves
+    # TLS or tls_ca is given, verifying against tls_ca (else the system's roots).
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
+    plaintext_port: int = -1
     # --- limits and batch sizes ---------------------------------------------------------------
     max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
     max_receive_batch: int = 1024  # messages one receive or pull hands out at most
@@ -142,6 +150,16 @@ class Settings:
         if self.shards > 1 and (self.replication != "off" or self.replica_of):
             raise ConfigError("workers above 1 cannot be combined with replication or replica_of: "
                               "replicate single-process brokers")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("tls_cert and tls_key go together: give both (--tls-cert FILE --tls-key FILE)")
+        if not -1 <= self.plaintext_port <= 65535:
+            raise ConfigError(f"plaintext_port out of range: {self.plaintext_port}")
+        if self.plaintext_port >= 0 and not self.tls_cert:
+            raise ConfigError("plaintext_port is a plaintext listener beside a TLS one: give tls_cert and tls_key "
+                              "(without them the port listener is plaintext already)")
+        if self.shards > 1 and self.tls_cert:
+            raise ConfigError("workers above 1 cannot be combined with TLS yet: run single-process brokers "
+                              "(one per core, joined with a name server) for TLS")
         if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
             raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
@@ -175,6 +193,11 @@ class Settings:
     def shards(self) -> int:
         """How many broker processes `workers` means on this machine."""
         return self.workers or os.cpu_count() or 1
+
+    @property
+    def dials_tls(self) -> bool:
+        """Whether this broker's own clients (to brokers, name servers, its primary) speak TLS."""
+        return bool(self.tls_cert or self.tls_ca)
 
     def shard_settings(self) -> Settings:
         """What each of the `shards` processes runs with: its share of the store's memory."""

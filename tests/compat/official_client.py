@@ -37,8 +37,9 @@ def config(endpoint: str, credentials: Credentials | None = None) -> ClientConfi
 
 
 @contextlib.contextmanager
-def producer(endpoint: str, *topics: str, credentials: Credentials | None = None) -> Iterator[Producer]:
-    p = Producer(config(endpoint, credentials), tuple(topics) or None)
+def producer(endpoint: str, *topics: str, credentials: Credentials | None = None, tls: bool = False) -> Iterator[Producer]:
+    """`tls`: the client's own `tls_enable` (it verifies against GRPC_DEFAULT_SSL_ROOTS_FILE_PATH's CA)."""
+    p = Producer(config(endpoint, credentials), tuple(topics) or None, tls_enable=tls)
     p.startup()
     try:
         yield p
@@ -48,9 +49,10 @@ def producer(endpoint: str, *topics: str, credentials: Credentials | None = None
 
 @contextlib.contextmanager
 def simple_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
-                    await_s: int = AWAIT_S, credentials: Credentials | None = None) -> Iterator[SimpleConsumer]:
+                    await_s: int = AWAIT_S, credentials: Credentials | None = None,
+                    tls: bool = False) -> Iterator[SimpleConsumer]:
     subs = {topic: FilterExpression(expr) for topic, expr in subscriptions.items()}
-    c = SimpleConsumer(config(endpoint, credentials), group, subs, await_duration=await_s)
+    c = SimpleConsumer(config(endpoint, credentials), group, subs, await_duration=await_s, tls_enable=tls)
     c.startup()
     try:
         yield c

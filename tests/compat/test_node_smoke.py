@@ -7,6 +7,7 @@ stdout with its results; the client's own log goes to stderr and is shown when t
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,6 +23,11 @@ def _broker_log(broker) -> str:
 
 
 def test_node_client_smoke(broker, unique):
+    run_smoke(broker, broker.endpoint, unique)
+
+
+def run_smoke(broker, endpoint: str, unique, *extra: str, env: dict[str, str] | None = None) -> None:
+    """smoke.mjs against `endpoint` (`extra`: its flags, e.g. --ssl; `env`: added to the environment)."""
     node = shutil.which("node")
     assert node, "node (>= 18) is not on PATH; the Node.js compat test needs it"
     assert CLIENT_PKG.exists(), (
@@ -30,10 +36,11 @@ def test_node_client_smoke(broker, unique):
     )
 
     topic, group = unique("node-smoke"), unique("node-smoke-g")
-    cmd = [node, str(SCRIPT), "--endpoint", broker.endpoint, "--topic", topic, "--group", group,
-           "--timeout", str(TIMEOUT_S - 15)]
+    cmd = [node, str(SCRIPT), "--endpoint", endpoint, "--topic", topic, "--group", group,
+           "--timeout", str(TIMEOUT_S - 15), *extra]
     try:
-        proc = subprocess.run(cmd, cwd=NODE_DIR, capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(cmd, cwd=NODE_DIR, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as e:
         raise AssertionError(
             f"node smoke test did not exit within {TIMEOUT_S} s\n--- node stderr ---\n{e.stderr}\n"

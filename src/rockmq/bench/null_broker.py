@@ -186,12 +186,12 @@ async def serve(size: int, fsync_file: str | None, ready_file: str) -> None:
     malloc_tuning.tune()
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     settings = Settings(host="127.0.0.1", port=0)
-    server, port = _listen(settings, following=False, users=None)
+    server, bound = _listen(settings, following=False, users=None)
     nothing = Nothing(size, Disk(fsync_file, size * settings.max_receive_batch) if fsync_file else None, settings)
     server.add_generic_rpc_handlers((NullMessaging(nothing).handler(), NullBatch(nothing).handler()))
     await server.start()
     gc.freeze()
-    write_ready_file(ready_file, settings.host, port)
+    write_ready_file(ready_file, settings.host, bound.port)
     await server.wait_for_termination()
 
 

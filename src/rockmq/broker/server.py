@@ -47,6 +47,7 @@ from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
 from rockmq.store import Store
+from rockmq.tls import add_port, server_credentials
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_S = 10
@@ -55,9 +56,10 @@ HOUSEKEEPING_S = 10
 SWITCH_INTERVAL_S = 0.0005
 
 
-def _listen(s: Settings, following: bool, users: Users | None) -> tuple[grpc.aio.Server, int]:
-    """The broker's gRPC server, bound -> (it, the port it got); with `users`, every request is
-    authenticated first (auth/seam.py); a replica's refuses writes."""
+def _listen(s: Settings, following: bool, users: Users | None) -> tuple[grpc.aio.Server, Settings]:
+    """The broker's gRPC server, bound -> (it, the settings with the ports it got); with `users`, every
+    request is authenticated first (auth/seam.py); a replica's refuses writes. With a certificate,
+    `port` is TLS and `plaintext_port` (if any) plaintext."""
     interceptors: list[grpc.aio.ServerInterceptor] = [seam(users)] if users is not None else []
     if following:
         interceptors.append(ReadOnly(s.replica_of))
@@ -65,13 +67,13 @@ def _listen(s: Settings, following: bool, users: Users | None) -> tuple[grpc.aio
         *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
         ("grpc.so_reuseport", 0),
     ])
-    try:
-        port = server.add_insecure_port(f"{s.host}:{s.port}")
-    except RuntimeError:  # taken since serve() checked it
-        port = 0
+    port = add_port(server, f"{s.host}:{s.port}", server_credentials(s.tls_cert, s.tls_key))
     if port == 0:
         raise CannotStart(f"cannot listen on {s.host}:{s.port}")
-    return server, port
+    plaintext = s.plaintext_port
+    if plaintext >= 0 and (plaintext := add_port(server, f"{s.host}:{s.plaintext_port}", None)) == 0:
+        raise CannotStart(f"cannot listen on {s.host}:{s.plaintext_port} (--plaintext-port)")
+    return server, dataclasses.replace(s, port=port, plaintext_port=plaintext)
 
 
 class Broker:
@@ -88,12 +90,13 @@ class Broker:
         following = bool(s.replica_of) and not promoted
         try:
             self.users = open_users(s)
-            self.server, self.port = _listen(s, following, self.users if s.auth_enabled else None)
+            # Records carry the address the broker advertises: the port it really got (0 = any free one).
+            self.server, self.settings = _listen(s, following, self.users if s.auth_enabled else None)
         except (CannotStart, AuthSetupError) as e:
             store.close()
             raise CannotStart(str(e)) from None
-        # Records carry the address the broker advertises: the port it really got (0 = any free one).
-        self.settings = s = dataclasses.replace(s, port=self.port)
+        s = self.settings
+        self.port = s.port
         # A replica writes nothing of its own.
         self.replicator = Replicator(store, oplog, s, secret, epoch) if not following and oplog is not None else None
         matches = MatchIndex(s.filter_index_properties)
@@ -160,18 +163,27 @@ class Broker:
         self.ctx.store.close()
 
 
+def _listeners(s: Settings) -> str:
+    """What the start line says of TLS: nothing for a plaintext broker."""
+    if not s.tls_cert:
+        return ""
+    return " (TLS)" + (f" and {s.host}:{s.plaintext_port} (plaintext)" if s.plaintext_port >= 0 else "")
+
+
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     stop = stop_event()
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
+    if settings.plaintext_port > 0:
+        check_can_listen(settings.host, settings.plaintext_port)
     check_data_dir(settings.data_path)
     log.info("%s", compiled.describe())
     broker = Broker(settings)
     port = await broker.start()
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
     role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
-    print(f"rockmq broker listening on {settings.host}:{port} (data in {settings.data_dir}, flush {settings.flush}{role})",
-          flush=True)
+    print(f"rockmq broker listening on {settings.host}:{port}{_listeners(broker.settings)} (data in {settings.data_dir}, "
+          f"flush {settings.flush}{role})", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
     while True:
@@ -184,7 +196,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             break
         # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
         await broker.stop()
-        broker = Broker(dataclasses.replace(settings, port=port))
+        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port))
         await broker.start()
         log.warning("promoted: now a primary on port %d", port)
     log.info("stopping")

@@ -11,6 +11,7 @@ wrappers that run one event loop in one background thread.
 Credentials: every client takes `credentials=Credentials(access_key, secret_key)` (a broker run
 with `--auth`): every call and stream is signed as the official clients sign them.
 Errors: see `rockmq.client.errors` (one tree; every error says whether it is retriable).
+TLS: every client takes `tls=Tls(ca_file)` (`Tls()`: verified against the system's roots).
 I/O: every client takes `transport=` (`rockmq.client.transport`): the gRPC one by default, or a
 `MockTransport(handler)` that answers calls from a function, for tests without a broker.
 """
@@ -29,9 +30,10 @@ from rockmq.client.spool import DeadEntry
 from rockmq.client.sync import Producer, PullConsumer, PushConsumer, SimpleConsumer, Transaction
 from rockmq.client.transaction import AsyncTransaction, TransactionResolution
 from rockmq.client.transport import Call, GrpcTransport, MockTransport, Transport
+from rockmq.protocol.channels import Tls
 
 __all__ = ["SKIPPED", "AsyncProducer", "AsyncPullConsumer", "AsyncPushConsumer", "AsyncSimpleConsumer", "AsyncTransaction",
            "Call", "Credentials", "DeadEntry", "DuplicateInFlight", "Filter", "GrpcTransport", "Idempotent", "Message",
            "MockTransport", "Producer", "PullConsumer", "PullResult", "PushConsumer", "Queue", "ReceivedMessage", "RedisStore",
-           "RockmqError", "RocksDBStore", "RoundRobin", "SQLStore", "SendReceipt", "SimpleConsumer", "Transaction",
+           "RockmqError", "RocksDBStore", "RoundRobin", "SQLStore", "SendReceipt", "SimpleConsumer", "Tls", "Transaction",
            "TransactionResolution", "Transport", "at_random", "by_hash", "by_index"]

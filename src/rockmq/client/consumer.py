@@ -26,6 +26,7 @@ from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, received_batch, unreachable
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.channels import Tls
 from rockmq.protocol.conventions import check_lane
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
@@ -51,12 +52,12 @@ class AsyncSimpleConsumer:
     def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  lane: str | None = None, transport: Transport | None = None,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, tls: Tls | None = None) -> None:
         self.group = group
         self.lane = check_lane(lane)
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
         self.await_s = await_s
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials, tls)
         self._turn = itertools.count()
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging (not rockmq)

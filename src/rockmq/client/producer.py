@@ -68,7 +68,7 @@ from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, 
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Transport
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.channels import MAX_MESSAGE
+from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import LANE_PROPERTY, check_lane
 from rockmq.protocol.message_id import new_message_id
 
@@ -90,7 +90,8 @@ class AsyncProducer:
                  fault_latency_ms: Sequence[float] = LATENCY_MS, fault_pause_ms: Sequence[float] = PAUSE_MS,
                  batch_max_messages: int = BATCH_MAX_MESSAGES, batch_max_bytes: int = BATCH_MAX_BYTES,
                  buffer_bytes: int = BUFFER_BYTES, max_in_flight: int = MAX_IN_FLIGHT,
-                 transport: Transport | None = None, credentials: Credentials | None = None) -> None:
+                 transport: Transport | None = None, credentials: Credentials | None = None,
+                 tls: Tls | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
         if transaction_topics and checker is None:
@@ -102,7 +103,7 @@ class AsyncProducer:
         self.transaction_topics = tuple(transaction_topics)
         self.lane = check_lane(lane)
         self.faults = FaultAvoidance(lambda: time.monotonic() * 1000, fault_latency_ms, fault_pause_ms)
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials, tls)
         self._routes: dict[str, tuple[float, list[Queue]]] = {}
         self._route_fetches: dict[str, asyncio.Task[list[Queue]]] = {}
         self._telemetry: dict[str, TelemetrySession] = {}

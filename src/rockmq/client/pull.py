@@ -25,6 +25,7 @@ from rockmq.client.queues import Queue
 from rockmq.client.session import Endpoints, Session, received_batch
 from rockmq.client.transport import Transport
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.channels import Tls
 from rockmq.protocol.conventions import check_lane, lane_group
 from rockmq.when import instant_ms, parse_instant_ms
 
@@ -55,10 +56,10 @@ def _queue_pb(queue: Queue) -> pb.MessageQueue:
 class AsyncPullConsumer:
     def __init__(self, endpoint: Endpoints, group: str, *, request_timeout: float = REQUEST_TIMEOUT_S,
                  client_id: str | None = None, lane: str | None = None, transport: Transport | None = None,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, tls: Tls | None = None) -> None:
         self.lane = check_lane(lane)
         self.group = lane_group(group, self.lane)  # a lane's offsets are its own
-        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials)
+        self.session = Session(endpoint, request_timeout, client_id, self.lane, transport, credentials, tls)
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging
 
     async def __aenter__(self) -> AsyncPullConsumer:

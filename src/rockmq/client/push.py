@@ -51,6 +51,7 @@ from rockmq.client.queues import Queue, queue_order
 from rockmq.client.session import Endpoints
 from rockmq.client.transport import GrpcTransport, Transport
 from rockmq.protocol import admin, pb, rpc
+from rockmq.protocol.channels import Tls
 from rockmq.protocol.conventions import (
     DEFAULT_MAX_ATTEMPTS,
     ORIGIN_MESSAGE_ID,
@@ -138,7 +139,8 @@ class AsyncPushConsumer:
                  max_attempts: int | None = None, start_from: str = "earliest", offset_file: str | None = None,
                  invisible_s: float = INVISIBLE_S, lane: str | None = None, lane_fallback: bool = True,
                  shutdown_timeout_s: float = 10.0, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
-                 transport: Transport | None = None, credentials: Credentials | None = None) -> None:
+                 transport: Transport | None = None, credentials: Credentials | None = None,
+                 tls: Tls | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "broadcast" and not offset_file:
@@ -163,7 +165,7 @@ class AsyncPushConsumer:
         self.retry_backoff_s = tuple(retry_backoff_s)
         self.max_attempts = max_attempts
         self.start_from, self.invisible_s, self.lane_fallback = start_from, invisible_s, lane_fallback
-        self._transport = transport or GrpcTransport()  # shared by the pull and POP consumers
+        self._transport = transport or GrpcTransport(tls)  # shared by the pull and POP consumers
         self._owns_transport = transport is None
         self._pull = AsyncPullConsumer(endpoint, group, request_timeout=request_timeout, client_id=client_id,
                                        lane=self.lane, transport=self._transport, credentials=credentials)

@@ -17,7 +17,7 @@ from rockmq.client.errors import ClientClosed, ConnectionFailed, RockmqError, Ti
 from rockmq.client.queues import Queue
 from rockmq.client.transport import ADMIN, BATCH, MESSAGING, Call, GrpcTransport, Transport
 from rockmq.protocol import batch, pb, rpc
-from rockmq.protocol.channels import client_metadata, new_client_id
+from rockmq.protocol.channels import Tls, client_metadata, new_client_id
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
@@ -61,15 +61,15 @@ def unreachable(e: RockmqError) -> bool:
 class Session:
     def __init__(self, endpoint: Endpoints, request_timeout_s: float, client_id: str | None = None,
                  lane: str | None = None, transport: Transport | None = None,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, tls: Tls | None = None) -> None:
         """With a `transport` of the caller's, the caller closes it; else the session makes a
-        GrpcTransport and closes it with itself. With `credentials`, every call is signed."""
+        GrpcTransport (TLS with `tls`) and closes it with itself. With `credentials`, every call is signed."""
         self._access = access_points(endpoint)
         self.request_timeout_s = request_timeout_s
         self.client_id = client_id or new_client_id()
         self.metadata = client_metadata(self.client_id, lane=lane, chooses_queues=True)
         self.credentials = credentials
-        self.transport: Transport = transport or GrpcTransport()
+        self.transport: Transport = transport or GrpcTransport(tls)
         self._owns_transport = transport is None
         self.closed = False
 

@@ -23,7 +23,7 @@ import grpc
 
 from rockmq.client.errors import from_rpc_error
 from rockmq.protocol import admin_grpc, batch, batch_grpc, svc
-from rockmq.protocol.channels import ChannelCache, Metadata, open_aio_channel, open_channel
+from rockmq.protocol.channels import ChannelCache, Metadata, Tls, open_aio_channel, open_channel
 
 MESSAGING, BATCH, ADMIN = "messaging", "batch", "admin"  # RocketMQ's MessagingService, rockmq's BatchMessaging and Admin
 
@@ -67,20 +67,19 @@ _STUBS: dict[str, Callable[[grpc.Channel | grpc.aio.Channel], Any]] = {
 
 class GrpcTransport:
     """gRPC channels per endpoint (protocol/channels.py: rockmq's options, remade after a fork):
-    asyncio ones, and blocking ones for `unary_blocking` (made on its first use)."""
+    asyncio ones, and blocking ones for `unary_blocking` (made on its first use); TLS ones with `tls`."""
 
-    def __init__(self) -> None:
-        self._stubs: ChannelCache[tuple[grpc.aio.Channel, dict[str, Any]]] = ChannelCache(self._open)
-        self._blocking: ChannelCache[tuple[grpc.Channel, dict[str, Any]]] = ChannelCache(self._open_blocking)
+    def __init__(self, tls: Tls | None = None) -> None:
+        self.tls = tls
+        self._stubs: ChannelCache[str, tuple[grpc.aio.Channel, dict[str, Any]]] = ChannelCache(self._open)
+        self._blocking: ChannelCache[str, tuple[grpc.Channel, dict[str, Any]]] = ChannelCache(self._open_blocking)
 
-    @staticmethod
-    def _open(endpoint: str) -> tuple[grpc.aio.Channel, dict[str, Any]]:
-        channel = open_aio_channel(endpoint)
+    def _open(self, endpoint: str) -> tuple[grpc.aio.Channel, dict[str, Any]]:
+        channel = open_aio_channel(endpoint, self.tls)
         return channel, {service: stub(channel) for service, stub in _STUBS.items()}
 
-    @staticmethod
-    def _open_blocking(endpoint: str) -> tuple[grpc.Channel, dict[str, Any]]:
-        channel = open_channel(endpoint)
+    def _open_blocking(self, endpoint: str) -> tuple[grpc.Channel, dict[str, Any]]:
+        channel = open_channel(endpoint, self.tls)
         return channel, {service: stub(channel) for service, stub in _STUBS.items()}
 
     def _method(self, call: Call) -> Any:

@@ -12,6 +12,7 @@ from rockmq.namesrv.registry import Registry
 from rockmq.protocol import namesrv, namesrv_grpc
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
+from rockmq.tls import add_port, server_credentials
 
 log = logging.getLogger(__name__)
 
@@ -43,21 +44,24 @@ class NameServer(namesrv_grpc.NameServerServicer):
         return namesrv.ListBrokersResponse(brokers=self.registry.brokers(request.topic))
 
 
-async def start(service: NameServer, host: str, port: int) -> tuple[grpc.aio.Server, int]:
-    """`service` serving on `host:port` -> (its gRPC server, the port it got). `rockmq serve
-    --workers N` embeds a name server this way to join its shards."""
+async def start(service: NameServer, host: str, port: int,
+                credentials: grpc.ServerCredentials | None = None) -> tuple[grpc.aio.Server, int]:
+    """`service` serving on `host:port` (TLS with `credentials`) -> (its gRPC server, the port it
+    got). `rockmq serve --workers N` embeds a name server this way to join its shards."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     namesrv_grpc.add_NameServerServicer_to_server(service, server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    bound = add_port(server, f"{host}:{port}", credentials)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")
     await server.start()
     return server, bound
 
 
-async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None) -> None:
-    server, bound = await start(NameServer(timeout_ms), host, port)
-    print(f"rockmq name server listening on {host}:{bound}", flush=True)
+async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None, tls_cert: str = "",
+                tls_key: str = "") -> None:
+    """Serve until SIGTERM/SIGINT; TLS only with a certificate (re-read when its files change)."""
+    server, bound = await start(NameServer(timeout_ms), host, port, server_credentials(tls_cert, tls_key))
+    print(f"rockmq name server listening on {host}:{bound}{' (TLS)' if tls_cert else ''}", flush=True)
     stop = stop_event()
     if ready_file:
         write_ready_file(ready_file, host, bound)

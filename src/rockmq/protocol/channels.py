@@ -7,6 +7,8 @@ the Spark source and sink, and the benchmark (the broker's own size limit is `MA
   the body) is never refused by the receiving side.
 - Headers: `client_metadata()` is the one definition of `x-mq-client-id`, `x-mq-language`,
   `x-mq-client-version` (and the lane and queue-choice headers, conventions.py).
+- TLS: a `Tls` (the CA file to verify the server against) makes a channel TLS; None, plaintext.
+  Caches are keyed by (endpoint, tls), so one process may dial a broker both ways.
 - Fork: gRPC channels do not survive `os.fork()`. A `ChannelCache` forgets, in the child, every
   channel the parent made (without closing them: they are the parent's), so a child opens its own.
 """
@@ -18,7 +20,9 @@ import socket
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import grpc
@@ -35,6 +39,31 @@ VERSION_HEADER = "x-mq-client-version"
 
 Metadata = tuple[tuple[str, str], ...]
 C = TypeVar("C")
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Tls:
+    """A client's TLS: the server's certificate must be signed by a CA of `ca_file` (PEM), or of
+    the system's roots when it is empty (gRPC's, which GRPC_DEFAULT_SSL_ROOTS_FILE_PATH replaces),
+    and name the host dialled."""
+
+    ca_file: str = ""
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        roots = None
+        if self.ca_file:
+            try:
+                roots = Path(self.ca_file).read_bytes()
+            except OSError as e:
+                raise OSError(f"cannot read the TLS CA file {self.ca_file}: {e.strerror or e}") from None
+        return grpc.ssl_channel_credentials(root_certificates=roots)
+
+
+def tls_of(enabled: bool, ca_file: str | None = None) -> Tls | None:
+    """The `--tls [--tls-ca FILE]` / `tls`, `tlsCaFile` options as a `Tls` (None: plaintext); a CA
+    file alone turns TLS on."""
+    return Tls(ca_file or "") if enabled or ca_file else None
 
 
 def new_client_id(kind: str = "") -> str:
@@ -50,36 +79,40 @@ def client_metadata(client_id: str, *, version: str = "rockmq", lane: str | None
             + (((QUEUE_CHOICE_HEADER, CLIENT_CHOOSES),) if chooses_queues else ()))
 
 
-def open_channel(endpoint: str) -> grpc.Channel:
+def open_channel(endpoint: str, tls: Tls | None = None) -> grpc.Channel:
     """A new blocking channel with rockmq's options."""
-    return grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+    if tls is None:
+        return grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+    return grpc.secure_channel(endpoint, tls.credentials(), options=CHANNEL_OPTIONS)
 
 
-def open_aio_channel(endpoint: str) -> grpc.aio.Channel:
+def open_aio_channel(endpoint: str, tls: Tls | None = None) -> grpc.aio.Channel:
     """A new asyncio channel with rockmq's options (bound to the running event loop)."""
-    return grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+    if tls is None:
+        return grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+    return grpc.aio.secure_channel(endpoint, tls.credentials(), options=CHANNEL_OPTIONS)
 
 
-_caches: weakref.WeakSet[ChannelCache[object]] = weakref.WeakSet()
+_caches: weakref.WeakSet[ChannelCache[object, object]] = weakref.WeakSet()
 
 
-class ChannelCache(Generic[C]):
-    """One `C` (a channel, or what is built on one) per endpoint, made on first use, for this
-    process: after a fork the child starts empty."""
+class ChannelCache(Generic[K, C]):
+    """One `C` (a channel, or what is built on one) per key (an endpoint, or an endpoint and its
+    `Tls`), made on first use, for this process: after a fork the child starts empty."""
 
-    def __init__(self, open: Callable[[str], C]) -> None:
+    def __init__(self, open: Callable[[K], C]) -> None:
         self._open = open
-        self._items: dict[str, C] = {}
+        self._items: dict[K, C] = {}
         self._lock = threading.Lock()
         _caches.add(self)  # type: ignore[arg-type]
 
-    def get(self, endpoint: str) -> C:
-        item = self._items.get(endpoint)
+    def get(self, key: K) -> C:
+        item = self._items.get(key)
         if item is None:
             with self._lock:
-                item = self._items.get(endpoint)
+                item = self._items.get(key)
                 if item is None:
-                    item = self._items[endpoint] = self._open(endpoint)
+                    item = self._items[key] = self._open(key)
         return item
 
     def take_all(self) -> list[C]:
@@ -100,9 +133,10 @@ def _forget_all_in_child() -> None:
 
 os.register_at_fork(after_in_child=_forget_all_in_child)
 
-_shared: ChannelCache[grpc.Channel] = ChannelCache(open_channel)
+Dial = tuple[str, Tls | None]  # where and how: an endpoint, and TLS or not
+_shared: ChannelCache[Dial, grpc.Channel] = ChannelCache(lambda dial: open_channel(*dial))
 
 
-def channel(endpoint: str) -> grpc.Channel:
+def channel(endpoint: str, tls: Tls | None = None) -> grpc.Channel:
     """The process's blocking channel to `endpoint` (CLI, Spark): shared, never closed."""
-    return _shared.get(endpoint)
+    return _shared.get((endpoint, tls))

@@ -33,6 +33,8 @@ const { values: args } = parseArgs({
     topic: { type: 'string', default: process.env.ROCKMQ_TOPIC },
     group: { type: 'string', default: process.env.ROCKMQ_GROUP },
     timeout: { type: 'string', default: process.env.ROCKMQ_SMOKE_TIMEOUT ?? '75' }, // global watchdog, s
+    // TLS (the client's own option); the CA comes through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH.
+    ssl: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -150,7 +152,7 @@ async function receiveOnce(consumer, what) {
 const clients = [];
 
 async function main() {
-  const common = { endpoints: endpoint, namespace: '', requestTimeout: REQUEST_TIMEOUT_MS, logger };
+  const common = { endpoints: endpoint, namespace: '', requestTimeout: REQUEST_TIMEOUT_MS, logger, sslEnabled: args.ssl };
 
   phase = 'producer.startup';
   const producer = new Producer({ ...common, topic });
