@@ -9,7 +9,7 @@ import socket
 import time
 
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import client_metadata, open_channel
+from rockmq.protocol.channels import Tls, client_metadata, open_channel
 from rockmq.protocol.message_id import new_message_id
 
 CLIENT_ID = "rockmq-tests@" + socket.gethostname()
@@ -20,8 +20,8 @@ RPC_TIMEOUT = 10.0
 class Conn:
     """One channel to a broker: the messaging stub plus the admin stub."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.channel = open_channel(endpoint)
+    def __init__(self, endpoint: str, tls: Tls | None = None) -> None:
+        self.channel = open_channel(endpoint, tls)
         self.mq = svc.MessagingServiceStub(self.channel)
         self.admin = admin_grpc.AdminStub(self.channel)
 

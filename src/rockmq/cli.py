@@ -523,6 +523,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
     try:
         from rockmq.spark import jobs
+        from rockmq.spark.connection import tls_options
     except ImportError as e:
         raise CliError(f"the pipeline needs Spark: pip install 'rockmq[spark]' ({e})", EXIT_USAGE) from None
     try:
@@ -530,15 +531,17 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         end = parse_instant_ms(args.end) if getattr(args, "end", None) else None
     except ValueError as e:
         raise CliError(str(e), EXIT_USAGE) from None
+    connection = tls_options(_tls(args))
     spark = jobs.session(args.master, f"rockmq pipeline {args.action}")
     try:
         if args.action == "replay":
-            count = jobs.replay(spark, endpoint=args.endpoint, path=args.path, topic=args.topic, start_ms=start, end_ms=end)
+            count = jobs.replay(spark, endpoint=args.endpoint, path=args.path, topic=args.topic, start_ms=start, end_ms=end,
+                                connection=connection)
             print(f"replayed {count} messages into {args.topic}")
             return 0
         checkpoint = args.checkpoint or str(Path(args.path) / "_checkpoint")
         query = jobs.archive(spark, endpoint=args.endpoint, topic=args.topic, path=args.path, checkpoint=checkpoint,
-                             available_now=args.available_now, interval_s=args.interval)
+                             available_now=args.available_now, interval_s=args.interval, connection=connection)
         query.awaitTermination()
         if query.exception() is not None:
             raise CliError(f"the archive job failed: {query.exception()}")

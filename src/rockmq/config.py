@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from rockmq.protocol.channels import MAX_MESSAGE
+from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 
 MiB = 1024 * 1024
@@ -195,9 +195,15 @@ class Settings:
         return self.workers or os.cpu_count() or 1
 
     @property
-    def dials_tls(self) -> bool:
-        """Whether this broker's own clients (to brokers, name servers, its primary) speak TLS."""
-        return bool(self.tls_cert or self.tls_ca)
+    def client_tls(self) -> Tls | None:
+        """How this broker's own clients (to brokers, name servers, its primary) connect: TLS when it
+        serves TLS or has a CA to verify with (None: plaintext)."""
+        return Tls(self.tls_ca) if self.tls_cert or self.tls_ca else None
+
+    @property
+    def plaintext_address(self) -> str:
+        """HOST:PORT of the plaintext listener beside the TLS one ('' if none)."""
+        return f"{self.host}:{self.plaintext_port}" if self.tls_cert and self.plaintext_port >= 0 else ""
 
     def shard_settings(self) -> Settings:
         """What each of the `shards` processes runs with: its share of the store's memory."""

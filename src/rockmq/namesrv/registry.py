@@ -44,7 +44,8 @@ class Registry:
         out = []
         for name in sorted(self._brokers):
             entry = self._brokers[name]
-            info = namesrv.BrokerInfo(name=name, endpoint=entry.info.endpoint, last_seen_ms=entry.last_seen_ms)
+            info = namesrv.BrokerInfo(name=name, endpoint=entry.info.endpoint, last_seen_ms=entry.last_seen_ms,
+                                      tls=entry.info.tls, plaintext_endpoint=entry.info.plaintext_endpoint)
             topics = [t for t in entry.info.topics if not topic or t.topic == topic]
             if topic and not topics:
                 continue

@@ -79,6 +79,9 @@ def client_metadata(client_id: str, *, version: str = "rockmq", lane: str | None
             + (((QUEUE_CHOICE_HEADER, CLIENT_CHOOSES),) if chooses_queues else ()))
 
 
+ChannelOptions = tuple[tuple[str, int], ...]
+
+
 def open_channel(endpoint: str, tls: Tls | None = None) -> grpc.Channel:
     """A new blocking channel with rockmq's options."""
     if tls is None:
@@ -86,11 +89,11 @@ def open_channel(endpoint: str, tls: Tls | None = None) -> grpc.Channel:
     return grpc.secure_channel(endpoint, tls.credentials(), options=CHANNEL_OPTIONS)
 
 
-def open_aio_channel(endpoint: str, tls: Tls | None = None) -> grpc.aio.Channel:
-    """A new asyncio channel with rockmq's options (bound to the running event loop)."""
+def open_aio_channel(endpoint: str, tls: Tls | None = None, options: ChannelOptions = CHANNEL_OPTIONS) -> grpc.aio.Channel:
+    """A new asyncio channel with rockmq's options, or `options` (bound to the running event loop)."""
     if tls is None:
-        return grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
-    return grpc.aio.secure_channel(endpoint, tls.credentials(), options=CHANNEL_OPTIONS)
+        return grpc.aio.insecure_channel(endpoint, options=options)
+    return grpc.aio.secure_channel(endpoint, tls.credentials(), options=options)
 
 
 _caches: weakref.WeakSet[ChannelCache[object, object]] = weakref.WeakSet()

@@ -17,7 +17,7 @@ import grpc
 
 from rockmq.client.errors import NotFound, from_rpc_error, from_status
 from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
-from rockmq.protocol.channels import ChannelCache, channel, client_metadata
+from rockmq.protocol.channels import ChannelCache, Dial, Tls, channel, client_metadata
 from rockmq.protocol.endpoints import address_of, endpoints_of
 from rockmq.protocol.fetch import FetchReply, parse_fetch_response
 from rockmq.spark.offsets import QueueState
@@ -58,9 +58,10 @@ def _retry(what: str, endpoint: str, call: Callable[[], T]) -> T:
 class Brokers:
     """What the planner asks: a topic's queues with their stored ranges, offsets by time."""
 
-    def __init__(self, endpoint: str, timeout_s: float) -> None:
+    def __init__(self, endpoint: str, timeout_s: float, tls: Tls | None = None) -> None:
         self.endpoint = endpoint
         self.timeout_s = timeout_s
+        self.tls = tls
 
     def queues(self, topic: str, *, strict: bool = False) -> list[QueueState]:
         """Every queue of `topic` on every broker; [] if no broker has the topic (without
@@ -69,8 +70,9 @@ class Brokers:
         read would silently lack its queues); else its queues are left out for now (a stream
         keeps their positions and reads them once the broker is back)."""
         try:
-            info = _retry(f"DescribeTopic {topic!r}", self.endpoint, lambda: admin_grpc.AdminStub(channel(self.endpoint))
-                          .DescribeTopic(admin.TopicRequest(name=topic), timeout=self.timeout_s))
+            admin_stub = admin_grpc.AdminStub(channel(self.endpoint, self.tls))
+            info = _retry(f"DescribeTopic {topic!r}", self.endpoint,
+                          lambda: admin_stub.DescribeTopic(admin.TopicRequest(name=topic), timeout=self.timeout_s))
         except _NotFound:
             return []
         if info.unreachable:
@@ -79,7 +81,7 @@ class Brokers:
                 raise SourceError(f"broker(s) {down} of topic {topic!r} did not answer: their queues cannot be read")
             log.warning("rockmq: broker(s) %s of topic %r did not answer; skipping their queues for now", down, topic)
         request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.endpoint))
-        route = _retry(f"QueryRoute {topic!r}", self.endpoint, lambda: svc.MessagingServiceStub(channel(self.endpoint))
+        route = _retry(f"QueryRoute {topic!r}", self.endpoint, lambda: svc.MessagingServiceStub(channel(self.endpoint, self.tls))
                        .QueryRoute(request, metadata=META, timeout=self.timeout_s))
         if route.status.code != pb.OK:
             raise SourceError(f"rockmq QueryRoute {topic!r} at {self.endpoint}: {route.status.message}")
@@ -103,15 +105,15 @@ class Brokers:
             query_offset_policy=pb.TIMESTAMP)
         request.timestamp.FromMilliseconds(timestamp_ms)
         reply: rpc.QueryOffsetResponse = _retry(f"QueryOffset {queue.topic}/{queue.key}", queue.endpoint,
-                       lambda: svc.MessagingServiceStub(channel(queue.endpoint)).QueryOffset(request, metadata=META,
+                       lambda: svc.MessagingServiceStub(channel(queue.endpoint, self.tls)).QueryOffset(request, metadata=META,
                                                                                               timeout=self.timeout_s))
         if reply.status.code != pb.OK:
             raise SourceError(f"rockmq QueryOffset {queue.topic}/{queue.key}: {reply.status.message}")
         return reply.offset
 
 
-def _open_fetch(endpoint: str) -> grpc.UnaryUnaryMultiCallable[batch.FetchRequest, FetchReply]:
-    return channel(endpoint).unary_unary("/rockmq.messaging.v1.BatchMessaging/Fetch",
+def _open_fetch(dial: Dial) -> grpc.UnaryUnaryMultiCallable[batch.FetchRequest, FetchReply]:
+    return channel(*dial).unary_unary("/rockmq.messaging.v1.BatchMessaging/Fetch",
                                          request_serializer=batch.FetchRequest.SerializeToString,
                                          response_deserializer=parse_fetch_response)
 
@@ -120,13 +122,14 @@ _fetch_calls = ChannelCache(_open_fetch)
 
 
 def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: int, end: int, *, fail_on_data_loss: bool,
-                  max_records: int = 0, max_bytes: int = 0, timeout_s: float = 30.0) -> Iterator[FetchReply]:
+                  max_records: int = 0, max_bytes: int = 0, timeout_s: float = 30.0,
+                  tls: Tls | None = None) -> Iterator[FetchReply]:
     """Fetch replies covering [start, end) of a queue, in order, one request always in flight
     ahead of the caller (the broker reads the next range while the caller decodes this one).
 
     Messages retention removed before they were read are a DataLossError, or skipped with
     `fail_on_data_loss=False`; so is a range the queue no longer has (topic recreated)."""
-    call = _fetch_calls.get(endpoint)
+    call = _fetch_calls.get((endpoint, tls))
     where = f"queue {broker}:{queue_id} of topic {topic!r}"
 
     def ask(offset: int) -> grpc.Future[FetchReply]:

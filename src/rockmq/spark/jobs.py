@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,13 +43,14 @@ def session(master: str, app: str, shuffle_partitions: int | None = None) -> Spa
 
 
 def archive(spark: SparkSession, *, endpoint: str, topic: str, path: str, checkpoint: str, available_now: bool = False,
-            interval_s: float = 10.0, max_messages_per_trigger: int | None = None) -> StreamingQuery:
+            interval_s: float = 10.0, max_messages_per_trigger: int | None = None,
+            connection: Mapping[str, str] | None = None) -> StreamingQuery:
     """Start archiving `topic` to Parquet under `path`; -> the running query (`available_now`:
-    archive what is there now and stop)."""
+    archive what is there now and stop). `connection`: more source options (TLS: connection.py)."""
     from pyspark.sql import functions as F
 
     reader = (spark.readStream.format("rockmq").option("endpoint", endpoint).option("topic", topic)
-              .option("startingOffsets", "earliest"))
+              .options(**(connection or {})).option("startingOffsets", "earliest"))
     if max_messages_per_trigger is not None:
         reader = reader.option("maxMessagesPerTrigger", str(max_messages_per_trigger))
     stream = reader.load().withColumn(ARCHIVE_PARTITION, F.date_format("store_timestamp", "yyyy-MM-dd"))
@@ -59,8 +61,9 @@ def archive(spark: SparkSession, *, endpoint: str, topic: str, path: str, checkp
 
 
 def replay(spark: SparkSession, *, endpoint: str, path: str, topic: str, start_ms: int | None = None,
-           end_ms: int | None = None) -> int:
-    """Send the archived messages stored in [start_ms, end_ms) to `topic`; -> how many."""
+           end_ms: int | None = None, connection: Mapping[str, str] | None = None) -> int:
+    """Send the archived messages stored in [start_ms, end_ms) to `topic`; -> how many.
+    `connection`: more sink options (TLS: connection.py)."""
     from pyspark.sql import functions as F
 
     archived = spark.read.parquet(path)
@@ -76,7 +79,8 @@ def replay(spark: SparkSession, *, endpoint: str, path: str, topic: str, start_m
     messages.cache()
     try:
         count = messages.count()
-        messages.write.format("rockmq").option("endpoint", endpoint).option("topic", topic).mode("append").save()
+        (messages.write.format("rockmq").option("endpoint", endpoint).option("topic", topic).options(**(connection or {}))
+         .mode("append").save())
     finally:
         messages.unpersist()
     return count

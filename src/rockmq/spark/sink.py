@@ -4,7 +4,8 @@ exactly once.
 Columns: `body` (binary or string, required); optional `topic` (per row, over the `topic`
 option), `tag`, `keys` (array<string>), `message_group` (FIFO), `delivery_timestamp` (timestamp:
 a delayed message), `properties` (map<string,string>) and `message_id` (see below). Options:
-`endpoint` (required), `topic`, and the knobs in `SinkOptions`. Append only.
+`endpoint` (required), `topic`, `tls` and `tlsCaFile` (rockmq/spark/connection.py), and the knobs in
+`SinkOptions`. Append only.
 
 How exactly-once works — stage, then publish once per (sink, batch)
 ---------------------------------------------------------------------
@@ -66,6 +67,8 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringTy
 from rockmq.client.errors import from_rpc_error, from_status
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import channels, pb
+from rockmq.protocol.channels import Dial, Tls
+from rockmq.spark.connection import tls_option
 from rockmq.spark.sink_wire import COLUMNS, Encoder, id_prefix, stage_request
 
 if TYPE_CHECKING:
@@ -108,6 +111,11 @@ class SinkOptions:
     sink_id: str | None = None  # `sinkId`: whose batches (default: the query id / one per job)
     batch_id: int | None = None  # `batchId`: batch writes only, with sinkId (foreachBatch)
     retain_s: int | None = None  # `retainSeconds`: how long the broker remembers the sink's last batch
+    tls: Tls | None = None  # `tls`, `tlsCaFile`
+
+    @property
+    def dial(self) -> Dial:
+        return self.endpoint, self.tls
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -130,6 +138,10 @@ class SinkOptions:
 
         sink_id = opts.get("sinkid") or None
         batch_id = number("batchId", None, int, 0)
+        try:
+            tls = tls_option(opts)
+        except ValueError as e:
+            raise SinkError(str(e)) from None
         if batch_id is not None and sink_id is None:
             raise SinkError("option `batchId` needs option `sinkId` (whose batches they are)")
         return cls(endpoint=endpoint, topic=opts.get("topic") or None,
@@ -138,7 +150,7 @@ class SinkOptions:
                    stage_ttl_s=number("stageTtlSeconds", cls.stage_ttl_s, int),
                    timeout_s=number("timeoutSeconds", cls.timeout_s, float),
                    publish_timeout_s=number("publishTimeoutSeconds", cls.publish_timeout_s, float),
-                   sink_id=sink_id, batch_id=batch_id, retain_s=number("retainSeconds", None, int, 0))
+                   sink_id=sink_id, batch_id=batch_id, retain_s=number("retainSeconds", None, int, 0), tls=tls)
 
 
 def check_schema(schema: StructType, options: SinkOptions) -> None:
@@ -175,10 +187,10 @@ class RockmqCommitMessage(WriterCommitMessage):
 
 # --- connections: one channel per endpoint per process (Spark reuses its Python workers) --------
 
-def _open_calls(endpoint: str) -> dict[str, Any]:
+def _open_calls(dial: Dial) -> dict[str, Any]:
     """The BatchMessaging calls on the process's channel (protocol/channels.py). Stage takes raw
     request bytes."""
-    channel = channels.channel(endpoint)
+    channel = channels.channel(*dial)
     return {
         "stage": channel.unary_unary(_SERVICE + "Stage", request_serializer=None,
                                      response_deserializer=batch_pb.StageResponse.FromString),
@@ -198,14 +210,14 @@ def _transient(endpoint: str, e: grpc.RpcError) -> bool:
     return from_rpc_error(endpoint, e).retriable
 
 
-def _call(endpoint: str, name: str, request: Any, timeout: float) -> Any:
+def _call(options: SinkOptions, name: str, request: Any, timeout: float) -> Any:
     """One RPC, retried while the transport fails (every call here is safe to repeat)."""
     for attempt in range(RETRIES):
         try:
-            return _calls(endpoint)[name](request, timeout=timeout)
+            return _calls(options.dial)[name](request, timeout=timeout)
         except grpc.RpcError as e:
-            if not _transient(endpoint, e) or attempt == RETRIES - 1:
-                raise RuntimeError(f"rockmq {endpoint}: {name} failed: {e.code().name} {e.details()}") from None
+            if not _transient(options.endpoint, e) or attempt == RETRIES - 1:
+                raise RuntimeError(f"rockmq {options.endpoint}: {name} failed: {e.code().name} {e.details()}") from None
             time.sleep(0.5 * 2 ** attempt)
     raise AssertionError("unreachable")
 
@@ -234,7 +246,7 @@ class _Sink:
         encoder = Encoder(o.topic, socket.gethostname(), id_prefix(sink_id, batch_id, partition))
         result = RockmqCommitMessage(sink_id, partition)
         inflight: deque[tuple[grpc.Future[batch_pb.StageResponse], int, bytes]] = deque()
-        stage = _calls(o.endpoint)["stage"]
+        stage = _calls(o.dial)["stage"]
         ttl_ms = o.stage_ttl_s * 1000
 
         def settle(fut: grpc.Future[batch_pb.StageResponse], count: int, request: bytes) -> None:
@@ -243,7 +255,7 @@ class _Sink:
             except grpc.RpcError as e:
                 if not _transient(o.endpoint, e):
                     raise RuntimeError(f"rockmq {o.endpoint}: Stage failed: {e.code().name} {e.details()}") from None
-                reply = _call(o.endpoint, "stage", request, o.timeout_s)  # a chunk staged twice: one copy expires
+                reply = _call(o, "stage", request, o.timeout_s)  # a chunk staged twice: one copy expires
             if reply.status.code != pb.OK:
                 raise _refused("a row", reply.status)
             if reply.count != count:
@@ -288,7 +300,7 @@ class _Sink:
         if sink_id is None or (not chunks and self.options.sink_id is None):
             return None  # nothing was written: nothing to decide
         request = batch_pb.PublishStagedRequest(sink_id=sink_id, batch_id=batch_id, chunks=chunks, retain_ms=retain_s * 1000)
-        reply: batch_pb.PublishStagedResponse = _call(self.options.endpoint, "publish", request, self.options.publish_timeout_s)
+        reply: batch_pb.PublishStagedResponse = _call(self.options, "publish", request, self.options.publish_timeout_s)
         if reply.status.code != pb.OK:
             raise _refused(f"publishing batch {batch_id} of sink {sink_id}", reply.status)
         return reply
@@ -307,7 +319,7 @@ def _discard(options: SinkOptions, handles: list[bytes]) -> None:
     if not handles:
         return
     try:
-        _calls(options.endpoint)["discard"](batch_pb.DiscardStagedRequest(handles=handles), timeout=10)
+        _calls(options.dial)["discard"](batch_pb.DiscardStagedRequest(handles=handles), timeout=10)
     except grpc.RpcError:
         pass
 

@@ -25,6 +25,7 @@ Options (names are case-insensitive; values strings):
   or a queue that went back (topic recreated), fail the query with a DataLossError naming
   queue and range; `false` skips them with a warning.
 - `requestTimeoutMs` (default 30000): deadline of each broker call.
+- `tls`, `tlsCaFile`: connect over TLS (rockmq/spark/connection.py).
 
 Columns: topic, queue_id, queue_offset, message_id, tag, keys, properties, body, born_timestamp,
 store_timestamp, and broker: (topic, broker, queue_id, queue_offset) identifies a message, since
@@ -65,7 +66,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rockmq.protocol.channels import Tls
 from rockmq.spark import offsets as om
+from rockmq.spark.connection import tls_option
 from rockmq.spark.fetch import Brokers, DataLossError, SourceError
 
 if TYPE_CHECKING:
@@ -130,6 +133,7 @@ class SourceOptions:
     max_per_partition: int
     fail_on_data_loss: bool
     timeout_s: float
+    tls: Tls | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str] | None, *, streaming: bool, schema: StructType | None = None) -> SourceOptions:
@@ -150,15 +154,16 @@ class SourceOptions:
             per_trigger = _count(opts, "maxmessagespertrigger", DEFAULT_MAX_PER_TRIGGER)
             per_partition = _count(opts, "maxmessagesperpartition", DEFAULT_MAX_PER_PARTITION)
             timeout_s = _count(opts, "requesttimeoutms", 30_000) / 1000
+            tls = tls_option(opts)
         except ValueError as e:
             raise SourceError(str(e)) from None
         fail = opts.get("failondataloss", "true").strip().lower()
         if fail not in ("true", "false"):
             raise SourceError(f"failOnDataLoss is true or false, not {fail!r}")
-        return cls(endpoint, topics, starting, ending, per_trigger, per_partition, fail == "true", timeout_s)
+        return cls(endpoint, topics, starting, ending, per_trigger, per_partition, fail == "true", timeout_s, tls)
 
     def brokers(self) -> Brokers:
-        return Brokers(self.endpoint, self.timeout_s)
+        return Brokers(self.endpoint, self.timeout_s, self.tls)
 
 
 def _count(opts: dict[str, str], name: str, default: int) -> int:
@@ -186,6 +191,7 @@ class QueueRange(InputPartition):
     end: int
     fail_on_data_loss: bool
     timeout_s: float
+    tls: Tls | None = None
 
 
 def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -200,7 +206,7 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     p = partition
     for reply in fetch_replies(p.endpoint, p.topic, p.broker, p.queue_id, p.start, p.end,
                                fail_on_data_loss=p.fail_on_data_loss, max_records=FETCH_RECORDS, max_bytes=FETCH_BYTES,
-                               timeout_s=p.timeout_s):
+                               timeout_s=p.timeout_s, tls=p.tls):
         yield decode(p.topic, p.broker, p.queue_id, reply.first_offset, reply.records, reply.offsets, reply.count)
 
 
@@ -217,7 +223,8 @@ def _partitions(opts: SourceOptions, start: om.Offsets, end: om.Offsets, queues:
         if endpoint is None:
             raise SourceError(f"broker {r.broker!r} of topic {r.topic!r} is not in the topic's route now; "
                               f"cannot read [{r.start}, {r.end}) of its queue {r.queue_id}")
-        out.append(QueueRange(endpoint, r.topic, r.broker, r.queue_id, r.start, r.end, opts.fail_on_data_loss, opts.timeout_s))
+        out.append(QueueRange(endpoint, r.topic, r.broker, r.queue_id, r.start, r.end, opts.fail_on_data_loss, opts.timeout_s,
+                              opts.tls))
     return out
 
 

@@ -46,6 +46,7 @@ from rockmq.protocol.consume_replies import ack_message_reply
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited
+from rockmq.tls import is_tls
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
@@ -98,14 +99,14 @@ class MessagingServicer:
     async def QueryRoute(self, request: rpc.QueryRouteRequest, context: Context) -> rpc.QueryRouteResponse:
         queues = await self.cluster.route(request.topic.name)
         return rpc.QueryRouteResponse(status=OK, message_queues=message_queues(
-            request.topic.name, queues, self.cluster.name, request.endpoints))
+            request.topic.name, queues, self.cluster.name, request.endpoints, is_tls(context)))
 
     @unary(rpc.QueryAssignmentResponse)
     async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Context) -> rpc.QueryAssignmentResponse:
         queues = await self.cluster.assignment(request.topic.name, request.group.name)
         return rpc.QueryAssignmentResponse(status=OK, assignments=[
             pb.Assignment(message_queue=q)
-            for q in message_queues(request.topic.name, queues, self.cluster.name, request.endpoints)])
+            for q in message_queues(request.topic.name, queues, self.cluster.name, request.endpoints, is_tls(context))])
 
     @unary(rpc.HeartbeatResponse)
     async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Context) -> rpc.HeartbeatResponse:

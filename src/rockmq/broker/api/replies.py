@@ -130,11 +130,14 @@ def now_frame(response_type: type[rpc.ReceiveMessageResponse]) -> bytes:
 
 
 def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
-                   requested: pb.Endpoints) -> list[pb.MessageQueue]:
+                   requested: pb.Endpoints, tls: bool) -> list[pb.MessageQueue]:
     """A route's queues as clients get them. Each broker is reached at the endpoint it
-    registered, except this one (`here`): at the address the client used to get here."""
+    registered of the client's kind (`tls`: it came in over TLS), except this one (`here`): at
+    the address the client used to get here."""
     def endpoints(holder: Holder) -> pb.Endpoints:
-        return requested if holder.broker == here and requested.addresses else endpoints_of(holder.endpoint)
+        if holder.broker == here and requested.addresses:
+            return requested
+        return endpoints_of(holder.endpoint_for(tls))
 
     return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
                             broker=pb.Broker(name=h.broker, id=0, endpoints=endpoints(h)),

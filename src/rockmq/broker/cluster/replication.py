@@ -24,11 +24,14 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
 from rockmq.config import Settings, names_an_address
 from rockmq.protocol import pb, replication, replication_grpc
+from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, keys, oplog
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
+# A replica's catch-up reply carries many batches: it may be larger than any client's.
+REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20),)
 
 
 def was_promoted(store: Store) -> bool:
@@ -186,7 +189,7 @@ class Follower:
                     warned = True
                 await asyncio.sleep(RETRY_S)
                 continue
-            channel = grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", 256 << 20)])
+            channel = open_aio_channel(endpoint, self.ctx.settings.client_tls, REPLICATION_CHANNEL)
             try:
                 await self._follow(replication_grpc.ReplicationStub(channel))
             except grpc.aio.AioRpcError as e:

@@ -34,9 +34,20 @@ class Holder:
     """One broker's share of a topic."""
 
     broker: str
-    endpoint: str  # HOST:PORT
+    endpoint: str  # HOST:PORT (TLS if `tls`)
     queues: int
     message_types: tuple[str, ...] = ()
+    tls: bool = False
+    plaintext_endpoint: str = ""  # with `tls`: its plaintext listener, if it has one
+
+    @classmethod
+    def of(cls, info: namesrv.BrokerInfo, queues: int, message_types: tuple[str, ...]) -> Holder:
+        return cls(info.name, info.endpoint, queues, message_types, info.tls, info.plaintext_endpoint)
+
+    def endpoint_for(self, tls: bool) -> str:
+        """Where a client that came in over TLS (or in plaintext) reaches this broker: its listener
+        of that kind, else the one it has."""
+        return self.plaintext_endpoint if not tls and self.tls and self.plaintext_endpoint else self.endpoint
 
 
 def interleave(holders: list[Holder]) -> list[tuple[Holder, int]]:
@@ -58,7 +69,8 @@ class Cluster:
         self.ctx = ctx
         self.name = ctx.settings.broker_name
         self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
-        self._stubs = [namesrv_grpc.NameServerStub(open_aio_channel(a)) for a in self.namesrv]
+        self.tls = ctx.settings.client_tls  # how this broker reaches name servers and other brokers
+        self._stubs = [namesrv_grpc.NameServerStub(open_aio_channel(a, self.tls)) for a in self.namesrv]
         self._admins: dict[str, admin_grpc.AdminStub] = {}
         self._routes: dict[str, tuple[float, list[Holder]]] = {}
         self._unreachable: set[str] = set()
@@ -72,7 +84,9 @@ class Cluster:
         return self.ctx.logs.store_host
 
     def _me(self) -> namesrv.BrokerInfo:
-        info = namesrv.BrokerInfo(name=self.name, endpoint=self.endpoint)
+        s = self.ctx.settings
+        info = namesrv.BrokerInfo(name=self.name, endpoint=self.endpoint, tls=bool(s.tls_cert),
+                                  plaintext_endpoint=s.plaintext_address)
         for t in self.ctx.meta.topics.values():
             info.topics.add(topic=t.name, queue_count=t.queues, message_types=t.message_types)
         return info
@@ -124,19 +138,21 @@ class Cluster:
         """The admin service of another broker (channels kept per endpoint)."""
         stub = self._admins.get(endpoint)
         if stub is None:
-            stub = self._admins[endpoint] = admin_grpc.AdminStub(open_aio_channel(endpoint))
+            stub = self._admins[endpoint] = admin_grpc.AdminStub(open_aio_channel(endpoint, self.tls))
         return stub
 
     async def holders(self, topic_name: str) -> list[Holder]:
         """Who holds the topic: this broker (its own truth, registered or not) and the others
         the name servers know, cached for ROUTE_TTL_S."""
         local = self.ctx.meta.topics.get(topic_name)
-        me = [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types))] if local else []
+        s = self.ctx.settings
+        me = [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
+                     s.plaintext_address)] if local else []
         if not self.enabled:
             return me
         cached = self._routes.get(topic_name)
         if cached is None or time.monotonic() - cached[0] > ROUTE_TTL_S:
-            others = [Holder(b.name, b.endpoint, b.topics[0].queue_count, tuple(b.topics[0].message_types))
+            others = [Holder.of(b, b.topics[0].queue_count, tuple(b.topics[0].message_types))
                       for b in await self.brokers(topic_name) if b.name != self.name and b.topics]
             cached = (time.monotonic(), others)
             if others:  # "nobody else holds it" is never cached: a topic just created elsewhere shows up at once

@@ -17,16 +17,20 @@ class TopicQueues(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BrokerInfo(_message.Message):
-    __slots__ = ("name", "endpoint", "topics", "last_seen_ms")
+    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_MS_FIELD_NUMBER: _ClassVar[int]
+    TLS_FIELD_NUMBER: _ClassVar[int]
+    PLAINTEXT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     name: str
     endpoint: str
     topics: _containers.RepeatedCompositeFieldContainer[TopicQueues]
     last_seen_ms: int
-    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ...) -> None: ...
+    tls: bool
+    plaintext_endpoint: str
+    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("broker",)
