@@ -32,6 +32,7 @@ from rockmq.broker.api.requests import Context
 from rockmq.broker.errors import BrokerError, status
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.channels import CLIENT_ID_HEADER
+from rockmq.tls import is_tls
 
 TYPED_SERVICE = "apache.rocketmq.v2.MessagingService"  # answers refusals inside its typed replies
 _GRPC_CODE: dict[int, grpc.StatusCode] = {pb.UNAUTHORIZED: grpc.StatusCode.UNAUTHENTICATED,
@@ -73,10 +74,9 @@ def identity(context: Context) -> Identity:
 
 def describe(context: Context, user: str = "", super_user: bool = False, client_id: str = "") -> Identity:
     """The identity of `user` calling through `context`: where from, over what."""
-    security = context.auth_context().get("transport_security_type")
     if not client_id:
         client_id = next((str(v) for k, v in context.invocation_metadata() or () if k == CLIENT_ID_HEADER), "")
-    return Identity(user, super_user, source_ip(context.peer()), security == [b"ssl"], client_id)
+    return Identity(user, super_user, source_ip(context.peer()), is_tls(context), client_id)
 
 
 def super_users_only(who: Identity, service: str, method: str, request: Any) -> None:
