@@ -40,6 +40,7 @@ MODULES = (
     "rockmq.broker.validate",
     "rockmq.protocol.consume_replies",
     "rockmq.protocol.ack_request",
+    "rockmq.protocol.send_request",
 )
 PURE_ENV = "ROCKMQ_PURE_PYTHON"
 MANIFEST = "_compiled.json"  # beside this file: {"modules": {name: source sha256}} or {"skipped": why}

@@ -47,6 +47,7 @@ if COMPILED:
     validate, py_validate = _both("rockmq.broker.validate")
     replies, py_replies = _both("rockmq.protocol.consume_replies")
     ack_request, py_ack_request = _both("rockmq.protocol.ack_request")
+    send_request, py_send_request = _both("rockmq.protocol.send_request")
 
 u32, u64 = st.integers(0, 2**32 - 1), st.integers(0, 2**63 - 1)
 names = st.text("abcXYZ-_%0189", min_size=1, max_size=12)
@@ -111,6 +112,17 @@ def test_validate_and_records(raw: bytes, queue_id: int, queue: int, offset: int
     sp = pb.SystemProperties.FromString(bytes(records.view(sealed).system_properties))
     rest = bytes(records.view(sealed).rest)
     assert records.seal_parts(sp, rest, b"", "h:1") == py_records.seal_parts(sp, rest, b"", "h:1")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(messages(), max_size=4), st.integers(0, 2**16), st.binary(max_size=3))
+def test_send_request_scan(raws: list[bytes], at: int, spliced: bytes) -> None:
+    """The scan of a request, whole or with bytes spliced in or cut off (malformed, mostly)."""
+    whole = b"".join(wire.delimited(b"\x0a", raw) for raw in raws)
+    for raw in (whole, whole[:at % (len(whole) + 1)] + spliced + whole[at % (len(whole) + 1) + len(spliced):]):
+        scanned, py_scanned = send_request.scan(raw), py_send_request.scan(raw)
+        assert (None if scanned is None else [tuple(m) for m in scanned]) == (
+            None if py_scanned is None else [tuple(m) for m in py_scanned])
 
 
 @given(st.integers(0, 2**64 - 1), st.binary(max_size=300))

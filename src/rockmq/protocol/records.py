@@ -23,7 +23,7 @@ import hashlib
 import struct
 from typing import NamedTuple
 
-from rockmq.protocol import pb
+from rockmq.protocol import pb, send_request
 from rockmq.protocol.field_keys import Digest, Message, SystemProperties, Timestamp
 from rockmq.protocol.wire import delimited, varint
 
@@ -88,22 +88,25 @@ class Parts(NamedTuple):
 
 
 def message_parts(msg: pb.Message, store_host: str) -> Parts:
-    """A received message as its record's parts, completed by the broker: the placement fields
-    cleared (ours to set, in `place`), then the store host, the SHA-1 body digest (faster than MD5
-    here: SHA extensions; every official client checks it) and IDENTITY if no body encoding is
-    named appended as encoded fields (a parser keeps a scalar's last value, and the digest we
-    append sets both of its fields whether a parser merges or replaces it). Consumes `msg`: its
-    system properties are moved out."""
-    sp = msg.system_properties
-    if sp.queue_id or sp.HasField("queue_offset") or sp.HasField("store_timestamp"):
-        for placed in ("queue_id", "queue_offset", "store_timestamp"):
-            sp.ClearField(placed)
-    tag = sp.tag.encode() if sp.HasField("tag") else b""
-    group = sp.message_group.encode() if sp.HasField("message_group") else b""
-    sp_bytes = b"".join((sp.SerializeToString(), _store_host(store_host), b"" if sp.body_encoding else IDENTITY_ENCODING,
-                         _SHA1_DIGEST, hashlib.sha1(msg.body).hexdigest().upper().encode()))
-    msg.ClearField("system_properties")
-    return Parts(tag, group, msg.SerializeToString(), sp_bytes)
+    """A received message as its record's parts (`received_parts`). Consumes `msg`."""
+    sent = send_request.parsed(msg)
+    return received_parts(sent.tag, sent.message_group, sent.rest, sent.system_properties, sent.body_encoding, sent.body,
+                          store_host)
+
+
+def received_parts(tag: str | None, message_group: str | None, rest: bytes, sp_bytes: bytes, body_encoding: int,
+                   body: bytes | memoryview, store_host: str) -> Parts:
+    """A received message's record parts from its serialized `rest` and system properties
+    (`sp_bytes`, the placement fields left out: ours to set, in `place`), completed by the broker:
+    the store host, the SHA-1 body digest (faster than MD5 here: SHA extensions; every official
+    client checks it) and IDENTITY if no body encoding is named appended as encoded fields (a
+    parser keeps a scalar's last value, and the digest we append sets both of its fields whether a
+    parser merges or replaces it). SendMessage passes slices of the request's bytes
+    (protocol/send_request.py)."""
+    sp_bytes = b"".join((sp_bytes, _store_host(store_host), b"" if body_encoding else IDENTITY_ENCODING,
+                         _SHA1_DIGEST, hashlib.sha1(body).hexdigest().upper().encode()))
+    return Parts(tag.encode() if tag is not None else b"", message_group.encode() if message_group is not None else b"",
+                 rest, sp_bytes)
 
 
 def seal(msg: pb.Message, store_host: str, queue_id: int = -1) -> bytes:
