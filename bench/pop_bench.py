@@ -25,6 +25,7 @@ from rockmq.broker.api.messaging import SERVICE, MessagingServicer
 from rockmq.broker.server import Broker
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.send_request import read
 
 
 class _Context:
@@ -56,9 +57,9 @@ async def _run(args: argparse.Namespace, data_dir: str) -> dict[str, float]:
         body = b"x" * args.size
         total = args.messages * 2
         for first in range(0, total, 64):
-            await broker.sender.send([pb.Message(topic=pb.Resource(name=topic), body=body,
-                                                 system_properties=pb.SystemProperties(message_id=f"{i:032X}"))
-                                      for i in range(first, first + 64)])
+            sent = [pb.Message(topic=pb.Resource(name=topic), body=body,
+                               system_properties=pb.SystemProperties(message_id=f"{i:032X}")) for i in range(first, first + 64)]
+            await broker.sender.send(read(rpc.SendMessageRequest(messages=sent).SerializeToString()))
         ctx = _Context()
         figures: dict[str, float] = {}
         receive_s = ack_s = 0.0

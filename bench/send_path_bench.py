@@ -5,11 +5,11 @@
 Each round runs a child process per tree (this one, and `--base` if given: e.g. a worktree at main), each
 starting a real broker in-process (RocksDB in a temporary directory, default durable flush) and feeding it
 serialized SendMessageRequests of `--batch` × `--size` bytes through what the gRPC method runs: the request
-parsed, `SendService.send`, the reply encoded (`send_reply`). Prints CPU µs per message of the process
-(time.process_time: every thread, the fsync thread's and RocksDB's too) and of the handler's thread alone
-(time.thread_time: the Python that SendMessage runs, and the batch write), and messages per second
-(`--concurrency` requests in flight, as tasks on the loop); medians of the rounds. The broker's CPU per message end
-to end is `rockmq bench --scenario produce-batch`'s to tell.
+read (`send_request.read`; parsed, in a tree before it), `SendService.send`, the reply encoded (`send_reply`).
+Prints CPU µs per message of the process (time.process_time: every thread, the fsync thread's and RocksDB's
+too) and of the handler's thread alone (time.thread_time: the Python that SendMessage runs, and the batch
+write), and messages per second (`--concurrency` requests in flight, as tasks on the loop); medians of the
+rounds. The broker's CPU per message end to end is `rockmq bench --scenario produce-batch`'s to tell.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 
 def _child(requests: int, batch: int, size: int, concurrency: int) -> tuple[float, float, float]:
@@ -51,9 +52,14 @@ def _child(requests: int, batch: int, size: int, concurrency: int) -> tuple[floa
             raws = [request() for _ in range(requests + 20)]
             sender = broker.sender
 
+            try:  # the request read from its bytes (SendMessage's handler), or parsed (before it)
+                from rockmq.protocol.send_request import read
+            except ImportError:
+                def read(raw: bytes) -> Any:
+                    return rpc.SendMessageRequest.FromString(raw).messages
+
             async def one(raw: bytes) -> bytes:
-                req = rpc.SendMessageRequest.FromString(raw)
-                return send_reply(await sender.send(req.messages))
+                return send_reply(await sender.send(read(raw)))
 
             for raw in raws[:20]:  # warm up: topic created, caches filled
                 await one(raw)

@@ -500,3 +500,30 @@ def test_end_transaction_needs_a_resolution(harness, unique):
                                                                      transaction_id="t"), metadata=META, timeout=5)
     assert_code(reply.status.code, pb.BAD_REQUEST)
     assert "COMMIT or ROLLBACK" in reply.status.message
+
+
+@pytest.mark.parametrize("raw", [b"\x0a\x05\x22\x09abc", b"\x0a\x07\x12\x05\x0a\x01\xff\x12\x00", b"\xff"])
+def test_send_of_bytes_protobuf_cannot_parse(conn, raw):
+    """Malformed bytes (a length past the end, a key that is not UTF-8, no field) fail the call as
+    protobuf's request parse always did; the broker reads requests itself (send_request.py)."""
+    call = conn.channel.unary_unary("/apache.rocketmq.v2.MessagingService/SendMessage")
+    with pytest.raises(grpc.RpcError) as failed:
+        call(raw, metadata=META, timeout=RPC_TIMEOUT)
+    assert failed.value.code() == grpc.StatusCode.UNKNOWN, failed.value
+    assert "Error parsing message" in failed.value.details(), failed.value.details()
+
+
+def test_send_of_bytes_the_scan_leaves_to_protobuf(conn, unique):
+    """Valid bytes that are not protobuf's canonical form (fields out of order, a user property
+    twice) are stored as protobuf parses them."""
+    topic = unique("bad-order")
+    msg = message(topic, "body", tag="t")
+    sp = msg.system_properties.SerializeToString()
+    raw = b"".join((b"\x22\x04body", b"\x1a", bytes([len(sp)]), sp, b"\x0a", bytes([len(msg.topic.SerializeToString())]),
+                    msg.topic.SerializeToString(), b"\x12\x08\x0a\x01k\x12\x03one", b"\x12\x08\x0a\x01k\x12\x03two"))
+    request = b"\x0a" + bytes([len(raw)]) + raw
+    reply = rpc.SendMessageResponse.FromString(conn.channel.unary_unary(
+        "/apache.rocketmq.v2.MessagingService/SendMessage")(request, metadata=META, timeout=RPC_TIMEOUT))
+    assert_code(entry_code(reply), pb.OK)
+    [got] = conn.receive_n(unique("bad-order-g"), topic, 1)
+    assert (got.body, got.system_properties.tag, dict(got.user_properties)) == (b"body", "t", {"k": "two"})

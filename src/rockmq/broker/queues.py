@@ -93,15 +93,13 @@ class QueueLogs:
         self._put(batch, topic.id, queue_id, offset, records.place(sealed, queue_id, offset, store_ms or now_ms()), props)
         return offset
 
-    def append_message(self, batch: Batch, topic: TopicConfig, queue_id: int, msg: pb.Message, store_ms: int,
-                       allocated: dict[tuple[int, int], int]) -> int:
-        """`append_record(seal(...))` in one step, for a message that enters its queue as it arrives
-        (consumes it)."""
+    def append_parts(self, batch: Batch, topic: TopicConfig, queue_id: int, parts: records.Parts,
+                     props: Mapping[str, str], store_ms: int, allocated: dict[tuple[int, int], int]) -> int:
+        """`append_record(seal(...))` in one step, for a received message that enters its queue as
+        it arrives, in its record's `parts` (addressed to `topic`); `props`: its user properties."""
         offset = self._allocate(topic.id, queue_id, allocated)
-        _address(msg, topic)
-        props = msg.user_properties if topic.id in self._indexed else None
-        record = records.placed(records.message_parts(msg, self.store_host), queue_id, offset, store_ms)
-        self._put(batch, topic.id, queue_id, offset, record, props)
+        record = records.placed(parts, queue_id, offset, store_ms)
+        self._put(batch, topic.id, queue_id, offset, record, props if topic.id in self._indexed else None)
         return offset
 
     def _allocate(self, topic_id: int, queue_id: int, allocated: dict[tuple[int, int], int] | None) -> int:

@@ -24,7 +24,8 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
-from rockmq.protocol import pb
+from rockmq.protocol import pb, records
+from rockmq.protocol.send_request import SentMessage, parsed
 
 
 @dataclass(slots=True)
@@ -46,23 +47,31 @@ class SendService:
         self.dedup = dedup
         self.commit = committer.commit
 
-    def _check(self, msg: pb.Message, now: int, chosen: bool) -> tuple[TopicConfig, str, str] | BrokerError:
-        """The message's topic (created now if it is new: every check passed), type and id, or why not."""
+    def _check(self, msg: SentMessage, now: int, chosen: bool) -> tuple[TopicConfig, str, SentMessage, int] | BrokerError:
+        """The message's topic (created now if it is new: every check passed), type, the message
+        (a dead letter readdressed) and its due time (0: none), or why not."""
         ctx = self.ctx
+        delivery = msg.delivery
+        due = validate.timestamp_ms(delivery[0], delivery[1]) if delivery is not None else 0
         try:
-            target, mtype, dead_letter = validate.check_send(msg, ctx.meta, ctx.settings, now, chosen)
+            target, mtype, dead_letter = validate.check_fields(
+                msg.topic, msg.message_id, msg.queue_id, len(msg.body), msg.tag, msg.keys, msg.message_group,
+                msg.user_properties, due if delivery is not None else None, msg.message_type, ctx.meta, ctx.settings, now,
+                chosen)
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
         except BrokerError as e:
             return e
         if dead_letter:  # due now, whatever the send-back asked, in the dead-letter topic's first queue
-            sp = msg.system_properties
+            dead = msg.message()
+            sp = dead.system_properties
             sp.ClearField("delivery_timestamp")
-            sp.ClearField("queue_id")
             sp.message_type = pb.NORMAL
-        return topic, mtype, msg.system_properties.message_id
+            dead.topic.name = topic.name
+            return topic, mtype, parsed(dead), 0
+        return topic, mtype, msg, due
 
-    async def send(self, messages: Sequence[pb.Message], chosen: bool = False) -> list[SendResult]:
-        """Store a request's messages; each gets its own result. Durable when this returns.
+    async def send(self, messages: Sequence[SentMessage], chosen: bool = False) -> list[SendResult]:
+        """Store a request's messages (`send_request.read`: from its bytes); each gets its own result. Durable when this returns.
         `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
         validate.check_request(messages)
         logs = self.ctx.logs
@@ -76,14 +85,15 @@ class SendService:
         allocated: dict[tuple[int, int], int] = {}
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
-        stored = iter(dedup.lookup(bucket, [(c[0].id, c[2]) for c in checked if isinstance(c, tuple)]))
-        append, record, choose = logs.append_message, dedup.record, logs.choose_queue
-        for msg, c in zip(messages, checked, strict=True):
+        stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
+        append, record, choose, host = logs.append_parts, dedup.record, logs.choose_queue, logs.store_host
+        for c, original in zip(checked, messages, strict=True):
             if isinstance(c, BrokerError):
-                results.append(SendResult(c.code, c.message, msg.system_properties.message_id))
+                results.append(SendResult(c.code, c.message, original.message_id))
                 continue
-            topic, mtype, mid = c
+            topic, mtype, msg, due = c
             tid = topic.id
+            mid = msg.message_id
             previous = next(stored)
             earlier = seen.get((tid, mid))
             if earlier is not None:
@@ -92,19 +102,19 @@ class SendService:
             if previous is not None:  # a client retry of a message we already stored
                 results.append(SendResult(pb.OK, "OK", mid, previous.offset, previous.transaction_id, previous.recall_handle))
                 continue
-            sp = msg.system_properties
-            group = sp.message_group if sp.HasField("message_group") else None
-            picked = sp.queue_id if chosen and group is None else -1  # FIFO: the group's hash
-            due = validate.delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else 0
+            group = msg.message_group
+            picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
             if mtype == "TRANSACTION":
-                result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg, due, picked))
+                result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                 queue_id = -1
             elif due > now:
-                result = SendResult(pb.OK, "OK", mid, 0, "", self.timers.schedule(batch, topic, msg, due, picked))
+                result = SendResult(pb.OK, "OK", mid, 0, "", self.timers.schedule(batch, topic, msg.message(), due, picked))
                 queue_id = -1
             else:
                 queue_id = picked if picked >= 0 else choose(topic, group)
-                result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
+                parts = records.received_parts(msg.tag, group, msg.rest, msg.system_properties, msg.body_encoding, msg.body,
+                                               host)
+                result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, parts, msg.user_properties, now, allocated))
                 touched.add(tid)
             record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
             seen[(tid, mid)] = result

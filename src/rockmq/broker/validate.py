@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -64,11 +64,15 @@ class Checked(NamedTuple):
 
 
 def delivery_ms(ts: Timestamp) -> int:
+    return timestamp_ms(ts.seconds, ts.nanos)
+
+
+def timestamp_ms(seconds: int, nanos: int) -> int:
     """A delivery timestamp in ms. rocketmq-python-client 5.1.x writes milliseconds into the
     seconds field; no real date in seconds exceeds 1e11 (year 5138), so such values are ms."""
-    if ts.seconds > 100_000_000_000:
-        return ts.seconds + ts.nanos // 1_000_000
-    return ts.seconds * 1000 + ts.nanos // 1_000_000
+    if seconds > 100_000_000_000:
+        return seconds + nanos // 1_000_000
+    return seconds * 1000 + nanos // 1_000_000
 
 
 def message_type(code: int, grouped: bool, delayed: bool) -> str:
@@ -104,50 +108,58 @@ def topic_for_write(name: str, known: Catalog, settings: Settings) -> Target:
     return topic_or_new(name, known, settings)
 
 
-def check_request(messages: Sequence[pb.Message]) -> None:
+def check_request(messages: Sized) -> None:
     """A SendMessage request carries at least one message."""
     if not messages:
         raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
 
 
 def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int, queue_chosen: bool = False) -> Checked:
-    """Where a producer's message goes, or a BrokerError naming what is wrong. Hot path: each
-    field is read once, and a plain message to a known topic skips the special-topic rules."""
+    """`check_fields` of a parsed message."""
     sp = msg.system_properties
-    mid = sp.message_id
+    return check_fields(msg.topic.name, sp.message_id, sp.queue_id, len(msg.body), sp.tag if sp.HasField("tag") else None,
+                        sp.keys, sp.message_group if sp.HasField("message_group") else None, msg.user_properties,
+                        delivery_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else None,
+                        sp.message_type, known, settings, now_ms, queue_chosen)
+
+
+def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None, keys: Sequence[str], group: str | None,
+                 props: Mapping[str, str], due_ms: int | None, type_code: int, known: Catalog, settings: Settings,
+                 now_ms: int, queue_chosen: bool = False) -> Checked:
+    """Where a producer's message goes, or a BrokerError naming what is wrong: its topic's `name`,
+    message id, the queue its client chose, body size, tag, keys, message group, user properties,
+    delivery time and declared type (None: the field is absent). Hot path: a plain message to a
+    known topic skips the special-topic rules. SendMessage passes what it read of the request's
+    bytes (protocol/send_request.py), Stage a parsed message (`check_send`)."""
     if not mid or len(mid) > MAX_MESSAGE_ID:
         raise BrokerError(pb.ILLEGAL_MESSAGE_ID, f"message_id must be 1-{MAX_MESSAGE_ID} characters")
-    name = msg.topic.name
     target: Target | None = known.topics.get(name)
     special = name.startswith(_SPECIAL)  # a retry or dead-letter topic
     if target is None or special:
         target = topic_for_write(name, known, settings)
-    if queue_chosen and not 0 <= sp.queue_id < target.queues:
-        raise BrokerError(pb.BAD_REQUEST, f"queue_id {sp.queue_id} is not a queue of topic {name!r} on this broker "
+    if queue_chosen and not 0 <= queue_id < target.queues:
+        raise BrokerError(pb.BAD_REQUEST, f"queue_id {queue_id} is not a queue of topic {name!r} on this broker "
                                           f"(it has {target.queues}: 0-{target.queues - 1}); nothing was stored")
-    size = len(msg.body)
     if not size:
         raise BrokerError(pb.MESSAGE_BODY_EMPTY, "message body is empty")
     if size > settings.max_body_size:
         raise BrokerError(pb.MESSAGE_BODY_TOO_LARGE,
                           f"message body is {size} bytes, over the {settings.max_body_size}-byte limit")
-    if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
-        raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {sp.tag!r}: must be non-blank without '|'")
-    keys = sp.keys
+    if tag is not None and (not tag.strip() or "|" in tag):
+        raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {tag!r}: must be non-blank without '|'")
     if keys and not all(map(str.strip, keys)):  # a blank key strips to ""
         raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
-    grouped = sp.HasField("message_group")
-    if grouped and not sp.message_group.strip():
+    grouped = group is not None
+    if group is not None and not group.strip():
         raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
-    props = msg.user_properties
     if props:
         if sum(map(len, props)) + sum(map(len, props.values())) > settings.max_properties_size:
             raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
                               f"user properties are over the {settings.max_properties_size}-byte limit")
         if "" in props:
             raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
-    delayed = sp.HasField("delivery_timestamp")
-    mtype = message_type(sp.message_type, grouped, delayed)
+    delayed = due_ms is not None
+    mtype = message_type(type_code, grouped, delayed)
     if mtype not in target.message_types:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
                           f"topic {name!r} does not accept {mtype} messages (accepts {', '.join(target.message_types)})")
@@ -155,21 +167,21 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message needs a message group")
     if mtype == "DELAY" and not delayed:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
-    if delayed and delivery_ms(sp.delivery_timestamp) - now_ms > settings.max_delay_s * 1000:
+    if due_ms is not None and due_ms - now_ms > settings.max_delay_s * 1000:
         raise BrokerError(pb.ILLEGAL_DELIVERY_TIME,
                           f"delivery time is more than the maximum delay ({settings.max_delay_s} s) away")
     if special:
-        group = group_of_retry_topic(name)
-        if group is not None:
-            return _dead_letter_if_spent(msg, group, target, mtype, known, settings)
+        retry_group = group_of_retry_topic(name)
+        if retry_group is not None:
+            return _dead_letter_if_spent(props, retry_group, target, mtype, known, settings)
     return Checked(target, mtype)
 
 
-def _dead_letter_if_spent(msg: pb.Message, group: str, target: Target, mtype: str, known: Catalog,
+def _dead_letter_if_spent(props: Mapping[str, str], group: str, target: Target, mtype: str, known: Catalog,
                           settings: Settings) -> Checked:
     """A consumer's send-back to its group's retry topic that has used up the group's attempts
     goes to the dead-letter topic instead, at once: the group's max_attempts is decided here."""
-    raw = msg.user_properties.get(RECONSUME_TIMES, "0")
+    raw = props.get(RECONSUME_TIMES, "0")
     if not raw.isdigit():
         raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {RECONSUME_TIMES} must be a count, not {raw!r}")
     config = known.groups.get(group)

@@ -45,6 +45,7 @@ from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.consume_replies import ack_message_reply
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.send_request import SentMessage, read
 from rockmq.protocol.wire import delimited
 from rockmq.tls import is_tls
 
@@ -82,8 +83,7 @@ class MessagingServicer:
         raw = lambda frame: frame  # noqa: E731 - streamed frames are already encoded
         methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # bytes in (ack_request); encoded already, or a refusal
             self.AckMessage, raw, serialized)
-        methods["SendMessage"] = grpc.unary_unary_rpc_method_handler(
-            self.SendMessage, rpc.SendMessageRequest.FromString, serialized)
+        methods["SendMessage"] = grpc.unary_unary_rpc_method_handler(self.SendMessage, raw, serialized)  # read by us
         for name, request in (("ReceiveMessage", rpc.ReceiveMessageRequest), ("PullMessage", rpc.PullMessageRequest)):
             methods[name] = grpc.unary_stream_rpc_method_handler(getattr(self, name), request.FromString, raw)
         methods["Telemetry"] = grpc.stream_stream_rpc_method_handler(
@@ -155,10 +155,15 @@ class MessagingServicer:
 
     # --- sending ---------------------------------------------------------------------------
 
+    async def SendMessage(self, request: bytes, context: Context) -> bytes:
+        """Read from the request's bytes (`send_request.read`: no protobuf object per message; bytes
+        protobuf cannot parse fail the call as its request deserializer did), answered encoded
+        (`send_reply`)."""
+        return await self._send(read(request), context)
+
     @unary(rpc.SendMessageResponse)
-    async def SendMessage(self, request: rpc.SendMessageRequest, context: Context) -> bytes:
-        """Answered encoded (`send_reply`): no protobuf object per entry."""
-        return send_reply(await self.sender.send(request.messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES))
+    async def _send(self, messages: list[SentMessage], context: Context) -> bytes:
+        return send_reply(await self.sender.send(messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES))
 
     @unary(rpc.EndTransactionResponse)
     async def EndTransaction(self, request: rpc.EndTransactionRequest, context: Context) -> rpc.EndTransactionResponse:
