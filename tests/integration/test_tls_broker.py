@@ -105,7 +105,8 @@ def test_certificate_reload(tls_broker, certs, tmp_path, unique):
             p.send(Message(topic, b"x"))
 
 
-@pytest.mark.parametrize("case", ["missing", "mismatched", "garbage", "key only"])
+@pytest.mark.parametrize("case", ["missing", "mismatched", "garbage", "key only", "missing ca", "workers",
+                                  "plaintext port alone"])
 def test_bad_certificate_files_are_one_line_and_exit_2(tmp_path, certs, case):
     other = make_certs(tmp_path / "other", "other")
     garbage = tmp_path / "garbage.pem"
@@ -113,7 +114,10 @@ def test_bad_certificate_files_are_one_line_and_exit_2(tmp_path, certs, case):
     flags = {"missing": ["--tls-cert", str(tmp_path / "nope.pem"), "--tls-key", str(certs.key)],
              "mismatched": ["--tls-cert", str(certs.cert), "--tls-key", str(other.key)],
              "garbage": ["--tls-cert", str(garbage), "--tls-key", str(certs.key)],
-             "key only": ["--tls-key", str(certs.key)]}[case]
+             "key only": ["--tls-key", str(certs.key)],
+             "missing ca": [*certs.serve_args(), "--tls-ca", str(tmp_path / "nope-ca.pem")],
+             "workers": [*certs.serve_args(), "--workers", "2"],
+             "plaintext port alone": ["--plaintext-port", "0"]}[case]
     r = _rockmq("serve", "--port", "0", "--data-dir", str(tmp_path / "data"), *flags)
     assert r.returncode == 2, r
     assert r.stderr.startswith("rockmq: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
