@@ -51,6 +51,7 @@ from rockmq.tls import is_tls
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
+_OK_FRAME = status_frame(rpc.ReceiveMessageResponse, OK)  # a receive that found messages starts with it
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
 
@@ -197,7 +198,7 @@ class MessagingServicer:
             yield now_frame(R)
             return
         try:
-            yield status_frame(R, OK)
+            yield _OK_FRAME
             for message in messages:  # framed by the receive already
                 yield message
             yield now_frame(R)
