@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from rockmq.protocol import pb, records, rpc
+from rockmq.protocol import pb, records, rpc, send_request
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.wire import delimited, read_varint
 
@@ -137,5 +137,6 @@ def test_the_broker_s_fields_win_over_what_a_client_sent_for_them():
 def test_placed_is_place_of_seal():
     for sp in ({}, {"tag": "a", "message_group": "g"}):
         sealed = records.seal(_message(**sp), "h:1")
-        assert records.placed(records.message_parts(_message(**sp), "h:1"), 2, 300, 1700000000123) \
-            == records.place(sealed, 2, 300, 1700000000123)
+        sent = send_request.parsed(_message(**sp))
+        assert records.placed(sent.tag, sent.message_group, sent.rest, sent.system_properties, sent.body_encoding, sent.body,
+                              "h:1", 2, 300, 1700000000123) == records.place(sealed, 2, 300, 1700000000123)

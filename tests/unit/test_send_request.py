@@ -85,6 +85,10 @@ def _agrees(sent: SentMessage, msg: pb.Message) -> None:
     assert (new.tag, new.message_group, new.system_properties) == (old.tag, old.message_group, old.system_properties)
     if len(msg.user_properties) <= 1:
         assert new.rest == old.rest
+        stored = records.placed(sent.tag, sent.message_group, sent.rest, sent.system_properties, sent.body_encoding,
+                                sent.body, HOST, 3, 17, 1_764_000_000_123)
+        sealed = b"".join((records._head(old.tag, old.message_group, len(old.rest)), old.rest, old.system_properties))
+        assert stored == records.place(sealed, 3, 17, 1_764_000_000_123)
     else:
         assert pb.Message.FromString(new.rest) == pb.Message.FromString(old.rest) and len(new.rest) == len(old.rest)
 

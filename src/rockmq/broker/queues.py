@@ -15,6 +15,7 @@ from typing import Protocol
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig
 from rockmq.protocol import pb, records
+from rockmq.protocol.send_request import SentMessage
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 
@@ -93,13 +94,14 @@ class QueueLogs:
         self._put(batch, topic.id, queue_id, offset, records.place(sealed, queue_id, offset, store_ms or now_ms()), props)
         return offset
 
-    def append_parts(self, batch: Batch, topic: TopicConfig, queue_id: int, parts: records.Parts,
-                     props: Mapping[str, str], store_ms: int, allocated: dict[tuple[int, int], int]) -> int:
-        """`append_record(seal(...))` in one step, for a received message that enters its queue as
-        it arrives, in its record's `parts` (addressed to `topic`); `props`: its user properties."""
+    def append_received(self, batch: Batch, topic: TopicConfig, queue_id: int, msg: SentMessage, store_ms: int,
+                        allocated: dict[tuple[int, int], int]) -> int:
+        """`append_record(seal(...))` in one step, for a received message (addressed to `topic`)
+        that enters its queue as it arrives: its record built from the request's slices."""
         offset = self._allocate(topic.id, queue_id, allocated)
-        record = records.placed(parts, queue_id, offset, store_ms)
-        self._put(batch, topic.id, queue_id, offset, record, props if topic.id in self._indexed else None)
+        record = records.placed(msg.tag, msg.message_group, msg.rest, msg.system_properties, msg.body_encoding, msg.body,
+                                self.store_host, queue_id, offset, store_ms)
+        self._put(batch, topic.id, queue_id, offset, record, msg.user_properties if topic.id in self._indexed else None)
         return offset
 
     def _allocate(self, topic_id: int, queue_id: int, allocated: dict[tuple[int, int], int] | None) -> int:

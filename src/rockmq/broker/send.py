@@ -24,7 +24,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
-from rockmq.protocol import pb, records
+from rockmq.protocol import pb
 from rockmq.protocol.send_request import SentMessage, parsed
 
 
@@ -86,7 +86,7 @@ class SendService:
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
-        append, record, choose, host = logs.append_parts, dedup.record, logs.choose_queue, logs.store_host
+        append, record, choose = logs.append_received, dedup.record, logs.choose_queue
         for c, original in zip(checked, messages, strict=True):
             if isinstance(c, BrokerError):
                 results.append(SendResult(c.code, c.message, original.message_id))
@@ -112,9 +112,7 @@ class SendService:
                 queue_id = -1
             else:
                 queue_id = picked if picked >= 0 else choose(topic, group)
-                parts = records.received_parts(msg.tag, group, msg.rest, msg.system_properties, msg.body_encoding, msg.body,
-                                               host)
-                result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, parts, msg.user_properties, now, allocated))
+                result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
                 touched.add(tid)
             record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
             seen[(tid, mid)] = result

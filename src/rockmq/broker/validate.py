@@ -54,6 +54,9 @@ class NewTopic:
 Target = TopicConfig | NewTopic
 
 
+_new = tuple.__new__
+
+
 class Checked(NamedTuple):
     """Where a valid message goes. `dead_letter`: a consumer's send-back that used up its group's
     attempts; it goes to the group's dead-letter topic as a NORMAL message, due now."""
@@ -174,7 +177,7 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
         retry_group = group_of_retry_topic(name)
         if retry_group is not None:
             return _dead_letter_if_spent(props, retry_group, target, mtype, known, settings)
-    return Checked(target, mtype)
+    return _new(Checked, (target, mtype, False))  # without NamedTuple's Python-level __new__: SendMessage's every message
 
 
 def _dead_letter_if_spent(props: Mapping[str, str], group: str, target: Target, mtype: str, known: Catalog,

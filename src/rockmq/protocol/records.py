@@ -18,6 +18,7 @@ producer picked (`chosen_queue`).
 
 from __future__ import annotations
 
+import binascii
 import functools
 import hashlib
 import struct
@@ -100,16 +101,25 @@ def message_parts(msg: pb.Message, store_host: str) -> Parts:
 def received_parts(tag: str | None, message_group: str | None, rest: bytes, sp_bytes: bytes, body_encoding: int,
                    body: bytes | memoryview, store_host: str) -> Parts:
     """A received message's record parts from its serialized `rest` and system properties
-    (`sp_bytes`, the placement fields left out: ours to set, in `place`), completed by the broker:
-    the store host, the SHA-1 body digest (faster than MD5 here: SHA extensions; every official
-    client checks it) and IDENTITY if no body encoding is named appended as encoded fields (a
-    parser keeps a scalar's last value, and the digest we append sets both of its fields whether a
-    parser merges or replaces it). SendMessage passes slices of the request's bytes
-    (protocol/send_request.py)."""
-    sp_bytes = b"".join((sp_bytes, _store_host(store_host), b"" if body_encoding else IDENTITY_ENCODING,
-                         _SHA1_DIGEST, hashlib.sha1(body).hexdigest().upper().encode()))
-    return Parts(tag.encode() if tag is not None else b"", message_group.encode() if message_group is not None else b"",
-                 rest, sp_bytes)
+    (`sp_bytes`, the placement fields left out: ours to set, in `place`), completed by the broker
+    (`_completion`). SendMessage passes slices of the request's bytes (protocol/send_request.py)."""
+    return Parts(_utf8(tag), _utf8(message_group), rest, b"".join((sp_bytes, *_completion(body_encoding, body, store_host))))
+
+
+def _completion(body_encoding: int, body: bytes | memoryview, store_host: str) -> tuple[bytes, bytes, bytes, bytes]:
+    """What the broker appends to a received message's system properties, as encoded fields: the
+    store host, IDENTITY if no body encoding is named, and the SHA-1 body digest (faster than MD5
+    here: SHA extensions; every official client checks it). A parser keeps a scalar's last value,
+    and the digest sets both of its fields whether a parser merges or replaces it."""
+    return (_store_host(store_host), b"" if body_encoding else IDENTITY_ENCODING, _SHA1_DIGEST,
+            _hexlify(_sha1(body).digest()).upper())
+
+
+_sha1, _hexlify = hashlib.sha1, binascii.hexlify
+
+
+def _utf8(text: str | None) -> bytes:
+    return text.encode() if text is not None else b""
 
 
 def seal(msg: pb.Message, store_host: str, queue_id: int = -1) -> bytes:
@@ -147,11 +157,13 @@ def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int)
                      _placement(queue_id, offset, store_ms)))
 
 
-def placed(parts: Parts, queue_id: int, offset: int, store_ms: int) -> bytes:
-    """`place(seal(...))` in one step, for a message that enters its queue as it arrives."""
-    tag, group, rest, sp_bytes = parts
-    return b"".join((_pack_header(VERSION, store_ms, len(tag), len(group), len(rest)), tag, group, rest, sp_bytes,
-                     _placement(queue_id, offset, store_ms)))
+def placed(tag: str | None, message_group: str | None, rest: bytes, sp_bytes: bytes, body_encoding: int,
+           body: bytes | memoryview, store_host: str, queue_id: int, offset: int, store_ms: int) -> bytes:
+    """`place(seal(...))` in one step and one copy, for a received message that enters its queue
+    as it arrives (`received_parts`' arguments)."""
+    t, g = _utf8(tag), _utf8(message_group)
+    return b"".join((_pack_header(VERSION, store_ms, len(t), len(g), len(rest)), t, g, rest, sp_bytes,
+                     *_completion(body_encoding, body, store_host), _placement(queue_id, offset, store_ms)))
 
 
 def _placement(queue_id: int, offset: int, store_ms: int) -> bytes:
