@@ -4,8 +4,9 @@
 
 Each round runs a child process per build (`ROCKMQ_PURE_PYTHON=1` for Python) and prints CPU µs per
 message (time.process_time) for
-- send: a SendMessage request of 32 × 1 KiB messages, checked (validate.check_send), sealed and
-  placed (records.seal, records.place), with its log and de-dup keys and value (store/keys.py);
+- send: a SendMessage request of 32 × 1 KiB messages read from its bytes (send_request.read: scanned
+  compiled, parsed as Python), checked (validate.check_fields), each record built from the slices
+  (records.placed), with its log and de-dup keys and value (store/keys.py);
 - deliver+ack: a receive of 32 and one ack of them: the checkpoint's token signed once, per message
   its receipt handle and the delivery fields spliced into the record (receipt.handle, records.view,
   delivery_fields, RecordView.message), then each handle split and the token opened once
@@ -30,7 +31,7 @@ def _send(requests: int, size: int) -> float:
     from rockmq.broker import validate
     from rockmq.broker.metadata import TopicConfig
     from rockmq.config import Settings
-    from rockmq.protocol import pb, records
+    from rockmq.protocol import pb, records, rpc, send_request
     from rockmq.protocol.message_id import new_message_id
     from rockmq.store import keys
 
@@ -50,16 +51,18 @@ def _send(requests: int, size: int) -> float:
         m.system_properties.message_id = new_message_id()
         return m
 
-    batches = [[message() for _ in range(BATCH)] for _ in range(requests)]  # seal consumes its message
+    raws = [rpc.SendMessageRequest(messages=[message() for _ in range(BATCH)]).SerializeToString() for _ in range(requests)]
     now = int(time.time() * 1000)
     bucket = now // 60_000
     start = time.process_time()
-    for n, batch in enumerate(batches):
-        for i, msg in enumerate(batch):
-            mid = msg.system_properties.message_id
-            validate.check_send(msg, known, settings, now)
+    for n, raw in enumerate(raws):
+        for i, msg in enumerate(send_request.read(raw)):
+            mid = msg.message_id
+            validate.check_fields(msg.topic, mid, msg.queue_id, len(msg.body), msg.tag, msg.keys, msg.message_group,
+                                  msg.user_properties, None, msg.message_type, known, settings, now)
             offset = n * BATCH + i
-            record = records.place(records.seal(msg, "127.0.0.1:8081"), 3, offset, now)
+            record = records.placed(msg.tag, msg.message_group, msg.rest, msg.system_properties, msg.body_encoding, msg.body,
+                                    "127.0.0.1:8081", 3, offset, now)
             entry = (keys.log_key(7, 3, offset), record, keys.dedup_key(bucket, 7, mid),
                      keys.dedup_value(3, offset))
             assert entry
