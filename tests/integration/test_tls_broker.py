@@ -14,7 +14,7 @@ import pytest
 from broker_process import BrokerProcess
 from tls_certs import CertFiles, free_port, make_certs
 
-from rockmq.client import Message, Producer, SimpleConsumer, Tls
+from rockmq.client import Message, Producer, PullConsumer, PushConsumer, SimpleConsumer, Tls
 from rockmq.client.errors import RockmqError
 
 
@@ -53,6 +53,21 @@ def test_own_client_over_tls_and_plaintext_beside_it(tls_broker, certs, unique):
     topic, group = unique("tls-own"), unique("tls-own-g")
     assert _round_trip(tls_broker.endpoint, topic, group, tls=Tls(str(certs.ca))) == [b"over tls"]
     assert _round_trip(tls_broker.plaintext_endpoint, topic + "-p", group) == [b"over tls"]
+
+
+def test_push_and_pull_consumers_over_tls(tls_broker, certs, unique):
+    topic, tls = unique("tls-push"), Tls(str(certs.ca))
+    with Producer(tls_broker.endpoint, timeout=10, tls=tls) as p:
+        sent = {p.send(Message(topic, f"m{i}".encode())).message_id for i in range(5)}
+    got: set[str] = set()
+    with PushConsumer(tls_broker.endpoint, unique("tls-push-g"), {topic: "*"}, lambda m: got.add(m.message_id), tls=tls):
+        deadline = time.monotonic() + 15
+        while got != sent and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert got == sent
+    with PullConsumer(tls_broker.endpoint, unique("tls-pull-g"), tls=tls) as c:
+        pulled = {m.message_id for q in c.queues(topic) for m in c.pull(q, 0, max_messages=32).messages}
+    assert pulled == sent
 
 
 def test_plaintext_client_on_tls_port_fails(tls_broker, unique):
