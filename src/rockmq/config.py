@@ -157,9 +157,6 @@ class Settings:
         if self.plaintext_port >= 0 and not self.tls_cert:
             raise ConfigError("plaintext_port is a plaintext listener beside a TLS one: give tls_cert and tls_key "
                               "(without them the port listener is plaintext already)")
-        if self.shards > 1 and self.tls_cert:
-            raise ConfigError("workers above 1 cannot be combined with TLS yet: run single-process brokers "
-                              "(one per core, joined with a name server) for TLS")
         if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
             raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")

@@ -120,8 +120,7 @@ def test_certificate_reload(tls_broker, certs, tmp_path, unique):
             p.send(Message(topic, b"x"))
 
 
-@pytest.mark.parametrize("case", ["missing", "mismatched", "garbage", "key only", "missing ca", "workers",
-                                  "plaintext port alone"])
+@pytest.mark.parametrize("case", ["missing", "mismatched", "garbage", "key only", "missing ca", "plaintext port alone"])
 def test_bad_certificate_files_are_one_line_and_exit_2(tmp_path, certs, case):
     other = make_certs(tmp_path / "other", "other")
     garbage = tmp_path / "garbage.pem"
@@ -131,7 +130,6 @@ def test_bad_certificate_files_are_one_line_and_exit_2(tmp_path, certs, case):
              "garbage": ["--tls-cert", str(garbage), "--tls-key", str(certs.key)],
              "key only": ["--tls-key", str(certs.key)],
              "missing ca": [*certs.serve_args(), "--tls-ca", str(tmp_path / "nope-ca.pem")],
-             "workers": [*certs.serve_args(), "--workers", "2"],
              "plaintext port alone": ["--plaintext-port", "0"]}[case]
     r = _rockmq("serve", "--port", "0", "--data-dir", str(tmp_path / "data"), *flags)
     assert r.returncode == 2, r

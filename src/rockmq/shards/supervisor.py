@@ -35,6 +35,7 @@ from rockmq.namesrv.server import NameServer, start
 from rockmq.ready_file import write_ready_file
 from rockmq.shards.restarts import GiveUp, Restarts
 from rockmq.stop_signals import stop_event
+from rockmq.tls import server_credentials
 
 log = logging.getLogger(__name__)
 STOP_S = 30.0  # a shard asked to stop gets this long before it is killed
@@ -100,9 +101,13 @@ class Supervisor:
                              ready_dir / name, Restarts(name)) for i, name in enumerate(names)]
 
     def _command(self, shard: Shard, port: int) -> list[str]:
+        # With TLS each shard listens as --port does; a plaintext listener beside it on --plaintext-port
+        # for shard 0, any free port for the others (routes name them).
+        plaintext = self.settings.plaintext_port
+        beside = ["--plaintext-port", str(plaintext if shard.index == 0 else 0)] if plaintext >= 0 else []
         return [sys.executable, "-m", "rockmq.shards.shard", str(os.getpid()), "serve", "--workers", "1",
                 "--host", self.settings.host, "--port", str(port), "--data-dir", str(shard.data_dir), "--broker-name", shard.name,
-                "--namesrv", self.namesrv, "--ready-file", str(shard.ready_file)]
+                "--namesrv", self.namesrv, "--ready-file", str(shard.ready_file), *beside]
 
     async def _spawn(self, shard: Shard) -> None:
         port = shard.port
@@ -213,8 +218,11 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     lock = hold_data_dir(root)
     # A shard silent for three registrations drops out of routes until it registers again.
     service = NameServer(int((3 * settings.namesrv_interval_s + 1) * 1000))
-    server, port = await start(service, LOOPBACK, 0)
-    namesrv = ",".join([f"{LOOPBACK}:{port}", *(a.strip() for a in settings.namesrv.split(",") if a.strip())])
+    # With TLS the shards reach it as they reach each other and clients reach them: over TLS, at
+    # --host, with the broker's certificate (verified against --tls-ca); else on loopback.
+    host = settings.host if settings.tls_cert else LOOPBACK
+    server, port = await start(service, host, 0, server_credentials(settings.tls_cert, settings.tls_key))
+    namesrv = ",".join([f"{host}:{port}", *(a.strip() for a in settings.namesrv.split(",") if a.strip())])
     try:
         with tempfile.TemporaryDirectory(prefix="rockmq-shards-") as ready_dir:
             await Supervisor(settings, namesrv, service.registry, Path(ready_dir)).run(stop, ready_file)
