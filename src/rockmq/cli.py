@@ -25,6 +25,7 @@ from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError, load_settings
 
 if TYPE_CHECKING:
+    from rockmq.auth.credentials import Credentials
     from rockmq.client import Message
     from rockmq.protocol import admin_grpc
     from rockmq.protocol.channels import Tls
@@ -138,6 +139,9 @@ def _parser() -> argparse.ArgumentParser:
                                                                "or --tls-ca)")
         parser.add_argument("--tls-ca", metavar="FILE", help="verify the broker's certificate against this CA (PEM); "
                                                              "implies --tls")
+        parser.add_argument("--access-key", metavar="K", help="sign requests as this user (a broker run with --auth; "
+                                                              "env ROCKMQ_ACCESS_KEY)")
+        parser.add_argument("--secret-key", metavar="S", help="the user's secret key (env ROCKMQ_SECRET_KEY)")
         return parser
 
     topic = sub.add_parser("topic", help="manage topics").add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -185,6 +189,21 @@ def _parser() -> argparse.ArgumentParser:
     mt.add_argument("--count", type=_number(int, 0), default=0,
                     help="stop after this many messages (default: run until Ctrl-C)")
     mt.add_argument("--timeout", type=_number(float, 0), default=0, help="stop after this many idle seconds (default: never)")
+
+    user = sub.add_parser("user", help="manage the users of a broker run with --auth (needs a super user)"
+                          ).add_subparsers(dest="action", required=True, metavar="ACTION")
+    uc = with_endpoint(user.add_parser("create", help="create a user"))
+    uc.add_argument("name")
+    uc.add_argument("--secret", required=True, help="the user's secret key")
+    uc.add_argument("--super", dest="super_user", action="store_true", help="a super user: may do anything")
+    uu = with_endpoint(user.add_parser("update", help="change a user's secret, or enable or disable it"))
+    uu.add_argument("name")
+    uu.add_argument("--secret", help="a new secret key")
+    enable = uu.add_mutually_exclusive_group()
+    enable.add_argument("--enable", dest="enabled", action="store_const", const=True, help="let the user in again")
+    enable.add_argument("--disable", dest="enabled", action="store_const", const=False, help="refuse the user's requests")
+    with_endpoint(user.add_parser("delete", help="delete a user")).add_argument("name")
+    with_endpoint(user.add_parser("list", help="list users (never their secrets)"))
 
     broker = sub.add_parser("broker", help="manage a broker").add_subparsers(dest="action", required=True, metavar="ACTION")
     with_endpoint(broker.add_parser("promote", help="make a replica (at --endpoint) a primary: its primary must be gone"))
@@ -310,10 +329,27 @@ def _channel(args: argparse.Namespace) -> grpc.Channel:
     return open_channel(args.endpoint, _tls(args))
 
 
+def _credentials(args: argparse.Namespace) -> Credentials | None:
+    """The credentials --access-key / --secret-key (or ROCKMQ_ACCESS_KEY / ROCKMQ_SECRET_KEY) give."""
+    from rockmq.auth.credentials import credentials_from
+
+    try:
+        return credentials_from(args.access_key, args.secret_key)
+    except ValueError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+
+
+def _signed_channel(args: argparse.Namespace) -> grpc.Channel:
+    """A channel to --endpoint signing every call with the command's credentials."""
+    from rockmq.auth.credentials import signed
+
+    return signed(_channel(args), _credentials(args))
+
+
 def _admin(args: argparse.Namespace) -> admin_grpc.AdminStub:
     from rockmq.protocol import admin_grpc
 
-    return admin_grpc.AdminStub(_channel(args))
+    return admin_grpc.AdminStub(_signed_channel(args))
 
 
 def _table(rows: list[list[object]], header: list[str]) -> None:
@@ -454,7 +490,8 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
 
     message = _message_to_send(args) if args.action == "send" else None
     # One send per process: a round robin would always start at the first queue.
-    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random, tls=_tls(args)) as producer:
+    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random, tls=_tls(args),
+                             credentials=_credentials(args)) as producer:
         if message is None:
             print(f"recalled {await producer.recall(args.topic, args.handle)} from {args.topic}")
             return 0
@@ -474,7 +511,7 @@ async def _tail(args: argparse.Namespace) -> int:
     poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
     received, idle_since = 0, time.monotonic()
     async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: Filter.tag(args.tag)}, await_s=poll_s,
-                                   request_timeout=REQUEST_TIMEOUT_S, tls=_tls(args)) as consumer:
+                                   request_timeout=REQUEST_TIMEOUT_S, tls=_tls(args), credentials=_credentials(args)) as consumer:
         while not args.count or received < args.count:
             batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=30)
             for m in batch:
@@ -487,6 +524,34 @@ async def _tail(args: argparse.Namespace) -> int:
                 idle_since = time.monotonic()
             elif args.timeout and time.monotonic() - idle_since >= args.timeout:
                 break
+    return 0
+
+
+def cmd_user(args: argparse.Namespace) -> int:
+    from rockmq.protocol import users, users_grpc
+
+    stub = users_grpc.UsersStub(_signed_channel(args))
+    if args.action == "create":
+        info = stub.CreateUser(users.CreateUserRequest(name=args.name, secret=args.secret, super_user=args.super_user),
+                               timeout=REQUEST_TIMEOUT_S)
+        print(f"created {'super ' if info.super_user else ''}user {info.name}")
+    elif args.action == "update":
+        if args.secret is None and args.enabled is None:
+            raise CliError("nothing to update: give --secret, --enable or --disable", EXIT_USAGE)
+        request = users.UpdateUserRequest(name=args.name)
+        if args.secret is not None:
+            request.secret = args.secret
+        if args.enabled is not None:
+            request.enabled = args.enabled
+        info = stub.UpdateUser(request, timeout=REQUEST_TIMEOUT_S)
+        print(f"updated user {info.name} ({'enabled' if info.enabled else 'disabled'})")
+    elif args.action == "delete":
+        stub.DeleteUser(users.UserRequest(name=args.name), timeout=REQUEST_TIMEOUT_S)
+        print(f"deleted user {args.name}")
+    else:
+        listed = stub.ListUsers(users.ListUsersRequest(), timeout=REQUEST_TIMEOUT_S).users
+        _table([[u.name, "super" if u.super_user else "normal", "enabled" if u.enabled else "disabled"] for u in listed],
+               ["USER", "TYPE", "STATUS"])
     return 0
 
 
@@ -557,7 +622,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "namesrv": cmd_namesrv, "topic": cmd_topic, "group": cmd_group, "message": cmd_message,
-            "broker": cmd_broker, "timer": cmd_timer, "pipeline": cmd_pipeline, "bench": cmd_bench}
+            "user": cmd_user, "broker": cmd_broker, "timer": cmd_timer, "pipeline": cmd_pipeline, "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -101,8 +101,9 @@ def test_credentials_from_flags_or_environment():
     assert credentials_from(None, None, {}) is None
     assert credentials_from(None, None, {"ROCKMQ_ACCESS_KEY": "a", "ROCKMQ_SECRET_KEY": "s"}).access_key == "a"
     assert credentials_from("b", "t", {"ROCKMQ_ACCESS_KEY": "a"}).access_key == "b"
-    with pytest.raises(ValueError, match="both"):
-        credentials_from("a", None, {})
+    for given in (("a", None, {}), ("a", None, {"ROCKMQ_SECRET_KEY": "s"}), (None, None, {"ROCKMQ_SECRET_KEY": "s"})):
+        with pytest.raises(ValueError, match="both"):
+            credentials_from(*given)
 
 
 @pytest.mark.parametrize("peer, ip", [("ipv4:10.1.2.3:5000", "10.1.2.3"), ("ipv6:[::1]:5000", "::1"), ("unix:/x", "")])

@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import grpc
 
 from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_FORMAT, DATE_HEADER, authorization
 
@@ -39,14 +42,53 @@ class Credentials:
 
 def credentials_from(access_key: str | None, secret_key: str | None,
                      environ: Mapping[str, str] | None = None) -> Credentials | None:
-    """Credentials from explicit keys, else ROCKMQ_ACCESS_KEY / ROCKMQ_SECRET_KEY; None if neither.
-    One key without the other is a ValueError (a mistake to say, not to ignore)."""
-    env = os.environ if environ is None else environ
-    access_key = access_key or env.get(ACCESS_KEY_ENV) or None
-    secret_key = secret_key or env.get(SECRET_KEY_ENV) or None
+    """Credentials from explicit keys (both), else from ROCKMQ_ACCESS_KEY / ROCKMQ_SECRET_KEY; None
+    if neither is there. One key without the other is a ValueError (a mistake to say, not to ignore)."""
+    if access_key is None and secret_key is None:
+        env = os.environ if environ is None else environ
+        access_key, secret_key = env.get(ACCESS_KEY_ENV) or None, env.get(SECRET_KEY_ENV) or None
     if access_key is None and secret_key is None:
         return None
-    if access_key is None or secret_key is None:
+    if not access_key or not secret_key:
         raise ValueError(f"give both an access key and a secret key (--access-key / --secret-key, or "
                          f"{ACCESS_KEY_ENV} / {SECRET_KEY_ENV})")
     return Credentials(access_key, secret_key)
+
+
+class _Details(NamedTuple):
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: Any
+    wait_for_ready: bool | None
+    compression: Any
+
+
+class _Signing(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+               grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds the signing headers to every call of a blocking channel."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+
+    def _signed(self, d: Any) -> Any:
+        return _Details(d.method, d.timeout, (*(d.metadata or ()), *self.credentials.headers()), d.credentials,
+                        d.wait_for_ready, d.compression)
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._signed(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._signed(details), request)
+
+    def intercept_stream_unary(self, continuation: Any, details: Any, request_iterator: Any) -> Any:
+        return continuation(self._signed(details), request_iterator)
+
+    def intercept_stream_stream(self, continuation: Any, details: Any, request_iterator: Any) -> Any:
+        return continuation(self._signed(details), request_iterator)
+
+
+def signed(channel: grpc.Channel, credentials: Credentials | None) -> grpc.Channel:
+    """`channel` signing every call with `credentials` (None: the channel as it is). For the
+    blocking channels of the CLI and Spark; rockmq's asyncio client signs in its session."""
+    return channel if credentials is None else grpc.intercept_channel(channel, _Signing(credentials))

@@ -17,6 +17,7 @@ from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
+from rockmq.broker.api.users import UsersServicer
 from rockmq.broker.catalog import Catalog
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
@@ -42,7 +43,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.protocol import admin_grpc, replication_grpc
+from rockmq.protocol import admin_grpc, replication_grpc, users_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
@@ -132,6 +133,7 @@ class Broker:
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
+        users_grpc.add_UsersServicer_to_server(UsersServicer(self.users, self.settings.auth_enabled), self.server)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         await self.server.start()

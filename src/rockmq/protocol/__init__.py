@@ -1,7 +1,7 @@
 """Wire definitions and pure codecs: RocketMQ v2 messages <-> rockmq records. No I/O.
 
 `pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin`,
-`batch`, `namesrv` and `replication` (rockmq's own services) are the generated modules, registered in rockmq's private
+`batch`, `namesrv`, `replication` and `users` (rockmq's own services) are the generated modules, registered in rockmq's private
 descriptor pool (see `_pool`).
 """
 
@@ -10,6 +10,8 @@ from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as rpc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2 as admin
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2_grpc as admin_grpc
+from rockmq.protocol._gen.rockmq.admin.v1 import users_pb2 as users
+from rockmq.protocol._gen.rockmq.admin.v1 import users_pb2_grpc as users_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
 from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2 as namesrv
@@ -18,4 +20,4 @@ from rockmq.protocol._gen.rockmq.replication.v1 import replication_pb2 as replic
 from rockmq.protocol._gen.rockmq.replication.v1 import replication_pb2_grpc as replication_grpc
 
 __all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc", "namesrv", "namesrv_grpc", "replication",
-           "replication_grpc"]
+           "replication_grpc", "users", "users_grpc"]

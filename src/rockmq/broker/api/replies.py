@@ -169,13 +169,14 @@ def unary(response_type: type) -> Callable[[Handler], Handler]:
 
 
 def admin_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """Wrap an Admin handler (sync or async, taking the request): a refusal or crash aborts the
-    call with its gRPC status and one readable line."""
+    """Wrap an Admin handler (sync or async, taking the request, and the call's context if it
+    names one): a refusal or crash aborts the call with its gRPC status and one readable line."""
+    with_context = len(inspect.signature(fn).parameters) == 3  # (self, request, context)
 
     @functools.wraps(fn)
     async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
-            result = fn(self, request)
+            result = fn(self, request, context) if with_context else fn(self, request)
             return await result if inspect.isawaitable(result) else result
         except AlreadyExists as e:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, e.message)

@@ -1,0 +1,97 @@
+"""rockmq's Users service: `rockmq user create|update|delete|list`, admin calls of a super user
+(the seam lets no one else through: auth/serving.py SUPER_ONLY). Every change is audited, made or
+refused. Users are managed only on a broker run with --auth (elsewhere anyone could call)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from rockmq.auth import audit
+from rockmq.auth.seam import identity
+from rockmq.auth.users import NoSuchUser, User, UserError, Users
+from rockmq.broker.api.replies import admin_call
+from rockmq.broker.api.requests import Context
+from rockmq.broker.errors import AlreadyExists, BrokerError
+from rockmq.protocol import pb, users_grpc
+from rockmq.protocol import users as api
+
+T = TypeVar("T")
+AUTH_OFF = "authentication is off on this broker: users are managed on a broker run with --auth"
+
+
+def _info(user: User) -> api.UserInfo:
+    return api.UserInfo(name=user.name, super_user=user.super_user, enabled=user.enabled)
+
+
+class UsersServicer(users_grpc.UsersServicer):
+    def __init__(self, users: Users, auth_enabled: bool) -> None:
+        self.users = users
+        self.auth_enabled = auth_enabled
+
+    def _change(self, context: Context, name: str, change: str, make: Callable[[], T]) -> T:
+        """Make a change of user `name`, turning the store's refusals into statuses; audited either way."""
+        try:
+            if not self.auth_enabled:
+                raise BrokerError(pb.FORBIDDEN, AUTH_OFF)
+            if self.users.get(name) is None and not change.startswith("create"):
+                raise NoSuchUser(f"no user {name!r}")
+            result = make()
+        except NoSuchUser as e:
+            self._audit(context, name, change, str(e))
+            raise BrokerError(pb.NOT_FOUND, str(e)) from None
+        except UserError as e:
+            self._audit(context, name, change, str(e))
+            raise BrokerError(pb.BAD_REQUEST, str(e)) from None
+        except BrokerError as e:
+            self._audit(context, name, change, e.message)
+            raise
+        self._audit(context, name, change, "ok")
+        return result
+
+    @staticmethod
+    def _audit(context: Context, name: str, change: str, result: str) -> None:
+        audit.record("user-change", str(identity(context)), f"{change} user {name}", result)
+
+    def _keep_a_super_user(self, name: str) -> None:
+        """Never leave the broker without an enabled super user: nobody could manage it again."""
+        if [u.name for u in self.users.all() if u.super_user and u.enabled] == [name]:
+            raise BrokerError(pb.BAD_REQUEST, f"user {name!r} is the last enabled super user: create another first")
+
+    @admin_call
+    def CreateUser(self, request: api.CreateUserRequest, context: Context) -> api.UserInfo:
+        def create() -> User:
+            if self.users.get(request.name) is not None:
+                raise AlreadyExists(f"user {request.name!r} exists")
+            return self.users.create(request.name, request.secret, request.super_user)
+
+        return _info(self._change(context, request.name, "create super" if request.super_user else "create", create))
+
+    @admin_call
+    def UpdateUser(self, request: api.UpdateUserRequest, context: Context) -> api.UserInfo:
+        secret = request.secret if request.HasField("secret") else None
+        enabled = request.enabled if request.HasField("enabled") else None
+        change = "update " + ",".join([*(["secret"] if secret is not None else []),
+                                       *([] if enabled is None else ["enable" if enabled else "disable"])] or ["nothing"])
+
+        def update() -> User:
+            if enabled is False:
+                self._keep_a_super_user(request.name)
+            return self.users.update(request.name, secret, enabled)
+
+        return _info(self._change(context, request.name, change, update))
+
+    @admin_call
+    def DeleteUser(self, request: api.UserRequest, context: Context) -> api.DeleteUserResponse:
+        def delete() -> None:
+            self._keep_a_super_user(request.name)
+            self.users.delete(request.name)
+
+        self._change(context, request.name, "delete", delete)
+        return api.DeleteUserResponse()
+
+    @admin_call
+    def ListUsers(self, request: api.ListUsersRequest, context: Context) -> api.ListUsersResponse:
+        if not self.auth_enabled:
+            raise BrokerError(pb.FORBIDDEN, AUTH_OFF)
+        return api.ListUsersResponse(users=[_info(u) for u in self.users.all()])
