@@ -98,6 +98,12 @@ def test_cli_over_tls(tls_broker, certs, unique):
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
 
 
+def test_bench_over_tls(tls_broker, certs, unique):
+    r = _rockmq("bench", "--endpoint", tls_broker.endpoint, "--tls-ca", str(certs.ca), "--scenario", "produce-batch",
+                "--messages", "200", "--no-ceiling", "--topic", unique("tls-bench"), "--json")
+    assert r.returncode == 0, r.stderr
+
+
 def test_certificate_reload(tls_broker, certs, tmp_path, unique):
     topic = unique("tls-reload")
     _round_trip(tls_broker.endpoint, topic, unique("g"), tls=Tls(str(certs.ca)))

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     note = f"broker PID {opts.broker_pid} (--broker-pid)"
     if opts.scenario == "ceiling":
         note = "no broker: ceilings only"
-    elif not reachable(opts.endpoint):
+    elif not reachable(opts.endpoint, opts.tls):
         print(f"rockmq bench: no broker answers at {opts.endpoint} (waited {CONNECT_TIMEOUT:.0f} s)", file=sys.stderr)
         return 1
     elif opts.broker_pid is None:

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from rockmq.bench.probe import broker_sample
+from rockmq.protocol.channels import Tls, tls_of
 
 SCENARIOS = ("produce-batch", "produce-single", "consume", "consume-batch", "latency",
              "consume-own", "pull-own", "producer-own", "send-sync")
@@ -39,6 +40,7 @@ class Options:
     ceiling: bool
     ceiling_dir: str | None = None
     repeats: int = 1
+    tls: Tls | None = None  # --tls [--tls-ca FILE]
 
 
 def parse_args(argv: list[str] | None, description: str) -> Options:
@@ -74,6 +76,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
     parser.add_argument("--repeats", type=int, default=1,
                         help="rounds of each scenario, each followed by its ceilings; figures are the rounds' medians")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+    parser.add_argument("--tls", action="store_true", help="connect over TLS (verified against the system's roots or --tls-ca)")
+    parser.add_argument("--tls-ca", metavar="FILE", help="verify the broker's certificate against this CA (PEM); implies --tls")
     args = parser.parse_args(argv)
     for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages", "repeats"):
         if getattr(args, name) <= 0:
@@ -85,4 +89,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
         parser.error(f"--ceiling-dir {args.ceiling_dir}: no such directory")
     if args.broker_pid is not None and broker_sample(args.broker_pid) is None:  # not silently left out of the figures
         parser.error(f"--broker-pid {args.broker_pid}: no such process is running")
-    return Options(**vars(args))
+    if args.tls_ca is not None and not os.access(args.tls_ca, os.R_OK):
+        parser.error(f"--tls-ca {args.tls_ca}: cannot read it")
+    fields = vars(args)
+    fields["tls"] = tls_of(fields.pop("tls"), fields.pop("tls_ca"))
+    return Options(**fields)

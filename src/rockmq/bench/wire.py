@@ -24,7 +24,7 @@ from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as svc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch_pb
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
-from rockmq.protocol.channels import client_metadata, open_aio_channel, open_channel
+from rockmq.protocol.channels import Tls, client_metadata, open_aio_channel, open_channel
 from rockmq.protocol.endpoints import endpoints_of
 
 OK = pb.Code.OK
@@ -36,9 +36,9 @@ CONNECT_TIMEOUT = 5.0  # loopback: a broker that is up answers at once
 R = TypeVar("R")  # an RPC's reply
 
 
-def reachable(endpoint: str, timeout: float = CONNECT_TIMEOUT) -> bool:
+def reachable(endpoint: str, tls: Tls | None = None, timeout: float = CONNECT_TIMEOUT) -> bool:
     """Whether a gRPC server answers at `endpoint` within `timeout` (checked once, before a run)."""
-    with open_channel(endpoint) as channel:
+    with open_channel(endpoint, tls) as channel:
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
@@ -60,7 +60,7 @@ class Client:
 
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self._channel = open_aio_channel(opts.endpoint)
+        self._channel = open_aio_channel(opts.endpoint, opts.tls)
         self.stub = svc_grpc.MessagingServiceStub(self._channel)
         self.batch_stub = batch_grpc.BatchMessagingStub(self._channel)
         tag = uuid.uuid4().hex.upper()
