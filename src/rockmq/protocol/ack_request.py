@@ -99,23 +99,26 @@ class _Reader:
 
     @cython.cfunc
     @cython.returns(str)
-    @cython.locals(limit=cython.Py_ssize_t, field=cython.int, last=cython.int)
-    def name(self, limit: cython.Py_ssize_t) -> str:
-        """A Resource's name (its namespace, which the broker does not use, skipped)."""
-        name = ""
+    @cython.locals(limit=cython.Py_ssize_t, first=cython.int, second=cython.int, field=cython.int, last=cython.int)
+    def second_string(self, limit: cython.Py_ssize_t, first: cython.int, second: cython.int) -> str:
+        """A message of two string fields up to `limit` (a Resource: namespace, name; an
+        AckMessageEntry: message id, receipt handle) -> its second ("" if absent); the first,
+        which the broker does not use, is only checked (protobuf refuses invalid UTF-8 too)."""
+        value = ""
         last = 0
         while self.at < limit:
             field = self.field(limit)
-            if field <= last or field not in (_NAMESPACE, _NAME) or self.start == self.end:
+            if field <= last or (field != first and field != second) or self.start == self.end:
                 raise _NotCanonical
             last = field
-            if field == _NAME:
-                name = self.data[self.start:self.end].decode()
-        return name
+            text = self.data[self.start:self.end].decode()
+            if field == second:
+                value = text
+        return value
 
 
 @cython.locals(data=bytes, r=_Reader, size=cython.Py_ssize_t, field=cython.int, last=cython.int, start=cython.Py_ssize_t,
-               stop=cython.Py_ssize_t, e_field=cython.int, e_last=cython.int)
+               stop=cython.Py_ssize_t)
 def scan(data: bytes) -> AckRequest | None:
     """The request, or None when its bytes are not canonical (see the module's docstring)."""
     group = topic = ""
@@ -133,22 +136,12 @@ def scan(data: bytes) -> AckRequest | None:
             start, stop = r.start, r.end
             r.at = start
             if field == _ENTRIES:
-                handle = ""
-                e_last = 0
-                while r.at < stop:
-                    e_field = r.field(stop)
-                    if e_field <= e_last or e_field not in (_MESSAGE_ID, _RECEIPT_HANDLE) or r.start == r.end:
-                        return None
-                    e_last = e_field
-                    text = data[r.start:r.end].decode()
-                    if e_field == _RECEIPT_HANDLE:
-                        handle = text
-                handles.append(handle)
+                handles.append(r.second_string(stop, _MESSAGE_ID, _RECEIPT_HANDLE))
                 entries.append(data[start:stop])
             elif field == _GROUP:
-                group = r.name(stop)
+                group = r.second_string(stop, _NAMESPACE, _NAME)
             elif field == _TOPIC:
-                topic = r.name(stop)
+                topic = r.second_string(stop, _NAMESPACE, _NAME)
             else:
                 return None
     except (_NotCanonical, UnicodeDecodeError):
