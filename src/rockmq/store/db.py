@@ -118,8 +118,8 @@ def _options(memory: Memory, cache: Cache, family: str | None = None) -> Options
         opts.set_max_total_wal_size(MAX_TOTAL_WAL)
         # Old WAL files are overwritten rather than new ones grown: an fdatasync of a file whose
         # size does not change writes no inode (measured on this machine's ext4 without a journal,
-        # bench/wal_fsync_bench.py and a synced single-write loop: ~25 % less fdatasync time at the
-        # median and ~40 % less of its CPU; the tail, the disk's cache flush, is the same). Records
+        # bench/wal_fsync_bench.py, bench/wal_commit_bench.py: ~30 % less fdatasync time at the
+        # median and 10-45 % less of its CPU; the tail, the disk's cache flush, is the same). Records
         # of a recycled file carry their log number, so recovery never replays the old contents.
         opts.set_recycle_log_file_num(RECYCLED_WALS)
     else:
