@@ -588,7 +588,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
     try:
         from rockmq.spark import jobs
-        from rockmq.spark.connection import tls_options
+        from rockmq.spark.connection import credentials_options, tls_options
     except ImportError as e:
         raise CliError(f"the pipeline needs Spark: pip install 'rockmq[spark]' ({e})", EXIT_USAGE) from None
     try:
@@ -596,7 +596,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         end = parse_instant_ms(args.end) if getattr(args, "end", None) else None
     except ValueError as e:
         raise CliError(str(e), EXIT_USAGE) from None
-    connection = tls_options(_tls(args))
+    connection = {**tls_options(_tls(args)), **credentials_options(_credentials(args))}
     spark = jobs.session(args.master, f"rockmq pipeline {args.action}")
     try:
         if args.action == "replay":

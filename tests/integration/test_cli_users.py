@@ -4,6 +4,7 @@ non-zero exit for every refusal, never a secret in an output or the broker's log
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -72,3 +73,12 @@ def test_every_command_signs(auth_broker, unique):
     r = rockmq(auth_broker, "message", "tail", topic, "--group", group, "--count", "1", env=env)
     assert (r.returncode, "hello" in r.stdout) == (0, True), r
     one_line_refusal(rockmq(auth_broker, "topic", "list", "--access-key", ADMIN), "give both", code=2)
+
+
+def test_bench_signs(auth_broker, unique):
+    args = ("bench", "--scenario", "produce-batch", "--duration", "1", "--no-ceiling", "--json", "--topic", unique("bench-auth"))
+    r = rockmq(auth_broker, *args, *AS_ADMIN)
+    figures = json.loads(r.stdout)["scenarios"]["produce-batch"]
+    assert (r.returncode, figures["errors"]) == (0, 0) and figures["messages_per_s"] > 0, r
+    refused = rockmq(auth_broker, *args)
+    assert refused.returncode != 0 and "UNAUTHORIZED" in refused.stdout + refused.stderr, refused

@@ -50,7 +50,7 @@ def test_fetch_rpc(broker, unique):
     assert [m.system_properties.message_id for m in stored] == [m.system_properties.message_id for m in sent]
     assert [m.system_properties.queue_offset for m in stored] == list(range(10))
     request = batch.FetchRequest(topic=topic, queue_id=0, offset=1, max_records=4)
-    raw = _fetch_calls.get((broker.endpoint, None))(request, timeout=10)
+    raw = _fetch_calls.get((broker.endpoint, None, None))(request, timeout=10)
     upb = fetch(broker.endpoint, topic=topic, queue_id=0, offset=1, max_records=4)  # the reply read without protobuf
     assert (raw.code, raw.first_offset, raw.count, bytes(raw.records), bytes(raw.offsets), raw.min_offset, raw.max_offset) == (
         upb.status.code, upb.first_offset, upb.count, upb.records, upb.offsets, upb.min_offset, upb.max_offset)

@@ -39,6 +39,19 @@ class Credentials:
     def __repr__(self) -> str:  # never the secret
         return f"Credentials({self.access_key!r}, ***)"
 
+    def __eq__(self, other: object) -> bool:  # a key of channel caches
+        return isinstance(other, Credentials) and (self.access_key, self._secret_key) == (other.access_key, other._secret_key)
+
+    def __hash__(self) -> int:
+        return hash((self.access_key, self._secret_key))
+
+    def __reduce__(self) -> tuple[type[Credentials], tuple[str, str]]:  # travels to Spark's executors
+        return Credentials, (self.access_key, self._secret_key)
+
+    @property
+    def secret_key(self) -> str:
+        return self._secret_key
+
 
 def credentials_from(access_key: str | None, secret_key: str | None,
                      environ: Mapping[str, str] | None = None) -> Credentials | None:

@@ -6,6 +6,7 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from rockmq.auth.credentials import Credentials, credentials_from
 from rockmq.bench.probe import broker_sample
 from rockmq.protocol.channels import Tls, tls_of
 
@@ -41,6 +42,11 @@ class Options:
     ceiling_dir: str | None = None
     repeats: int = 1
     tls: Tls | None = None  # --tls [--tls-ca FILE]
+    access_key: str | None = None  # a broker run with --auth: every request signed as this user
+    secret_key: str | None = None
+
+    def credentials(self) -> Credentials | None:
+        return credentials_from(self.access_key, self.secret_key)
 
 
 def parse_args(argv: list[str] | None, description: str) -> Options:
@@ -78,6 +84,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     parser.add_argument("--tls", action="store_true", help="connect over TLS (verified against the system's roots or --tls-ca)")
     parser.add_argument("--tls-ca", metavar="FILE", help="verify the broker's certificate against this CA (PEM); implies --tls")
+    parser.add_argument("--access-key", help="a broker run with --auth: sign as this user (env ROCKMQ_ACCESS_KEY)")
+    parser.add_argument("--secret-key", help="the user's secret key (env ROCKMQ_SECRET_KEY)")
     args = parser.parse_args(argv)
     for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages", "repeats"):
         if getattr(args, name) <= 0:
@@ -91,6 +99,10 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
         parser.error(f"--broker-pid {args.broker_pid}: no such process is running")
     if args.tls_ca is not None and not os.access(args.tls_ca, os.R_OK):
         parser.error(f"--tls-ca {args.tls_ca}: cannot read it")
+    try:
+        credentials_from(args.access_key, args.secret_key)
+    except ValueError as e:
+        parser.error(str(e))
     fields = vars(args)
     fields["tls"] = tls_of(fields.pop("tls"), fields.pop("tls_ca"))
     return Options(**fields)

@@ -34,7 +34,7 @@ async def run_consume_own(client: Client, job: Job, tally: Tally) -> None:
     """`job.concurrency` loops of receive(max_messages=job.batch) then one ack_many of the batch."""
     opts = client.opts
     async with AsyncSimpleConsumer(opts.endpoint, opts.group, {opts.topic: "*"}, await_s=LONG_POLL_SECONDS,
-                                   request_timeout=opts.rpc_timeout, tls=opts.tls) as consumer:
+                                   request_timeout=opts.rpc_timeout, tls=opts.tls, credentials=client.credentials) as consumer:
 
         async def get(_: Client, counts: Tally, wanted: int) -> list[ReceivedMessage] | None:
             counts.requests += 1
@@ -62,7 +62,7 @@ async def run_consume_own(client: Client, job: Job, tally: Tally) -> None:
 async def run_pull_mark(client: Client, job: Job, tally: Tally) -> None:
     """Move the pull group's offsets to the end of every queue, so pull-own reads what comes next."""
     async with AsyncPullConsumer(client.opts.endpoint, pull_group(client), request_timeout=client.opts.rpc_timeout,
-                                 tls=client.opts.tls) as puller:
+                                 tls=client.opts.tls, credentials=client.credentials) as puller:
         for queue in await puller.queues(client.opts.topic):
             await puller.commit(queue, await puller.offset_at(queue, "latest"))
     tally.finished = time.monotonic()
@@ -73,7 +73,8 @@ async def run_pull_own(client: Client, job: Job, tally: Tally) -> None:
     every queue is drained."""
     opts = client.opts
     quota = job.quota or 0
-    async with AsyncPullConsumer(opts.endpoint, pull_group(client), request_timeout=opts.rpc_timeout, tls=opts.tls) as puller:
+    async with AsyncPullConsumer(opts.endpoint, pull_group(client), request_timeout=opts.rpc_timeout, tls=opts.tls,
+                                 credentials=client.credentials) as puller:
 
         async def drain(queue: Queue) -> None:
             offset = await puller.committed(queue) or 0
@@ -104,7 +105,8 @@ async def run_send_own(client: Client, job: Job, tally: Tally) -> None:
     """`job.concurrency` `await producer.send(msg)` loops (job.batch 1), or `send_batch` of job.batch."""
     deadline = tally.started + client.opts.duration
     remaining = job.quota
-    async with AsyncProducer(client.opts.endpoint, request_timeout=client.opts.rpc_timeout, tls=client.opts.tls) as producer:
+    async with AsyncProducer(client.opts.endpoint, request_timeout=client.opts.rpc_timeout, tls=client.opts.tls,
+                             credentials=client.credentials) as producer:
 
         async def sender() -> None:
             nonlocal remaining
@@ -132,7 +134,8 @@ async def run_send_sync(client: Client, job: Job, tally: Tally) -> None:
     deadline = tally.started + client.opts.duration
 
     def loop() -> None:
-        with Producer(client.opts.endpoint, request_timeout=client.opts.rpc_timeout, tls=client.opts.tls) as producer:
+        with Producer(client.opts.endpoint, request_timeout=client.opts.rpc_timeout, tls=client.opts.tls,
+                      credentials=client.credentials) as producer:
             producer.send(message(client))  # the route, before the clock starts
             while time.monotonic() < deadline and (job.quota is None or tally.ok < job.quota):
                 begin = time.perf_counter()

@@ -64,7 +64,8 @@ class Client:
         self.stub = svc_grpc.MessagingServiceStub(self._channel)
         self.batch_stub = batch_grpc.BatchMessagingStub(self._channel)
         tag = uuid.uuid4().hex.upper()
-        self.metadata = client_metadata(f"rockmq-bench@{socket.gethostname()}@{os.getpid()}@{tag[:8]}", version="rockmq-bench")
+        self._metadata = client_metadata(f"rockmq-bench@{socket.gethostname()}@{os.getpid()}@{tag[:8]}", version="rockmq-bench")
+        self.credentials = opts.credentials()
         self.topic = pb.Resource(name=opts.topic)
         self.group = pb.Resource(name=opts.group)
         self.queue = pb.MessageQueue()
@@ -78,6 +79,11 @@ class Client:
         )
         self._id_prefix = tag[8:24]
         self._sequence = 0
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """Every call's headers: signed (once a second) when the bench has credentials."""
+        return self._metadata if self.credentials is None else self._metadata + self.credentials.headers()
 
     async def open(self) -> None:
         """Connect and query the route: it auto-creates the topic and names a queue to receive from."""

@@ -27,6 +27,7 @@ from typing import Generic, TypeVar
 
 import grpc
 
+from rockmq.auth.credentials import Credentials, signed
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 
 MAX_MESSAGE = 64 * 1024 * 1024  # the broker's request and reply limit; above any valid request
@@ -136,10 +137,11 @@ def _forget_all_in_child() -> None:
 
 os.register_at_fork(after_in_child=_forget_all_in_child)
 
-Dial = tuple[str, Tls | None]  # where and how: an endpoint, and TLS or not
-_shared: ChannelCache[Dial, grpc.Channel] = ChannelCache(lambda dial: open_channel(*dial))
+Dial = tuple[str, Tls | None, Credentials | None]  # where and how: an endpoint, TLS or not, signed or not
+_shared: ChannelCache[Dial, grpc.Channel] = ChannelCache(lambda dial: signed(open_channel(dial[0], dial[1]), dial[2]))
 
 
-def channel(endpoint: str, tls: Tls | None = None) -> grpc.Channel:
-    """The process's blocking channel to `endpoint` (CLI, Spark): shared, never closed."""
-    return _shared.get((endpoint, tls))
+def channel(endpoint: str, tls: Tls | None = None, credentials: Credentials | None = None) -> grpc.Channel:
+    """The process's blocking channel to `endpoint` (CLI, Spark), signing every call with
+    `credentials` if given: shared, never closed."""
+    return _shared.get((endpoint, tls, credentials))

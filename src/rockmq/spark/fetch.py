@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import grpc
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import NotFound, from_rpc_error, from_status
 from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
 from rockmq.protocol.channels import ChannelCache, Dial, Tls, channel, client_metadata
@@ -58,10 +59,14 @@ def _retry(what: str, endpoint: str, call: Callable[[], T]) -> T:
 class Brokers:
     """What the planner asks: a topic's queues with their stored ranges, offsets by time."""
 
-    def __init__(self, endpoint: str, timeout_s: float, tls: Tls | None = None) -> None:
+    def __init__(self, endpoint: str, timeout_s: float, tls: Tls | None = None, credentials: Credentials | None = None) -> None:
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.tls = tls
+        self.credentials = credentials
+
+    def _channel(self, endpoint: str) -> grpc.Channel:
+        return channel(endpoint, self.tls, self.credentials)
 
     def queues(self, topic: str, *, strict: bool = False) -> list[QueueState]:
         """Every queue of `topic` on every broker; [] if no broker has the topic (without
@@ -70,7 +75,7 @@ class Brokers:
         read would silently lack its queues); else its queues are left out for now (a stream
         keeps their positions and reads them once the broker is back)."""
         try:
-            admin_stub = admin_grpc.AdminStub(channel(self.endpoint, self.tls))
+            admin_stub = admin_grpc.AdminStub(self._channel(self.endpoint))
             info = _retry(f"DescribeTopic {topic!r}", self.endpoint,
                           lambda: admin_stub.DescribeTopic(admin.TopicRequest(name=topic), timeout=self.timeout_s))
         except _NotFound:
@@ -81,7 +86,7 @@ class Brokers:
                 raise SourceError(f"broker(s) {down} of topic {topic!r} did not answer: their queues cannot be read")
             log.warning("rockmq: broker(s) %s of topic %r did not answer; skipping their queues for now", down, topic)
         request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints_of(self.endpoint))
-        route = _retry(f"QueryRoute {topic!r}", self.endpoint, lambda: svc.MessagingServiceStub(channel(self.endpoint, self.tls))
+        route = _retry(f"QueryRoute {topic!r}", self.endpoint, lambda: svc.MessagingServiceStub(self._channel(self.endpoint))
                        .QueryRoute(request, metadata=META, timeout=self.timeout_s))
         if route.status.code != pb.OK:
             raise SourceError(f"rockmq QueryRoute {topic!r} at {self.endpoint}: {route.status.message}")
@@ -105,7 +110,7 @@ class Brokers:
             query_offset_policy=pb.TIMESTAMP)
         request.timestamp.FromMilliseconds(timestamp_ms)
         reply: rpc.QueryOffsetResponse = _retry(f"QueryOffset {queue.topic}/{queue.key}", queue.endpoint,
-                       lambda: svc.MessagingServiceStub(channel(queue.endpoint, self.tls)).QueryOffset(request, metadata=META,
+                       lambda: svc.MessagingServiceStub(self._channel(queue.endpoint)).QueryOffset(request, metadata=META,
                                                                                               timeout=self.timeout_s))
         if reply.status.code != pb.OK:
             raise SourceError(f"rockmq QueryOffset {queue.topic}/{queue.key}: {reply.status.message}")
@@ -123,13 +128,13 @@ _fetch_calls = ChannelCache(_open_fetch)
 
 def fetch_replies(endpoint: str, topic: str, broker: str, queue_id: int, start: int, end: int, *, fail_on_data_loss: bool,
                   max_records: int = 0, max_bytes: int = 0, timeout_s: float = 30.0,
-                  tls: Tls | None = None) -> Iterator[FetchReply]:
+                  tls: Tls | None = None, credentials: Credentials | None = None) -> Iterator[FetchReply]:
     """Fetch replies covering [start, end) of a queue, in order, one request always in flight
     ahead of the caller (the broker reads the next range while the caller decodes this one).
 
     Messages retention removed before they were read are a DataLossError, or skipped with
     `fail_on_data_loss=False`; so is a range the queue no longer has (topic recreated)."""
-    call = _fetch_calls.get((endpoint, tls))
+    call = _fetch_calls.get((endpoint, tls, credentials))
     where = f"queue {broker}:{queue_id} of topic {topic!r}"
 
     def ask(offset: int) -> grpc.Future[FetchReply]:

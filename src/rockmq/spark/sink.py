@@ -4,7 +4,7 @@ exactly once.
 Columns: `body` (binary or string, required); optional `topic` (per row, over the `topic`
 option), `tag`, `keys` (array<string>), `message_group` (FIFO), `delivery_timestamp` (timestamp:
 a delayed message), `properties` (map<string,string>) and `message_id` (see below). Options:
-`endpoint` (required), `topic`, `tls` and `tlsCaFile` (rockmq/spark/connection.py), and the knobs in
+`endpoint` (required), `topic`, `tls`, `tlsCaFile`, `accessKey` and `secretKey` (rockmq/spark/connection.py), and the knobs in
 `SinkOptions`. Append only.
 
 How exactly-once works — stage, then publish once per (sink, batch)
@@ -64,11 +64,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, TimestampNTZType, TimestampType
 
+from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import from_rpc_error, from_status
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import channels, pb
 from rockmq.protocol.channels import Dial, Tls
-from rockmq.spark.connection import tls_option
+from rockmq.spark.connection import credentials_option, tls_option
 from rockmq.spark.sink_wire import COLUMNS, Encoder, id_prefix, stage_request
 
 if TYPE_CHECKING:
@@ -112,10 +113,11 @@ class SinkOptions:
     batch_id: int | None = None  # `batchId`: batch writes only, with sinkId (foreachBatch)
     retain_s: int | None = None  # `retainSeconds`: how long the broker remembers the sink's last batch
     tls: Tls | None = None  # `tls`, `tlsCaFile`
+    credentials: Credentials | None = None  # `accessKey`, `secretKey`
 
     @property
     def dial(self) -> Dial:
-        return self.endpoint, self.tls
+        return self.endpoint, self.tls, self.credentials
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -140,6 +142,7 @@ class SinkOptions:
         batch_id = number("batchId", None, int, 0)
         try:
             tls = tls_option(opts)
+            credentials = credentials_option(opts)
         except ValueError as e:
             raise SinkError(str(e)) from None
         if batch_id is not None and sink_id is None:
@@ -150,7 +153,8 @@ class SinkOptions:
                    stage_ttl_s=number("stageTtlSeconds", cls.stage_ttl_s, int),
                    timeout_s=number("timeoutSeconds", cls.timeout_s, float),
                    publish_timeout_s=number("publishTimeoutSeconds", cls.publish_timeout_s, float),
-                   sink_id=sink_id, batch_id=batch_id, retain_s=number("retainSeconds", None, int, 0), tls=tls)
+                   sink_id=sink_id, batch_id=batch_id, retain_s=number("retainSeconds", None, int, 0), tls=tls,
+                   credentials=credentials)
 
 
 def check_schema(schema: StructType, options: SinkOptions) -> None:

@@ -25,7 +25,7 @@ Options (names are case-insensitive; values strings):
   or a queue that went back (topic recreated), fail the query with a DataLossError naming
   queue and range; `false` skips them with a warning.
 - `requestTimeoutMs` (default 30000): deadline of each broker call.
-- `tls`, `tlsCaFile`: connect over TLS (rockmq/spark/connection.py).
+- `tls`, `tlsCaFile`: connect over TLS; `accessKey`, `secretKey`: sign as this user (rockmq/spark/connection.py).
 
 Columns: topic, queue_id, queue_offset, message_id, tag, keys, properties, body, born_timestamp,
 store_timestamp, and broker: (topic, broker, queue_id, queue_offset) identifies a message, since
@@ -66,9 +66,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rockmq.auth.credentials import Credentials
 from rockmq.protocol.channels import Tls
 from rockmq.spark import offsets as om
-from rockmq.spark.connection import tls_option
+from rockmq.spark.connection import credentials_option, tls_option
 from rockmq.spark.fetch import Brokers, DataLossError, SourceError
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ class SourceOptions:
     fail_on_data_loss: bool
     timeout_s: float
     tls: Tls | None = None
+    credentials: Credentials | None = None  # `accessKey`, `secretKey`
 
     @classmethod
     def parse(cls, options: Mapping[str, str] | None, *, streaming: bool, schema: StructType | None = None) -> SourceOptions:
@@ -155,15 +157,16 @@ class SourceOptions:
             per_partition = _count(opts, "maxmessagesperpartition", DEFAULT_MAX_PER_PARTITION)
             timeout_s = _count(opts, "requesttimeoutms", 30_000) / 1000
             tls = tls_option(opts)
+            credentials = credentials_option(opts)
         except ValueError as e:
             raise SourceError(str(e)) from None
         fail = opts.get("failondataloss", "true").strip().lower()
         if fail not in ("true", "false"):
             raise SourceError(f"failOnDataLoss is true or false, not {fail!r}")
-        return cls(endpoint, topics, starting, ending, per_trigger, per_partition, fail == "true", timeout_s, tls)
+        return cls(endpoint, topics, starting, ending, per_trigger, per_partition, fail == "true", timeout_s, tls, credentials)
 
     def brokers(self) -> Brokers:
-        return Brokers(self.endpoint, self.timeout_s, self.tls)
+        return Brokers(self.endpoint, self.timeout_s, self.tls, self.credentials)
 
 
 def _count(opts: dict[str, str], name: str, default: int) -> int:
@@ -192,6 +195,7 @@ class QueueRange(InputPartition):
     fail_on_data_loss: bool
     timeout_s: float
     tls: Tls | None = None
+    credentials: Credentials | None = None
 
 
 def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -206,7 +210,7 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     p = partition
     for reply in fetch_replies(p.endpoint, p.topic, p.broker, p.queue_id, p.start, p.end,
                                fail_on_data_loss=p.fail_on_data_loss, max_records=FETCH_RECORDS, max_bytes=FETCH_BYTES,
-                               timeout_s=p.timeout_s, tls=p.tls):
+                               timeout_s=p.timeout_s, tls=p.tls, credentials=p.credentials):
         yield decode(p.topic, p.broker, p.queue_id, reply.first_offset, reply.records, reply.offsets, reply.count)
 
 
@@ -224,7 +228,7 @@ def _partitions(opts: SourceOptions, start: om.Offsets, end: om.Offsets, queues:
             raise SourceError(f"broker {r.broker!r} of topic {r.topic!r} is not in the topic's route now; "
                               f"cannot read [{r.start}, {r.end}) of its queue {r.queue_id}")
         out.append(QueueRange(endpoint, r.topic, r.broker, r.queue_id, r.start, r.end, opts.fail_on_data_loss, opts.timeout_s,
-                              opts.tls))
+                              opts.tls, opts.credentials))
     return out
 
 
