@@ -131,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
                                                                "re-read when it changes")
         server.add_argument("--tls-key", metavar="FILE", help="the private key (PEM) of --tls-cert")
         server.add_argument("--ready-file", metavar="PATH", help="once accepting connections, write HOST:PORT to PATH")
+        server.add_argument("--inner-access-key", metavar="K", help="the cluster's inner credentials, the same on every "
+                            "broker and name server: with auth on, replication and name servers answer only calls "
+                            "signed with them (env ROCKMQ_INNER_ACCESS_KEY)")
+        server.add_argument("--inner-secret-key", metavar="S", help="their secret key (env ROCKMQ_INNER_SECRET_KEY)")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--endpoint", type=_endpoint, default=DEFAULT_ENDPOINT,
@@ -245,7 +249,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of", "workers", "default_queues",
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
-                                                "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port")}
+                                                "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
+                                                "inner_access_key", "inner_secret_key")}
     settings = load_settings(args.config, overrides)
     _check_tls_files(settings.tls_cert, settings.tls_key, settings.tls_ca)
     _log_at(settings.log_level)
@@ -295,6 +300,7 @@ def _log_at(level: str) -> None:
 
 
 def cmd_namesrv(args: argparse.Namespace) -> int:
+    from rockmq.auth.inner import inner_user
     from rockmq.broker.startup import CannotStart, check_can_listen
     from rockmq.namesrv.server import serve
 
@@ -303,13 +309,16 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         raise CliError("--tls-cert and --tls-key go together: give both", EXIT_USAGE)
     _check_tls_files(args.tls_cert, args.tls_key)
+    # The inner credentials as a broker reads them (flags, else ROCKMQ_INNER_* variables; checked once).
+    inner = inner_user(load_settings(overrides={"inner_access_key": args.inner_access_key,
+                                                "inner_secret_key": args.inner_secret_key}))
     try:
         check_can_listen(args.host, args.port)
     except CannotStart as e:
         raise CliError(str(e)) from None
     _log_at(args.log_level)
     asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file, args.tls_cert or "",
-                      args.tls_key or ""))
+                      args.tls_key or "", inner))
     return 0
 
 
@@ -685,8 +694,8 @@ def _is_name_server(args: argparse.Namespace) -> bool:
         with _channel(args) as channel:
             namesrv_grpc.NameServerStub(channel).ListBrokers(namesrv.ListBrokersRequest(), timeout=2)
         return True
-    except grpc.RpcError:
-        return False
+    except grpc.RpcError as e:  # a name server asking for the cluster's inner credentials is one too
+        return e.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def _name_server_named(endpoint: str) -> int:

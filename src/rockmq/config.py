@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from rockmq.auth.users import NAME as USER_NAME
 from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 
@@ -103,6 +104,11 @@ class Settings:
     tls_key: str = ""
     tls_ca: str = ""
     plaintext_port: int = -1
+    # The cluster's inner credentials (auth/inner.py): with auth on, replication and the name
+    # servers answer only calls signed with them; a broker signs its own calls to them and to
+    # other brokers with them. Every broker and name server of a cluster gets the same pair.
+    inner_access_key: str = ""
+    inner_secret_key: str = field(default="", repr=False)
     # --- limits and batch sizes ---------------------------------------------------------------
     max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
     max_receive_batch: int = 1024  # messages one receive or pull hands out at most
@@ -162,6 +168,14 @@ class Settings:
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
         if bool(self.admin_user) != bool(self.admin_secret):
             raise ConfigError("admin_user and admin_secret (--admin-user, --admin-secret) go together")
+        if bool(self.inner_access_key) != bool(self.inner_secret_key):
+            raise ConfigError("inner_access_key and inner_secret_key (--inner-access-key, --inner-secret-key) go together")
+        if self.inner_access_key and not USER_NAME.fullmatch(self.inner_access_key):  # it is a header's Credential
+            raise ConfigError("inner_access_key: 1 to 64 letters, digits, '_', '.', '@' or '-'")
+        if self.auth_enabled and not self.inner_access_key and (self.namesrv or self.replica_of or self.replication != "off"):
+            raise ConfigError("with auth_enabled a broker of a cluster (namesrv, replica_of, replication) needs the "
+                              "cluster's inner credentials: --inner-access-key K --inner-secret-key S (or "
+                              "ROCKMQ_INNER_ACCESS_KEY / ROCKMQ_INNER_SECRET_KEY), the same on every broker and name server")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:

@@ -14,7 +14,8 @@ CACHE_SIZE = 4096  # (authorization, date) pairs remembered; a client re-signs o
 class UserLookup(Protocol):
     """Where users are found (users.Users); `generation` changes whenever one does."""
 
-    generation: int
+    @property
+    def generation(self) -> int: ...
 
     def get(self, name: str) -> User | None: ...
 

@@ -13,6 +13,7 @@ class Identity:
     source_ip: str = ""  # the peer's address, without the port ("" if it is not an IP peer)
     tls: bool = False  # the request came over a TLS connection
     client_id: str = ""  # the x-mq-client-id header ("" if none)
+    inner: bool = False  # signed with the cluster's inner credentials (a broker or replica of the cluster)
 
     @property
     def authenticated(self) -> bool:

@@ -72,11 +72,18 @@ def identity(context: Context) -> Identity:
     return known if known is not None else describe(context)
 
 
-def describe(context: Context, user: str = "", super_user: bool = False, client_id: str = "") -> Identity:
+def current_identity() -> Identity | None:
+    """The seam's identity of the request being handled, where no call is at hand (None: auth off,
+    or the broker acting by itself, outside any request)."""
+    return _current.get(None)
+
+
+def describe(context: Context, user: str = "", super_user: bool = False, client_id: str = "",
+             inner: bool = False) -> Identity:
     """The identity of `user` calling through `context`: where from, over what."""
     if not client_id:
         client_id = next((str(v) for k, v in context.invocation_metadata() or () if k == CLIENT_ID_HEADER), "")
-    return Identity(user, super_user, source_ip(context.peer()), is_tls(context), client_id)
+    return Identity(user, super_user, source_ip(context.peer()), is_tls(context), client_id, inner)
 
 
 def super_users_only(who: Identity, service: str, method: str, request: Any) -> None:
@@ -86,14 +93,26 @@ def super_users_only(who: Identity, service: str, method: str, request: Any) -> 
         raise forbidden(f"user {who.user!r} may not call {method}: it needs a super user")
 
 
+def inner_only(who: Identity, service: str, method: str) -> None:
+    """The check of the control plane's calls (replication, name-server registration): only a
+    broker of the cluster, signing with its inner credentials, may make them."""
+    if not who.inner:
+        raise forbidden(f"user {who.user!r} may not call {service}/{method}: it needs the cluster's inner credentials "
+                        "(--inner-access-key / --inner-secret-key)")
+
+
 class AuthSeam(grpc.aio.ServerInterceptor):
     def __init__(self, authenticator: Authenticator, authorize: Authorize | None = None,
-                 super_only: frozenset[str] = frozenset()) -> None:
+                 super_only: frozenset[str] = frozenset(), inner_user: str = "",
+                 inner_methods: frozenset[str] = frozenset()) -> None:
         """`super_only`: the methods (service/Method, no leading '/') only super users may call,
-        before `authorize` is asked."""
+        before `authorize` is asked; `inner_methods`: those only `inner_user` (the cluster's inner
+        access key, auth/inner.py) may call."""
         self.authenticator = authenticator
         self.authorize = authorize
         self.super_only = super_only
+        self.inner_user = inner_user
+        self.inner_methods = inner_methods
         self._guarded: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its guarded twin)
 
     async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
@@ -124,10 +143,13 @@ class AuthSeam(grpc.aio.ServerInterceptor):
             audit.record("authentication-failed", str(describe(context, e.user, client_id=client_id)),
                          f"{service}/{method}", e.message)
             return unauthorized(e.message)
-        who = describe(context, user.name, user.super_user, client_id)
+        who = describe(context, user.name, user.super_user, client_id, inner=user.name == self.inner_user)
         _current.set(who)
         try:
-            if f"{service}/{method}" in self.super_only:
+            path = f"{service}/{method}"
+            if path in self.inner_methods:
+                inner_only(who, service, method)
+            if path in self.super_only:
                 super_users_only(who, service, method, request)
             if self.authorize is not None:
                 self.authorize(who, service, method, request)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from rockmq.auth.authenticate import Authenticator
+from rockmq.auth.inner import inner_seam
 from rockmq.auth.seam import AuthSeam
-from rockmq.auth.users import UserError, Users
+from rockmq.auth.users import User, UserError, Users
 from rockmq.config import Settings
 
 log = logging.getLogger(__name__)
@@ -33,5 +33,6 @@ def open_users(settings: Settings) -> Users:
     return users
 
 
-def seam(users: Users) -> AuthSeam:
-    return AuthSeam(Authenticator(users), super_only=SUPER_ONLY)
+def seam(users: Users, inner: User | None = None) -> AuthSeam:
+    """The broker's seam: its users, and the cluster's `inner` credentials for the control plane."""
+    return inner_seam(inner, users, SUPER_ONLY)

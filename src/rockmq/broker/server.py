@@ -11,6 +11,8 @@ import sys
 import grpc
 
 from rockmq import compiled
+from rockmq.auth.exposure import warn_if_open
+from rockmq.auth.inner import inner_user
 from rockmq.auth.serving import AuthSetupError, open_users, seam
 from rockmq.auth.users import Users
 from rockmq.broker.api.admin import AdminServicer
@@ -59,9 +61,10 @@ SWITCH_INTERVAL_S = 0.0005
 
 def _listen(s: Settings, following: bool, users: Users | None) -> tuple[grpc.aio.Server, Settings]:
     """The broker's gRPC server, bound -> (it, the settings with the ports it got); with `users`, every
-    request is authenticated first (auth/seam.py); a replica's refuses writes. With a certificate,
+    request is authenticated first (auth/seam.py; the
+    control plane with the inner credentials, auth/inner.py); a replica's refuses writes. With a certificate,
     `port` is TLS and `plaintext_port` (if any) plaintext."""
-    interceptors: list[grpc.aio.ServerInterceptor] = [seam(users)] if users is not None else []
+    interceptors: list[grpc.aio.ServerInterceptor] = [seam(users, inner_user(s))] if users is not None else []
     if following:
         interceptors.append(ReadOnly(s.replica_of))
     server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
@@ -180,6 +183,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
         check_can_listen(settings.host, settings.plaintext_port)
     check_data_dir(settings.data_path)
     log.info("%s", compiled.describe())
+    warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
     broker = Broker(settings)
     port = await broker.start()
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -27,7 +28,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from secrets import token_urlsafe
 
+from rockmq.auth.inner import inner_user
 from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir, check_layout, hold_data_dir, shard_dir
 from rockmq.config import Settings, to_environ
 from rockmq.namesrv.registry import Registry
@@ -216,12 +219,15 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     check_data_dir(root)
     check_layout(root, settings.shards)
     lock = hold_data_dir(root)
+    if settings.auth_enabled and not settings.inner_access_key:  # the shards' own, for their calls to each other
+        settings = dataclasses.replace(settings, inner_access_key="rockmq-shards", inner_secret_key=token_urlsafe(32))
     # A shard silent for three registrations drops out of routes until it registers again.
     service = NameServer(int((3 * settings.namesrv_interval_s + 1) * 1000))
     # With TLS the shards reach it as they reach each other and clients reach them: over TLS, at
     # --host, with the broker's certificate (verified against --tls-ca); else on loopback.
     host = settings.host if settings.tls_cert else LOOPBACK
-    server, port = await start(service, host, 0, server_credentials(settings.tls_cert, settings.tls_key))
+    server, port = await start(service, host, 0, server_credentials(settings.tls_cert, settings.tls_key),
+                               inner_user(settings))
     namesrv = ",".join([f"{host}:{port}", *(a.strip() for a in settings.namesrv.split(",") if a.strip())])
     try:
         with tempfile.TemporaryDirectory(prefix="rockmq-shards-") as ready_dir:

@@ -89,7 +89,7 @@ class AdminFanout:
                 created = await here(part)
             else:
                 call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(endpoint), method)
-                created = await call(part, timeout=RPC_TIMEOUT_S)
+                created = await call(part, timeout=RPC_TIMEOUT_S, metadata=self.cluster.signed())
         except AlreadyExists as e:
             raise AlreadyExists(f"on broker {broker}: {e.message}{note}") from None
         except BrokerError as e:
@@ -118,7 +118,7 @@ class AdminFanout:
                 continue
             try:
                 await self.cluster.admin(endpoint).DeleteTopic(admin.TopicRequest(name=name, local=True),
-                                                               timeout=RPC_TIMEOUT_S)
+                                                               timeout=RPC_TIMEOUT_S, metadata=self.cluster.signed())
             except grpc.aio.AioRpcError as e:
                 if e.code() in _UNREACHABLE:
                     unreachable.append(broker)
@@ -173,7 +173,7 @@ class AdminFanout:
                     parts.append(here())
                 else:
                     call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(live[broker]), method)
-                    parts.append(await call(request, timeout=RPC_TIMEOUT_S))
+                    parts.append(await call(request, timeout=RPC_TIMEOUT_S, metadata=self.cluster.signed()))
             except BrokerError as e:
                 if not e.not_found:
                     raise

@@ -19,6 +19,7 @@ from typing import Any
 
 import grpc
 
+from rockmq.auth.inner import inner_credentials, signed
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
@@ -174,6 +175,7 @@ class Follower:
         self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary
         self._resolve = resolve
+        self._inner = inner_credentials(ctx.settings)  # the primary answers only these with auth on
         self.applied = stored_seq(ctx.store)
 
     async def _endpoint(self) -> str | None:
@@ -193,7 +195,8 @@ class Follower:
             try:
                 await self._follow(replication_grpc.ReplicationStub(channel))
             except grpc.aio.AioRpcError as e:
-                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAUTHENTICATED,
+                                grpc.StatusCode.PERMISSION_DENIED):
                     log.error("replication refused by %s: %s", endpoint, e.details())
                 elif e.code() == grpc.StatusCode.UNIMPLEMENTED and not warned:
                     log.error("%s at %s keeps no batches for replicas: start it with --replication async|sync",
@@ -230,7 +233,7 @@ class Follower:
                     acks.put_nowait(replication.FollowerState(applied_seq=target))
                     reported = target
 
-        call = stub.Follow(states())
+        call = stub.Follow(states(), metadata=signed(self._inner))
         acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 import grpc
 
+from rockmq.auth.inner import inner_credentials, signed
 from rockmq.broker import validate
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
-from rockmq.protocol.channels import open_aio_channel
+from rockmq.protocol.channels import Metadata, open_aio_channel
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class Cluster:
         self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
         self.tls = ctx.settings.client_tls  # how this broker reaches name servers and other brokers
         self._stubs = [namesrv_grpc.NameServerStub(open_aio_channel(a, self.tls)) for a in self.namesrv]
+        self._inner = inner_credentials(ctx.settings)
         self._admins: dict[str, admin_grpc.AdminStub] = {}
         self._routes: dict[str, tuple[float, list[Holder]]] = {}
         self._unreachable: set[str] = set()
@@ -78,6 +80,11 @@ class Cluster:
     @property
     def enabled(self) -> bool:
         return bool(self.namesrv)
+
+    def signed(self) -> Metadata | None:
+        """The metadata of this broker's own calls (to name servers and other brokers): signed with
+        the cluster's inner credentials, if it has them (auth/inner.py)."""
+        return signed(self._inner)
 
     @property
     def endpoint(self) -> str:
@@ -104,7 +111,7 @@ class Cluster:
 
     async def _register(self, address: str, stub: namesrv_grpc.NameServerStub, me: namesrv.BrokerInfo) -> None:
         try:
-            await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S)
+            await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S, metadata=self.signed())
         except grpc.aio.AioRpcError as e:
             if address not in self._unreachable:
                 log.warning("cannot register with name server %s: %s", address, e.code().name)
@@ -118,7 +125,8 @@ class Cluster:
         """Live brokers (holding `topic`, if given) by the first name server that answers."""
         for address, stub in zip(self.namesrv, self._stubs):
             try:
-                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(topic=topic), timeout=RPC_TIMEOUT_S)
+                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(topic=topic), timeout=RPC_TIMEOUT_S,
+                                                metadata=self.signed())
                 return list(reply.brokers)
             except grpc.aio.AioRpcError as e:
                 log.debug("name server %s: %s", address, e.code().name)
@@ -191,7 +199,7 @@ class Cluster:
                 continue
             request = admin.CreateTopicRequest(name=topic_name, queue_count=count, local=True)
             try:
-                await self.admin(live[broker]).CreateTopic(request, timeout=RPC_TIMEOUT_S)
+                await self.admin(live[broker]).CreateTopic(request, timeout=RPC_TIMEOUT_S, metadata=self.signed())
             except grpc.aio.AioRpcError as e:
                 if e.code() != grpc.StatusCode.ALREADY_EXISTS:
                     log.warning("auto-creating topic %r: broker %s: %s", topic_name, broker, e.details())

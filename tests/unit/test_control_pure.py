@@ -1,0 +1,72 @@
+"""The control plane's pure parts (issue 19 §4): the inner credentials' settings, the seam's table of
+inner-only methods, and the warning of a server open beyond loopback."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from rockmq.auth.exposure import is_loopback, warn_if_open
+from rockmq.auth.inner import INNER_ONLY, WithInner, inner_credentials, inner_user
+from rockmq.auth.users import User
+from rockmq.config import ConfigError, Settings
+
+INNER = {"inner_access_key": "cluster", "inner_secret_key": "s3cret"}
+
+
+def test_every_replication_and_name_server_method_needs_the_inner_credentials():
+    assert INNER_ONLY == {"rockmq.replication.v1.Replication/Follow", "rockmq.namesrv.v1.NameServer/Register",
+                          "rockmq.namesrv.v1.NameServer/ListBrokers"}
+
+
+@pytest.mark.parametrize("settings, says", [
+    ({"inner_access_key": "cluster"}, "go together"),
+    ({"inner_secret_key": "s"}, "go together"),
+    ({"inner_access_key": "a,b", "inner_secret_key": "s"}, "letters, digits"),
+    ({"auth_enabled": True, "namesrv": "127.0.0.1:9876"}, "inner credentials"),
+    ({"auth_enabled": True, "replica_of": "127.0.0.1:8081"}, "inner credentials"),
+    ({"auth_enabled": True, "replication": "async"}, "inner credentials"),
+])
+def test_settings_refused(settings, says):
+    with pytest.raises(ConfigError, match=says):
+        Settings(**settings)
+
+
+def test_inner_credentials_sign_and_authenticate_as_a_super_user():
+    s = Settings(auth_enabled=True, namesrv="127.0.0.1:9876", **INNER)
+    assert "s3cret" not in repr(s)
+    assert inner_user(Settings()) is None and inner_credentials(Settings()) is None
+    inner = inner_user(s)
+    assert inner == User("cluster", "s3cret", super_user=True)
+    headers = dict(inner_credentials(s).headers())
+    assert headers["authorization"].startswith("MQv2-HMAC-SHA1 Credential=cluster,")
+    alice = User("alice", "a")
+    lookup = WithInner(inner, {"alice": alice, "cluster": alice})  # type: ignore[arg-type]
+    assert lookup.get("cluster") is inner and lookup.get("bob") is None
+
+
+class _Users(dict):
+    generation = 7
+
+
+def test_with_inner_follows_the_users_generation():
+    assert WithInner(None, _Users()).generation == 7 and WithInner(None).generation == 0
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True),
+                                            ("localhost", True), ("0.0.0.0", False), ("::", False),
+                                            ("10.1.2.3", False), ("broker.example", False)])
+def test_loopback(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+def test_one_warning_when_open_beyond_loopback(caplog):
+    caplog.set_level(logging.WARNING, "rockmq.auth.exposure")
+    warn_if_open("broker", "127.0.0.1", False, "--auth")
+    warn_if_open("broker", "0.0.0.0", True, "--auth")
+    assert not caplog.records
+    warn_if_open("broker", "0.0.0.0", False, "--auth")
+    assert [r.getMessage() for r in caplog.records] == [
+        "this broker listens on 0.0.0.0 without authentication: anyone who can reach it can use it "
+        "(turn it on with --auth, docs/security.md)"]
