@@ -4,6 +4,11 @@ A client announces itself on the Telemetry stream with its settings; the broker 
 the completed settings (limits, backoff policy, subscription defaults). While the stream is open
 the broker can push commands down it (`outbox`): checks of orphaned transactions go to a
 producer that publishes the transaction's topic.
+
+With authentication on, a session belongs to the user whose request made it (`Session.user`): a
+client acts only for itself, so another user may not open its Telemetry stream, heartbeat as it or
+end it (FORBIDDEN), and a transaction check goes only to its own user's producers. Without
+authentication the client id alone says who a client is.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rockmq.auth import audit
+from rockmq.auth.seam import Refused, current_identity, forbidden
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import OK
 from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
@@ -32,9 +39,22 @@ class Forget(Protocol):
     def forget(self, client_id: str) -> None: ...
 
 
+def requester() -> str:
+    """The user of the request being handled ("" with authentication off, or the broker's own work)."""
+    who = current_identity()
+    return who.user if who is not None else ""
+
+
+def not_yours(what: str, message: str) -> Refused:
+    """The refusal of a request about another user's session or transaction (audited)."""
+    audit.record("authorization-refused", str(current_identity()), what, message)
+    return forbidden(message)
+
+
 @dataclass
 class Session:
     client_id: str
+    user: str = ""  # the user whose request made it ("" with authentication off)
     client_type: int = pb.CLIENT_TYPE_UNSPECIFIED
     group: str = ""
     lane: str = ""  # the client's environment lane (header x-rockmq-lane); "" is the base lane
@@ -85,13 +105,25 @@ class Clients:
         if s is None:
             if len(self.sessions) >= self.ctx.settings.max_clients:
                 self._drop_oldest()
-            s = self.sessions[client_id] = Session(client_id)
+            s = self.sessions[client_id] = Session(client_id, requester())
         s.last_seen = time.monotonic()
         return s
 
+    def claim(self, client_id: str, what: str) -> Session:
+        """The session of a client's own request (`what`: Telemetry, Heartbeat), made for the
+        requesting user; another user's is refused (FORBIDDEN)."""
+        self._own(client_id, what)
+        return self.register(client_id)
+
+    def _own(self, client_id: str, what: str) -> None:
+        s = self.sessions.get(client_id)
+        user = requester()
+        if s is not None and s.user != user:
+            raise not_yours(what, f"user {user!r} may not {what} for client {client_id!r}: it is another user's")
+
     def heartbeat(self, client_id: str, client_type: int, group: str | None, lane: str) -> None:
         """A client's heartbeat: it is alive, of this type (if given), in this group (if given), on this lane."""
-        session = self.register(client_id)
+        session = self.claim(client_id, "Heartbeat")
         session.client_type = client_type or session.client_type
         if group is not None:
             session.group = group
@@ -143,7 +175,9 @@ class Clients:
             self._set_publishing(s, ())
 
     def terminated(self, client_id: str) -> None:
-        """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it received."""
+        """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it
+        received. Only its own user may say it."""
+        self._own(client_id, "NotifyClientTermination")
         self.drop(client_id)
         self.renewals.forget(client_id)
 
@@ -158,14 +192,14 @@ class Clients:
         for topic in topics:
             self._publishers.setdefault(topic, set()).add(session.client_id)
 
-    def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand) -> bool:
-        """Offer a command to one producer of `topic` with an open Telemetry stream, taking
-        turns among them; False if none took it."""
+    def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand, user: str) -> bool:
+        """Offer a command to one producer of `topic` of `user` with an open Telemetry stream,
+        taking turns among them; False if none took it."""
         ids = sorted(self._publishers.get(topic, ()))
         start = next(self._turn)
         for i in range(len(ids)):
             s = self.sessions.get(ids[(start + i) % len(ids)])
-            if s is not None and s.push(command):
+            if s is not None and s.user == user and s.push(command):
                 return True
         return False
 

@@ -9,6 +9,10 @@ answers with EndTransaction. First check after `txn_check_first_s` (or the messa
 `orphaned_transaction_recovery_duration`), then every
 `txn_check_interval_s`; once `txn_check_max` checks went unanswered the broker rolls it back.
 
+With authentication on, a transaction belongs to the user who sent its half message: only that
+user may end it, and its checks go only to that user's producers (a half message of an
+authenticated user is stored with its name: `_OWNED`).
+
 A resolved transaction leaves a small marker (C or R) so that a repeated EndTransaction gets
 the same answer; the marker is dropped after the de-duplication window, by the same check loop.
 """
@@ -20,6 +24,7 @@ import struct
 import uuid
 from typing import Protocol
 
+from rockmq.broker.clients import not_yours, requester
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
@@ -35,14 +40,36 @@ from rockmq.store.db import Batch
 log = logging.getLogger(__name__)
 
 _PENDING = b"P"  # + _HALF + sealed record
+_OWNED = b"O"  # + _HALF + owner's length (u8) + owner (its user name) + sealed record
 _HALF = struct.Struct(">IQQH")  # topic_id · due_ms (0: not delayed) · next check ms · checks sent
 COMMITTED, ROLLED_BACK = b"C", b"R"
+Half = tuple[int, int, int, int]  # _HALF's fields
+
+
+def half_value(fields: Half, owner: str, sealed: bytes) -> bytes:
+    """A pending half message as stored ("" owner: anyone's, authentication off)."""
+    if not owner:
+        return _PENDING + _HALF.pack(*fields) + sealed
+    name = owner.encode()
+    return _OWNED + _HALF.pack(*fields) + bytes((len(name),)) + name + sealed
+
+
+def read_half(raw: bytes) -> tuple[Half, str, bytes] | None:
+    """A stored value -> (its fields, its owner, its sealed record); None: an outcome marker."""
+    kind = raw[:1]
+    if kind == _PENDING:
+        return _HALF.unpack_from(raw, 1), "", raw[1 + _HALF.size:]
+    if kind == _OWNED:
+        start = 2 + _HALF.size
+        end = start + raw[1 + _HALF.size]
+        return _HALF.unpack_from(raw, 1), raw[start:end].decode(), raw[end:]
+    return None
 
 class Publishers(Protocol):
     """The producers connected to this broker (broker/clients.py)."""
 
-    def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand) -> bool:
-        """Hand a command to a producer of the topic; False when none is connected."""
+    def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand, user: str) -> bool:
+        """Hand a command to a producer of the topic of `user`; False when none is connected."""
         ...
 
 
@@ -54,7 +81,7 @@ class TransactionService:
         self.publishers = publishers
         self.loop = DeadlineLoop("transaction checks", self.check_due, ctx.settings.txn_check_batch)
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
-            1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] == _PENDING))
+            1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] in (_PENDING, _OWNED)))
 
     def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int, queue_id: int = -1) -> str:
         """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed.
@@ -67,7 +94,7 @@ class TransactionService:
             first_delay_ms = int(self.ctx.settings.txn_check_first_s * 1000)
         first_check = now_ms() + first_delay_ms
         sealed = self.ctx.logs.seal(topic, msg, queue_id)
-        batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic.id, due_ms, first_check, 0) + sealed)
+        batch.put("txn", txn_id.encode(), half_value((topic.id, due_ms, first_check, 0), requester(), sealed))
         batch.put("txnchecks", keys.txn_check_key(first_check, txn_id), b"")
         self.pending.add(batch, 1)
         self.loop.note(first_check)
@@ -85,13 +112,16 @@ class TransactionService:
         if raw is None:
             raise BrokerError(pb.INVALID_TRANSACTION_ID, f"no pending transaction {transaction_id!r}")
         outcome = COMMITTED if commit else ROLLED_BACK
-        if raw[:1] != _PENDING:  # a repeated EndTransaction (or one after the broker gave up)
+        half = read_half(raw)
+        if half is None:  # a repeated EndTransaction (or one after the broker gave up)
             if raw != outcome:
                 done = "committed" if raw == COMMITTED else "rolled back"
                 raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already {done}")
             return
-        topic_id, due_ms, next_check, _ = _HALF.unpack_from(raw, 1)
-        sealed = raw[1 + _HALF.size:]
+        (topic_id, due_ms, next_check, _), owner, sealed = half
+        if owner != requester():
+            raise not_yours("EndTransaction", f"user {requester()!r} may not end transaction {transaction_id!r}: "
+                                              "it is another user's")
         topic = ctx.meta.topics_by_id.get(topic_id)
         wrong_id = message_id and records.message_id(sealed) != message_id
         if (topic is not None and topic.name != topic_name) or wrong_id:
@@ -125,7 +155,7 @@ class TransactionService:
         s = ctx.settings
         now = now_ms()
         batch = ctx.store.batch()
-        checks: list[tuple[str, rpc.TelemetryCommand]] = []
+        checks: list[tuple[str, rpc.TelemetryCommand, str]] = []
         handled = 0
         for key, _ in self.loop.due(ctx.store, "txnchecks", now, s.txn_check_batch):
             handled += 1
@@ -134,11 +164,11 @@ class TransactionService:
             raw = ctx.store.get("txn", txn_id.encode())
             if raw is None:
                 continue
-            if raw[:1] != _PENDING:  # an outcome marker whose time is up
+            half = read_half(raw)
+            if half is None:  # an outcome marker whose time is up
                 batch.delete("txn", txn_id.encode())
                 continue
-            topic_id, due_ms, _, sent = _HALF.unpack_from(raw, 1)
-            sealed = raw[1 + _HALF.size:]
+            (topic_id, due_ms, _, sent), owner, sealed = half
             topic = ctx.meta.topics_by_id.get(topic_id)
             if topic is None or sent >= s.txn_check_max:
                 log.warning("transaction %s (message %s) undecided after %d checks: rolled back",
@@ -146,12 +176,12 @@ class TransactionService:
                 self._resolve(batch, txn_id, ROLLED_BACK)
                 continue
             nxt = now + int(s.txn_check_interval_s * 1000)
-            batch.put("txn", txn_id.encode(), _PENDING + _HALF.pack(topic_id, due_ms, nxt, sent + 1) + sealed)
+            batch.put("txn", txn_id.encode(), half_value((topic_id, due_ms, nxt, sent + 1), owner, sealed))
             batch.put("txnchecks", keys.txn_check_key(nxt, txn_id), b"")
-            checks.append((topic.name, check_command(sealed, txn_id)))
+            checks.append((topic.name, check_command(sealed, txn_id), owner))
         ctx.store.write(batch)
-        for topic_name, command in checks:
-            if not self.publishers.push_to_publisher(topic_name, command):
+        for topic_name, command, owner in checks:
+            if not self.publishers.push_to_publisher(topic_name, command, owner):
                 log.debug("no producer of %s connected to check transaction %s", topic_name,
                           command.recover_orphaned_transaction_command.transaction_id)
         return handled, self.loop.earliest(ctx.store, "txnchecks")

@@ -127,7 +127,11 @@ class MessagingServicer:
         if not cid:
             yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, f"the {CLIENT_ID_HEADER} header is required"))
             return
-        session = self.clients.register(cid)
+        try:
+            session = self.clients.claim(cid, "Telemetry")
+        except BrokerError as e:
+            yield rpc.TelemetryCommand(status=status_of(e))
+            return
         replies: asyncio.Queue[rpc.TelemetryCommand | None] = asyncio.Queue(TELEMETRY_BACKLOG)
         session.outbox = replies  # the broker's own commands (transaction checks) go here too
 
