@@ -5,15 +5,12 @@ receive its check (FORBIDDEN, audited)."""
 
 from __future__ import annotations
 
-import queue
-import threading
-import time
 from collections.abc import Iterator
 
-import grpc
 import pytest
 from broker_process import BrokerProcess
 from mqwire import RPC_TIMEOUT, message
+from telemetry_stream import TelemetryStream, producer_settings
 
 from rockmq.auth.credentials import Credentials
 from rockmq.auth.users import Users
@@ -46,40 +43,7 @@ def stub(broker: BrokerProcess) -> Iterator[svc.MessagingServiceStub]:
         yield svc.MessagingServiceStub(ch)
 
 
-class Telemetry:
-    """A client's Telemetry stream (producer of TOPIC, or consumer of GROUP), read on a thread."""
-
-    def __init__(self, stub: svc.MessagingServiceStub, metadata, settings: pb.Settings) -> None:
-        self._out: queue.Queue = queue.Queue()
-        self.commands: queue.Queue = queue.Queue()
-        self._out.put(rpc.TelemetryCommand(settings=settings))
-        self._call = stub.Telemetry(iter(self._out.get, None), metadata=metadata, timeout=30)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        try:
-            for command in self._call:
-                self.commands.put(command)
-        except grpc.RpcError:  # cancelled at close
-            pass
-
-    def next(self, within: float, field: str = "") -> rpc.TelemetryCommand | None:
-        deadline = time.monotonic() + within
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                command = self.commands.get(timeout=left)
-            except queue.Empty:
-                return None
-            if not field or command.HasField(field):
-                return command
-        return None
-
-    def close(self) -> None:
-        self._out.put(None)
-        self._call.cancel()
-
-
-PRODUCER = pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=TOPIC)]))
+PRODUCER = producer_settings(TOPIC)
 CONSUMER = pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(group=pb.Resource(name=GROUP)))
 
 
@@ -91,7 +55,7 @@ def _members(broker: BrokerProcess) -> list[str]:
 
 
 def test_another_user_can_neither_end_nor_take_over_a_session(broker, stub):
-    alice = Telemetry(stub, as_user(ALICE, ALICE_CLIENT), CONSUMER)
+    alice = TelemetryStream(stub, as_user(ALICE, ALICE_CLIENT), CONSUMER)
     try:
         assert alice.next(5).status.code == pb.OK
         heartbeat = rpc.HeartbeatRequest(client_type=pb.SIMPLE_CONSUMER, group=pb.Resource(name=GROUP))
@@ -103,7 +67,7 @@ def test_another_user_can_neither_end_nor_take_over_a_session(broker, stub):
         assert st.code == pb.FORBIDDEN and "user 'bob' may not NotifyClientTermination" in st.message, st
         st = stub.Heartbeat(heartbeat, metadata=as_user(BOB, ALICE_CLIENT), timeout=RPC_TIMEOUT).status
         assert st.code == pb.FORBIDDEN, st
-        bob = Telemetry(stub, as_user(BOB, ALICE_CLIENT), CONSUMER)
+        bob = TelemetryStream(stub, as_user(BOB, ALICE_CLIENT), CONSUMER)
         assert bob.next(5).status.code == pb.FORBIDDEN
         bob.close()
         assert ALICE_CLIENT in _members(broker), "bob ended alice's session"
@@ -126,19 +90,18 @@ def test_only_the_sender_ends_a_transaction_and_is_asked_about_it(broker, stub):
     with open_channel(broker.endpoint) as ch:
         admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name=TOPIC, queue_count=1, message_types=["TRANSACTION"]),
                                              metadata=as_user(ALICE, "admin-call"), timeout=RPC_TIMEOUT)
-    alice = Telemetry(stub, as_user(ALICE, "alice-producer"), PRODUCER)
-    bob = Telemetry(stub, as_user(BOB, "bob-producer"), PRODUCER)  # publishes the same topic
+    alice = TelemetryStream(stub, as_user(ALICE, "alice-producer"), PRODUCER)
+    bob = TelemetryStream(stub, as_user(BOB, "bob-producer"), PRODUCER)  # publishes the same topic
     try:
         sent = stub.SendMessage(rpc.SendMessageRequest(messages=[_half("pay order 7")]),
                                 metadata=as_user(ALICE, "alice-producer"), timeout=RPC_TIMEOUT)
         [entry] = sent.entries
         assert entry.status.code == pb.OK, sent
         # Checks come every 0.3 s, taking turns among the topic's producers: only alice's get any.
-        field = "recover_orphaned_transaction_command"
-        checks = [alice.next(5, field) for _ in range(3)]
+        checks = [alice.next_check(5) for _ in range(3)]
         assert all(c is not None and c.recover_orphaned_transaction_command.transaction_id == entry.transaction_id
                    for c in checks), checks
-        assert bob.next(0.5, field) is None, "bob was asked about alice's transaction"
+        assert bob.next_check(0.5) is None, "bob was asked about alice's transaction"
 
         end = rpc.EndTransactionRequest(topic=pb.Resource(name=TOPIC), message_id=entry.message_id,
                                         transaction_id=entry.transaction_id, resolution=pb.ROLLBACK)

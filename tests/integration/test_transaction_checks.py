@@ -5,49 +5,13 @@ message asks for (`orphaned_transaction_recovery_duration`), and the producer's 
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 
-from mqwire import META, Conn, message
+from mqwire import META, message
+from telemetry_stream import TelemetryStream, producer_settings
 
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.channels import client_metadata
-
-
-class TelemetryStream:
-    """A producer's Telemetry stream that announces the topics it publishes, read on a thread."""
-
-    def __init__(self, conn: Conn, topic: str, client_id: str) -> None:
-        self._out: queue.Queue = queue.Queue()
-        self.commands: queue.Queue = queue.Queue()
-        settings = pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=topic)]))
-        self._out.put(rpc.TelemetryCommand(settings=settings))
-        self._call = conn.mq.Telemetry(iter(self._out.get, None), metadata=client_metadata(client_id), timeout=30)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        try:
-            for command in self._call:
-                self.commands.put(command)
-        except Exception:  # cancelled at close
-            pass
-
-    def next_check(self, within: float) -> rpc.TelemetryCommand | None:
-        deadline = time.monotonic() + within
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                command = self.commands.get(timeout=left)
-            except queue.Empty:
-                return None
-            if command.HasField("recover_orphaned_transaction_command"):
-                return command
-        return None
-
-    def close(self) -> None:
-        self._out.put(None)
-        self._call.cancel()
 
 
 def _half(topic: str, body: str, recover_after_ms: int) -> pb.Message:
@@ -60,7 +24,7 @@ def _half(topic: str, body: str, recover_after_ms: int) -> pb.Message:
 def test_undecided_transaction_is_checked_with_a_producer_and_committed(conn, unique):
     topic, group = unique("txn-check"), unique("txn-check-g")
     conn.create_topic(topic, queues=1)
-    stream = TelemetryStream(conn, topic, unique("txn-producer"))
+    stream = TelemetryStream(conn.mq, client_metadata(unique("txn-producer")), producer_settings(topic))
     try:
         msg = _half(topic, "pay order 7", recover_after_ms=300)
         sent = time.monotonic()
@@ -89,8 +53,8 @@ def test_undecided_transaction_is_checked_with_a_producer_and_committed(conn, un
 def test_check_goes_only_to_producers_of_the_topic(conn, unique):
     topic, other = unique("txn-mine"), unique("txn-other")
     conn.create_topic(topic, queues=1)
-    bystander = TelemetryStream(conn, other, unique("txn-bystander"))
-    owner = TelemetryStream(conn, topic, unique("txn-owner"))
+    bystander = TelemetryStream(conn.mq, client_metadata(unique("txn-bystander")), producer_settings(other))
+    owner = TelemetryStream(conn.mq, client_metadata(unique("txn-owner")), producer_settings(topic))
     try:
         conn.send_ok(_half(topic, "x", recover_after_ms=200))
         assert owner.next_check(within=5) is not None
