@@ -35,6 +35,9 @@ const { values: args } = parseArgs({
     timeout: { type: 'string', default: process.env.ROCKMQ_SMOKE_TIMEOUT ?? '75' }, // global watchdog, s
     // TLS (the client's own option); the CA comes through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH.
     ssl: { type: 'boolean', default: false },
+    // Credentials (a broker run with --auth): the client's own sessionCredentials.
+    'access-key': { type: 'string' },
+    'secret-key': { type: 'string' },
   },
   strict: true,
 });
@@ -153,6 +156,9 @@ const clients = [];
 
 async function main() {
   const common = { endpoints: endpoint, namespace: '', requestTimeout: REQUEST_TIMEOUT_MS, logger, sslEnabled: args.ssl };
+  if (args['access-key'] !== undefined) {
+    common.sessionCredentials = { accessKey: args['access-key'], accessSecret: args['secret-key'] ?? '' };
+  }
 
   phase = 'producer.startup';
   const producer = new Producer({ ...common, topic });

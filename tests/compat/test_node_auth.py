@@ -1,0 +1,38 @@
+"""The unmodified official Node.js client (1.0.8) against `rockmq serve --auth`: `sessionCredentials`
+with the right secret sends and receives (the whole smoke run: normal and delayed messages); a
+wrong secret, an unknown user and no credentials are refused with UNAUTHORIZED (40100)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from broker_process import BrokerProcess
+from test_node_smoke import CLIENT_PKG, NODE_DIR, SCRIPT, run_smoke
+
+ADMIN, SECRET = "node-admin", "node-secret"
+
+
+@pytest.fixture(scope="module")
+def auth_broker(tmp_path_factory: pytest.TempPathFactory):
+    b = BrokerProcess(tmp_path_factory.mktemp("auth-node"), "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET).start()
+    yield b
+    b.stop()
+
+
+def test_node_client_with_credentials(auth_broker, unique):
+    run_smoke(auth_broker, auth_broker.endpoint, unique, "--access-key", ADMIN, "--secret-key", SECRET)
+
+
+@pytest.mark.parametrize("credentials", [("--access-key", ADMIN, "--secret-key", "wrong"),
+                                         ("--access-key", "nobody", "--secret-key", SECRET), ()],
+                         ids=["wrong-secret", "unknown-user", "no-credentials"])
+def test_node_client_refused(auth_broker, unique, credentials):
+    node = shutil.which("node")
+    assert node and CLIENT_PKG.exists(), f"needs node and `npm ci` in {NODE_DIR}"
+    proc = subprocess.run([node, str(SCRIPT), "--endpoint", auth_broker.endpoint, "--topic", unique("node-auth"),
+                           "--group", unique("node-auth-g"), "--timeout", "40", *credentials],
+                          cwd=NODE_DIR, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "UnauthorizedException" in proc.stdout and "code=40100" in proc.stdout, proc.stdout[-2000:]
