@@ -12,6 +12,7 @@ import grpc
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
 from mqwire import META, message
+from shard_set import ShardSet
 from tls_certs import CertFiles, make_certs
 from waiting import wait_for
 
@@ -136,3 +137,16 @@ def test_replica_follows_with_the_inner_credentials_and_nobody_else_may(tmp_path
         if replica is not None:
             replica.kill()
         primary.kill()
+
+
+def test_shards_of_one_broker_get_inner_credentials_of_their_own(tmp_path):
+    """`rockmq serve --workers 2 --auth` without inner credentials: its shards register with its
+    embedded name server and fan admin calls out to each other with a pair it made for them."""
+    shards = ShardSet(tmp_path / "data", 2, "--auth", "--admin-user", ADMIN, "--admin-secret", ADMIN_SECRET).start()
+    try:
+        with open_channel(shards.endpoint) as ch:
+            created = admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="spread", queue_count=4),
+                                                           metadata=AS_ADMIN, timeout=10)
+        assert sorted({q.broker for q in created.queues}) == ["broker-a-0", "broker-a-1"]
+    finally:
+        shards.kill()
