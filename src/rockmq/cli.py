@@ -212,6 +212,22 @@ def _parser() -> argparse.ArgumentParser:
     broker = sub.add_parser("broker", help="manage a broker").add_subparsers(dest="action", required=True, metavar="ACTION")
     with_endpoint(broker.add_parser("promote", help="make a replica (at --endpoint) a primary: its primary must be gone"))
 
+    acls = sub.add_parser("acl", help="manage who may do what (ACL 2.0; needs a super user)").add_subparsers(
+        dest="action", required=True, metavar="ACTION")
+    ag = with_endpoint(acls.add_parser("grant", help="allow (or --deny) a user actions on a resource"))
+    ag.add_argument("user")
+    ag.add_argument("--resource", required=True, help="*, Topic:NAME, Topic:PREFIX*, Group:NAME or Group:PREFIX*")
+    ag.add_argument("--actions", required=True, metavar="A[,A...]",
+                    help="Pub, Sub, Create, Update, Delete, Get, List or All, comma separated")
+    ag.add_argument("--source-ip", action="append", default=[], metavar="CIDR",
+                    help="only from this IP or network, e.g. 10.0.0.0/8 (repeatable; default: anywhere)")
+    ag.add_argument("--deny", action="store_true", help="refuse these actions instead (the most specific entry decides)")
+    ar = with_endpoint(acls.add_parser("revoke", help="remove a user's entry on a resource"))
+    ar.add_argument("user")
+    ar.add_argument("--resource", required=True, help="the resource the entry names")
+    with_endpoint(acls.add_parser("list", help="list ACL entries (of one user, or of all)")).add_argument(
+        "user", nargs="?", default="")
+
     timer = sub.add_parser("timer", help="inspect delayed messages").add_subparsers(dest="action", required=True,
                                                                                    metavar="ACTION")
     with_endpoint(timer.add_parser("stats", help="pending delayed messages, next due time, lateness histogram"))
@@ -572,6 +588,28 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_acl(args: argparse.Namespace) -> int:
+    from rockmq.protocol import acl, acl_grpc
+
+    stub = acl_grpc.AclsStub(_signed_channel(args))
+    if args.action == "grant":
+        actions = [a.strip() for a in args.actions.split(",") if a.strip()]
+        ips = [ip.strip() for given in args.source_ip for ip in given.split(",") if ip.strip()]
+        decision = "Deny" if args.deny else "Allow"
+        stub.GrantAcl(acl.AclEntry(user=args.user, resource=args.resource, actions=actions, source_ips=ips,
+                                   decision=decision), timeout=REQUEST_TIMEOUT_S)
+        where = f" from {', '.join(ips)}" if ips else ""
+        print(f"{'denied' if args.deny else 'granted'} {args.user} {','.join(actions)} on {args.resource}{where}")
+    elif args.action == "revoke":
+        gone = stub.RevokeAcl(acl.RevokeAclRequest(user=args.user, resource=args.resource), timeout=REQUEST_TIMEOUT_S).revoked
+        print(f"revoked {gone.user}'s entry on {gone.resource} ({gone.decision} {','.join(gone.actions)})")
+    else:
+        entries = stub.ListAcls(acl.ListAclsRequest(user=args.user), timeout=REQUEST_TIMEOUT_S).entries
+        _table([[e.user, e.resource, ",".join(e.actions), ",".join(e.source_ips) or "*", e.decision] for e in entries],
+               ["USER", "RESOURCE", "ACTIONS", "SOURCE_IPS", "DECISION"])
+    return 0
+
+
 def cmd_timer(args: argparse.Namespace) -> int:
     from rockmq.protocol import admin
 
@@ -631,7 +669,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "namesrv": cmd_namesrv, "topic": cmd_topic, "group": cmd_group, "message": cmd_message,
-            "user": cmd_user, "broker": cmd_broker, "timer": cmd_timer, "pipeline": cmd_pipeline, "bench": cmd_bench}
+            "user": cmd_user, "acl": cmd_acl, "broker": cmd_broker, "timer": cmd_timer, "pipeline": cmd_pipeline,
+            "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -137,14 +137,15 @@ def test_cache_forgets_on_change_and_stays_bounded() -> None:
 
 
 def _method(service: str, name: str) -> str:
-    return f"/{service}/{name}"
+    return f"{service}/{name}"
 
 
 def test_table_covers_every_method() -> None:
     """Every RPC of every service has its rule: nothing falls back to 'super users only' by omission."""
-    from rockmq.protocol import admin_grpc, batch_grpc, namesrv_grpc, replication_grpc, svc
+    from rockmq.protocol import acl_grpc, admin_grpc, batch_grpc, namesrv_grpc, replication_grpc, svc, users_grpc
 
     for module, service in ((svc, permissions.MESSAGING), (batch_grpc, permissions.BATCH), (admin_grpc, permissions.ADMIN),
+                            (acl_grpc, permissions.ACLS), (users_grpc, permissions.USERS),
                             (replication_grpc, permissions.REPLICATION), (namesrv_grpc, permissions.NAMESRV)):
         servicer = next(v for k, v in vars(module).items() if k.endswith("Servicer"))
         methods = [m for m in vars(servicer) if not m.startswith("_")]
@@ -165,8 +166,8 @@ M = permissions.MESSAGING
 def test_table_v2() -> None:
     mq = pb.MessageQueue(topic=pb.Resource(name="orders"))
     g = pb.Resource(name="billing")
-    send = rpc.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=t)) for t in ("a", "b", "a")])
-    assert _checks(_method(M, "SendMessage"), send) == {"Pub on Topic:a", "Pub on Topic:b"}
+    assert [str(c) for c in permissions.publishing(["a", "b", "a"])] == ["Pub on Topic:a", "Pub on Topic:b"]
+    assert permissions.rule(_method(M, "SendMessage")).checks is None  # asked by its handler: publishing
     assert _checks(_method(M, "QueryRoute"), rpc.QueryRouteRequest(topic=pb.Resource(name="a"))) == {"Pub|Sub on Topic:a"}
     assert _checks(_method(M, "ReceiveMessage"), rpc.ReceiveMessageRequest(group=g, message_queue=mq)) == {
         "Sub on Group:billing", "Sub on Topic:orders"}
@@ -195,7 +196,9 @@ def test_table_own_services() -> None:
     assert _checks(_method(A, "DescribeGroup"), admin.GroupRequest(name="g")) == {"Get on Group:g"}
     assert _checks(_method(A, "ListTopics"), admin.ListTopicsRequest()) == {"List on Topic:*"}
     assert permissions.rule(_method(A, "Promote")).who is permissions.Who.SUPER
-    assert permissions.rule("/rockmq.admin.v1.Admin/SomethingNew").who is permissions.Who.SUPER
+    assert permissions.rule(_method(permissions.ACLS, "GrantAcl")).who is permissions.Who.SUPER
+    assert permissions.rule("rockmq.admin.v1.Users/CreateUser").who is permissions.Who.SUPER
+    assert permissions.rule("rockmq.admin.v1.Other/New").who is permissions.Who.SUPER
     assert permissions.rule(_method(permissions.REPLICATION, "Follow")).who is permissions.Who.INNER
 
 
@@ -221,3 +224,37 @@ def test_store_refuses_a_bad_file(tmp_path: Path) -> None:
     (tmp_path / "acl.json").write_text('{"acls": {"a": [{"resource": "Nope", "actions": ["Pub"]}]}}')
     with pytest.raises(AclStoreError, match="not a valid ACL file"):
         AclStore(tmp_path)
+
+
+def test_table_reads_requests_as_the_handlers_get_them() -> None:
+    """Each method's checks run on what its registered deserializer gives (a message, or bytes)."""
+    import grpc
+
+    from rockmq.broker.api.batch import BatchServicer
+    from rockmq.broker.api.messaging import MessagingServicer
+
+    g, t = pb.Resource(name="billing"), pb.Resource(name="orders")
+    mq = pb.MessageQueue(topic=t)
+    samples = {
+        "AckMessage": rpc.AckMessageRequest(group=g, topic=t, entries=[rpc.AckMessageEntry(receipt_handle="h")]),
+        "ReceiveMessage": rpc.ReceiveMessageRequest(group=g, message_queue=mq),
+        "PullMessage": rpc.PullMessageRequest(group=g, message_queue=mq),
+        "ChangeInvisibleDuration": rpc.ChangeInvisibleDurationRequest(group=g, topic=t),
+        "Receive": batch.ReceiveRequest(group="billing", topic="orders"),
+        "Ack": batch.AckRequest(group="billing", topic="orders"),
+    }
+    handlers = [(permissions.MESSAGING, MessagingServicer(*[None] * 8).handler()),  # type: ignore[arg-type]
+                (permissions.BATCH, BatchServicer(*[None] * 4).handler())]  # type: ignore[arg-type]
+    checked = 0
+    for service, generic in handlers:
+        for method, request in samples.items():
+            details = type("Details", (grpc.HandlerCallDetails,), {"method": f"/{service}/{method}",
+                                                                   "invocation_metadata": ()})()
+            h = generic.service(details)
+            if h is None:
+                continue
+            got = h.request_deserializer(request.SerializeToString())
+            names = {c.name for c in permissions.rule(f"{service}/{method}").checks(got)}  # type: ignore[misc]
+            assert names <= {"billing", "orders"} and names, (method, names)
+            checked += 1
+    assert checked == len(samples)

@@ -21,6 +21,10 @@ VERSION = 1
 Acls = Mapping[str, tuple[Entry, ...]]  # user -> entries
 
 
+class NoSuchEntry(AclError):
+    """Revoking an entry the user does not have."""
+
+
 class AclStoreError(Exception):
     """The ACL file cannot be read (one line saying why)."""
 
@@ -67,10 +71,10 @@ class AclStore:
         self._save({**self.acls, user: (*kept, entry)})
 
     def revoke(self, user: str, resource: Resource) -> Entry:
-        """Take away `user`'s entry on `resource` -> it; AclError when they have none."""
+        """Take away `user`'s entry on `resource` -> it; NoSuchEntry when they have none."""
         entries = self.acls.get(user, ())
         gone = [e for e in entries if e.resource == resource]
         if not gone:
-            raise AclError(f"user {user!r} has no entry on {resource}")
+            raise NoSuchEntry(f"user {user!r} has no entry on {resource}")
         self._save({**self.acls, user: tuple(e for e in entries if e.resource != resource)})
         return gone[0]

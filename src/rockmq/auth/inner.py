@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from rockmq.auth.authenticate import Authenticator, UserLookup
 from rockmq.auth.credentials import Credentials
-from rockmq.auth.seam import AuthSeam
+from rockmq.auth.seam import Authorize, AuthSeam
 from rockmq.auth.users import User
 from rockmq.config import Settings
 from rockmq.protocol import namesrv, replication
@@ -66,9 +66,10 @@ class WithInner:
         return self.users.get(name) if self.users is not None else None
 
 
-def inner_seam(inner: User | None, users: UserLookup | None = None, super_only: frozenset[str] = frozenset()) -> AuthSeam:
-    """A seam whose control-plane methods need the inner credentials: a broker's (with its `users`;
-    without inner credentials nobody may follow it) or a name server's (the inner credentials alone:
-    every call to it is a broker's)."""
-    return AuthSeam(Authenticator(WithInner(inner, users)), super_only=super_only,
+def inner_seam(inner: User | None, users: UserLookup | None = None, super_only: frozenset[str] = frozenset(),
+               authorize: Authorize | None = None) -> AuthSeam:
+    """A seam whose control-plane methods need the inner credentials: a broker's (with its `users`
+    and their grants, `authorize`; without inner credentials nobody may follow it) or a name
+    server's (the inner credentials alone: every call to it is a broker's)."""
+    return AuthSeam(Authenticator(WithInner(inner, users)), authorize, super_only=super_only,
                     inner_user=inner.name if inner is not None else "", inner_methods=INNER_ONLY)

@@ -5,27 +5,31 @@ A `Rule` says who may call a method: any authenticated user whose ACL allows the
 only (`Who.SUPER`: promote, users, ACLs), or the cluster's inner credentials (`Who.INNER`:
 replication, name-server registration). The v2 part follows Apache RocketMQ's mapping
 (security-notes.md), with Pull and the offsets mapped too; rockmq's own services map the same way.
-Telemetry's checks are per settings command (`telemetry_checks`). `creates(method, request)` names
-the topics a request would auto-create if they are new: with auth on, that needs Topic·Create too.
+Telemetry's checks are per settings command (`telemetry_checks`) and SendMessage's per message
+(`publishing`: its handler reads the request's bytes once, then asks); auto-creating a topic (on
+QueryRoute, SendMessage, Stage) needs `create_check` too, asked where the topic is created.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from rockmq.auth.acl import Action, Check, Kind, group_check, topic_check
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.ack_request import read as read_ack
 
-Request = Any  # a method's request message
+Request = Any  # a request as its handler gets it: a message, or its bytes (AckMessage)
 Checks = Callable[[Request], list[Check]]
 
 PUB, SUB, CREATE, DELETE, GET, LIST = Action.PUB, Action.SUB, Action.CREATE, Action.DELETE, Action.GET, Action.LIST
 MESSAGING = "apache.rocketmq.v2.MessagingService"
 BATCH = "rockmq.messaging.v1.BatchMessaging"
 ADMIN = "rockmq.admin.v1.Admin"
+ACLS = "rockmq.admin.v1.Acls"  # grant, revoke, list: super users only
+USERS = "rockmq.admin.v1.Users"  # create, update, delete, list: super users only
 REPLICATION = "rockmq.replication.v1.Replication"
 NAMESRV = "rockmq.namesrv.v1.NameServer"
 ALL_TOPICS, ALL_GROUPS = "", ""  # what List checks: `*`, `Topic:*` or `Group:*` allows it
@@ -51,12 +55,22 @@ def _group_and_topic(group: str, topic: str) -> list[Check]:
     return [group_check(group, SUB), topic_check(topic, SUB)]
 
 
-def _sends(request: rpc.SendMessageRequest) -> list[Check]:
-    return [topic_check(t, PUB) for t in dict.fromkeys(m.topic.name for m in request.messages)]
+def publishing(topics: Iterable[str]) -> list[Check]:
+    """SendMessage: each message's topic · Pub (asked by its handler, which reads the messages once)."""
+    return [topic_check(t, PUB) for t in dict.fromkeys(topics)]
 
 
 def _optional_group(request: rpc.HeartbeatRequest | rpc.NotifyClientTerminationRequest) -> list[Check]:
     return [group_check(request.group.name, SUB)] if request.HasField("group") and request.group.name else []
+
+
+def _ack(data: bytes) -> list[Check]:
+    """AckMessage's request comes as its bytes (protocol/ack_request.py); malformed ones are the handler's to refuse."""
+    try:
+        request = read_ack(data)
+    except ValueError:
+        return []
+    return _group_and_topic(request.group, request.topic)
 
 
 def _queue_pair(request: rpc.PullMessageRequest | rpc.UpdateOffsetRequest | rpc.GetOffsetRequest) -> list[Check]:
@@ -96,10 +110,10 @@ def _listing(kind: Kind) -> Checks:
 _V2: dict[str, Rule] = {
     "QueryRoute": Rule(Who.USER, _topic(PUB, SUB)),
     "Heartbeat": Rule(Who.USER, _optional_group),
-    "SendMessage": Rule(Who.USER, _sends),
+    "SendMessage": Rule(Who.USER),  # its handler asks `publishing` of the messages it reads
     "QueryAssignment": Rule(Who.USER, _pair),
     "ReceiveMessage": Rule(Who.USER, lambda r: _group_and_topic(r.group.name, r.message_queue.topic.name)),
-    "AckMessage": Rule(Who.USER, _pair),
+    "AckMessage": Rule(Who.USER, _ack),
     "ForwardMessageToDeadLetterQueue": Rule(Who.USER, _pair),
     "PullMessage": Rule(Who.USER, _queue_pair),
     "UpdateOffset": Rule(Who.USER, _queue_pair),
@@ -133,33 +147,27 @@ _ADMIN: dict[str, Rule] = {
     "ListMembers": Rule(Who.USER, _named(Kind.GROUP, GET)),
     "GetTimerStats": Rule(Who.USER, _listing(Kind.TOPIC)),  # pending messages of every topic
     "Promote": Rule(Who.SUPER),
-    "GrantAcl": Rule(Who.SUPER),
-    "RevokeAcl": Rule(Who.SUPER),
-    "ListAcls": Rule(Who.SUPER),
 }
-_INNER: dict[str, Rule] = {
-    f"/{REPLICATION}/Follow": Rule(Who.INNER),
-    f"/{NAMESRV}/Register": Rule(Who.INNER),
-    f"/{NAMESRV}/ListBrokers": Rule(Who.USER),
+_OTHERS: dict[str, Rule] = {
+    **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},
+    **{f"{USERS}/{m}": Rule(Who.SUPER) for m in ("CreateUser", "UpdateUser", "DeleteUser", "ListUsers")},
+    f"{REPLICATION}/Follow": Rule(Who.INNER),
+    f"{NAMESRV}/Register": Rule(Who.INNER),
+    f"{NAMESRV}/ListBrokers": Rule(Who.INNER),
 }
-# Full gRPC method name ("/package.Service/Method", as HandlerCallDetails.method gives it) -> its rule.
+# "package.Service/Method" (gRPC's method path without its leading '/') -> its rule.
 RULES: dict[str, Rule] = {
-    **{f"/{MESSAGING}/{m}": r for m, r in _V2.items()},
-    **{f"/{BATCH}/{m}": r for m, r in _BATCH.items()},
-    **{f"/{ADMIN}/{m}": r for m, r in _ADMIN.items()},
-    **_INNER,
+    **{f"{MESSAGING}/{m}": r for m, r in _V2.items()},
+    **{f"{BATCH}/{m}": r for m, r in _BATCH.items()},
+    **{f"{ADMIN}/{m}": r for m, r in _ADMIN.items()},
+    **_OTHERS,
 }
-SUPER_ONLY = Rule(Who.SUPER)  # a method not in the table (users' admin calls until listed): super users only
+SUPER_ONLY = Rule(Who.SUPER)  # a method the table does not name (users' admin calls): super users only
 
 
 def rule(method: str) -> Rule:
-    """The rule of a full method name; a method the table does not know is for super users only."""
+    """The rule of "package.Service/Method"; a method the table does not know is for super users only."""
     return RULES.get(method, SUPER_ONLY)
-
-
-def is_v2(method: str) -> bool:
-    """Whether refusals are typed statuses (MessagingService) rather than gRPC statuses."""
-    return method.startswith(f"/{MESSAGING}/")
 
 
 def telemetry_checks(settings: pb.Settings) -> list[Check]:
@@ -174,13 +182,7 @@ def telemetry_checks(settings: pb.Settings) -> list[Check]:
 
 
 # Methods that create a topic that does not exist yet (auto-creation) -> the topics they name.
-CREATES: dict[str, Callable[[Request], Sequence[str]]] = {
-    f"/{MESSAGING}/QueryRoute": lambda r: [r.topic.name],
-    f"/{MESSAGING}/SendMessage": lambda r: list(dict.fromkeys(m.topic.name for m in r.messages)),
-    f"/{BATCH}/Stage": staged_topics,
-}
-
-
 def create_check(topic: str) -> Check:
+    """What auto-creating a topic needs (with auth on)."""
     return topic_check(topic, CREATE)
 

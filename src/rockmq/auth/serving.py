@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from rockmq.auth.inner import inner_seam
-from rockmq.auth.seam import AuthSeam
+from rockmq.auth.seam import Authorize, AuthSeam
 from rockmq.auth.users import User, UserError, Users
 from rockmq.config import Settings
 
@@ -33,6 +33,7 @@ def open_users(settings: Settings) -> Users:
     return users
 
 
-def seam(users: Users, inner: User | None = None) -> AuthSeam:
-    """The broker's seam: its users, and the cluster's `inner` credentials for the control plane."""
-    return inner_seam(inner, users, SUPER_ONLY)
+def seam(users: Users, inner: User | None = None, authorize: Authorize | None = None) -> AuthSeam:
+    """The broker's seam: its users, the cluster's `inner` credentials for the control plane, and
+    `authorize` (auth/access.py) deciding what each may do."""
+    return inner_seam(inner, users, SUPER_ONLY, authorize)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rockmq.broker import validate
@@ -41,6 +42,8 @@ class BrokerContext:
     epoch: int
     # A replica writes nothing of its own (only what it applies): no auto-creation, no registrations.
     read_only: bool = False
+    # With authentication on: refuses (raises) auto-creating the named topic for the request's user.
+    authorize_create: Callable[[str], None] | None = None
 
     @property
     def sequence_start(self) -> int:
@@ -68,9 +71,15 @@ class BrokerContext:
             return topic
         if self.read_only:
             raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {target.name!r} does not exist")
+        self.may_create(target)
         if target.group is not None and target.group not in self.meta.groups:
             self.new_group(target.group)
         return self.meta.create_topic(target.name, target.queues)
+
+    def may_create(self, target: validate.Target) -> None:
+        """Refuses (FORBIDDEN, auth on) a request about to auto-create a topic its user may not create."""
+        if self.authorize_create is not None and not isinstance(target, TopicConfig):
+            self.authorize_create(target.name)
 
     def group_for(self, name: str) -> GroupConfig:
         """The named group, created with the defaults if auto-creation is on."""

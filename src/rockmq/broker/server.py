@@ -13,8 +13,11 @@ import grpc
 from rockmq import compiled
 from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import inner_user
+from rockmq.auth.access import AccessControl
+from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.serving import AuthSetupError, open_users, seam
 from rockmq.auth.users import Users
+from rockmq.broker.api.acls import AclsServicer
 from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
@@ -45,7 +48,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.protocol import admin_grpc, replication_grpc, users_grpc
+from rockmq.protocol import acl_grpc, admin_grpc, replication_grpc, users_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
@@ -59,12 +62,14 @@ HOUSEKEEPING_S = 10
 SWITCH_INTERVAL_S = 0.0005
 
 
-def _listen(s: Settings, following: bool, users: Users | None) -> tuple[grpc.aio.Server, Settings]:
+def _listen(s: Settings, following: bool, users: Users | None,
+            access: AccessControl | None = None) -> tuple[grpc.aio.Server, Settings]:
     """The broker's gRPC server, bound -> (it, the settings with the ports it got); with `users`, every
-    request is authenticated first (auth/seam.py; the
-    control plane with the inner credentials, auth/inner.py); a replica's refuses writes. With a certificate,
+    request is authenticated (auth/seam.py; the control plane with the inner credentials, auth/inner.py)
+    and, with `access`, authorized (auth/access.py); a replica's refuses writes. With a certificate,
     `port` is TLS and `plaintext_port` (if any) plaintext."""
-    interceptors: list[grpc.aio.ServerInterceptor] = [seam(users, inner_user(s))] if users is not None else []
+    authorize = access.authorize if access is not None else None
+    interceptors: list[grpc.aio.ServerInterceptor] = [seam(users, inner_user(s), authorize)] if users is not None else []
     if following:
         interceptors.append(ReadOnly(s.replica_of))
     server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
@@ -94,9 +99,10 @@ class Broker:
         following = bool(s.replica_of) and not promoted
         try:
             self.users = open_users(s)
+            self.access = AccessControl(s.data_path)
             # Records carry the address the broker advertises: the port it really got (0 = any free one).
-            self.server, self.settings = _listen(s, following, self.users if s.auth_enabled else None)
-        except (CannotStart, AuthSetupError) as e:
+            self.server, self.settings = _listen(s, following, self.users if s.auth_enabled else None, self.access)
+        except (CannotStart, AuthSetupError, AclStoreError) as e:
             store.close()
             raise CannotStart(str(e)) from None
         s = self.settings
@@ -105,6 +111,8 @@ class Broker:
         self.replicator = Replicator(store, oplog, s, secret, epoch) if not following and oplog is not None else None
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
+        if s.auth_enabled:
+            ctx.authorize_create = self.access.may_create
         self.cluster = Cluster(ctx)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.follower = Follower(ctx, s.replica_of, self.cluster.endpoint_of, self.promoted.set) if following else None
@@ -130,10 +138,12 @@ class Broker:
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.cluster)
+                                      self.clients, self.cluster,
+                                      self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin = AdminServicer(self.catalog, self.timers, self.transactions, self.clients, self.follower)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
+        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access), self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
         users_grpc.add_UsersServicer_to_server(UsersServicer(self.users, self.settings.auth_enabled), self.server)

@@ -126,6 +126,7 @@ class StagingService:
             try:
                 check = validate.check_send(msg, ctx.meta, ctx.settings, now)
                 validate.check_staged(msg, check)
+                ctx.may_create(check.target)  # refused before anything is created
             except BrokerError as e:
                 raise BrokerError(e.code, f"message {i} ({msg.system_properties.message_id or 'no id'}): {e.message}") from None
             checked.append((msg, check.target))

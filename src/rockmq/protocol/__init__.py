@@ -1,6 +1,6 @@
 """Wire definitions and pure codecs: RocketMQ v2 messages <-> rockmq records. No I/O.
 
-`pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin`,
+`pb` (definitions), `rpc` (MessagingService requests), `svc` (its gRPC stubs), `admin`, `acl`,
 `batch`, `namesrv`, `replication` and `users` (rockmq's own services) are the generated modules, registered in rockmq's private
 descriptor pool (see `_pool`).
 """
@@ -8,6 +8,8 @@ descriptor pool (see `_pool`).
 from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as pb
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as rpc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc
+from rockmq.protocol._gen.rockmq.admin.v1 import acl_pb2 as acl
+from rockmq.protocol._gen.rockmq.admin.v1 import acl_pb2_grpc as acl_grpc
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2 as admin
 from rockmq.protocol._gen.rockmq.admin.v1 import admin_pb2_grpc as admin_grpc
 from rockmq.protocol._gen.rockmq.admin.v1 import users_pb2 as users
@@ -19,5 +21,5 @@ from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2_grpc as namesrv_g
 from rockmq.protocol._gen.rockmq.replication.v1 import replication_pb2 as replication
 from rockmq.protocol._gen.rockmq.replication.v1 import replication_pb2_grpc as replication_grpc
 
-__all__ = ["pb", "rpc", "svc", "admin", "admin_grpc", "batch", "batch_grpc", "namesrv", "namesrv_grpc", "replication",
-           "replication_grpc", "users", "users_grpc"]
+__all__ = ["pb", "rpc", "svc", "acl", "acl_grpc", "admin", "admin_grpc", "batch", "batch_grpc", "namesrv", "namesrv_grpc",
+           "replication", "replication_grpc", "users", "users_grpc"]

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from rockmq.auth.access import AccessControl
 from rockmq.broker.api.replies import (
     OK,
     entry_results,
@@ -66,8 +67,9 @@ UNARY_METHODS = {
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
-                 cluster: Cluster) -> None:
+                 cluster: Cluster, access: AccessControl | None = None) -> None:
         self.ctx = ctx
+        self.access = access  # auth on: what the handlers check themselves (auth/access.py)
         self.cluster = cluster
         self.sender = send
         self.transactions = transactions
@@ -141,6 +143,8 @@ class MessagingServicer:
                     self.clients.touch(cid)
                     if command.HasField("settings"):
                         try:
+                            if self.access is not None:
+                                self.access.check_settings(command.settings)
                             settings = self.clients.complete_settings(session, command.settings)
                             reply = rpc.TelemetryCommand(status=OK, settings=settings)
                         except BrokerError as e:
@@ -168,6 +172,8 @@ class MessagingServicer:
 
     @unary(rpc.SendMessageResponse)
     async def _send(self, messages: list[SentMessage], context: Context) -> bytes:
+        if self.access is not None:
+            self.access.check_sends(m.topic for m in messages)
         return send_reply(await self.sender.send(messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES))
 
     @unary(rpc.EndTransactionResponse)

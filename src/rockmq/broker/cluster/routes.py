@@ -187,6 +187,7 @@ class Cluster:
         broker that has it already (a concurrent auto-creation) or does not answer keeps its
         share or is left out."""
         target = validate.topic_or_new(topic_name, self.ctx.meta, self.ctx.settings)
+        self.ctx.may_create(target)  # before any broker creates it
         if not self.enabled or self.ctx.read_only or not isinstance(target, validate.NewTopic) or \
                 topic_name.startswith((RETRY_PREFIX, DLQ_PREFIX)):
             self.ctx.ensure_topic(target)

@@ -1,0 +1,62 @@
+"""rockmq's Acls service (`rockmq acl grant|revoke|list`): the broker's ACL entries, changed by
+super users only (the seam checks; auth/permissions.py). Refusals are gRPC statuses with one
+readable line, as Admin's."""
+
+from __future__ import annotations
+
+from rockmq.auth.access import AccessControl
+from rockmq.auth.acl import AclError, Entry, Resource, parse_actions, parse_decision, parse_networks
+from rockmq.auth.acl_store import NoSuchEntry
+from rockmq.auth.identity import Identity
+from rockmq.auth.seam import current_identity
+from rockmq.auth.users import UserError, check_name
+from rockmq.broker.api.replies import admin_call
+from rockmq.broker.errors import BrokerError
+from rockmq.protocol import acl, acl_grpc, pb
+
+
+def _as_message(user: str, e: Entry) -> acl.AclEntry:
+    return acl.AclEntry(user=user, resource=str(e.resource), actions=sorted(a.value for a in e.actions),
+                        source_ips=[str(n) for n in e.source_ips], decision=e.decision.value)
+
+
+def _caller() -> Identity:
+    """Who is changing the ACLs (anonymous with authentication off)."""
+    return current_identity() or Identity()
+
+
+def _user(name: str) -> str:
+    try:
+        return check_name(name)
+    except UserError as e:
+        raise BrokerError(pb.BAD_REQUEST, str(e)) from None
+
+
+class AclsServicer(acl_grpc.AclsServicer):
+    def __init__(self, access: AccessControl) -> None:
+        self.access = access
+
+    @admin_call
+    def GrantAcl(self, request: acl.AclEntry) -> acl.GrantAclResponse:
+        try:
+            entry = Entry(Resource.parse(request.resource), parse_actions(list(request.actions)),
+                          parse_networks(request.source_ips), parse_decision(request.decision or "Allow"))
+        except AclError as e:
+            raise BrokerError(pb.BAD_REQUEST, str(e)) from None
+        self.access.grant(_caller(), _user(request.user), entry)
+        return acl.GrantAclResponse()
+
+    @admin_call
+    def RevokeAcl(self, request: acl.RevokeAclRequest) -> acl.RevokeAclResponse:
+        try:
+            resource = Resource.parse(request.resource)
+            return acl.RevokeAclResponse(revoked=_as_message(request.user, self.access.revoke(_caller(), request.user,
+                                                                                              resource)))
+        except NoSuchEntry as e:
+            raise BrokerError(pb.NOT_FOUND, str(e)) from None
+        except AclError as e:
+            raise BrokerError(pb.BAD_REQUEST, str(e)) from None
+
+    @admin_call
+    def ListAcls(self, request: acl.ListAclsRequest) -> acl.ListAclsResponse:
+        return acl.ListAclsResponse(entries=[_as_message(u, e) for u, e in self.access.entries(request.user)])
