@@ -41,6 +41,8 @@ def test_users_lifecycle(auth_broker, unique):
     listed = rockmq(auth_broker, "user", "list", *AS_ADMIN).stdout
     assert f"{name}  normal  enabled" in listed and "alice-pw" not in listed and SECRET not in listed
     as_alice = ("--access-key", name, "--secret-key", "alice-pw")
+    one_line_refusal(rockmq(auth_broker, "topic", "list", *as_alice), f"user {name!r} may not List on Topic:*")
+    assert rockmq(auth_broker, "acl", "grant", name, "--resource", "Topic:*", "--actions", "List", *AS_ADMIN).returncode == 0
     assert rockmq(auth_broker, "topic", "list", *as_alice).returncode == 0
     one_line_refusal(rockmq(auth_broker, "user", "list", *as_alice), "needs a super user")
     assert rockmq(auth_broker, "user", "update", name, "--disable", *AS_ADMIN).returncode == 0

@@ -11,10 +11,10 @@ import sys
 import grpc
 
 from rockmq import compiled
-from rockmq.auth.exposure import warn_if_open
-from rockmq.auth.inner import inner_user
 from rockmq.auth.access import AccessControl
 from rockmq.auth.acl_store import AclStoreError
+from rockmq.auth.exposure import warn_if_open
+from rockmq.auth.inner import inner_user
 from rockmq.auth.serving import AuthSetupError, open_users, seam
 from rockmq.auth.users import Users
 from rockmq.broker.api.acls import AclsServicer
