@@ -10,6 +10,7 @@ import pytest
 from rockmq.auth.exposure import is_loopback, warn_if_open
 from rockmq.auth.inner import INNER_ONLY, WithInner, inner_credentials, inner_user
 from rockmq.auth.users import User
+from rockmq.broker.transactions import half_value, read_half
 from rockmq.config import ConfigError, Settings
 
 INNER = {"inner_access_key": "cluster", "inner_secret_key": "s3cret"}
@@ -70,3 +71,12 @@ def test_one_warning_when_open_beyond_loopback(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "this broker listens on 0.0.0.0 without authentication: anyone who can reach it can use it "
         "(turn it on with --auth, docs/security.md)"]
+
+
+@pytest.mark.parametrize("owner", ["", "alice", "a" * 64])
+def test_a_half_message_keeps_its_owner(owner):
+    fields = (7, 0, 1_700_000_000_000, 2)
+    value = half_value(fields, owner, b"sealed record")
+    assert value[:1] == (b"O" if owner else b"P")  # an unowned one is stored as before owners existed
+    assert read_half(value) == (fields, owner, b"sealed record")
+    assert read_half(b"C") is None and read_half(b"R") is None

@@ -193,13 +193,13 @@ class Clients:
             self._publishers.setdefault(topic, set()).add(session.client_id)
 
     def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand, user: str) -> bool:
-        """Offer a command to one producer of `topic` of `user` with an open Telemetry stream,
-        taking turns among them; False if none took it."""
+        """Offer a command to one producer of `topic` of `user` ("": any) with an open Telemetry
+        stream, taking turns among them; False if none took it."""
         ids = sorted(self._publishers.get(topic, ()))
         start = next(self._turn)
         for i in range(len(ids)):
             s = self.sessions.get(ids[(start + i) % len(ids)])
-            if s is not None and s.user == user and s.push(command):
+            if s is not None and (s.user == user or not user) and s.push(command):
                 return True
         return False
 

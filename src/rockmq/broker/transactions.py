@@ -11,7 +11,8 @@ answers with EndTransaction. First check after `txn_check_first_s` (or the messa
 
 With authentication on, a transaction belongs to the user who sent its half message: only that
 user may end it, and its checks go only to that user's producers (a half message of an
-authenticated user is stored with its name: `_OWNED`).
+authenticated user is stored with its name: `_OWNED`; one sent with authentication off stays
+anyone's).
 
 A resolved transaction leaves a small marker (C or R) so that a repeated EndTransaction gets
 the same answer; the marker is dropped after the de-duplication window, by the same check loop.
@@ -69,7 +70,7 @@ class Publishers(Protocol):
     """The producers connected to this broker (broker/clients.py)."""
 
     def push_to_publisher(self, topic: str, command: rpc.TelemetryCommand, user: str) -> bool:
-        """Hand a command to a producer of the topic of `user`; False when none is connected."""
+        """Hand a command to a producer of the topic of `user` (any, for ""); False when none is connected."""
         ...
 
 
@@ -119,7 +120,7 @@ class TransactionService:
                 raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already {done}")
             return
         (topic_id, due_ms, next_check, _), owner, sealed = half
-        if owner != requester():
+        if owner and owner != requester():  # one sent with authentication off is anyone's, as it was
             raise not_yours("EndTransaction", f"user {requester()!r} may not end transaction {transaction_id!r}: "
                                               "it is another user's")
         topic = ctx.meta.topics_by_id.get(topic_id)

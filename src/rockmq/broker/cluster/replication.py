@@ -195,9 +195,11 @@ class Follower:
             try:
                 await self._follow(replication_grpc.ReplicationStub(channel))
             except grpc.aio.AioRpcError as e:
-                if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAUTHENTICATED,
-                                grpc.StatusCode.PERMISSION_DENIED):
+                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                     log.error("replication refused by %s: %s", endpoint, e.details())
+                elif e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED) and not warned:
+                    log.error("replication refused by %s: %s (both need the cluster's inner credentials)", endpoint,
+                              e.details())
                 elif e.code() == grpc.StatusCode.UNIMPLEMENTED and not warned:
                     log.error("%s at %s keeps no batches for replicas: start it with --replication async|sync",
                               self.primary, endpoint)
