@@ -146,7 +146,8 @@ class Broker:
         acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access), self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
-        users_grpc.add_UsersServicer_to_server(UsersServicer(self.users, self.settings.auth_enabled), self.server)
+        users_grpc.add_UsersServicer_to_server(UsersServicer(self.users, self.settings.auth_enabled, self.cluster),
+                                               self.server)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         await self.server.start()

@@ -1,23 +1,33 @@
 """rockmq's Users service: `rockmq user create|update|delete|list`, admin calls of a super user
 (the seam lets no one else through: auth/serving.py SUPER_ONLY). Every change is audited, made or
-refused. Users are managed only on a broker run with --auth (elsewhere anyone could call)."""
+refused. Users are managed only on a broker run with --auth (elsewhere anyone could call).
+
+In a cluster (name servers; `--workers N` too) a change made here is handed on to every other live
+broker, signed with the cluster's inner credentials and marked `local`, so that a user signs in
+anywhere; a broker that cannot be reached, or refuses, is named in the answer (repeat the change
+once it is back: a user created or deleted already there is no error)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import grpc
 
 from rockmq.auth import audit
 from rockmq.auth.seam import identity
 from rockmq.auth.users import NoSuchUser, User, UserError, Users
 from rockmq.broker.api.replies import admin_call
 from rockmq.broker.api.requests import Context
+from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.protocol import pb, users_grpc
 from rockmq.protocol import users as api
+from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
 
 T = TypeVar("T")
 AUTH_OFF = "authentication is off on this broker: users are managed on a broker run with --auth"
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 def _info(user: User) -> api.UserInfo:
@@ -25,9 +35,10 @@ def _info(user: User) -> api.UserInfo:
 
 
 class UsersServicer(users_grpc.UsersServicer):
-    def __init__(self, users: Users, auth_enabled: bool) -> None:
+    def __init__(self, users: Users, auth_enabled: bool, cluster: Cluster | None = None) -> None:
         self.users = users
         self.auth_enabled = auth_enabled
+        self.cluster = cluster
 
     def _change(self, context: Context, name: str, change: str, make: Callable[[], T]) -> T:
         """Make a change of user `name`, turning the store's refusals into statuses; audited either way."""
@@ -58,17 +69,43 @@ class UsersServicer(users_grpc.UsersServicer):
         if [u.name for u in self.users.all() if u.super_user and u.enabled] == [name]:
             raise BrokerError(pb.BAD_REQUEST, f"user {name!r} is the last enabled super user: create another first")
 
+    async def _everywhere(self, method: str, request: Any, done_already: grpc.StatusCode) -> None:
+        """Hand a change made here on to every other live broker (`local`); refusals name them.
+        `done_already`: the answer of a broker that has the change already (not an error)."""
+        if self.cluster is None or not self.cluster.enabled or request.local:
+            return
+        request.local = True
+        unreachable, refused = [], []
+        for broker, endpoint in sorted((await self.cluster.live()).items()):
+            if broker == self.cluster.name:
+                continue
+            try:
+                await getattr(self.cluster.users(endpoint), method)(request, timeout=RPC_TIMEOUT_S,
+                                                                    metadata=self.cluster.signed())
+            except grpc.aio.AioRpcError as e:
+                if e.code() in _UNREACHABLE:
+                    unreachable.append(broker)
+                elif e.code() != done_already:
+                    refused.append(f"{broker} ({e.details()})")
+        if unreachable or refused:
+            lines = ([f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}"] if unreachable else []) + \
+                    ([f"refused by {', '.join(refused)}"] if refused else [])
+            raise BrokerError(pb.PROXY_TIMEOUT if unreachable else pb.INTERNAL_ERROR,
+                              f"{'; '.join(lines)}: the change is made here (and on the others); repeat it for those")
+
     @admin_call
-    def CreateUser(self, request: api.CreateUserRequest, context: Context) -> api.UserInfo:
+    async def CreateUser(self, request: api.CreateUserRequest, context: Context) -> api.UserInfo:
         def create() -> User:
             if self.users.get(request.name) is not None:
                 raise AlreadyExists(f"user {request.name!r} exists")
             return self.users.create(request.name, request.secret, request.super_user)
 
-        return _info(self._change(context, request.name, "create super" if request.super_user else "create", create))
+        info = _info(self._change(context, request.name, "create super" if request.super_user else "create", create))
+        await self._everywhere("CreateUser", request, grpc.StatusCode.ALREADY_EXISTS)
+        return info
 
     @admin_call
-    def UpdateUser(self, request: api.UpdateUserRequest, context: Context) -> api.UserInfo:
+    async def UpdateUser(self, request: api.UpdateUserRequest, context: Context) -> api.UserInfo:
         secret = request.secret if request.HasField("secret") else None
         enabled = request.enabled if request.HasField("enabled") else None
         change = "update " + ",".join([*(["secret"] if secret is not None else []),
@@ -79,15 +116,18 @@ class UsersServicer(users_grpc.UsersServicer):
                 self._keep_a_super_user(request.name)
             return self.users.update(request.name, secret, enabled)
 
-        return _info(self._change(context, request.name, change, update))
+        info = _info(self._change(context, request.name, change, update))
+        await self._everywhere("UpdateUser", request, grpc.StatusCode.OK)
+        return info
 
     @admin_call
-    def DeleteUser(self, request: api.UserRequest, context: Context) -> api.DeleteUserResponse:
+    async def DeleteUser(self, request: api.UserRequest, context: Context) -> api.DeleteUserResponse:
         def delete() -> None:
             self._keep_a_super_user(request.name)
             self.users.delete(request.name)
 
         self._change(context, request.name, "delete", delete)
+        await self._everywhere("DeleteUser", request, grpc.StatusCode.NOT_FOUND)
         return api.DeleteUserResponse()
 
     @admin_call

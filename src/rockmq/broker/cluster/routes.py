@@ -21,7 +21,7 @@ from rockmq.broker import validate
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
-from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
+from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb, users_grpc
 from rockmq.protocol.channels import Metadata, open_aio_channel
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 
@@ -73,7 +73,9 @@ class Cluster:
         self.tls = ctx.settings.client_tls  # how this broker reaches name servers and other brokers
         self._stubs = [namesrv_grpc.NameServerStub(open_aio_channel(a, self.tls)) for a in self.namesrv]
         self._inner = inner_credentials(ctx.settings)
+        self._channels: dict[str, grpc.aio.Channel] = {}  # to other brokers
         self._admins: dict[str, admin_grpc.AdminStub] = {}
+        self._users: dict[str, users_grpc.UsersStub] = {}
         self._routes: dict[str, tuple[float, list[Holder]]] = {}
         self._unreachable: set[str] = set()
 
@@ -146,8 +148,21 @@ class Cluster:
         """The admin service of another broker (channels kept per endpoint)."""
         stub = self._admins.get(endpoint)
         if stub is None:
-            stub = self._admins[endpoint] = admin_grpc.AdminStub(open_aio_channel(endpoint, self.tls))
+            stub = self._admins[endpoint] = admin_grpc.AdminStub(self._channel(endpoint))
         return stub
+
+    def users(self, endpoint: str) -> users_grpc.UsersStub:
+        """The Users service of another broker (on the admin service's channel)."""
+        stub = self._users.get(endpoint)
+        if stub is None:
+            stub = self._users[endpoint] = users_grpc.UsersStub(self._channel(endpoint))
+        return stub
+
+    def _channel(self, endpoint: str) -> grpc.aio.Channel:
+        channel = self._channels.get(endpoint)
+        if channel is None:
+            channel = self._channels[endpoint] = open_aio_channel(endpoint, self.tls)
+        return channel
 
     async def holders(self, topic_name: str) -> list[Holder]:
         """Who holds the topic: this broker (its own truth, registered or not) and the others

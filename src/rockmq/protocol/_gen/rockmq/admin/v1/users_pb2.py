@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1brockmq/admin/v1/users.proto\x12\x0frockmq.admin.v1\"=\n\x08UserInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nsuper_user\x18\x02 \x01(\x08\x12\x0f\n\x07\x65nabled\x18\x03 \x01(\x08\"E\n\x11\x43reateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06secret\x18\x02 \x01(\t\x12\x12\n\nsuper_user\x18\x03 \x01(\x08\"c\n\x11UpdateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06secret\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x03 \x01(\x08H\x01\x88\x01\x01\x42\t\n\x07_secretB\n\n\x08_enabled\"\x1b\n\x0bUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12\x44\x65leteUserResponse\"\x12\n\x10ListUsersRequest\"=\n\x11ListUsersResponse\x12(\n\x05users\x18\x01 \x03(\x0b\x32\x19.rockmq.admin.v1.UserInfo2\xce\x02\n\x05Users\x12M\n\nCreateUser\x12\".rockmq.admin.v1.CreateUserRequest\x1a\x19.rockmq.admin.v1.UserInfo\"\x00\x12M\n\nUpdateUser\x12\".rockmq.admin.v1.UpdateUserRequest\x1a\x19.rockmq.admin.v1.UserInfo\"\x00\x12Q\n\nDeleteUser\x12\x1c.rockmq.admin.v1.UserRequest\x1a#.rockmq.admin.v1.DeleteUserResponse\"\x00\x12T\n\tListUsers\x12!.rockmq.admin.v1.ListUsersRequest\x1a\".rockmq.admin.v1.ListUsersResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1brockmq/admin/v1/users.proto\x12\x0frockmq.admin.v1\"=\n\x08UserInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nsuper_user\x18\x02 \x01(\x08\x12\x0f\n\x07\x65nabled\x18\x03 \x01(\x08\"T\n\x11\x43reateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06secret\x18\x02 \x01(\t\x12\x12\n\nsuper_user\x18\x03 \x01(\x08\x12\r\n\x05local\x18\x04 \x01(\x08\"r\n\x11UpdateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06secret\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x03 \x01(\x08H\x01\x88\x01\x01\x12\r\n\x05local\x18\x04 \x01(\x08\x42\t\n\x07_secretB\n\n\x08_enabled\"*\n\x0bUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"\x14\n\x12\x44\x65leteUserResponse\"\x12\n\x10ListUsersRequest\"=\n\x11ListUsersResponse\x12(\n\x05users\x18\x01 \x03(\x0b\x32\x19.rockmq.admin.v1.UserInfo2\xce\x02\n\x05Users\x12M\n\nCreateUser\x12\".rockmq.admin.v1.CreateUserRequest\x1a\x19.rockmq.admin.v1.UserInfo\"\x00\x12M\n\nUpdateUser\x12\".rockmq.admin.v1.UpdateUserRequest\x1a\x19.rockmq.admin.v1.UserInfo\"\x00\x12Q\n\nDeleteUser\x12\x1c.rockmq.admin.v1.UserRequest\x1a#.rockmq.admin.v1.DeleteUserResponse\"\x00\x12T\n\tListUsers\x12!.rockmq.admin.v1.ListUsersRequest\x1a\".rockmq.admin.v1.ListUsersResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,17 +34,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_USERINFO']._serialized_start=48
   _globals['_USERINFO']._serialized_end=109
   _globals['_CREATEUSERREQUEST']._serialized_start=111
-  _globals['_CREATEUSERREQUEST']._serialized_end=180
-  _globals['_UPDATEUSERREQUEST']._serialized_start=182
-  _globals['_UPDATEUSERREQUEST']._serialized_end=281
-  _globals['_USERREQUEST']._serialized_start=283
-  _globals['_USERREQUEST']._serialized_end=310
-  _globals['_DELETEUSERRESPONSE']._serialized_start=312
-  _globals['_DELETEUSERRESPONSE']._serialized_end=332
-  _globals['_LISTUSERSREQUEST']._serialized_start=334
-  _globals['_LISTUSERSREQUEST']._serialized_end=352
-  _globals['_LISTUSERSRESPONSE']._serialized_start=354
-  _globals['_LISTUSERSRESPONSE']._serialized_end=415
-  _globals['_USERS']._serialized_start=418
-  _globals['_USERS']._serialized_end=752
+  _globals['_CREATEUSERREQUEST']._serialized_end=195
+  _globals['_UPDATEUSERREQUEST']._serialized_start=197
+  _globals['_UPDATEUSERREQUEST']._serialized_end=311
+  _globals['_USERREQUEST']._serialized_start=313
+  _globals['_USERREQUEST']._serialized_end=355
+  _globals['_DELETEUSERRESPONSE']._serialized_start=357
+  _globals['_DELETEUSERRESPONSE']._serialized_end=377
+  _globals['_LISTUSERSREQUEST']._serialized_start=379
+  _globals['_LISTUSERSREQUEST']._serialized_end=397
+  _globals['_LISTUSERSRESPONSE']._serialized_start=399
+  _globals['_LISTUSERSRESPONSE']._serialized_end=460
+  _globals['_USERS']._serialized_start=463
+  _globals['_USERS']._serialized_end=797
 # @@protoc_insertion_point(module_scope)

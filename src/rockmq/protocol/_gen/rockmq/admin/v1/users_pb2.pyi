@@ -17,30 +17,36 @@ class UserInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., super_user: _Optional[bool] = ..., enabled: _Optional[bool] = ...) -> None: ...
 
 class CreateUserRequest(_message.Message):
-    __slots__ = ("name", "secret", "super_user")
+    __slots__ = ("name", "secret", "super_user", "local")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SECRET_FIELD_NUMBER: _ClassVar[int]
     SUPER_USER_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     name: str
     secret: str
     super_user: bool
-    def __init__(self, name: _Optional[str] = ..., secret: _Optional[str] = ..., super_user: _Optional[bool] = ...) -> None: ...
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., secret: _Optional[str] = ..., super_user: _Optional[bool] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class UpdateUserRequest(_message.Message):
-    __slots__ = ("name", "secret", "enabled")
+    __slots__ = ("name", "secret", "enabled", "local")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SECRET_FIELD_NUMBER: _ClassVar[int]
     ENABLED_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     name: str
     secret: str
     enabled: bool
-    def __init__(self, name: _Optional[str] = ..., secret: _Optional[str] = ..., enabled: _Optional[bool] = ...) -> None: ...
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., secret: _Optional[str] = ..., enabled: _Optional[bool] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class UserRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "local")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class DeleteUserResponse(_message.Message):
     __slots__ = ()
