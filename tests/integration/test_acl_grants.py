@@ -139,3 +139,19 @@ def test_cli_grant_list_revoke_and_refusals(auth_broker):
         refused = cli(*args, user=user)
         assert refused.returncode == 1, refused
         assert refused.stderr.count("\n") == 1 and says in refused.stderr and "Traceback" not in refused.stderr, refused
+
+
+def test_a_deleted_users_grants_go_with_it(auth_broker):
+    def cli(*args: str):
+        return auth_broker.cli(*args, "--access-key", ADMIN, "--secret-key", SECRETS[ADMIN], timeout=30)
+
+    assert cli("user", "create", "dave", "--secret", "dave-secret").returncode == 0
+    assert cli("acl", "grant", "dave", "--resource", "*", "--actions", "All").returncode == 0
+    assert cli("user", "delete", "dave").returncode == 0
+    assert "dave" not in cli("acl", "list").stdout
+    assert "acl-revoke who=admin from 127.0.0.1 what=dave every entry (user deleted) result=ok" in "\n".join(auth_broker.log)
+
+
+def test_acls_are_managed_only_with_auth_on(broker):
+    refused = broker.cli("acl", "list")
+    assert refused.returncode == 1 and "authentication is off on this broker" in refused.stderr

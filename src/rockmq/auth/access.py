@@ -82,6 +82,11 @@ class AccessControl:
         self._changed(by, "acl-revoke", f"{user} {resource}", lambda: gone.append(self.store.revoke(user, resource)))
         return gone[0]
 
+    def forget(self, by: Identity, user: str) -> None:
+        """A deleted user's entries go with it."""
+        if self.store.acls.get(user):
+            self._changed(by, "acl-revoke", f"{user} every entry (user deleted)", lambda: self.store.forget(user))
+
     def _changed(self, by: Identity, event: str, what: str, change: Any) -> None:
         try:
             change()

@@ -78,3 +78,7 @@ class AclStore:
             raise NoSuchEntry(f"user {user!r} has no entry on {resource}")
         self._save({**self.acls, user: tuple(e for e in entries if e.resource != resource)})
         return gone[0]
+
+    def forget(self, user: str) -> None:
+        """Take away every entry of `user`."""
+        self._save({u: es for u, es in self.acls.items() if u != user})

@@ -143,11 +143,11 @@ class Broker:
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin = AdminServicer(self.catalog, self.timers, self.transactions, self.clients, self.follower)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
-        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access), self.server)
+        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access, self.settings.auth_enabled), self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
-        users_grpc.add_UsersServicer_to_server(UsersServicer(self.users, self.settings.auth_enabled, self.cluster),
-                                               self.server)
+        users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
+        users_grpc.add_UsersServicer_to_server(users, self.server)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         await self.server.start()

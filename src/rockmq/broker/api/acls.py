@@ -1,16 +1,16 @@
 """rockmq's Acls service (`rockmq acl grant|revoke|list`): the broker's ACL entries, changed by
-super users only (the seam checks; auth/permissions.py). Refusals are gRPC statuses with one
-readable line, as Admin's."""
+super users only (the seam checks; auth/permissions.py), on a broker run with --auth (elsewhere
+anyone could call), as users are. Refusals are gRPC statuses with one readable line, as Admin's."""
 
 from __future__ import annotations
 
 from rockmq.auth.access import AccessControl
 from rockmq.auth.acl import AclError, Entry, Resource, parse_actions, parse_decision, parse_networks
 from rockmq.auth.acl_store import NoSuchEntry
-from rockmq.auth.identity import Identity
-from rockmq.auth.seam import current_identity
+from rockmq.auth.seam import identity
 from rockmq.auth.users import UserError, check_name
 from rockmq.broker.api.replies import admin_call
+from rockmq.broker.api.requests import Context
 from rockmq.broker.errors import BrokerError
 from rockmq.protocol import acl, acl_grpc, pb
 
@@ -20,9 +20,7 @@ def _as_message(user: str, e: Entry) -> acl.AclEntry:
                         source_ips=[str(n) for n in e.source_ips], decision=e.decision.value)
 
 
-def _caller() -> Identity:
-    """Who is changing the ACLs (anonymous with authentication off)."""
-    return current_identity() or Identity()
+AUTH_OFF = "authentication is off on this broker: ACLs are managed on a broker run with --auth"
 
 
 def _user(name: str) -> str:
@@ -33,25 +31,31 @@ def _user(name: str) -> str:
 
 
 class AclsServicer(acl_grpc.AclsServicer):
-    def __init__(self, access: AccessControl) -> None:
+    def __init__(self, access: AccessControl, auth_enabled: bool) -> None:
         self.access = access
+        self.auth_enabled = auth_enabled
+
+    def _on(self) -> None:
+        if not self.auth_enabled:
+            raise BrokerError(pb.FORBIDDEN, AUTH_OFF)
 
     @admin_call
-    def GrantAcl(self, request: acl.AclEntry) -> acl.GrantAclResponse:
+    def GrantAcl(self, request: acl.AclEntry, context: Context) -> acl.GrantAclResponse:
+        self._on()
         try:
             entry = Entry(Resource.parse(request.resource), parse_actions(list(request.actions)),
                           parse_networks(request.source_ips), parse_decision(request.decision or "Allow"))
         except AclError as e:
             raise BrokerError(pb.BAD_REQUEST, str(e)) from None
-        self.access.grant(_caller(), _user(request.user), entry)
+        self.access.grant(identity(context), _user(request.user), entry)
         return acl.GrantAclResponse()
 
     @admin_call
-    def RevokeAcl(self, request: acl.RevokeAclRequest) -> acl.RevokeAclResponse:
+    def RevokeAcl(self, request: acl.RevokeAclRequest, context: Context) -> acl.RevokeAclResponse:
+        self._on()
         try:
-            resource = Resource.parse(request.resource)
-            return acl.RevokeAclResponse(revoked=_as_message(request.user, self.access.revoke(_caller(), request.user,
-                                                                                              resource)))
+            gone = self.access.revoke(identity(context), request.user, Resource.parse(request.resource))
+            return acl.RevokeAclResponse(revoked=_as_message(request.user, gone))
         except NoSuchEntry as e:
             raise BrokerError(pb.NOT_FOUND, str(e)) from None
         except AclError as e:
@@ -59,4 +63,5 @@ class AclsServicer(acl_grpc.AclsServicer):
 
     @admin_call
     def ListAcls(self, request: acl.ListAclsRequest) -> acl.ListAclsResponse:
+        self._on()
         return acl.ListAclsResponse(entries=[_as_message(u, e) for u, e in self.access.entries(request.user)])

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from rockmq.auth import audit
+from rockmq.auth.identity import Identity
 from rockmq.auth.seam import identity
 from rockmq.auth.users import NoSuchUser, User, UserError, Users
 from rockmq.broker.api.replies import admin_call
@@ -35,10 +36,12 @@ def _info(user: User) -> api.UserInfo:
 
 
 class UsersServicer(users_grpc.UsersServicer):
-    def __init__(self, users: Users, auth_enabled: bool, cluster: Cluster | None = None) -> None:
+    def __init__(self, users: Users, auth_enabled: bool, cluster: Cluster | None = None,
+                 forget: Callable[[Identity, str], None] | None = None) -> None:
         self.users = users
         self.auth_enabled = auth_enabled
         self.cluster = cluster
+        self.forget = forget  # a deleted user's grants go with it (a new user of that name starts with none)
 
     def _change(self, context: Context, name: str, change: str, make: Callable[[], T]) -> T:
         """Make a change of user `name`, turning the store's refusals into statuses; audited either way."""
@@ -125,6 +128,8 @@ class UsersServicer(users_grpc.UsersServicer):
         def delete() -> None:
             self._keep_a_super_user(request.name)
             self.users.delete(request.name)
+            if self.forget is not None:
+                self.forget(identity(context), request.name)
 
         self._change(context, request.name, "delete", delete)
         await self._everywhere("DeleteUser", request, grpc.StatusCode.NOT_FOUND)
