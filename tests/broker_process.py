@@ -18,6 +18,10 @@ import weakref
 from collections import deque
 from pathlib import Path
 
+# A broker run with --auth (the `auth_broker` fixture): its first super user.
+AUTH_ADMIN, AUTH_SECRET = "admin", "s3cret-admin"
+AUTH_ARGS = ("--auth", "--admin-user", AUTH_ADMIN, "--admin-secret", AUTH_SECRET)
+
 
 class ServerProcess:
     """A rockmq server subprocess bound to 127.0.0.1; restartable on the same port."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from broker_process import BrokerProcess  # noqa: E402
+from broker_process import AUTH_ARGS, BrokerProcess  # noqa: E402
 from harness import BrokerHarness  # noqa: E402
 
 _names = itertools.count()
@@ -19,6 +19,15 @@ _names = itertools.count()
 def broker(tmp_path_factory: pytest.TempPathFactory):
     """One broker shared by a test session; tests use their own topic and group names."""
     b = BrokerProcess(tmp_path_factory.mktemp("broker"), "--max-attempts", "3").start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="module")
+def auth_broker(tmp_path_factory: pytest.TempPathFactory):
+    """A broker run with --auth, one per test module; its super user is AUTH_ADMIN / AUTH_SECRET
+    (broker_process.py)."""
+    b = BrokerProcess(tmp_path_factory.mktemp("auth"), *AUTH_ARGS).start()
     yield b
     b.stop()
 

@@ -8,17 +8,9 @@ import shutil
 import subprocess
 
 import pytest
-from broker_process import BrokerProcess
+from broker_process import AUTH_ADMIN as ADMIN
+from broker_process import AUTH_SECRET as SECRET
 from test_node_smoke import CLIENT_PKG, NODE_DIR, SCRIPT, run_smoke
-
-ADMIN, SECRET = "node-admin", "node-secret"
-
-
-@pytest.fixture(scope="module")
-def auth_broker(tmp_path_factory: pytest.TempPathFactory):
-    b = BrokerProcess(tmp_path_factory.mktemp("auth-node"), "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET).start()
-    yield b
-    b.stop()
 
 
 def test_node_client_with_credentials(auth_broker, unique):

@@ -8,18 +8,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from broker_process import BrokerProcess
+from broker_process import AUTH_ADMIN as ADMIN
+from broker_process import AUTH_SECRET as SECRET
 from official_client import producer, receive_until, send, simple_consumer
 from rocketmq import Credentials
-
-ADMIN, SECRET = "admin", "s3cret-admin"
-
-
-@pytest.fixture(scope="module")
-def auth_broker(tmp_path_factory: pytest.TempPathFactory):
-    b = BrokerProcess(tmp_path_factory.mktemp("auth"), "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET).start()
-    yield b
-    b.stop()
 
 
 def test_right_secret_sends_and_receives(auth_broker, unique):

@@ -13,7 +13,8 @@ import sys
 
 import grpc
 import pytest
-from broker_process import BrokerProcess
+from broker_process import AUTH_ADMIN as ADMIN
+from broker_process import AUTH_SECRET as SECRET
 from mqwire import META, RPC_TIMEOUT, message
 
 from rockmq.auth import signature
@@ -21,7 +22,6 @@ from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER
 from rockmq.protocol import admin, admin_grpc, batch, batch_grpc, pb, rpc, svc
 from rockmq.protocol.channels import open_channel
 
-ADMIN, SECRET = "admin", "s3cret-admin"
 DATE = "20261124T170205Z"
 
 
@@ -31,12 +31,6 @@ def signed(user: str = ADMIN, secret: str = SECRET, *, upper: bool = False, cred
              f"SignedHeaders={DATE_HEADER}, Signature={digest.upper() if upper else digest}")
     return (*META, (DATE_HEADER, DATE), (AUTHORIZATION_HEADER, value))
 
-
-@pytest.fixture(scope="module")
-def auth_broker(tmp_path_factory: pytest.TempPathFactory):
-    b = BrokerProcess(tmp_path_factory.mktemp("auth"), "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET).start()
-    yield b
-    b.stop()
 
 
 @pytest.fixture

@@ -9,18 +9,11 @@ import os
 import subprocess
 import sys
 
-import pytest
-from broker_process import BrokerProcess
+from broker_process import AUTH_ADMIN as ADMIN
+from broker_process import AUTH_SECRET as SECRET
 
-ADMIN, SECRET = "admin", "s3cret-admin"
 AS_ADMIN = ("--access-key", ADMIN, "--secret-key", SECRET)
 
-
-@pytest.fixture(scope="module")
-def auth_broker(tmp_path_factory: pytest.TempPathFactory):
-    b = BrokerProcess(tmp_path_factory.mktemp("auth"), "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET).start()
-    yield b
-    b.stop()
 
 
 def rockmq(broker, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,8 @@ write is refused; the pipeline jobs hand them on."""
 from __future__ import annotations
 
 import pytest
-from broker_process import BrokerProcess
+from broker_process import AUTH_ADMIN as ADMIN
+from broker_process import AUTH_SECRET as SECRET
 
 from rockmq.client import Credentials, Message, Producer
 from rockmq.spark import jobs
@@ -13,15 +14,8 @@ from rockmq.spark.connection import credentials_options
 from rockmq.spark.sink import SinkError, SinkOptions
 from rockmq.spark.source import SourceError, SourceOptions
 
-ADMIN, SECRET = "spark-admin", "spark-secret"
 CREDS = Credentials(ADMIN, SECRET)
 
-
-@pytest.fixture(scope="module")
-def auth_broker(tmp_path_factory: pytest.TempPathFactory):
-    b = BrokerProcess(tmp_path_factory.mktemp("auth-spark"), "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET).start()
-    yield b
-    b.stop()
 
 
 def _read(spark, endpoint: str, topic: str, **extra: str) -> list[bytes]:

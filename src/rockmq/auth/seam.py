@@ -162,26 +162,17 @@ class AuthSeam(grpc.aio.ServerInterceptor):
         service, _, method = path.lstrip("/").rpartition("/")
         answer = _Answer(service, method, h)
         admit = self.admit
-        if h.unary_unary is not None:
-            inner_uu: Any = h.unary_unary
+        if h.unary_unary is not None or h.stream_unary is not None:  # one reply
+            streams = h.unary_unary is None
+            inner_one: Any = h.stream_unary if streams else h.unary_unary
 
-            async def unary_unary(request: Any, context: Context) -> Any:
-                refused = admit(context, service, method, request)
+            async def one(request: Any, context: Context) -> Any:
+                refused = admit(context, service, method, None if streams else request)
                 if refused is not None:
                     return await answer.one(refused, context)
-                return await _result(inner_uu(request, context))
+                return await _result(inner_one(request, context))
 
-            return h._replace(unary_unary=unary_unary)  # type: ignore[attr-defined,no-any-return]
-        if h.stream_unary is not None:
-            inner_su: Any = h.stream_unary
-
-            async def stream_unary(requests: Any, context: Context) -> Any:
-                refused = admit(context, service, method, None)
-                if refused is not None:
-                    return await answer.one(refused, context)
-                return await _result(inner_su(requests, context))
-
-            return h._replace(stream_unary=stream_unary)  # type: ignore[attr-defined,no-any-return]
+            return h._replace(**{"stream_unary" if streams else "unary_unary": one})  # type: ignore[attr-defined,no-any-return]
         streaming_requests = h.stream_stream is not None
         inner: Any = h.stream_stream if streaming_requests else h.unary_stream
         if inspect.iscoroutinefunction(inner):  # writes its replies with context.write
