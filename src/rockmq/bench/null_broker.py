@@ -3,8 +3,8 @@
 What no broker could beat on this machine: the same grpc.aio server (the broker's options, its
 event loop) and the same services registered the same way (the servicers here subclass the
 broker's, so `handler()` is the broker's own: requests decoded and replies encoded exactly as there;
-SendMessage's request parsed by protobuf, as it was before the broker read its bytes itself),
-with no work in between. SendMessage answers one OK entry per message (encoded as the broker's); ReceiveMessage streams the
+SendMessage and AckMessage read from their bytes by the broker's readers), with no work in between.
+SendMessage answers one OK entry per message (encoded as the broker's); ReceiveMessage streams the
 status frame, `batch_size` prepared messages and the closing frame; AckMessage and
 BatchMessaging.Ack answer OK entries; BatchMessaging.Receive and Pull answer `batch_size` prepared
 messages (replies pre-encoded as the broker's are). With `--fsync-file`, each send, receive and ack
@@ -39,6 +39,7 @@ from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.ack_request import read as read_ack
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
 from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.send_request import read as read_send
 from rockmq.protocol.wire import delimited
 from rockmq.ready_file import write_ready_file
 
@@ -130,11 +131,10 @@ class NullMessaging(MessagingServicer):
         return rpc.NotifyClientTerminationResponse(status=OK)
 
     async def SendMessage(self, request: bytes, context: Context) -> bytes:
-        """Parsed by protobuf, as every request was before the broker read SendMessage's bytes
-        itself (protocol/send_request.py): the ceiling stays the one measured before."""
-        messages = rpc.SendMessageRequest.FromString(request).messages
+        """Read as the broker reads it (`send_request.read`), so the ceiling is gRPC plus the broker's own decoding."""
+        messages = read_send(request)
         await self.nothing.sync(sum(len(m.body) for m in messages))
-        return send_reply([SendResult(pb.OK, "", m.system_properties.message_id, i) for i, m in enumerate(messages)])
+        return send_reply([SendResult(pb.OK, "", m.message_id, i) for i, m in enumerate(messages)])
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
         await self.nothing.sync(ACK_BYTES)
