@@ -5,7 +5,9 @@ C (Cython's pure-Python mode). The install (setup.py, which reads `MODULES` from
 the extensions beside the sources and writes `MANIFEST`: the SHA-256 of each source it compiled,
 or why it compiled nothing. A compiled module is imported only when the manifest says it was built
 from the source now beside it; one edited since (a rebase, a checkout) runs as Python, with a
-warning, rather than as stale C. `ROCKMQ_PURE_PYTHON=1` at build time builds nothing; at run time
+warning, rather than as stale C. A module whose .pxd cimports another's C declarations (the request
+scans and protocol/wire_reader.py) runs compiled only together with it: neither half can call the
+other across the C/Python line. `ROCKMQ_PURE_PYTHON=1` at build time builds nothing; at run time
 it runs every module as Python (CI runs the suite both ways).
 
 Standard library only: setup.py loads this file before rockmq is installed.
@@ -19,6 +21,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -39,6 +42,7 @@ MODULES = (
     "rockmq.store.keys",
     "rockmq.broker.validate",
     "rockmq.protocol.consume_replies",
+    "rockmq.protocol.wire_reader",  # the primitives the two request scans below cimport
     "rockmq.protocol.ack_request",
     "rockmq.protocol.send_request",
 )
@@ -48,7 +52,25 @@ COMPILED = "compiled data path (Cython)"
 
 
 def source_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Of a module's source and, if it has one, the .pxd beside it (C declarations it compiles with)."""
+    digest = hashlib.sha256(path.read_bytes())
+    pxd = path.with_suffix(".pxd")
+    if pxd.exists():
+        digest.update(pxd.read_bytes())
+    return digest.hexdigest()
+
+
+def _source(module: str) -> Path:
+    return Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def cimported(module: str) -> list[str]:
+    """The rockmq modules whose C declarations `module`'s .pxd cimports."""
+    try:
+        pxd = _source(module).with_suffix(".pxd").read_text()
+    except OSError:
+        return []
+    return re.findall(r"^from (rockmq[\w.]*) cimport ", pxd, re.MULTILINE)
 
 
 def pure_requested(module: str | None = None) -> bool:
@@ -74,6 +96,27 @@ class _Finder:
     def __init__(self) -> None:
         built = _manifest().get("modules")
         self.built: dict[str, object] = built if isinstance(built, dict) else {}
+        self._python: dict[str, str] | None = None
+
+    def as_python(self) -> dict[str, str]:
+        """The modules of `MODULES` that run as Python -> why ("" when asked for, `ROCKMQ_PURE_PYTHON`)."""
+        if self._python is None:
+            why: dict[str, str] = {}
+            for name in MODULES:
+                if pure_requested(name):
+                    why[name] = ""
+                elif _source(name).exists() and self.built.get(name) != source_digest(_source(name)):
+                    why[name] = "its source changed since it was compiled (or it is compiled no more)"
+            links = [(name, other) for name in MODULES for other in cimported(name)]
+            spread = True
+            while spread:  # a module and those it cimports run the same way
+                spread = False
+                for a, b in links + [(b, a) for a, b in links]:
+                    if a in why and b not in why:
+                        why[b] = f"it shares C declarations with {a}, which runs as Python"
+                        spread = True
+            self._python = why
+        return self._python
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         if not fullname.startswith("rockmq."):
@@ -85,11 +128,13 @@ class _Finder:
         source = Path(origin).with_name(fullname.rpartition(".")[2] + ".py")
         if not source.exists():
             return spec  # an install of the extensions alone
-        if not pure_requested(fullname):
-            if fullname in MODULES and self.built.get(fullname) == source_digest(source):
-                return spec
-            warnings.warn(f"{fullname}: its source changed since it was compiled (or it is compiled no more), so it "
-                          "runs as Python (rebuild: pip install -e . or python setup.py build_ext --inplace)", stacklevel=2)
+        python = self.as_python()
+        if fullname in MODULES and fullname not in python:
+            return spec
+        why = python.get(fullname, "" if pure_requested(fullname) else "it is compiled no more")
+        if why:
+            warnings.warn(f"{fullname}: {why}, so it runs as Python (rebuild: pip install -e . or python setup.py "
+                          "build_ext --inplace)", stacklevel=2)
         return importlib.util.spec_from_file_location(fullname, source)
 
 

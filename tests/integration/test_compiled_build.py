@@ -74,6 +74,23 @@ def test_a_module_edited_since_its_build_runs_as_python(monkeypatch: pytest.Monk
 
 
 @pytest.mark.skipif(not compiled.is_compiled(rockmq.protocol.wire), reason="the data path is not compiled in this tree")
+def test_modules_sharing_c_declarations_run_as_python_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """send_request's .pxd cimports wire_reader's Reader: an edited wire_reader (its .py or .pxd) runs as
+    Python, and so must send_request, whose build calls the compiled Reader's C methods."""
+    monkeypatch.delenv(compiled.PURE_ENV, raising=False)
+    assert "rockmq.protocol.wire_reader" in compiled.cimported("rockmq.protocol.send_request")
+    finder = compiled._Finder()
+    finder.built = {**finder.built, "rockmq.protocol.wire_reader": "the digest of an older source"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = finder.find_spec("rockmq.protocol.send_request", rockmq.protocol.__path__)
+    assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name("send_request.py"))
+    assert "shares C declarations with rockmq.protocol.wire_reader" in str(caught[0].message)
+    source = Path(rockmq.protocol.__file__).with_name("wire_reader.py")
+    assert compiled.source_digest(source) != compiled.hashlib.sha256(source.read_bytes()).hexdigest()  # the .pxd counts
+
+
+@pytest.mark.skipif(not compiled.is_compiled(rockmq.protocol.wire), reason="the data path is not compiled in this tree")
 def test_an_extension_of_a_module_compiled_no_more_runs_as_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
     monkeypatch.setattr(compiled, "MODULES", tuple(m for m in compiled.MODULES if m != "rockmq.protocol.wire"))

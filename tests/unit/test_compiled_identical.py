@@ -30,13 +30,26 @@ pytestmark = pytest.mark.skipif(not COMPILED, reason=f"the data path runs as Pyt
 def _both(name: str) -> tuple[ModuleType, ModuleType]:
     """(compiled module, the same module loaded from its source as Python)."""
     module = importlib.import_module(name)
-    source = Path(module.__file__ or "").with_name(name.rpartition(".")[2] + ".py")
+    python = _python(name)
+    assert compiled.is_compiled(module) and not compiled.is_compiled(python)
+    return module, python
+
+
+def _python(name: str) -> ModuleType:
+    """`name` loaded from its source, importing the modules it cimports as Python too (their C
+    declarations are not callable from Python)."""
+    source = Path(importlib.import_module(name).__file__ or "").with_name(name.rpartition(".")[2] + ".py")
     spec = importlib.util.spec_from_file_location(f"_python_{name.replace('.', '_')}", source)
     assert spec is not None and spec.loader is not None
     python = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-    spec.loader.exec_module(python)
-    assert compiled.is_compiled(module) and not compiled.is_compiled(python)
-    return module, python
+    linked = {other: _python(other) for other in compiled.cimported(name)}
+    kept = {other: sys.modules[other] for other in linked}
+    sys.modules.update(linked)
+    try:
+        spec.loader.exec_module(python)
+    finally:
+        sys.modules.update(kept)
+    return python
 
 
 if COMPILED:

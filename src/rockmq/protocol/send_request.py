@@ -20,6 +20,10 @@ import cython
 from rockmq.protocol import field_keys, pb, rpc
 from rockmq.protocol.field_keys import number
 from rockmq.protocol.wire import varint
+from rockmq.protocol.wire_reader import NotCanonical, Reader
+
+if not cython.compiled:  # compiled, the .pxd cimports them as C constants
+    from rockmq.protocol.wire_reader import DELIMITED, INT32, INT64, VARINT
 
 _SP = pb.SystemProperties.DESCRIPTOR
 _M = pb.Message.DESCRIPTOR
@@ -43,10 +47,8 @@ _TOPIC = cython.declare(cython.int, number(_M, "topic"))
 _USER_PROPERTIES = cython.declare(cython.int, number(_M, "user_properties"))
 _SYSTEM_PROPERTIES = cython.declare(cython.int, number(_M, "system_properties"))
 _BODY = cython.declare(cython.int, number(_M, "body"))
-_INT32 = cython.declare(cython.ulonglong, 0x7FFFFFFF)
-_INT64 = cython.declare(cython.ulonglong, 0x7FFFFFFFFFFFFFFF)
-_VARINT = cython.declare(cython.int, 0)
-_DELIMITED = cython.declare(cython.int, 2)
+_NAMESPACE = cython.declare(cython.int, number(pb.Resource.DESCRIPTOR, "resource_namespace"))
+_NAME = cython.declare(cython.int, number(pb.Resource.DESCRIPTOR, "name"))
 
 
 class SentMessage(NamedTuple):
@@ -106,85 +108,9 @@ def parsed(msg: pb.Message) -> SentMessage:
 _new = tuple.__new__  # a SentMessage made without its Python-level __new__
 
 
-class _Malformed(Exception):
-    """Bytes the scan does not read (malformed or not canonical): the caller parses them with protobuf."""
-
-
 @cython.cclass
-class _Reader:
-    """A cursor over the request's bytes; every read checks it stays within `limit`."""
-
-    data = cython.declare(bytes)
-    at = cython.declare(cython.Py_ssize_t)
-    wire = cython.declare(cython.int)  # the wire type of the field `key` read last
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.at = 0
-        self.wire = 0
-
-    @cython.cfunc
-    @cython.returns(cython.ulonglong)
-    @cython.locals(limit=cython.Py_ssize_t, most=cython.ulonglong, value=cython.ulonglong, shift=cython.int, b=cython.uchar,
-                   start=cython.Py_ssize_t)
-    def varint(self, limit: int, most: int) -> int:
-        """A minimally encoded varint of at most `most`."""
-        value = 0
-        shift = 0
-        start = self.at
-        while True:
-            if self.at >= limit or shift > 56:
-                raise _Malformed
-            b = self.data[self.at]
-            self.at += 1
-            value |= cython.cast(cython.ulonglong, b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-        if (b == 0 and self.at - start > 1) or value > most:
-            raise _Malformed
-        return value
-
-    @cython.cfunc
-    @cython.returns(cython.Py_ssize_t)
-    @cython.locals(limit=cython.Py_ssize_t, n=cython.Py_ssize_t)
-    def length(self, limit: int) -> int:
-        """A length-delimited field's length -> the position its value ends at (the value starts at `at`)."""
-        n = cython.cast(cython.Py_ssize_t, self.varint(limit, _INT32))
-        if n > limit - self.at:
-            raise _Malformed
-        return self.at + n
-
-    @cython.cfunc
-    @cython.locals(limit=cython.Py_ssize_t, nonempty=cython.bint, end=cython.Py_ssize_t, start=cython.Py_ssize_t)
-    def text(self, limit: int, nonempty: bool) -> str:
-        end = self.length(limit)
-        start = self.at
-        if nonempty and end == start:
-            raise _Malformed
-        self.at = end
-        return self.data[start:end].decode("utf-8")  # invalid UTF-8 raises: protobuf refuses it too
-
-    @cython.cfunc
-    @cython.returns(cython.int)
-    @cython.locals(limit=cython.Py_ssize_t, last=cython.int, repeated=cython.int, tag=cython.ulonglong, field=cython.int)
-    def key(self, limit: int, last: int, repeated: int) -> int:
-        """The next field's number (its wire type checked by the caller through `wire`); it must
-        follow `last`, or repeat it when it is `repeated`."""
-        tag = self.varint(limit, _INT32)
-        field = cython.cast(cython.int, tag >> 3)
-        if field < last or (field == last and field != repeated) or field == 0:
-            raise _Malformed
-        self.wire = cython.cast(cython.int, tag & 7)
-        return field
-
-    @cython.cfunc
-    @cython.returns(cython.int)
-    @cython.locals(wire=cython.int)
-    def expect(self, wire: int) -> int:
-        if self.wire != wire:
-            raise _Malformed
-        return 0
+class _Reader(Reader):
+    """The shared reader, and the parts of a SendMessageRequest that only it has."""
 
     @cython.cfunc
     @cython.locals(limit=cython.Py_ssize_t, end=cython.Py_ssize_t, seconds=cython.ulonglong, nanos=cython.ulonglong,
@@ -197,17 +123,17 @@ class _Reader:
         field = 0
         while self.at < end:
             field = self.key(end, field, 0)
-            self.expect(_VARINT)
+            self.expect(VARINT)
             if field == 1:
-                seconds = self.varint(end, _INT64)
+                seconds = self.varint(end, INT64)
                 if seconds == 0:
-                    raise _Malformed
+                    raise NotCanonical
             elif field == 2:
-                nanos = self.varint(end, _INT32)
+                nanos = self.varint(end, INT32)
                 if nanos == 0:
-                    raise _Malformed
+                    raise NotCanonical
             else:
-                raise _Malformed
+                raise NotCanonical
         return seconds, nanos
 
     @cython.cfunc
@@ -219,32 +145,15 @@ class _Reader:
         while self.at < end:
             field = self.key(end, field, 0)
             if field == 1:
-                self.expect(_VARINT)
-                if self.varint(end, _INT32) == 0:
-                    raise _Malformed
+                self.expect(VARINT)
+                if self.varint(end, INT32) == 0:
+                    raise NotCanonical
             elif field == 2:
-                self.expect(_DELIMITED)
+                self.expect(DELIMITED)
                 self.text(end, True)
             else:
-                raise _Malformed
+                raise NotCanonical
         return 0
-
-    @cython.cfunc
-    @cython.locals(limit=cython.Py_ssize_t, end=cython.Py_ssize_t, field=cython.int)
-    def topic(self, limit: int) -> str:
-        end = self.length(limit)
-        field = 0
-        name = ""
-        while self.at < end:
-            field = self.key(end, field, 0)
-            self.expect(_DELIMITED)
-            if field == 1:
-                self.text(end, True)
-            elif field == 2:
-                name = self.text(end, True)
-            else:
-                raise _Malformed
-        return name
 
     @cython.cfunc
     @cython.returns(cython.int)
@@ -254,15 +163,15 @@ class _Reader:
         seen before is not canonical (protobuf would keep the last)."""
         end = self.length(limit)
         if self.at >= end or self.data[self.at] != 0x0A:
-            raise _Malformed
+            raise NotCanonical
         self.at += 1
         key = self.text(end, False)
         if self.at >= end or self.data[self.at] != 0x12:
-            raise _Malformed
+            raise NotCanonical
         self.at += 1
         value = self.text(end, False)
         if self.at != end or key in props:
-            raise _Malformed
+            raise NotCanonical
         props[key] = value
         return 0
 
@@ -290,9 +199,9 @@ class _Reader:
         field = 0
         while self.at < end:
             field = self.key(end, field, _USER_PROPERTIES)
-            self.expect(_DELIMITED)
+            self.expect(DELIMITED)
             if field == _TOPIC:
-                topic = self.topic(end)
+                topic = self.second(self.length(end), _NAMESPACE, _NAME)
             elif field == _USER_PROPERTIES:
                 self.entry(end, props)
             elif field == _SYSTEM_PROPERTIES:
@@ -304,10 +213,10 @@ class _Reader:
                     cut = self.at
                     sp = self.key(sp_end, sp, _KEYS)
                     if sp == _BODY_ENCODING or sp == _MESSAGE_TYPE or sp == _QUEUE_ID or sp == _QUEUE_OFFSET:
-                        self.expect(_VARINT)
-                        number = self.varint(sp_end, _INT64 if sp == _QUEUE_OFFSET else _INT32)
+                        self.expect(VARINT)
+                        number = self.varint(sp_end, INT64 if sp == _QUEUE_OFFSET else INT32)
                         if number == 0 and sp != _QUEUE_OFFSET:  # a proto3 default is not written
-                            raise _Malformed
+                            raise NotCanonical
                         if sp == _BODY_ENCODING:
                             encoding = number
                         elif sp == _MESSAGE_TYPE:
@@ -318,7 +227,7 @@ class _Reader:
                             sp_parts.append(data[kept:cut])
                             kept = self.at
                         continue
-                    self.expect(_DELIMITED)
+                    self.expect(DELIMITED)
                     if sp == _MESSAGE_ID:
                         mid = self.text(sp_end, True)
                     elif sp == _TAG:
@@ -342,18 +251,18 @@ class _Reader:
                         sp_parts.append(data[kept:cut])
                         kept = self.at
                     else:
-                        raise _Malformed  # a field the scan does not read: protobuf does
+                        raise NotCanonical  # a field the scan does not read: protobuf does
                 sp_parts.append(data[kept:sp_end])
             elif field == _BODY:
                 body_end = self.length(end)
                 if body_end == self.at:
-                    raise _Malformed
+                    raise NotCanonical
                 body = whole[self.at:body_end]
                 self.at = body_end
             else:
-                raise _Malformed
+                raise NotCanonical
         if self.at != end:
-            raise _Malformed
+            raise NotCanonical
         rest = data[start:sp_key] + data[sp_end:end] if sp_key < end else data[start:end]
         return _new(SentMessage, (topic, props, tag, keys, mid, encoding, mtype, delivery, queue_id, group, body,
                            rest, b"".join(sp_parts)))
@@ -374,6 +283,6 @@ def scan(data: bytes) -> list[SentMessage] | None:
             end = reader.length(size)
             out.append(reader.message(reader.at, end, whole))
             reader.at = end
-    except (_Malformed, UnicodeDecodeError):
+    except (NotCanonical, UnicodeDecodeError):
         return None
     return out
