@@ -141,3 +141,10 @@ def test_bad_certificate_files_are_one_line_and_exit_2(tmp_path, certs, case):
     assert r.returncode == 2, r
     assert r.stderr.startswith("rockmq: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_name_server_bad_certificate_files_are_one_line_and_exit_2(tmp_path, certs):
+    other = make_certs(tmp_path / "other", "other")
+    for flags in (["--tls-cert", str(certs.cert), "--tls-key", str(other.key)], ["--tls-cert", str(certs.cert)]):
+        r = _rockmq("namesrv", "--port", "0", *flags)
+        assert r.returncode == 2 and r.stderr.startswith("rockmq: ") and r.stderr.count("\n") == 1, r.stderr
