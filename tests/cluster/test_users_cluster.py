@@ -1,6 +1,7 @@
-"""Users in a cluster: `rockmq user create|update|delete` through one broker reaches every live
-broker (handed on with the cluster's inner credentials), so a user signs in on any of them — here
-the shards of `rockmq serve --workers 2 --auth`, whose inner credentials the parent makes."""
+"""Users and ACLs in a cluster: `rockmq user create|update|delete` and `rockmq acl grant|revoke`
+through one broker reach every live broker (handed on with the cluster's inner credentials), so a
+user signs in, with the same grants, on any of them — here the shards of `rockmq serve --workers 2
+--auth`, whose inner credentials the parent makes."""
 
 from __future__ import annotations
 
@@ -66,3 +67,15 @@ def test_user_changes_reach_every_shard(shards):
     assert [_signs_in(e, "ops", "new-secret") for e in where] == [grpc.StatusCode.OK] * 2
     assert _cli(shards, "user", "delete", "ops").returncode == 0
     assert [_signs_in(e, "ops", "new-secret") for e in where] == [grpc.StatusCode.UNAUTHENTICATED] * 2
+
+
+def test_acl_changes_reach_every_shard(shards):
+    assert _cli(shards, "topic", "create", "everywhere", "--queues", "4").returncode == 0
+    assert _cli(shards, "user", "create", "reader", "--secret", "reader-secret").returncode == 0
+    where = _endpoints(shards)
+    assert [_signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.PERMISSION_DENIED] * 2
+    r = _cli(shards, "acl", "grant", "reader", "--resource", "Topic:*", "--actions", "List")
+    assert r.returncode == 0, r
+    assert [_signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.OK] * 2
+    assert _cli(shards, "acl", "revoke", "reader", "--resource", "Topic:*").returncode == 0
+    assert [_signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.PERMISSION_DENIED] * 2

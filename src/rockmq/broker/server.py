@@ -143,7 +143,7 @@ class Broker:
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         admin = AdminServicer(self.catalog, self.timers, self.transactions, self.clients, self.follower)
         admin_grpc.add_AdminServicer_to_server(admin, self.server)
-        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access, self.settings.auth_enabled), self.server)
+        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access, self.settings.auth_enabled, self.cluster), self.server)
         if self.replicator is not None:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)

@@ -10,7 +10,7 @@ once it is back: a user created or deleted already there is no error)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 
@@ -20,15 +20,14 @@ from rockmq.auth.seam import identity
 from rockmq.auth.users import NoSuchUser, User, UserError, Users
 from rockmq.broker.api.replies import admin_call
 from rockmq.broker.api.requests import Context
-from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster
+from rockmq.broker.cluster.everywhere import hand_on
+from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.protocol import pb, users_grpc
 from rockmq.protocol import users as api
-from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
 
 T = TypeVar("T")
 AUTH_OFF = "authentication is off on this broker: users are managed on a broker run with --auth"
-_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 def _info(user: User) -> api.UserInfo:
@@ -72,30 +71,6 @@ class UsersServicer(users_grpc.UsersServicer):
         if [u.name for u in self.users.all() if u.super_user and u.enabled] == [name]:
             raise BrokerError(pb.BAD_REQUEST, f"user {name!r} is the last enabled super user: create another first")
 
-    async def _everywhere(self, method: str, request: Any, done_already: grpc.StatusCode) -> None:
-        """Hand a change made here on to every other live broker (`local`); refusals name them.
-        `done_already`: the answer of a broker that has the change already (not an error)."""
-        if self.cluster is None or not self.cluster.enabled or request.local:
-            return
-        request.local = True
-        unreachable, refused = [], []
-        for broker, endpoint in sorted((await self.cluster.live()).items()):
-            if broker == self.cluster.name:
-                continue
-            try:
-                await getattr(self.cluster.users(endpoint), method)(request, timeout=RPC_TIMEOUT_S,
-                                                                    metadata=self.cluster.signed())
-            except grpc.aio.AioRpcError as e:
-                if e.code() in _UNREACHABLE:
-                    unreachable.append(broker)
-                elif e.code() != done_already:
-                    refused.append(f"{broker} ({e.details()})")
-        if unreachable or refused:
-            lines = ([f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}"] if unreachable else []) + \
-                    ([f"refused by {', '.join(refused)}"] if refused else [])
-            raise BrokerError(pb.PROXY_TIMEOUT if unreachable else pb.INTERNAL_ERROR,
-                              f"{'; '.join(lines)}: the change is made here (and on the others); repeat it for those")
-
     @admin_call
     async def CreateUser(self, request: api.CreateUserRequest, context: Context) -> api.UserInfo:
         def create() -> User:
@@ -104,7 +79,7 @@ class UsersServicer(users_grpc.UsersServicer):
             return self.users.create(request.name, request.secret, request.super_user)
 
         info = _info(self._change(context, request.name, "create super" if request.super_user else "create", create))
-        await self._everywhere("CreateUser", request, grpc.StatusCode.ALREADY_EXISTS)
+        await hand_on(self.cluster, users_grpc.UsersStub, "CreateUser", request, grpc.StatusCode.ALREADY_EXISTS)
         return info
 
     @admin_call
@@ -120,7 +95,7 @@ class UsersServicer(users_grpc.UsersServicer):
             return self.users.update(request.name, secret, enabled)
 
         info = _info(self._change(context, request.name, change, update))
-        await self._everywhere("UpdateUser", request, grpc.StatusCode.OK)
+        await hand_on(self.cluster, users_grpc.UsersStub, "UpdateUser", request, grpc.StatusCode.OK)
         return info
 
     @admin_call
@@ -132,7 +107,7 @@ class UsersServicer(users_grpc.UsersServicer):
                 self.forget(identity(context), request.name)
 
         self._change(context, request.name, "delete", delete)
-        await self._everywhere("DeleteUser", request, grpc.StatusCode.NOT_FOUND)
+        await hand_on(self.cluster, users_grpc.UsersStub, "DeleteUser", request, grpc.StatusCode.NOT_FOUND)
         return api.DeleteUserResponse()
 
     @admin_call

@@ -12,7 +12,9 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import grpc
 
@@ -21,10 +23,11 @@ from rockmq.broker import validate
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
-from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb, users_grpc
+from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
 from rockmq.protocol.channels import Metadata, open_aio_channel
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 
+S = TypeVar("S")  # a service stub
 log = logging.getLogger(__name__)
 ROUTE_TTL_S = 1.0  # a route change reaches every broker's answers within interval + ttl
 RPC_TIMEOUT_S = 2.0
@@ -75,7 +78,7 @@ class Cluster:
         self._inner = inner_credentials(ctx.settings)
         self._channels: dict[str, grpc.aio.Channel] = {}  # to other brokers
         self._admins: dict[str, admin_grpc.AdminStub] = {}
-        self._users: dict[str, users_grpc.UsersStub] = {}
+        self._services: dict[tuple[str, Callable[[grpc.aio.Channel], Any]], Any] = {}
         self._routes: dict[str, tuple[float, list[Holder]]] = {}
         self._unreachable: set[str] = set()
 
@@ -151,12 +154,12 @@ class Cluster:
             stub = self._admins[endpoint] = admin_grpc.AdminStub(self._channel(endpoint))
         return stub
 
-    def users(self, endpoint: str) -> users_grpc.UsersStub:
-        """The Users service of another broker (on the admin service's channel)."""
-        stub = self._users.get(endpoint)
-        if stub is None:
-            stub = self._users[endpoint] = users_grpc.UsersStub(self._channel(endpoint))
-        return stub
+    def service(self, endpoint: str, stub: Callable[[grpc.aio.Channel], S]) -> S:
+        """A service of another broker, by its stub class (Users, Acls; on the admin service's channel)."""
+        known = self._services.get((endpoint, stub))
+        if known is None:
+            known = self._services[(endpoint, stub)] = stub(self._channel(endpoint))
+        return cast(S, known)
 
     def _channel(self, endpoint: str) -> grpc.aio.Channel:
         channel = self._channels.get(endpoint)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x19rockmq/admin/v1/acl.proto\x12\x0frockmq.admin.v1\"a\n\x08\x41\x63lEntry\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x63tions\x18\x03 \x03(\t\x12\x12\n\nsource_ips\x18\x04 \x03(\t\x12\x10\n\x08\x64\x65\x63ision\x18\x05 \x01(\t\"\x12\n\x10GrantAclResponse\"2\n\x10RevokeAclRequest\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x10\n\x08resource\x18\x02 \x01(\t\"?\n\x11RevokeAclResponse\x12*\n\x07revoked\x18\x01 \x01(\x0b\x32\x19.rockmq.admin.v1.AclEntry\"\x1f\n\x0fListAclsRequest\x12\x0c\n\x04user\x18\x01 \x01(\t\">\n\x10ListAclsResponse\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.rockmq.admin.v1.AclEntry2\xfb\x01\n\x04\x41\x63ls\x12J\n\x08GrantAcl\x12\x19.rockmq.admin.v1.AclEntry\x1a!.rockmq.admin.v1.GrantAclResponse\"\x00\x12T\n\tRevokeAcl\x12!.rockmq.admin.v1.RevokeAclRequest\x1a\".rockmq.admin.v1.RevokeAclResponse\"\x00\x12Q\n\x08ListAcls\x12 .rockmq.admin.v1.ListAclsRequest\x1a!.rockmq.admin.v1.ListAclsResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x19rockmq/admin/v1/acl.proto\x12\x0frockmq.admin.v1\"p\n\x08\x41\x63lEntry\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x63tions\x18\x03 \x03(\t\x12\x12\n\nsource_ips\x18\x04 \x03(\t\x12\x10\n\x08\x64\x65\x63ision\x18\x05 \x01(\t\x12\r\n\x05local\x18\x06 \x01(\x08\"\x12\n\x10GrantAclResponse\"A\n\x10RevokeAclRequest\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\r\n\x05local\x18\x03 \x01(\x08\"?\n\x11RevokeAclResponse\x12*\n\x07revoked\x18\x01 \x01(\x0b\x32\x19.rockmq.admin.v1.AclEntry\"\x1f\n\x0fListAclsRequest\x12\x0c\n\x04user\x18\x01 \x01(\t\">\n\x10ListAclsResponse\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.rockmq.admin.v1.AclEntry2\xfb\x01\n\x04\x41\x63ls\x12J\n\x08GrantAcl\x12\x19.rockmq.admin.v1.AclEntry\x1a!.rockmq.admin.v1.GrantAclResponse\"\x00\x12T\n\tRevokeAcl\x12!.rockmq.admin.v1.RevokeAclRequest\x1a\".rockmq.admin.v1.RevokeAclResponse\"\x00\x12Q\n\x08ListAcls\x12 .rockmq.admin.v1.ListAclsRequest\x1a!.rockmq.admin.v1.ListAclsResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,17 +32,17 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rockmq.admin.v1.acl_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ACLENTRY']._serialized_start=46
-  _globals['_ACLENTRY']._serialized_end=143
-  _globals['_GRANTACLRESPONSE']._serialized_start=145
-  _globals['_GRANTACLRESPONSE']._serialized_end=163
-  _globals['_REVOKEACLREQUEST']._serialized_start=165
-  _globals['_REVOKEACLREQUEST']._serialized_end=215
-  _globals['_REVOKEACLRESPONSE']._serialized_start=217
-  _globals['_REVOKEACLRESPONSE']._serialized_end=280
-  _globals['_LISTACLSREQUEST']._serialized_start=282
-  _globals['_LISTACLSREQUEST']._serialized_end=313
-  _globals['_LISTACLSRESPONSE']._serialized_start=315
-  _globals['_LISTACLSRESPONSE']._serialized_end=377
-  _globals['_ACLS']._serialized_start=380
-  _globals['_ACLS']._serialized_end=631
+  _globals['_ACLENTRY']._serialized_end=158
+  _globals['_GRANTACLRESPONSE']._serialized_start=160
+  _globals['_GRANTACLRESPONSE']._serialized_end=178
+  _globals['_REVOKEACLREQUEST']._serialized_start=180
+  _globals['_REVOKEACLREQUEST']._serialized_end=245
+  _globals['_REVOKEACLRESPONSE']._serialized_start=247
+  _globals['_REVOKEACLRESPONSE']._serialized_end=310
+  _globals['_LISTACLSREQUEST']._serialized_start=312
+  _globals['_LISTACLSREQUEST']._serialized_end=343
+  _globals['_LISTACLSRESPONSE']._serialized_start=345
+  _globals['_LISTACLSRESPONSE']._serialized_end=407
+  _globals['_ACLS']._serialized_start=410
+  _globals['_ACLS']._serialized_end=661
 # @@protoc_insertion_point(module_scope)

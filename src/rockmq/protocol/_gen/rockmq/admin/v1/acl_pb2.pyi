@@ -7,30 +7,34 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AclEntry(_message.Message):
-    __slots__ = ("user", "resource", "actions", "source_ips", "decision")
+    __slots__ = ("user", "resource", "actions", "source_ips", "decision", "local")
     USER_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     SOURCE_IPS_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     user: str
     resource: str
     actions: _containers.RepeatedScalarFieldContainer[str]
     source_ips: _containers.RepeatedScalarFieldContainer[str]
     decision: str
-    def __init__(self, user: _Optional[str] = ..., resource: _Optional[str] = ..., actions: _Optional[_Iterable[str]] = ..., source_ips: _Optional[_Iterable[str]] = ..., decision: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, user: _Optional[str] = ..., resource: _Optional[str] = ..., actions: _Optional[_Iterable[str]] = ..., source_ips: _Optional[_Iterable[str]] = ..., decision: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class GrantAclResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class RevokeAclRequest(_message.Message):
-    __slots__ = ("user", "resource")
+    __slots__ = ("user", "resource", "local")
     USER_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     user: str
     resource: str
-    def __init__(self, user: _Optional[str] = ..., resource: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, user: _Optional[str] = ..., resource: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class RevokeAclResponse(_message.Message):
     __slots__ = ("revoked",)
