@@ -69,16 +69,18 @@ class TimerService:
         return tokens.seal(_RECALL.pack(due_ms, self._seq), self.ctx.secret)
 
     async def recall(self, topic: str, handle: str) -> str:
-        """Cancel a pending delayed message of `topic` (which must exist); returns its message id."""
-        self.ctx.meta.topic(topic)
+        """Cancel a pending delayed message of `topic` (which must exist); returns its message id.
+        The handle must name a message of that topic: the topic is what authorization checked."""
+        topic_id = self.ctx.meta.topic(topic).id
         try:
             due_ms, seq = _RECALL.unpack(tokens.unseal(handle, self.ctx.secret, _RECALL.size))
         except tokens.InvalidToken as e:
             raise BrokerError(pb.BAD_REQUEST, f"invalid recall handle: {e}") from None
         key = keys.timer_key(due_ms, seq)
         raw = self.ctx.store.get("timers", key)
-        if raw is None:
-            raise BrokerError(pb.NOT_FOUND, "no pending delayed message for this recall handle (delivered or recalled)")
+        if raw is None or int.from_bytes(raw[:4], "big") != topic_id:
+            raise BrokerError(pb.NOT_FOUND, f"no pending delayed message of topic {topic!r} for this recall handle "
+                                            "(delivered or recalled)")
         batch = self.ctx.store.batch()
         batch.delete("timers", key)
         self.pending.add(batch, -1)
