@@ -17,9 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from rockmq.auth.acl import Action, Check, Kind, group_check, topic_check
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.ack_request import read as read_ack
+from rockmq.protocol.staged import staged_message
 
 Request = Any  # a request as its handler gets it: a message, or its bytes (AckMessage)
 Checks = Callable[[Request], list[Check]]
@@ -88,8 +91,13 @@ def _batch_pair(request: Request) -> list[Check]:
 
 
 def staged_topics(request: Any) -> list[str]:
-    """The topics of a Stage request's messages (each `contents` is a message without its system properties)."""
-    return list(dict.fromkeys(pb.Message.FromString(c).topic.name for c in request.contents))
+    """The topics of a Stage request's messages, read as staging reads them (bytes that make no
+    message are the handler's to refuse: it stages nothing then)."""
+    try:
+        return list(dict.fromkeys(staged_message(sp, c).topic.name for sp, c in zip(request.system_properties,
+                                                                                   request.contents, strict=True)))
+    except (DecodeError, ValueError):
+        return []
 
 
 def _topic(*actions: Action) -> Checks:

@@ -45,8 +45,7 @@ from rockmq.broker.dedup import Dedup
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
-from rockmq.protocol.field_keys import Message
-from rockmq.protocol.wire import delimited
+from rockmq.protocol.staged import staged_message
 from rockmq.store import framing, keys
 from rockmq.store.db import Batch
 
@@ -120,7 +119,7 @@ class StagingService:
         checked: list[tuple[pb.Message, validate.Target]] = []
         for i, (sp_bytes, rest) in enumerate(zip(system_properties, contents, strict=True)):
             try:
-                msg = pb.Message.FromString(rest + delimited(Message.SYSTEM_PROPERTIES, sp_bytes))
+                msg = staged_message(sp_bytes, rest)
             except DecodeError:
                 raise BrokerError(pb.BAD_REQUEST, f"message {i}: not a serialized message") from None
             try:
