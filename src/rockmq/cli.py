@@ -34,6 +34,7 @@ DEFAULT_ENDPOINT = os.environ.get("ROCKMQ_ENDPOINT") or "127.0.0.1:8081"
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 REQUEST_TIMEOUT_S = 10.0
 TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
+SECRET_FROM_STDIN = "'-': read it from stdin, where ps does not show it"
 
 
 class CliError(Exception):
@@ -198,11 +199,11 @@ def _parser() -> argparse.ArgumentParser:
                           ).add_subparsers(dest="action", required=True, metavar="ACTION")
     uc = with_endpoint(user.add_parser("create", help="create a user"))
     uc.add_argument("name")
-    uc.add_argument("--secret", required=True, help="the user's secret key")
+    uc.add_argument("--secret", required=True, help=f"the user's secret key ({SECRET_FROM_STDIN})")
     uc.add_argument("--super", dest="super_user", action="store_true", help="a super user: may do anything")
     uu = with_endpoint(user.add_parser("update", help="change a user's secret, or enable or disable it"))
     uu.add_argument("name")
-    uu.add_argument("--secret", help="a new secret key")
+    uu.add_argument("--secret", help=f"a new secret key ({SECRET_FROM_STDIN})")
     enable = uu.add_mutually_exclusive_group()
     enable.add_argument("--enable", dest="enabled", action="store_const", const=True, help="let the user in again")
     enable.add_argument("--disable", dest="enabled", action="store_const", const=False, help="refuse the user's requests")
@@ -552,9 +553,21 @@ async def _tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def _secret(given: str) -> str:
+    """--secret's value; '-' reads it from stdin's first line (a secret in argv is visible to every `ps`)."""
+    if given != "-":
+        return given
+    secret = sys.stdin.readline().rstrip("\r\n")
+    if not secret:
+        raise CliError("--secret -: stdin gave no secret", EXIT_USAGE)
+    return secret
+
+
 def cmd_user(args: argparse.Namespace) -> int:
     from rockmq.protocol import users, users_grpc
 
+    if args.secret is not None:
+        args.secret = _secret(args.secret)
     stub = users_grpc.UsersStub(_signed_channel(args))
     if args.action == "create":
         info = stub.CreateUser(users.CreateUserRequest(name=args.name, secret=args.secret, super_user=args.super_user),
