@@ -187,7 +187,7 @@ def test_table_own_services() -> None:
     B, A = permissions.BATCH, permissions.ADMIN
     assert _checks(_method(B, "Fetch"), batch.FetchRequest(topic="orders")) == {"Sub on Topic:orders"}
     assert _checks(_method(B, "Receive"), batch.ReceiveRequest(group="g", topic="t")) == {"Sub on Group:g", "Sub on Topic:t"}
-    staged = batch.StageRequest(contents=[pb.Message(topic=pb.Resource(name="out")).SerializeToString()])
+    staged = batch.StageRequest(system_properties=[b""], contents=[pb.Message(topic=pb.Resource(name="out")).SerializeToString()])
     assert _checks(_method(B, "Stage"), staged) == {"Pub on Topic:out"}
     from rockmq.protocol import admin
 
