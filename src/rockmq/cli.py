@@ -566,7 +566,7 @@ def _secret(given: str) -> str:
 def cmd_user(args: argparse.Namespace) -> int:
     from rockmq.protocol import users, users_grpc
 
-    if args.secret is not None:
+    if getattr(args, "secret", None) is not None:  # create and update take one
         args.secret = _secret(args.secret)
     stub = users_grpc.UsersStub(_signed_channel(args))
     if args.action == "create":
