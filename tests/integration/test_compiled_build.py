@@ -60,16 +60,23 @@ def test_version_tells_the_data_path() -> None:
     assert out == f"rockmq {rockmq.__version__}, {compiled.describe()}\n"
 
 
+def _runs_as_python(module: str, older: str) -> str:
+    """The finder's spec of `module` when the manifest says `older` was built from another source:
+    its source, and the warning given."""
+    finder = compiled._Finder()
+    finder.built = {**finder.built, older: "the digest of an older source"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = finder.find_spec(module, rockmq.protocol.__path__)
+    assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name(module.rpartition(".")[2] + ".py"))
+    return str(caught[0].message)
+
+
 @pytest.mark.skipif(not compiled.is_compiled(rockmq.protocol.wire), reason="the data path is not compiled in this tree")
 def test_a_module_edited_since_its_build_runs_as_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
-    finder = compiled._Finder()
-    finder.built = {**finder.built, "rockmq.protocol.wire": "the digest of an older source"}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        spec = finder.find_spec("rockmq.protocol.wire", rockmq.protocol.__path__)
-    assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name("wire.py"))
-    assert "source changed since it was compiled" in str(caught[0].message)
+    warned = _runs_as_python("rockmq.protocol.wire", older="rockmq.protocol.wire")
+    assert "source changed since it was compiled" in warned
     assert compiled._Finder().find_spec("rockmq.protocol.wire", rockmq.protocol.__path__).origin.endswith(".so")
 
 
@@ -79,13 +86,8 @@ def test_modules_sharing_c_declarations_run_as_python_together(monkeypatch: pyte
     Python, and so must send_request, whose build calls the compiled Reader's C methods."""
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
     assert "rockmq.protocol.wire_reader" in compiled.cimported("rockmq.protocol.send_request")
-    finder = compiled._Finder()
-    finder.built = {**finder.built, "rockmq.protocol.wire_reader": "the digest of an older source"}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        spec = finder.find_spec("rockmq.protocol.send_request", rockmq.protocol.__path__)
-    assert spec is not None and spec.origin == str(Path(rockmq.protocol.__file__).with_name("send_request.py"))
-    assert "shares C declarations with rockmq.protocol.wire_reader" in str(caught[0].message)
+    warned = _runs_as_python("rockmq.protocol.send_request", older="rockmq.protocol.wire_reader")
+    assert "shares C declarations with rockmq.protocol.wire_reader" in warned
     source = Path(rockmq.protocol.__file__).with_name("wire_reader.py")
     assert compiled.source_digest(source) != compiled.hashlib.sha256(source.read_bytes()).hexdigest()  # the .pxd counts
 
