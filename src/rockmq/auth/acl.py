@@ -13,8 +13,8 @@ from __future__ import annotations
 import enum
 import ipaddress
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TypeAlias
+from dataclasses import dataclass
+from typing import NamedTuple, TypeAlias
 
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 
@@ -152,13 +152,13 @@ def _from(networks: tuple[Network, ...], source_ip: str | None) -> bool:
     return any(ip in n for n in networks)
 
 
-@dataclass(frozen=True)
-class Check:
-    """One thing a request needs: any of `actions` on the topic or group `name`."""
+class Check(NamedTuple):
+    """One thing a request needs: any of `actions` on the topic or group `name`. A tuple: it keys
+    the decisions' cache, hashed and compared in C."""
 
     kind: Kind
     name: str
-    actions: frozenset[Action] = field(default_factory=frozenset)
+    actions: frozenset[Action] = frozenset()
 
     def __str__(self) -> str:
         return f"{'|'.join(sorted(a.value for a in self.actions))} on {self.kind.value}:{self.name or '*'}"
@@ -172,15 +172,26 @@ def strip_group(name: str) -> str:
     return name
 
 
+_ACTION_SETS: dict[tuple[Action, ...], frozenset[Action]] = {}
+
+
+def _actions(actions: tuple[Action, ...]) -> frozenset[Action]:
+    """One frozenset per combination of actions asked (a request builds none)."""
+    found = _ACTION_SETS.get(actions)
+    if found is None:
+        found = _ACTION_SETS[actions] = frozenset(actions)
+    return found
+
+
 def topic_check(topic: str, *actions: Action) -> Check:
     """`actions` on a topic; a group's retry or dead-letter topic is its group's."""
     if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
-        return Check(Kind.GROUP, strip_group(topic), frozenset(actions))
-    return Check(Kind.TOPIC, topic, frozenset(actions))
+        return Check(Kind.GROUP, strip_group(topic), _actions(actions))
+    return Check(Kind.TOPIC, topic, _actions(actions))
 
 
 def group_check(group: str, *actions: Action) -> Check:
-    return Check(Kind.GROUP, strip_group(group), frozenset(actions))
+    return Check(Kind.GROUP, strip_group(group), _actions(actions))
 
 
 def decide(entries: Sequence[Entry], check: Check, source_ip: str | None) -> Entry | None:
