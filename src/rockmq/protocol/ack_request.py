@@ -59,7 +59,8 @@ def scan(data: bytes) -> AckRequest | None:
     try:
         while r.at < size:
             field = r.key(size, field, _ENTRIES)
-            r.expect(DELIMITED)
+            if r.wire != DELIMITED:
+                return None
             stop = r.length(size)
             start = r.at
             if field == _ENTRIES:
