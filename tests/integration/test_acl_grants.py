@@ -155,3 +155,30 @@ def test_a_deleted_users_grants_go_with_it(auth_broker):
 def test_acls_are_managed_only_with_auth_on(broker):
     refused = broker.cli("acl", "list")
     assert refused.returncode == 1 and "authentication is off on this broker" in refused.stderr
+
+
+def test_telemetry_settings_are_checked_as_they_come(auth_broker):
+    """Telemetry streams its requests: each settings command is checked (publishing topics · Pub;
+    the group and subscribed topics · Sub), refused in a TelemetryCommand with FORBIDDEN."""
+    from telemetry_stream import TelemetryStream, producer_settings
+
+    from rockmq.auth.credentials import Credentials as Signer
+    from rockmq.protocol.channels import client_metadata
+
+    consumer = pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name=GROUP), subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name=TOPIC))]))
+    cases = (("alice", producer_settings(TOPIC), ""), ("bob", producer_settings(TOPIC), "Pub"),
+             ("bob", consumer, ""), ("alice", consumer, f"Sub on Group:{GROUP}"))
+    for n, (user, settings, refused) in enumerate(cases):
+        with open_channel(auth_broker.endpoint) as ch:
+            metadata = (*client_metadata(f"telemetry-{n}"), *Signer(user, SECRETS[user]).headers())
+            stream = TelemetryStream(svc.MessagingServiceStub(ch), metadata, settings)
+            try:
+                reply = stream.next(10)
+            finally:
+                stream.close()
+        assert reply is not None, (user, refused)
+        if refused:
+            assert reply.status.code == pb.FORBIDDEN and f"user '{user}' may not {refused}" in reply.status.message
+        else:
+            assert reply.status.code == pb.OK and reply.HasField("settings"), reply
