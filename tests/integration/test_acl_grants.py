@@ -182,3 +182,33 @@ def test_telemetry_settings_are_checked_as_they_come(auth_broker):
             assert reply.status.code == pb.FORBIDDEN and f"user '{user}' may not {refused}" in reply.status.message
         else:
             assert reply.status.code == pb.OK and reply.HasField("settings"), reply
+
+
+def test_a_staged_chunk_is_its_stagers_to_publish_or_discard(auth_broker):
+    """Stage handles are guessable (expiry bucket, sequence): only the user who staged a chunk may
+    publish or discard it."""
+    import hashlib
+
+    from rockmq.protocol import batch, batch_grpc
+
+    msg = pb.Message(topic=pb.Resource(name=TOPIC), body=b"staged")
+    sp = msg.system_properties
+    sp.message_id, sp.body_digest.type = "01STAGEDBYALICE0000000001", pb.SHA1
+    sp.body_digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
+    sp_bytes = sp.SerializeToString()
+    msg.ClearField("system_properties")
+    with open_channel(auth_broker.endpoint) as ch:
+        stub = batch_grpc.BatchMessagingStub(ch)
+        staged = stub.Stage(batch.StageRequest(system_properties=[sp_bytes], contents=[msg.SerializeToString()]),
+                            metadata=signed("alice"), timeout=RPC_TIMEOUT)
+        assert staged.status.code == pb.OK, staged.status
+        chunk = batch.StagedChunk(handle=staged.handle, count=1)
+        discard = stub.DiscardStaged(batch.DiscardStagedRequest(handles=[staged.handle]), metadata=signed("bob"),
+                                     timeout=RPC_TIMEOUT)
+        assert discard.status.code == pb.FORBIDDEN and "user 'bob' may not use staged chunk 1" in discard.status.message
+        stolen = stub.PublishStaged(batch.PublishStagedRequest(sink_id="bobs", batch_id=1, chunks=[chunk]),
+                                    metadata=signed("bob"), timeout=RPC_TIMEOUT)
+        assert stolen.status.code == pb.FORBIDDEN
+        mine = stub.PublishStaged(batch.PublishStagedRequest(sink_id="alices", batch_id=1, chunks=[chunk]),
+                                  metadata=signed("alice"), timeout=RPC_TIMEOUT)
+        assert mine.status.code == pb.OK and mine.published == 1, mine

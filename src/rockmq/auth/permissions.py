@@ -140,7 +140,8 @@ _BATCH: dict[str, Rule] = {
     "Pull": Rule(Who.USER, _batch_pair),
     "Fetch": Rule(Who.USER, lambda r: [topic_check(r.topic, SUB)]),
     "Stage": Rule(Who.USER, lambda r: [topic_check(t, PUB) for t in staged_topics(r)]),
-    # The chunks' topics were checked when they were staged; their handles are the staging user's to use.
+    # The chunks' topics were checked when they were staged; a chunk is its stager's to publish or
+    # discard (StagingService.check_owner: its handle is guessable).
     "PublishStaged": Rule(Who.USER),
     "DiscardStaged": Rule(Who.USER),
 }

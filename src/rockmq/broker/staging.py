@@ -86,6 +86,9 @@ def _bucket(handle: bytes) -> int:
     return bucket
 
 
+_OWNER_AT = 1 + _LEN.size  # a chunk's index value: version, message count, then its owner (if any)
+
+
 class StagingService:
     def __init__(self, ctx: BrokerContext, timers: TimerService, dedup: Dedup, committer: Committer) -> None:
         self.ctx = ctx
@@ -104,9 +107,10 @@ class StagingService:
     # --- stage ---------------------------------------------------------------------------------
 
     def stage(self, system_properties: Sequence[bytes], contents: Sequence[bytes], ttl_ms: int,
-              deduplicate: bool) -> tuple[bytes, int]:
+              deduplicate: bool, owner: str = "") -> tuple[bytes, int]:
         """Validate and keep a chunk of messages given in their stored parts; -> (handle, count).
-        A bad message refuses the whole chunk."""
+        A bad message refuses the whole chunk. `owner`: the user staging it (auth on), the only one
+        who may then publish or discard it (handles are guessable)."""
         if ttl_ms < 0:
             raise BrokerError(pb.BAD_REQUEST, "ttl_ms must not be negative")
         if len(system_properties) != len(contents):
@@ -141,9 +145,18 @@ class StagingService:
         handle = _HANDLE.pack((now_ms() + ttl) // BUCKET_MS + 1, next(self._seq))
         batch = self.ctx.store.batch()
         batch.put("staging", _chunk_key(handle), b"".join(parts))
-        batch.put("staging", _index_key(handle), _VALUE + _LEN.pack(len(contents)))
+        batch.put("staging", _index_key(handle), _VALUE + _LEN.pack(len(contents)) + owner.encode())
         self.ctx.store.write(batch)
         return handle, len(contents)
+
+    def check_owner(self, handles: Sequence[bytes], user: str) -> None:
+        """Refuses (FORBIDDEN) `user` a chunk another user staged; a chunk staged without
+        authentication, or gone, is anyone's."""
+        found = self.ctx.store.get_many("staging", [_index_key(h) for h in handles if len(h) == _HANDLE.size])
+        for i, raw in enumerate(found):
+            owner = raw[_OWNER_AT:].decode() if raw is not None else ""
+            if owner and owner != user:
+                raise BrokerError(pb.FORBIDDEN, f"user {user!r} may not use staged chunk {i + 1}: another user staged it")
 
     def discard(self, handles: Iterable[bytes]) -> None:
         """Drop chunks that will never be published; unknown ones and those being moved are left."""

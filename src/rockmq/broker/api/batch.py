@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
+from rockmq.auth.seam import identity
 from rockmq.broker.api.replies import OK, entry_results, found_status, serialized, unary
 from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
@@ -99,16 +100,19 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
 
     @unary(batch.StageResponse)
     async def Stage(self, request: batch.StageRequest, context: Context) -> batch.StageResponse:
-        handle, count = self._staging().stage(request.system_properties, request.contents, request.ttl_ms, request.deduplicate)
+        handle, count = self._staging().stage(request.system_properties, request.contents, request.ttl_ms, request.deduplicate,
+                                              identity(context).user)
         return batch.StageResponse(status=OK, handle=handle, count=count)
 
     @unary(batch.PublishStagedResponse)
     async def PublishStaged(self, request: batch.PublishStagedRequest, context: Context) -> batch.PublishStagedResponse:
+        self._staging().check_owner([c.handle for c in request.chunks], identity(context).user)
         duplicate, published, deduplicated = await self._staging().publish(
             request.sink_id, request.batch_id, [(c.handle, c.count) for c in request.chunks], request.retain_ms)
         return batch.PublishStagedResponse(status=OK, duplicate=duplicate, published=published, deduplicated=deduplicated)
 
     @unary(batch.DiscardStagedResponse)
     async def DiscardStaged(self, request: batch.DiscardStagedRequest, context: Context) -> batch.DiscardStagedResponse:
+        self._staging().check_owner(request.handles, identity(context).user)
         self._staging().discard(request.handles)
         return batch.DiscardStagedResponse(status=OK)
