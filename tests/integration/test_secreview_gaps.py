@@ -125,3 +125,17 @@ def test_disabled_users_open_telemetry_stream_is_refused(auth_broker):
             commands.put(None)
             users_stub.UpdateUser(users.UpdateUserRequest(name="alice", enabled=True), metadata=signed(ADMIN),
                                   timeout=RPC_TIMEOUT)
+
+
+def test_a_credential_cannot_forge_audit_fields(auth_broker):
+    """The claimed user of a failed authentication goes into the audit line's `who`: a Credential
+    that is no user name (spaces, '=') is not written there."""
+    forged = "admin from 10.9.9.9 what=rockmq.admin.v1.Users/CreateUser result=ok"
+    header = f"MQv2-HMAC-SHA1 Credential={forged}, SignedHeaders=x-mq-date-time, Signature=00"
+    with open_channel(auth_broker.endpoint) as ch:
+        reply = svc.MessagingServiceStub(ch).QueryRoute(
+            rpc.QueryRouteRequest(topic=pb.Resource(name=TOPIC)),
+            metadata=(*META, ("x-mq-date-time", "20261124T170205Z"), ("authorization", header)), timeout=RPC_TIMEOUT)
+    assert reply.status.code == pb.UNAUTHORIZED and "unknown user" in reply.status.message
+    lines = [line for line in auth_broker.log if "authentication-failed" in line and "10.9.9.9" in line]
+    assert lines and all("who=anonymous from 127.0.0.1 what=" in line for line in lines), lines
