@@ -87,6 +87,7 @@ def _bucket(handle: bytes) -> int:
 
 
 _OWNER_AT = 1 + _LEN.size  # a chunk's index value: version, message count, then its owner (if any)
+_SINK_OWNER_AT = 1 + _SINK_STATE.size  # a sink's state: version, last batch, forget after, then its owner
 
 
 class StagingService:
@@ -149,14 +150,19 @@ class StagingService:
         self.ctx.store.write(batch)
         return handle, len(contents)
 
-    def check_owner(self, handles: Sequence[bytes], user: str) -> None:
-        """Refuses (FORBIDDEN) `user` a chunk another user staged; a chunk staged without
+    def check_owner(self, handles: Sequence[bytes], user: str, sink_id: str = "") -> None:
+        """Refuses (FORBIDDEN) `user` a chunk another user staged, or a sink id another user
+        published with (its next batches would be taken for duplicates); one made without
         authentication, or gone, is anyone's."""
         found = self.ctx.store.get_many("staging", [_index_key(h) for h in handles if len(h) == _HANDLE.size])
         for i, raw in enumerate(found):
             owner = raw[_OWNER_AT:].decode() if raw is not None else ""
             if owner and owner != user:
                 raise BrokerError(pb.FORBIDDEN, f"user {user!r} may not use staged chunk {i + 1}: another user staged it")
+        raw = self.ctx.store.get("staging", _SINK + sink_id.encode()) if sink_id else None
+        owner = raw[_SINK_OWNER_AT:].decode() if raw is not None else ""
+        if owner and owner != user:
+            raise BrokerError(pb.FORBIDDEN, f"user {user!r} may not publish as sink {sink_id!r}: another user's sink")
 
     def discard(self, handles: Iterable[bytes]) -> None:
         """Drop chunks that will never be published; unknown ones and those being moved are left."""
@@ -174,8 +180,9 @@ class StagingService:
         return None if raw is None else _SINK_STATE.unpack_from(raw, 1)[0]
 
     async def publish(self, sink_id: str, batch_id: int, chunks: list[tuple[bytes, int]],
-                      retain_ms: int) -> tuple[bool, int, int]:
-        """-> (duplicate, published, de-duplicated). Durable when it returns."""
+                      retain_ms: int, owner: str = "") -> tuple[bool, int, int]:
+        """-> (duplicate, published, de-duplicated). Durable when it returns. `owner`: the user
+        publishing (auth on): a sink id, like a chunk, is then that user's alone (check_owner)."""
         if not sink_id or len(sink_id) > MAX_SINK_ID:
             raise BrokerError(pb.BAD_REQUEST, f"sink_id must be 1-{MAX_SINK_ID} characters")
         if batch_id < 0 or retain_ms < 0:
@@ -203,7 +210,7 @@ class StagingService:
         seq = next(self._seq)
         batch = store.batch()
         forget = now_ms() + retain_ms if retain_ms else 0
-        batch.put("staging", _SINK + sink_id.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget))
+        batch.put("staging", _SINK + sink_id.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget) + owner.encode())
         batch.put("staging", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(sink_id.encode())) + sink_id.encode()
                   + b"".join(handles))
         store.write(batch)

@@ -106,9 +106,10 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
 
     @unary(batch.PublishStagedResponse)
     async def PublishStaged(self, request: batch.PublishStagedRequest, context: Context) -> batch.PublishStagedResponse:
-        self._staging().check_owner([c.handle for c in request.chunks], identity(context).user)
+        user = identity(context).user
+        self._staging().check_owner([c.handle for c in request.chunks], user, request.sink_id)
         duplicate, published, deduplicated = await self._staging().publish(
-            request.sink_id, request.batch_id, [(c.handle, c.count) for c in request.chunks], request.retain_ms)
+            request.sink_id, request.batch_id, [(c.handle, c.count) for c in request.chunks], request.retain_ms, user)
         return batch.PublishStagedResponse(status=OK, duplicate=duplicate, published=published, deduplicated=deduplicated)
 
     @unary(batch.DiscardStagedResponse)
