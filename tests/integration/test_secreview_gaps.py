@@ -7,7 +7,7 @@
 - With auth off the Acls service refuses, as Users does: an anonymous caller must not plant the
   entries the broker decides by once it runs with --auth.
 - `rockmq user create NAME --secret -` reads the secret from stdin (argv shows in `ps`).
-- (xfail, a gap) an open Telemetry stream outlives its user's disabling.
+- An open Telemetry stream ends, UNAUTHORIZED, at its next command once its user is disabled.
 """
 
 from __future__ import annotations
@@ -98,9 +98,6 @@ def test_user_secret_from_stdin(auth_broker):
     assert (empty.returncode, empty.stderr.count("\n")) == (2, 1) and "stdin gave no secret" in empty.stderr, empty
 
 
-@pytest.mark.xfail(strict=True, reason="gap: a Telemetry stream is authenticated once, when it opens (as Apache's "
-                                       "proxy does: its metadata is frozen); a user disabled or deleted since keeps it "
-                                       "(settings accepted, transaction checks pushed) until it closes")
 def test_disabled_users_open_telemetry_stream_is_refused(auth_broker):
     commands: queue.Queue[rpc.TelemetryCommand | None] = queue.Queue()
 

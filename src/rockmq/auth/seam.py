@@ -192,12 +192,32 @@ class AuthSeam(grpc.aio.ServerInterceptor):
                 if refused is not None:
                     yield await answer.one(refused, context)
                     return
-                async for reply in inner(request, context):
+                if not streaming_requests:
+                    async for reply in inner(request, context):
+                        yield reply
+                    return
+                lapsed: list[Refused] = []  # the stream's user, disabled or deleted (or its secret changed) since it opened
+                async for reply in inner(_still_admitted(request, lambda: admit(context, service, method, None), lapsed),
+                                         context):
                     yield reply
+                if lapsed:
+                    yield await answer.one(lapsed[0], context)
 
             wrapped = stream
         field = "stream_stream" if streaming_requests else "unary_stream"
         return h._replace(**{field: wrapped})  # type: ignore[attr-defined,no-any-return]
+
+
+async def _still_admitted(requests: AsyncIterator[Any], admit: Callable[[], Refused | None],
+                          lapsed: list[Refused]) -> AsyncIterator[Any]:
+    """A stream's requests, each admitted again with the metadata it opened with (a cached check):
+    they end, the refusal in `lapsed`, once its user no longer passes."""
+    async for request in requests:
+        refused = admit()
+        if refused is not None:
+            lapsed.append(refused)
+            return
+        yield request
 
 
 async def _result(result: Any) -> Any:
