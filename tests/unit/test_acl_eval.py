@@ -110,7 +110,7 @@ def test_resource_parse(text: str, resource: Resource) -> None:
     assert Resource.parse(str(resource)) == resource
 
 
-@pytest.mark.parametrize("bad", ["orders", "Cluster:x", "Topic:", "Topic:a*b", ""])
+@pytest.mark.parametrize("bad", ["orders", "Cluster:x", "Topic:", "Topic:a*b", "", "Topic:a b result=ok", "Group:x/y"])
 def test_bad_resource(bad: str) -> None:
     with pytest.raises(AclError, match="resource"):
         Resource.parse(bad)

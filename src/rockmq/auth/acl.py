@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
-from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
+from rockmq.protocol.conventions import DLQ_PREFIX, NAME_RE, RETRY_PREFIX
 
 Network: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -69,11 +69,14 @@ class Resource:
         name = name.strip()
         if not sep or kind is None or not name:
             raise AclError(f"resource {text!r}: expected *, Topic:NAME, Topic:PREFIX*, Group:NAME or Group:PREFIX*")
-        if name.endswith("*"):
-            return Resource(kind, name[:-1], True)
+        prefix = name.endswith("*")
+        if prefix:
+            name = name[:-1]
         if "*" in name:
             raise AclError(f"resource {text!r}: * may only end a name (a prefix)")
-        return Resource(kind, name)
+        if name and not NAME_RE.match(name):
+            raise AclError(f"resource {text!r}: a topic or group name is 1-127 of [A-Za-z0-9_%-]")
+        return Resource(kind, name, prefix)
 
     def __str__(self) -> str:
         return "*" if self.kind is Kind.ANY else f"{self.kind.value}:{self.name}{'*' if self.prefix else ''}"

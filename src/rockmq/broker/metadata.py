@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import asdict, dataclass, field
 
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.protocol import pb
-from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
+from rockmq.protocol.conventions import DLQ_PREFIX, NAME_RE, RETRY_PREFIX
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 
-NAME_RE = re.compile(r"^[%a-zA-Z0-9_-]{1,127}$")
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
 
 

@@ -31,6 +31,7 @@ LANE_PROPERTY = "lane"
 QUEUE_CHOICE_HEADER = "x-rockmq-queue-choice"
 CLIENT_CHOOSES = "client"  # its value from a client that chose the queue
 
+NAME_RE = re.compile(r"^[%a-zA-Z0-9_-]{1,127}$")  # a topic or group name (and what an ACL resource names)
 RETRY_PREFIX = "%RETRY%"
 
 DLQ_PREFIX = "%DLQ%"
