@@ -4,6 +4,7 @@ wrong secret, an unknown user and no credentials are refused with UNAUTHORIZED (
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -21,10 +22,15 @@ def test_node_client_with_credentials(auth_broker, unique):
                                          ("--access-key", "nobody", "--secret-key", SECRET), ()],
                          ids=["wrong-secret", "unknown-user", "no-credentials"])
 def test_node_client_refused(auth_broker, unique, credentials):
+    assert_node_refused(auth_broker.endpoint, unique, *credentials)
+
+
+def assert_node_refused(endpoint: str, unique, *flags: str, env: dict[str, str] | None = None) -> None:
+    """smoke.mjs with `flags` (its credentials, --ssl) fails with UNAUTHORIZED (40100)."""
     node = shutil.which("node")
     assert node and CLIENT_PKG.exists(), f"needs node and `npm ci` in {NODE_DIR}"
-    proc = subprocess.run([node, str(SCRIPT), "--endpoint", auth_broker.endpoint, "--topic", unique("node-auth"),
-                           "--group", unique("node-auth-g"), "--timeout", "40", *credentials],
-                          cwd=NODE_DIR, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([node, str(SCRIPT), "--endpoint", endpoint, "--topic", unique("node-auth"),
+                           "--group", unique("node-auth-g"), "--timeout", "40", *flags],
+                          cwd=NODE_DIR, capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})})
     assert proc.returncode != 0
     assert "UnauthorizedException" in proc.stdout and "code=40100" in proc.stdout, proc.stdout[-2000:]
