@@ -35,7 +35,7 @@ def _cli(shards: ShardSet, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, env=env)
 
 
-def _signs_in(endpoint: str, user: str, secret: str) -> grpc.StatusCode:
+def signs_in(endpoint: str, user: str, secret: str) -> grpc.StatusCode:
     with open_channel(endpoint) as channel:
         try:
             admin_grpc.AdminStub(channel).ListTopics(admin.ListTopicsRequest(), timeout=10,
@@ -62,20 +62,20 @@ def test_user_changes_reach_every_shard(shards):
     assert r.returncode == 0, r
     where = _endpoints(shards)
     assert len(where) == 2
-    assert [_signs_in(e, "ops", "ops-secret") for e in where] == [grpc.StatusCode.OK] * 2
+    assert [signs_in(e, "ops", "ops-secret") for e in where] == [grpc.StatusCode.OK] * 2
     assert _cli(shards, "user", "update", "ops", "--secret", "new-secret").returncode == 0
-    assert [_signs_in(e, "ops", "new-secret") for e in where] == [grpc.StatusCode.OK] * 2
+    assert [signs_in(e, "ops", "new-secret") for e in where] == [grpc.StatusCode.OK] * 2
     assert _cli(shards, "user", "delete", "ops").returncode == 0
-    assert [_signs_in(e, "ops", "new-secret") for e in where] == [grpc.StatusCode.UNAUTHENTICATED] * 2
+    assert [signs_in(e, "ops", "new-secret") for e in where] == [grpc.StatusCode.UNAUTHENTICATED] * 2
 
 
 def test_acl_changes_reach_every_shard(shards):
     assert _cli(shards, "topic", "create", "everywhere", "--queues", "4").returncode == 0
     assert _cli(shards, "user", "create", "reader", "--secret", "reader-secret").returncode == 0
     where = _endpoints(shards)
-    assert [_signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.PERMISSION_DENIED] * 2
+    assert [signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.PERMISSION_DENIED] * 2
     r = _cli(shards, "acl", "grant", "reader", "--resource", "Topic:*", "--actions", "List")
     assert r.returncode == 0, r
-    assert [_signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.OK] * 2
+    assert [signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.OK] * 2
     assert _cli(shards, "acl", "revoke", "reader", "--resource", "Topic:*").returncode == 0
-    assert [_signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.PERMISSION_DENIED] * 2
+    assert [signs_in(e, "reader", "reader-secret") for e in where] == [grpc.StatusCode.PERMISSION_DENIED] * 2

@@ -17,7 +17,7 @@ from typing import Any
 
 from rockmq.auth import audit
 from rockmq.auth.acl import Check, Entry, Resource
-from rockmq.auth.acl_store import AclStore
+from rockmq.auth.acl_store import Acls, AclStore
 from rockmq.auth.authorizer import Authorizer
 from rockmq.auth.identity import Identity
 from rockmq.auth.permissions import MESSAGING, Who, create_check, publishing, rule, telemetry_checks
@@ -95,6 +95,13 @@ class AccessControl:
             raise
         self.authorizer.replace(self.store.acls)
         audit.record(event, str(by), what, "ok")
+
+    def adopt(self, acls: Acls) -> bool:
+        """A replica takes its primary's entries (auth/principals.py) as its own -> whether any changed."""
+        if not self.store.adopt(acls):
+            return False
+        self.authorizer.replace(self.store.acls)
+        return True
 
     def entries(self, user: str = "") -> list[tuple[str, Entry]]:
         """(user, entry) of one user, or of every user, in name order."""

@@ -43,27 +43,55 @@ def entry_from_json(d: Mapping[str, object]) -> Entry:
                  parse_networks(str(i) for i in ips), parse_decision(str(d.get("decision", "Allow"))))
 
 
+def decode(raw: bytes, where: object) -> dict[str, tuple[Entry, ...]]:
+    """Entries as `encoded` / the file holds them; `where` names them in the error."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise AclStoreError(f"cannot read {where}: {e}") from None
+    try:
+        return {user: tuple(entry_from_json(d) for d in entries) for user, entries in doc["acls"].items()}
+    except (AclError, KeyError, TypeError, AttributeError) as e:
+        raise AclStoreError(f"{where} is not a valid ACL file: {e}") from None
+
+
+def _encode(acls: Acls) -> bytes:
+    doc = {"version": VERSION, "acls": {u: [entry_to_json(e) for e in es] for u, es in sorted(acls.items()) if es}}
+    return json.dumps(doc, indent=1).encode()
+
+
 class AclStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE_NAME
         self.acls: dict[str, tuple[Entry, ...]] = self._load()
+        self.generation = 0  # counts changes (a primary hands its replicas every one)
 
     def _load(self) -> dict[str, tuple[Entry, ...]]:
         try:
-            doc = json.loads(self.path.read_bytes())
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as e:
+        except OSError as e:
             raise AclStoreError(f"cannot read {self.path}: {e}") from None
-        try:
-            return {user: tuple(entry_from_json(d) for d in entries) for user, entries in doc["acls"].items()}
-        except (AclError, KeyError, TypeError, AttributeError) as e:
-            raise AclStoreError(f"{self.path} is not a valid ACL file: {e}") from None
+        return decode(raw, self.path)
 
     def _save(self, acls: dict[str, tuple[Entry, ...]]) -> None:
-        doc = {"version": VERSION, "acls": {u: [entry_to_json(e) for e in es] for u, es in sorted(acls.items()) if es}}
-        write_private(self.path, json.dumps(doc, indent=1).encode())
+        write_private(self.path, _encode(acls))
         self.acls = {u: es for u, es in acls.items() if es}
+        self.generation += 1
+
+    def encoded(self) -> bytes:
+        """Every entry as the file holds them: what a primary hands its replicas."""
+        return _encode(self.acls)
+
+    def adopt(self, acls: Acls) -> bool:
+        """Take `acls` (another broker's, decoded: a replica's primary's) as every entry there is
+        -> whether anything changed."""
+        kept = {u: es for u, es in acls.items() if es}
+        if kept == self.acls:
+            return False
+        self._save(kept)
+        return True
 
     def grant(self, user: str, entry: Entry) -> None:
         """Give `user` this entry, replacing the one they had on the same resource."""

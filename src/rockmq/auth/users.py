@@ -49,6 +49,18 @@ def check_secret(secret: str) -> str:
     return secret
 
 
+def decode(raw: bytes, where: object) -> dict[str, User]:
+    """Users as `encoded` / the file holds them; `where` names them in the error."""
+    try:
+        return {u["name"]: User(**u) for u in json.loads(raw)}
+    except (ValueError, TypeError, KeyError) as e:
+        raise UserError(f"cannot read {where}: {e}") from None
+
+
+def _encode(users: dict[str, User]) -> bytes:
+    return json.dumps([asdict(u) for u in users.values()], indent=1).encode()
+
+
 class Users:
     """The users of one broker, loaded at start, written through on every change."""
 
@@ -56,11 +68,7 @@ class Users:
         self.path = data_dir / FILE_NAME
         self.generation = 0
         raw = read_private(self.path)
-        try:
-            loaded = json.loads(raw) if raw is not None else []
-            self._users = {u["name"]: User(**u) for u in loaded}
-        except (ValueError, TypeError, KeyError) as e:
-            raise UserError(f"cannot read {self.path}: {e}") from None
+        self._users = decode(raw, self.path) if raw is not None else {}
 
     def get(self, name: str) -> User | None:
         return self._users.get(name)
@@ -94,8 +102,20 @@ class Users:
             raise NoSuchUser(f"no user {name!r}")
         self._save({n: u for n, u in self._users.items() if n != name})
 
+    def encoded(self) -> bytes:
+        """Every user, secrets included, as the file holds them: what a primary hands its replicas."""
+        return _encode(self._users)
+
+    def adopt(self, users: dict[str, User]) -> bool:
+        """Take `users` (another broker's, decoded: a replica's primary's) as every user there is
+        -> whether anything changed."""
+        if users == self._users:
+            return False
+        self._save(users)
+        return True
+
     def _save(self, users: dict[str, User]) -> None:
         """Written to disk first: a change is applied only once it is durable."""
-        write_private(self.path, json.dumps([asdict(u) for u in users.values()], indent=1).encode())
+        write_private(self.path, _encode(users))
         self._users = users
         self.generation += 1

@@ -15,6 +15,7 @@ from rockmq.auth.access import AccessControl
 from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import inner_user
+from rockmq.auth.principals import Principals
 from rockmq.auth.serving import AuthSetupError, open_users, seam
 from rockmq.auth.users import Users
 from rockmq.broker.api.acls import AclsServicer
@@ -107,15 +108,18 @@ class Broker:
             raise CannotStart(str(e)) from None
         s = self.settings
         self.port = s.port
-        # A replica writes nothing of its own.
-        self.replicator = Replicator(store, oplog, s, secret, epoch) if not following and oplog is not None else None
+        # A replica writes nothing of its own; it holds its primary's users and ACLs (handed on only with auth on).
+        principals = Principals(self.users, self.access)
+        self.replicator = (Replicator(store, oplog, s, secret, epoch, principals if s.auth_enabled else None)
+                           if not following and oplog is not None else None)
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
         if s.auth_enabled:
             ctx.authorize_create = self.access.may_create
         self.cluster = Cluster(ctx)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
-        self.follower = Follower(ctx, s.replica_of, self.cluster.endpoint_of, self.promoted.set) if following else None
+        self.follower = (Follower(ctx, s.replica_of, self.cluster.endpoint_of, self.promoted.set, principals)
+                         if following else None)
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)

@@ -14,7 +14,7 @@ from rockmq.broker.api.requests import Context
 ALLOWED = frozenset({
     "QueryRoute", "Heartbeat", "QueryAssignment", "PullMessage", "QueryOffset", "GetOffset", "Telemetry",
     "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
-    "GetTimerStats", "Pull", "Fetch", "Promote",
+    "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls",
 })
 STREAMING = frozenset({"ReceiveMessage"})
 

@@ -6,7 +6,8 @@ Every batch the primary writes gets the next sequence number, stored in the batc
 also holds its number: after a restart on either side, the replica asks for what follows. Batches
 are kept in a ring bounded by bytes; a replica that asks for something older than the ring must
 be re-seeded. With `--replication sync` a send is answered only once a replica reported the
-batch applied (and fsync'ed, under its flush policy).
+batch applied (and fsync'ed, under its flush policy). With --auth the stream also carries the
+primary's users and ACLs (auth/principals.py), which the replica keeps as its own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from typing import Any
 
 import grpc
 
+from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.inner import inner_credentials, signed
+from rockmq.auth.principals import Principals
+from rockmq.auth.users import UserError
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
@@ -79,11 +83,14 @@ class OpLog:
 
 
 class Replicator(replication_grpc.ReplicationServicer):
-    """The primary's side: starts the store's op log, streams its batches to replicas."""
+    """The primary's side: starts the store's op log, streams its batches to replicas (and, with
+    `principals` — auth on — its users and ACLs: first, and again whenever they change)."""
 
-    def __init__(self, store: Store, batches: OpLog, settings: Settings, secret: bytes, epoch: int) -> None:
+    def __init__(self, store: Store, batches: OpLog, settings: Settings, secret: bytes, epoch: int,
+                 principals: Principals | None = None) -> None:
         self.settings = settings
         self.batches = batches
+        self.principals = principals
         batches.start(stored_seq(store))
         self.acked = batches.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
         self._acked_moved = asyncio.Event()
@@ -141,9 +148,13 @@ class Replicator(replication_grpc.ReplicationServicer):
 
         reader = asyncio.create_task(read_acks())
         sent = start
+        handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
         try:
             while not reader.done():
-                if self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
+                if self.principals is not None and self.principals.version != handed:
+                    handed = self.principals.version  # read first: a change while copying is sent again
+                    yield replication.ReplicatedBatch(principals=self.principals.copy())
+                elif self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
                     kept = self.batches.ring[0][0]
                     if sent + 1 < kept:
                         await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
@@ -170,8 +181,9 @@ class Follower:
     (`resolve`), so the replica finds its primary wherever it restarts."""
 
     def __init__(self, ctx: BrokerContext, primary: str, resolve: Callable[[str], Awaitable[str | None]],
-                 on_promoted: Callable[[], None]) -> None:
+                 on_promoted: Callable[[], None], principals: Principals) -> None:
         self.ctx = ctx
+        self.principals = principals  # the primary's users and ACLs, kept as ours
         self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary
         self._resolve = resolve
@@ -239,6 +251,9 @@ class Follower:
         acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:
+                if shipped.HasField("principals"):
+                    self._adopt(shipped.principals)
+                    continue
                 if shipped.seq != self.applied + 1:
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 self._apply(oplog.decode(shipped.ops))
@@ -256,6 +271,13 @@ class Follower:
         log.warning("promoted by request after applying the primary's batch %d", self.applied)
         asyncio.get_running_loop().call_later(0.2, self.on_promoted)  # after the reply is sent
         return self.applied
+
+    def _adopt(self, copy: replication.Principals) -> None:
+        try:
+            if self.principals.adopt(copy):
+                log.info("took the primary's users and ACLs")
+        except (UserError, AclStoreError) as e:  # kept what we had: a user still signs in as before
+            log.error("cannot take the primary's users and ACLs: %s", e)
 
     def _apply(self, ops: list[oplog.Op]) -> None:
         batch = self.ctx.store.batch()

@@ -1,6 +1,7 @@
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -11,9 +12,19 @@ class FollowerState(_message.Message):
     def __init__(self, applied_seq: _Optional[int] = ...) -> None: ...
 
 class ReplicatedBatch(_message.Message):
-    __slots__ = ("seq", "ops")
+    __slots__ = ("seq", "ops", "principals")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     OPS_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     ops: bytes
-    def __init__(self, seq: _Optional[int] = ..., ops: _Optional[bytes] = ...) -> None: ...
+    principals: Principals
+    def __init__(self, seq: _Optional[int] = ..., ops: _Optional[bytes] = ..., principals: _Optional[_Union[Principals, _Mapping]] = ...) -> None: ...
+
+class Principals(_message.Message):
+    __slots__ = ("users", "acls")
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACLS_FIELD_NUMBER: _ClassVar[int]
+    users: bytes
+    acls: bytes
+    def __init__(self, users: _Optional[bytes] = ..., acls: _Optional[bytes] = ...) -> None: ...
