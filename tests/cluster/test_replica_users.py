@@ -5,6 +5,8 @@ and still does once the replica is promoted. The replica's own --admin-user give
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -12,6 +14,8 @@ from broker_process import BrokerProcess
 from test_control_plane import ADMIN, ADMIN_SECRET, AUTH_ARGS, INNER_ARGS
 from test_users_cluster import signs_in
 from waiting import wait_for
+
+from rockmq.protocol import replication, replication_grpc
 
 OK, UNKNOWN, REFUSED = grpc.StatusCode.OK, grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED
 AS_ADMIN = ("--access-key", ADMIN, "--secret-key", ADMIN_SECRET)
@@ -62,3 +66,26 @@ def test_a_replica_holds_its_primarys_users_and_acls_and_keeps_them_when_promote
     finally:
         replica.kill()
         primary.kill()
+
+
+def test_a_primary_without_auth_hands_its_users_to_nobody(tmp_path: Path):
+    """Without --auth, Follow answers anyone: a primary that once ran with --auth (its users.json is
+    still there) streams its batches but no copy of its users."""
+    BrokerProcess(tmp_path / "primary", *AUTH_ARGS).start().stop()
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "async").start()
+
+    def states() -> Iterator[replication.FollowerState]:
+        yield replication.FollowerState(applied_seq=0)
+        time.sleep(5)  # keep the stream open until the deadline
+
+    got: list[replication.ReplicatedBatch] = []
+    try:
+        with grpc.insecure_channel(primary.endpoint) as channel:
+            try:
+                got.extend(replication_grpc.ReplicationStub(channel).Follow(states(), timeout=3))
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.DEADLINE_EXCEEDED, e
+    finally:
+        primary.kill()
+    assert got and got[0].seq == 1, [b.seq for b in got]  # a stranger gets the batches (a broker without --auth is open)...
+    assert not any(b.HasField("principals") for b in got)  # ... but never the users' secrets
