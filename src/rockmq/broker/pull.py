@@ -98,7 +98,7 @@ class PullService:
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
-            arrival = logs.signal(topic.id)
+            arrival = logs.arrivals.queue(topic.id, queue_id)  # taken before looking: no lost wake-up
             out: list[bytes] = []
             size = 0
             position = offset
@@ -121,10 +121,7 @@ class PullService:
                 if zone is not None and zone.record and position > offset and not self.ctx.read_only:
                     self._took(group_name, zone.record, topic.id, queue_id, offset, position, wanted)
                 return out, position
-            try:
-                await asyncio.wait_for(arrival.wait(), left)
-            except TimeoutError:
-                pass
+            await logs.arrivals.wait(arrival, left)
 
     def update_offset(self, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> None:
         self._check_queue(topic, queue_id)

@@ -1,4 +1,4 @@
-"""Queue logs: offset allocation, appends and reads of the log family, and arrival signals.
+"""Queue logs: offset allocation, appends and reads of the log family, and who they wake (broker/arrivals.py).
 
 Offsets are dense and never reused: the next offset of every queue is kept in memory (recovered
 from the last key at start), and an append allocates it and puts the record into the caller's
@@ -7,11 +7,11 @@ WriteBatch in one synchronous step, so no reader sees offset n+1 before offset n
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import Protocol
 
+from rockmq.broker.arrivals import Arrivals
 from rockmq.broker.clock import now_ms
 from rockmq.broker.metadata import TopicConfig
 from rockmq.protocol import pb, records
@@ -43,7 +43,8 @@ class QueueLogs:
         self.store = store
         self.store_host = store_host
         self._next: dict[tuple[int, int], int] = {}
-        self._signals: dict[int, asyncio.Event] = {}
+        self.arrivals = Arrivals()
+        self._arrived_tags: dict[int, set[str | None]] = {}  # tag-watched topic -> tags appended since its last wake
         self._round_robin: dict[int, int] = {}
         self._index = index or _NoIndex()
         self._indexed = self._index.topics  # live: read on every append
@@ -117,6 +118,8 @@ class QueueLogs:
     def _put(self, batch: Batch, topic_id: int, queue_id: int, offset: int, record: bytes,
              props: Mapping[str, str] | None) -> None:
         batch.put("log", keys.log_key(topic_id, queue_id, offset), record)
+        if topic_id in self.arrivals.tag_watched:
+            self._arrived_tags.setdefault(topic_id, set()).add(records.view(record).tag)
         if topic_id in self._indexed:
             self._index.index_append(batch, topic_id, queue_id, offset, record, props)
 
@@ -126,15 +129,16 @@ class QueueLogs:
 
     def write_appends(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: Iterable[int]) -> None:
         """Write a batch of appends (`allocated`: each queue's first offset in it), then wake the
-        readers of the `touched` topics; if the write fails, its offsets are free again."""
+        long polls they can serve (`touched`: the topics appended to); if the write fails, its offsets are free again."""
         try:
             self.store.write(batch)
         except Exception:
             for (tid, qid), first in allocated.items():
                 self.rollback(tid, qid, first)
             raise
+        arrived = self._arrived_tags
         for topic_id in touched:
-            self.notify(topic_id)
+            self.arrivals.appended(topic_id, [q for t, q in allocated if t == topic_id], arrived.pop(topic_id, None))
 
     def read(self, topic_id: int, queue_id: int, offset: int) -> bytes | None:
         return self.store.get("log", keys.log_key(topic_id, queue_id, offset))
@@ -154,20 +158,6 @@ class QueueLogs:
     def forget_topic(self, topic_id: int) -> None:
         for key in [k for k in self._next if k[0] == topic_id]:
             del self._next[key]
-
-    # --- arrival signals: long-polling readers wait on their topic -------------------------
-
-    def signal(self, topic_id: int) -> asyncio.Event:
-        ev = self._signals.get(topic_id)
-        if ev is None:
-            ev = self._signals[topic_id] = asyncio.Event()
-        return ev
-
-    def notify(self, topic_id: int) -> None:
-        """Wake every reader waiting on the topic; they re-check and wait on a fresh event."""
-        ev = self._signals.pop(topic_id, None)
-        if ev is not None:
-            ev.set()
 
 
 def _address(msg: pb.Message, topic: TopicConfig) -> None:

@@ -95,6 +95,7 @@ class TimerService:
         now = now_ms()
         batch = ctx.store.batch()
         touched: set[int] = set()
+        allocated: dict[tuple[int, int], int] = {}
         size = 0
         due: Counter[int] = Counter()  # due time -> messages: lateness is counted once per due time
         for key, value in self.loop.due(ctx.store, "timers", now, ctx.settings.timer_move_batch):
@@ -107,17 +108,15 @@ class TimerService:
             if topic is None:  # the topic was deleted meanwhile
                 continue
             sealed = memoryview(value)[4:]  # `place` copies it once, into the log record
-            logs.append_record(batch, topic, logs.queue_of(topic, sealed), sealed, now)
+            logs.append_record(batch, topic, logs.queue_of(topic, sealed), sealed, now, allocated=allocated)
             touched.add(topic.id)
         for due_ms, count in due.items():
             self.lateness.add(now - due_ms, count)
         moved = due.total()
         if moved:
             self.pending.add(batch, -moved)
-            ctx.store.write(batch)
+            logs.write_appends(batch, allocated, touched)  # and wakes the long polls they serve
             self.moved += moved
-        for topic_id in touched:  # wake the topics' long-polling readers
-            ctx.logs.notify(topic_id)
         return moved, self.loop.earliest(ctx.store, "timers")
 
     def next_due(self) -> int | None:

@@ -99,6 +99,6 @@ class Reviver:
         ctx.store.write(batch)
         for apply in settled:
             apply()
-        for tid in touched:
-            ctx.logs.notify(tid)
+        for tid in touched:  # retries became visible: wake the topics' receives
+            ctx.logs.arrivals.receives(tid)
         return moved, self.checkpoints.earliest(self.loop)

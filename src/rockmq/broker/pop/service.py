@@ -28,6 +28,7 @@ from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
 from rockmq.broker.subscriptions import Subscription, Subscriptions
 from rockmq.filter.record_filter import accept_all
+from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.store import keys
@@ -138,10 +139,12 @@ class PopService:
         batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
         if group.fifo:
             lanes = None
+        arrivals = self.ctx.logs.arrivals
+        waits_for = None if sub is None or sub.sql else parse_tags(sub.expression)  # SQL92: any arrival may match
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
-            arrival = self.ctx.logs.signal(topic.id)  # taken before looking: no lost wake-up
+            arrival = arrivals.tags(topic.id, waits_for)  # taken before looking: no lost wake-up
             out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for, lanes)
             left = until - loop.time()
             if out or left <= 0:
@@ -154,9 +157,7 @@ class PopService:
                 return out
             self.waiting += 1
             try:
-                await asyncio.wait_for(arrival.wait(), left)
-            except TimeoutError:
-                pass
+                await arrivals.wait(arrival, left)
             finally:
                 self.waiting -= 1
 
@@ -277,7 +278,7 @@ class PopService:
         for apply in after:
             apply()
         if left:  # wake the consumers these are for
-            ctx.logs.notify(tid)
+            ctx.logs.arrivals.receives(tid)
         if out:
             self.reviver.note(deadline)
             if renew_for is not None:
@@ -309,7 +310,7 @@ class PopService:
         self.checkpoints.settle(batch, settled)
         self.ctx.store.write(batch)
         if released:
-            self.ctx.logs.notify(topic.id)
+            self.ctx.logs.arrivals.receives(topic.id)
         return results
 
     def change_invisible(self, group: GroupConfig, topic: TopicConfig, handle: str, invisible_ms: int) -> str:
@@ -341,4 +342,4 @@ class PopService:
         await self.commit(batch)
         if group.fifo:
             self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
-            self.ctx.logs.notify(topic.id)
+            self.ctx.logs.arrivals.receives(topic.id)

@@ -1,0 +1,84 @@
+"""Long-poll wake-ups: an arrival wakes only the polls it can serve.
+
+A pull waits on one queue, so an append wakes the pulls of the queues it appended to and no other.
+A POP receive reads every queue of its topic, but only what its group's filter accepts: a receive
+under a tag filter waits for its tags, any other (`*`, no filter, SQL92: not cheap to decide) for
+anything on the topic. An append wakes the receives whose tags it carries; one whose tags are not
+known (a retry become visible, a FIFO group released) wakes every receive of its topic.
+
+No lost wake-up: a poll takes its event *before* it looks, and an arrival pops and sets the events
+it wakes, so an arrival between a poll's empty look and its wait still finds the poll's event.
+Events are shared by the polls waiting for the same thing; the next arrival replaces them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Set
+
+Tags = frozenset[str] | None  # what a POP receive waits for; None: anything
+
+
+class Arrivals:
+    def __init__(self) -> None:
+        self._pulls: dict[int, dict[int, asyncio.Event]] = {}  # topic -> queue -> event
+        self._receives: dict[int, dict[Tags, asyncio.Event]] = {}  # topic -> tags -> event
+        self.tag_watched: set[int] = set()  # topics with a receive waiting for some tags: appends note their tags
+        self.woken = 0  # polls that ended their wait on an arrival (not on their timeout): tests read it
+
+    def queue(self, topic_id: int, queue_id: int) -> asyncio.Event:
+        """The event a pull of this queue waits on."""
+        queues = self._pulls.setdefault(topic_id, {})
+        ev = queues.get(queue_id)
+        if ev is None:
+            ev = queues[queue_id] = asyncio.Event()
+        return ev
+
+    def tags(self, topic_id: int, tags: Tags) -> asyncio.Event:
+        """The event a POP receive of the topic waits on: for `tags` (None: anything)."""
+        waits = self._receives.setdefault(topic_id, {})
+        ev = waits.get(tags)
+        if ev is None:
+            ev = waits[tags] = asyncio.Event()
+            if tags is not None:
+                self.tag_watched.add(topic_id)
+        return ev
+
+    async def wait(self, ev: asyncio.Event, timeout: float) -> None:
+        """Wait for `ev`, at most `timeout` seconds."""
+        try:
+            await asyncio.wait_for(ev.wait(), timeout)
+        except TimeoutError:
+            return
+        self.woken += 1
+
+    def appended(self, topic_id: int, queues: Iterable[int], tags: Set[str | None] | None) -> None:
+        """Messages entered `queues` of the topic, carrying `tags` (None: not known)."""
+        pulls = self._pulls.get(topic_id)
+        if pulls:
+            for queue_id in queues:
+                ev = pulls.pop(queue_id, None)
+                if ev is not None:
+                    ev.set()
+        receives = self._receives.get(topic_id)
+        if not receives:
+            return
+        if tags is None or len(receives) == 1 and None in receives:
+            self.receives(topic_id)
+            return
+        for waited in [w for w in receives if w is None or not tags.isdisjoint(w)]:
+            receives.pop(waited).set()
+        if not any(w is not None for w in receives):
+            self.tag_watched.discard(topic_id)
+
+    def topic(self, topic_id: int) -> None:
+        """Wake every poll of the topic (what changed is not known queue by queue)."""
+        for ev in self._pulls.pop(topic_id, {}).values():
+            ev.set()
+        self.receives(topic_id)
+
+    def receives(self, topic_id: int) -> None:
+        """Wake every POP receive of the topic (a retry became visible, a FIFO group was released)."""
+        for ev in self._receives.pop(topic_id, {}).values():
+            ev.set()
+        self.tag_watched.discard(topic_id)
