@@ -56,7 +56,8 @@ class Settings:
     auto_create_groups: bool = True
     default_queues: int = 8
     max_body_size: int = 4 * 1024 * 1024
-    max_properties_size: int = 32 * 1024
+    # Message keys and user properties together, in UTF-8 bytes (RocketMQ's proxy: 16 KiB).
+    max_properties_size: int = 16 * 1024
     # Deliveries of one message to a group before it goes to %DLQ%<group>, and the wait before
     # each redelivery (RocketMQ's; the last step repeats); a FIFO group waits fifo_retry_s.
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
@@ -136,8 +137,8 @@ class Settings:
             raise ConfigError(f"flush must be 'sync' or 'async', not {self.flush!r}")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port out of range: {self.port}")
-        at_least_one = ("default_queues", "max_attempts", "max_body_size", "dedup_window_s", "max_delay_s",
-                        "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
+        at_least_one = ("default_queues", "max_attempts", "max_body_size", "max_properties_size", "dedup_window_s",
+                        "max_delay_s", "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
                         "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
                         "revive_dlq_bytes", "max_clients", "max_renewals", "fetch_records", "fetch_bytes",
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",

@@ -9,7 +9,16 @@ import pytest
 
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
-from rockmq.broker.validate import Checked, NewTopic, check_send, check_staged, topic_for_write, topic_or_new
+from rockmq.broker.validate import (
+    MAX_GROUP_BYTES,
+    MAX_TAG_BYTES,
+    Checked,
+    NewTopic,
+    check_send,
+    check_staged,
+    topic_for_write,
+    topic_or_new,
+)
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import RECONSUME_TIMES
@@ -142,3 +151,26 @@ def test_staged_messages():
     back = msg("%RETRY%g")
     with pytest.raises(BrokerError, match="retry topic"):
         check_staged(back, check_send(back, Known(), SETTINGS, NOW))
+
+
+@pytest.mark.parametrize("field_name, code", [("tag", "ILLEGAL_MESSAGE_TAG"), ("message_group", "ILLEGAL_MESSAGE_GROUP")])
+def test_tags_and_groups_are_bounded_in_utf8_bytes(field_name, code):
+    """At most MAX_TAG_BYTES / MAX_GROUP_BYTES (1,024) UTF-8 bytes: well within the record's 16-bit lengths."""
+    limit = MAX_TAG_BYTES if field_name == "tag" else MAX_GROUP_BYTES
+    assert check_send(msg(**{field_name: "é" * (limit // 2)}), Known(), SETTINGS, NOW)
+    assert refused(msg(**{field_name: "é" * (limit // 2) + "x"})) == code
+    assert refused(msg(**{field_name: "\U0001f600" * (limit // 4 + 1)})) == code
+    assert refused(msg(**{field_name: "x" * 70_000})) == code
+
+
+def test_keys_and_properties_count_together_in_utf8_bytes():
+    limit = SETTINGS.max_properties_size
+    m = msg()
+    m.system_properties.keys.append("k" * (limit // 2))
+    m.user_properties["p"] = "é" * (limit // 4 - 1)  # 2 bytes each: limit - 1 bytes in all
+    assert check_send(m, Known(), SETTINGS, NOW)
+    m.user_properties["qq"] = ""  # two bytes more: one over
+    assert refused(m) == "MESSAGE_PROPERTIES_TOO_LARGE"
+    many = msg()
+    many.system_properties.keys.extend(["k" * 1000] * 17)
+    assert refused(many) == "MESSAGE_PROPERTIES_TOO_LARGE"

@@ -123,9 +123,11 @@ class QueueLogs:
         if topic_id in self._indexed:
             self._index.index_append(batch, topic_id, queue_id, offset, record, props)
 
-    def rollback(self, topic_id: int, queue_id: int, offset: int) -> None:
-        """Give back offsets allocated for a batch that was never written."""
-        self._next[(topic_id, queue_id)] = offset
+    def rollback(self, allocated: dict[tuple[int, int], int]) -> None:
+        """Give back the offsets allocated for a batch that was never written (`allocated`: each
+        queue's first offset in it), so the queue's next message takes the first: no gap."""
+        for key, first in allocated.items():
+            self._next[key] = first
 
     def write_appends(self, batch: Batch, allocated: dict[tuple[int, int], int], touched: Iterable[int]) -> None:
         """Write a batch of appends (`allocated`: each queue's first offset in it), then wake the
@@ -133,8 +135,7 @@ class QueueLogs:
         try:
             self.store.write(batch)
         except Exception:
-            for (tid, qid), first in allocated.items():
-                self.rollback(tid, qid, first)
+            self.rollback(allocated)
             raise
         arrived = self._arrived_tags
         for topic_id in touched:

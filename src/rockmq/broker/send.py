@@ -87,36 +87,40 @@ class SendService:
         checked = [check(msg, now, chosen) for msg in messages]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
         append, record, choose = logs.append_received, dedup.record, logs.choose_queue
-        for c, original in zip(checked, messages, strict=True):
-            if isinstance(c, BrokerError):
-                results.append(SendResult(c.code, c.message, original.message_id))
-                continue
-            topic, mtype, msg, due = c
-            tid = topic.id
-            mid = msg.message_id
-            previous = next(stored)
-            earlier = seen.get((tid, mid))
-            if earlier is not None:
-                results.append(earlier)
-                continue
-            if previous is not None:  # a client retry of a message we already stored
-                results.append(SendResult(pb.OK, "OK", mid, previous.offset, previous.transaction_id, previous.recall_handle))
-                continue
-            group = msg.message_group
-            picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
-            if mtype == "TRANSACTION":
-                result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
-                queue_id = -1
-            elif due > now:
-                result = SendResult(pb.OK, "OK", mid, 0, "", self.timers.schedule(batch, topic, msg.message(), due, picked))
-                queue_id = -1
-            else:
-                queue_id = picked if picked >= 0 else choose(topic, group)
-                result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
-                touched.add(tid)
-            record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
-            seen[(tid, mid)] = result
-            results.append(result)
+        try:
+            for c, original in zip(checked, messages, strict=True):
+                if isinstance(c, BrokerError):
+                    results.append(SendResult(c.code, c.message, original.message_id))
+                    continue
+                topic, mtype, msg, due = c
+                tid = topic.id
+                mid = msg.message_id
+                previous = next(stored)
+                earlier = seen.get((tid, mid))
+                if earlier is not None:
+                    results.append(earlier)
+                    continue
+                if previous is not None:  # a client retry of a message we already stored
+                    results.append(SendResult(pb.OK, "OK", mid, previous.offset, previous.transaction_id, previous.recall_handle))
+                    continue
+                group = msg.message_group
+                picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
+                if mtype == "TRANSACTION":
+                    result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
+                    queue_id = -1
+                elif due > now:
+                    result = SendResult(pb.OK, "OK", mid, 0, "", self.timers.schedule(batch, topic, msg.message(), due, picked))
+                    queue_id = -1
+                else:
+                    queue_id = picked if picked >= 0 else choose(topic, group)
+                    result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
+                    touched.add(tid)
+                record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
+                seen[(tid, mid)] = result
+                results.append(result)
+        except BaseException:  # a message that passed validation still failed: its request writes nothing
+            logs.rollback(allocated)
+            raise
         # Even a request that was all duplicates waits for the fsync covering the originals.
         await self.commit(batch, allocated, touched)
         return results

@@ -26,6 +26,10 @@ from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFI
 
 _TYPE_NAMES: dict[int, str] = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 MAX_MESSAGE_ID = 128
+# Tags and message groups, in UTF-8 bytes: well under what the stored record's 16-bit length
+# fields hold (protocol/records.py), so a message that passes here always seals.
+MAX_TAG_BYTES = 1024
+MAX_GROUP_BYTES = 1024
 GROUP_TOPIC_QUEUES = 1  # a group's retry and dead-letter topics have one queue each
 _SPECIAL = os.path.commonprefix([RETRY_PREFIX, DLQ_PREFIX])  # "%": what retry and dead-letter topic names start with
 
@@ -148,17 +152,21 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
     if size > settings.max_body_size:
         raise BrokerError(pb.MESSAGE_BODY_TOO_LARGE,
                           f"message body is {size} bytes, over the {settings.max_body_size}-byte limit")
-    if tag is not None and (not tag.strip() or "|" in tag):
-        raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {tag!r}: must be non-blank without '|'")
+    if tag is not None:
+        if not tag.strip() or "|" in tag:
+            raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {tag[:64]!r}: must be non-blank without '|'")
+        if utf8_over(tag, MAX_TAG_BYTES):
+            raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"tag is over the {MAX_TAG_BYTES}-byte limit")
     if keys and not all(map(str.strip, keys)):  # a blank key strips to ""
         raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
     grouped = group is not None
-    if group is not None and not group.strip():
-        raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
-    if props:
-        if sum(map(len, props)) + sum(map(len, props.values())) > settings.max_properties_size:
-            raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE,
-                              f"user properties are over the {settings.max_properties_size}-byte limit")
+    if group is not None:
+        if not group.strip():
+            raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
+        if utf8_over(group, MAX_GROUP_BYTES):
+            raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, f"message group is over the {MAX_GROUP_BYTES}-byte limit")
+    if keys or props:
+        check_properties_size(keys, props, settings.max_properties_size)
         if "" in props:
             raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
     delayed = due_ms is not None
@@ -178,6 +186,24 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
         if retry_group is not None:
             return _dead_letter_if_spent(props, retry_group, target, mtype, known, settings)
     return _new(Checked, (target, mtype, False))  # without NamedTuple's Python-level __new__: SendMessage's every message
+
+
+def utf8_over(text: str, limit: int) -> bool:
+    """Whether `text` is over `limit` bytes as UTF-8; encoded only when its length in characters
+    (at most 4 bytes each) leaves it in doubt."""
+    n = len(text)
+    return n > limit or (n * 4 > limit and len(text.encode()) > limit)
+
+
+def check_properties_size(keys: Sequence[str], props: Mapping[str, str], limit: int) -> None:
+    """Keys and user properties together are at most `limit` UTF-8 bytes (RocketMQ's proxy bounds
+    them apart from the body); counted in characters first, encoded only when that is in doubt."""
+    chars = sum(map(len, keys)) + sum(map(len, props)) + sum(map(len, props.values()))
+    if chars * 4 <= limit:
+        return
+    if chars > limit or sum(len(t.encode()) for t in (*keys, *props, *props.values())) > limit:
+        raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE, f"message keys and user properties are over the "
+                                                           f"{limit}-byte limit (max_properties_size)")
 
 
 def _dead_letter_if_spent(props: Mapping[str, str], group: str, target: Target, mtype: str, known: Catalog,
