@@ -24,6 +24,7 @@ from rockmq.auth.permissions import MESSAGING, Who, create_check, publishing, ru
 from rockmq.auth.seam import Refused, current_identity, forbidden, super_users_only
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
+from rockmq.unparsed import UNPARSED
 
 
 class AccessControl:
@@ -39,7 +40,7 @@ class AccessControl:
         r = rule(f"{service}/{method}")
         if r.who is not Who.USER:  # super users only; the inner credentials are super (control)
             super_users_only(who, service, method, request)
-        elif r.checks is not None and request is not None:
+        elif r.checks is not None and request is not None and request is not UNPARSED:  # UNPARSED: refused next
             self._check(who, r.checks(request), method)
 
     def _check(self, who: Identity, checks: Iterable[Check], method: str) -> None:

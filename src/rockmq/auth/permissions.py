@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 
 from rockmq.auth.acl import Action, Check, Kind, group_check, topic_check
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.ack_request import read as read_ack
+from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.staged import staged_message
 
 Request = Any  # a request as its handler gets it: a message, or its bytes (AckMessage)
@@ -67,12 +67,8 @@ def _optional_group(request: rpc.HeartbeatRequest | rpc.NotifyClientTerminationR
     return [group_check(request.group.name, SUB)] if request.HasField("group") and request.group.name else []
 
 
-def _ack(data: bytes) -> list[Check]:
-    """AckMessage's request comes as its bytes (protocol/ack_request.py); malformed ones are the handler's to refuse."""
-    try:
-        request = read_ack(data)
-    except ValueError:
-        return []
+def _ack(request: AckRequest) -> list[Check]:
+    """AckMessage's request as its deserializer reads it (protocol/ack_request.py)."""
     return _group_and_topic(request.group, request.topic)
 
 

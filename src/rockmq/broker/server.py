@@ -55,6 +55,7 @@ from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
 from rockmq.store import Store
 from rockmq.tls import add_port, server_credentials
+from rockmq.unparsed import Guarding
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_S = 10
@@ -145,13 +146,14 @@ class Broker:
                                       self.clients, self.cluster,
                                       self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
+        guarding = Guarding(self.server)  # the generated services' unary methods refuse bytes that do not parse
         admin = AdminServicer(self.catalog, self.timers, self.transactions, self.clients, self.follower)
-        admin_grpc.add_AdminServicer_to_server(admin, self.server)
-        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access, self.settings.auth_enabled, self.cluster), self.server)
+        admin_grpc.add_AdminServicer_to_server(admin, guarding)
+        acl_grpc.add_AclsServicer_to_server(AclsServicer(self.access, self.settings.auth_enabled, self.cluster), guarding)
         if self.replicator is not None:
-            replication_grpc.add_ReplicationServicer_to_server(self.replicator, self.server)
+            replication_grpc.add_ReplicationServicer_to_server(self.replicator, guarding)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
-        users_grpc.add_UsersServicer_to_server(users, self.server)
+        users_grpc.add_UsersServicer_to_server(users, guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         await self.server.start()

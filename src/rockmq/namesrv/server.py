@@ -16,6 +16,7 @@ from rockmq.protocol import namesrv, namesrv_grpc
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
 from rockmq.tls import add_port, server_credentials
+from rockmq.unparsed import Guarding
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ async def start(service: NameServer, host: str, port: int, credentials: grpc.Ser
     `rockmq serve --workers N` embeds a name server this way to join its shards."""
     interceptors = [inner_seam(inner)] if inner is not None else []
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=interceptors)
-    namesrv_grpc.add_NameServerServicer_to_server(service, server)
+    namesrv_grpc.add_NameServerServicer_to_server(service, Guarding(server))
     bound = add_port(server, f"{host}:{port}", credentials)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")

@@ -28,6 +28,7 @@ from rockmq.protocol import batch, batch_grpc, pb
 from rockmq.protocol.consume_replies import ack_reply, messages_reply, received_reply
 from rockmq.protocol.conventions import LANE_HEADER
 from rockmq.protocol.fetch import encode_fetch_response
+from rockmq.unparsed import generic_handler
 
 SERVICE = "rockmq.messaging.v1.BatchMessaging"
 METHODS: dict[str, tuple[type[Message], type[Message]]] = {
@@ -82,7 +83,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
             for name, (request, response) in METHODS.items()}
         for name, request in SERIALIZED.items():
             methods[name] = grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, serialized)
-        return grpc.method_handlers_generic_handler(SERVICE, methods)
+        return generic_handler(SERVICE, methods)
 
     @unary(batch.FetchResponse)
     async def Fetch(self, request: batch.FetchRequest, context: Context) -> bytes | batch.FetchResponse:

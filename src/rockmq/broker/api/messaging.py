@@ -28,7 +28,7 @@ from rockmq.broker.api.replies import (
     status_of,
     unary,
 )
-from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
+from rockmq.broker.api.requests import Context, client_id, header, poll_seconds, timestamp_ms
 from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
@@ -41,6 +41,7 @@ from rockmq.broker.subscriptions import record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb, rpc
+from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.ack_request import read as read_ack
 from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.consume_replies import ack_message_reply
@@ -49,6 +50,7 @@ from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.send_request import SentMessage, read
 from rockmq.protocol.wire import delimited
 from rockmq.tls import is_tls
+from rockmq.unparsed import generic_handler
 
 log = logging.getLogger(__name__)
 SERVICE = "apache.rocketmq.v2.MessagingService"
@@ -84,14 +86,14 @@ class MessagingServicer:
             for name, (request, response) in UNARY_METHODS.items()
         }
         raw = lambda frame: frame  # noqa: E731 - streamed frames are already encoded
-        methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # bytes in (ack_request); encoded already, or a refusal
-            self.AckMessage, raw, serialized)
-        methods["SendMessage"] = grpc.unary_unary_rpc_method_handler(self.SendMessage, raw, serialized)  # read by us
+        methods["AckMessage"] = grpc.unary_unary_rpc_method_handler(  # read by us (ack_request); encoded already, or a refusal
+            self.AckMessage, read_ack, serialized)
+        methods["SendMessage"] = grpc.unary_unary_rpc_method_handler(self.SendMessage, read, serialized)  # read by us
         for name, request in (("ReceiveMessage", rpc.ReceiveMessageRequest), ("PullMessage", rpc.PullMessageRequest)):
             methods[name] = grpc.unary_stream_rpc_method_handler(getattr(self, name), request.FromString, raw)
         methods["Telemetry"] = grpc.stream_stream_rpc_method_handler(
             self.Telemetry, rpc.TelemetryCommand.FromString, rpc.TelemetryCommand.SerializeToString)
-        return grpc.method_handlers_generic_handler(SERVICE, methods)
+        return generic_handler(SERVICE, methods)
 
     # --- routing and client lifecycle ------------------------------------------------------
 
@@ -164,14 +166,10 @@ class MessagingServicer:
 
     # --- sending ---------------------------------------------------------------------------
 
-    async def SendMessage(self, request: bytes, context: Context) -> bytes:
-        """Read from the request's bytes (`send_request.read`: no protobuf object per message; bytes
-        protobuf cannot parse fail the call as its request deserializer did), answered encoded
-        (`send_reply`)."""
-        return await self._send(read(request), context)
-
     @unary(rpc.SendMessageResponse)
-    async def _send(self, messages: list[SentMessage], context: Context) -> bytes:
+    async def SendMessage(self, messages: list[SentMessage], context: Context) -> bytes:
+        """Read from the request's bytes by its deserializer (`send_request.read`: no protobuf object
+        per message), answered encoded (`send_reply`)."""
         if self.access is not None:
             self.access.check_sends(m.topic for m in messages)
         return send_reply(await self.sender.send(messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES))
@@ -221,12 +219,9 @@ class MessagingServicer:
         return poll_seconds(asked, self.ctx.settings.max_long_polling_s, context)
 
     @unary(rpc.AckMessageResponse)
-    async def AckMessage(self, data: bytes, context: Context) -> bytes:
-        """Read from its bytes and answered encoded (protocol/ack_request.py): no protobuf object per entry."""
-        try:
-            request = read_ack(data)
-        except ValueError as e:
-            raise BrokerError(pb.BAD_REQUEST, str(e)) from None
+    async def AckMessage(self, request: AckRequest, context: Context) -> bytes:
+        """Read from its bytes by its deserializer and answered encoded (protocol/ack_request.py): no
+        protobuf object per entry."""
         group = self.ctx.meta.group(request.group)
         topic = self.ctx.meta.topic(request.topic)
         top, statuses = entry_results(self.pop.ack(group, topic, request.handles))
@@ -287,7 +282,7 @@ class MessagingServicer:
     @unary(rpc.QueryOffsetResponse)
     async def QueryOffset(self, request: rpc.QueryOffsetRequest, context: Context) -> rpc.QueryOffsetResponse:
         topic = self._queue_topic(request.message_queue)
-        ts = request.timestamp.ToMilliseconds() if request.HasField("timestamp") else None
+        ts = timestamp_ms(request.timestamp) if request.HasField("timestamp") else None
         offset = self.puller.query_offset(topic, request.message_queue.id, request.query_offset_policy, ts)
         return rpc.QueryOffsetResponse(status=OK, offset=offset)
 

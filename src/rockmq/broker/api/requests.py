@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from rockmq.broker.errors import BrokerError
+from rockmq.protocol import pb
 from rockmq.protocol.channels import CLIENT_ID_HEADER
 
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
@@ -31,3 +34,11 @@ def poll_seconds(asked_s: float | None, cap_s: float, context: Context) -> float
     if remaining is not None:
         poll = min(poll, remaining - DEADLINE_MARGIN_S)
     return max(0.0, poll)
+
+
+def timestamp_ms(ts: Timestamp) -> int:
+    """A request's Timestamp in ms, or BAD_REQUEST for one outside what it may hold (years 1-9999)."""
+    try:
+        return ts.ToMilliseconds()
+    except ValueError as e:
+        raise BrokerError(pb.BAD_REQUEST, str(e)) from None

@@ -1,0 +1,74 @@
+"""Request bytes that do not parse answer INVALID_ARGUMENT with one readable line, for every
+service: the one place is each method's request deserializer (`guarded`), not a try per handler.
+
+gRPC's own answer to a deserializer that raises is UNKNOWN, "Unexpected <class ...DecodeError>",
+and a traceback in the log. A guarded deserializer returns `UNPARSED` instead, and the guarded
+behaviour aborts the call with INVALID_ARGUMENT before the handler runs. Streaming methods keep
+their handlers as they are (a wrapper would sit on every frame of the hot receive path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import grpc
+from google.protobuf.message import DecodeError
+
+
+class _Unparsed:
+    """What a guarded deserializer returns for bytes that do not parse."""
+
+
+UNPARSED = _Unparsed()
+
+
+def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMethodHandler[Any, Any]:
+    """`handler` (a unary method's, else as it is) with bytes that do not parse as `what` refused."""
+    parse, behaviour = handler.request_deserializer, handler.unary_unary
+    if parse is None or behaviour is None:
+        return handler
+    inner: Any = behaviour  # an async handler (the stubs type it sync)
+    message = f"the request's bytes do not parse as {what}"
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except (DecodeError, ValueError):  # ValueError: also UnicodeDecodeError, and our readers' refusals
+            return UNPARSED
+
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        if request is UNPARSED:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+        return await inner(request, context)
+
+    return grpc.unary_unary_rpc_method_handler(call, deserialize, handler.response_serializer)
+
+
+def generic_handler(service: str, methods: Mapping[str, grpc.RpcMethodHandler[Any, Any]]) -> grpc.GenericRpcHandler:
+    """`grpc.method_handlers_generic_handler` with every method `guarded`."""
+    return grpc.method_handlers_generic_handler(service, {
+        name: guarded(h, f"{service}/{name}") for name, h in methods.items()})
+
+
+class _Server(Protocol):
+    def add_generic_rpc_handlers(self, handlers: Any) -> None: ...
+
+    def add_registered_method_handlers(self, service: str, handlers: Any) -> None: ...
+
+
+class Guarding:
+    """A server as a generated `add_*Servicer_to_server` sees it: the method handlers it registers
+    (it passes them all to `add_registered_method_handlers`) go to the server `guarded`."""
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers: object) -> None:
+        """Ignored: the same methods come to `add_registered_method_handlers`, whose are guarded."""
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, grpc.RpcMethodHandler[Any, Any]]) -> None:
+        methods = {name: guarded(h, f"{service}/{name}") for name, h in handlers.items()}
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, methods),))
+        self.server.add_registered_method_handlers(service, methods)
+
