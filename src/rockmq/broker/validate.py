@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+import cython
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from rockmq.broker.errors import BrokerError
@@ -130,6 +131,7 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
                         sp.message_type, known, settings, now_ms, queue_chosen)
 
 
+@cython.locals(chars=cython.Py_ssize_t)
 def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None, keys: Sequence[str], group: str | None,
                  props: Mapping[str, str], due_ms: int | None, type_code: int, known: Catalog, settings: Settings,
                  now_ms: int, queue_chosen: bool = False) -> Checked:
@@ -155,7 +157,7 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
     if tag is not None:
         if not tag.strip() or "|" in tag:
             raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"illegal tag {tag[:64]!r}: must be non-blank without '|'")
-        if utf8_over(tag, MAX_TAG_BYTES):
+        if len(tag) * 4 > MAX_TAG_BYTES and utf8_over(tag, MAX_TAG_BYTES):  # short ones are not encoded
             raise BrokerError(pb.ILLEGAL_MESSAGE_TAG, f"tag is over the {MAX_TAG_BYTES}-byte limit")
     if keys and not all(map(str.strip, keys)):  # a blank key strips to ""
         raise BrokerError(pb.ILLEGAL_MESSAGE_KEY, "message keys must not be blank")
@@ -163,10 +165,18 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
     if group is not None:
         if not group.strip():
             raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, "message group must not be blank")
-        if utf8_over(group, MAX_GROUP_BYTES):
+        if len(group) * 4 > MAX_GROUP_BYTES and utf8_over(group, MAX_GROUP_BYTES):
             raise BrokerError(pb.ILLEGAL_MESSAGE_GROUP, f"message group is over the {MAX_GROUP_BYTES}-byte limit")
     if keys or props:
-        check_properties_size(keys, props, settings.max_properties_size)
+        chars = 0  # a C integer compiled: no Python ints made
+        for text in keys:
+            chars += len(text)
+        for text in props:
+            chars += len(text)
+        for text in props.values():
+            chars += len(text)
+        if chars * 4 > settings.max_properties_size:  # else under the limit however they encode
+            check_properties_size(chars, keys, props, settings.max_properties_size)
         if "" in props:
             raise BrokerError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "user property keys must not be empty")
     delayed = due_ms is not None
@@ -189,18 +199,14 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
 
 
 def utf8_over(text: str, limit: int) -> bool:
-    """Whether `text` is over `limit` bytes as UTF-8; encoded only when its length in characters
-    (at most 4 bytes each) leaves it in doubt."""
-    n = len(text)
-    return n > limit or (n * 4 > limit and len(text.encode()) > limit)
+    """Whether `text` is over `limit` bytes as UTF-8 (a character is 1-4 bytes: encoded only when
+    its length leaves that in doubt)."""
+    return len(text) > limit or len(text.encode()) > limit
 
 
-def check_properties_size(keys: Sequence[str], props: Mapping[str, str], limit: int) -> None:
-    """Keys and user properties together are at most `limit` UTF-8 bytes (RocketMQ's proxy bounds
-    them apart from the body); counted in characters first, encoded only when that is in doubt."""
-    chars = sum(map(len, keys)) + sum(map(len, props)) + sum(map(len, props.values()))
-    if chars * 4 <= limit:
-        return
+def check_properties_size(chars: int, keys: Sequence[str], props: Mapping[str, str], limit: int) -> None:
+    """Keys and user properties together (`chars` characters) are at most `limit` UTF-8 bytes
+    (RocketMQ's proxy bounds them apart from the body)."""
     if chars > limit or sum(len(t.encode()) for t in (*keys, *props, *props.values())) > limit:
         raise BrokerError(pb.MESSAGE_PROPERTIES_TOO_LARGE, f"message keys and user properties are over the "
                                                            f"{limit}-byte limit (max_properties_size)")
