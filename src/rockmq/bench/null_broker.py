@@ -36,10 +36,10 @@ from rockmq.broker.send import SendResult
 from rockmq.broker.server import SWITCH_INTERVAL_S, _listen
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
-from rockmq.protocol.ack_request import read as read_ack
+from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
 from rockmq.protocol.field_keys import ReceivedMessage
-from rockmq.protocol.send_request import read as read_send
+from rockmq.protocol.send_request import SentMessage
 from rockmq.protocol.wire import delimited
 from rockmq.ready_file import write_ready_file
 
@@ -130,9 +130,9 @@ class NullMessaging(MessagingServicer):
                                       context: Context) -> rpc.NotifyClientTerminationResponse:
         return rpc.NotifyClientTerminationResponse(status=OK)
 
-    async def SendMessage(self, request: bytes, context: Context) -> bytes:
-        """Read as the broker reads it (`send_request.read`), so the ceiling is gRPC plus the broker's own decoding."""
-        messages = read_send(request)
+    async def SendMessage(self, messages: list[SentMessage], context: Context) -> bytes:
+        """Read as the broker reads it (`send_request.read`, the method's deserializer), so the ceiling is gRPC plus the
+        broker's own decoding."""
         await self.nothing.sync(sum(len(m.body) for m in messages))
         return send_reply([SendResult(pb.OK, "", m.message_id, i) for i, m in enumerate(messages)])
 
@@ -145,8 +145,7 @@ class NullMessaging(MessagingServicer):
         yield now_frame(response)
 
     @unary(rpc.AckMessageResponse)
-    async def AckMessage(self, data: bytes, context: Context) -> bytes:
-        request = read_ack(data)
+    async def AckMessage(self, request: AckRequest, context: Context) -> bytes:
         await self.nothing.sync(ACK_BYTES * len(request.entries))
         return ack_message_reply(OK, request.entries, [None] * len(request.entries))
 
