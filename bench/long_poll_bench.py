@@ -1,11 +1,12 @@
 """What parked long polls cost the sends of their topic (issue 20 §2.3), this tree against another, in one run.
 
-    PYTHONPATH=$PWD/src python bench/long_poll_bench.py [--base /path/to/other/src] [--polls 300] [--queues 8]
+    PYTHONPATH=$PWD/src python bench/long_poll_bench.py [--base /path/to/other/src] [--polls 300] [--queues 8] [--kind pull]
 
 Each round runs a child process per tree (this one, and `--base` if given: e.g. a worktree at main). The
 child starts a real broker in-process (RocksDB in a temporary directory, default durable flush), parks
-`--polls` pull long polls spread over queues 1..`--queues`-1 of topic T (each re-polls when its wait ends),
-then sends `--requests` requests of `--batch` messages, alternating between queue 0 of T and an unrelated
+`--polls` long polls on topic T (each polls again when its wait ends): `--kind pull`, pulls spread over
+queues 1..`--queues`-1; `--kind receive`, POP receives of groups whose tag filter is "blue" (the sends
+carry "red"). Then it sends `--requests` requests of `--batch` messages, alternating between queue 0 of T and an unrelated
 topic U, through SendMessage's handler path (`send_request.read`, `SendService.send`). Nothing arrives on
 the queues the polls wait on: every wake-up they get is wasted work. Prints messages per second and CPU µs
 per message (the whole process: the polls' re-scans included) for T and for U, and T/U (1.0: the parked
@@ -28,7 +29,7 @@ POLL_S = 30.0  # longer than a round: a poll ends only when woken
 YIELDS = 5  # turns of the event loop after each send: what a woken poll takes to re-scan and park again
 
 
-def _child(polls: int, queues: int, requests: int, batch: int, size: int) -> dict[str, float]:
+def _child(kind: str, polls: int, queues: int, requests: int, batch: int, size: int) -> dict[str, float]:
     from rockmq.broker.server import Broker
     from rockmq.config import Settings
     from rockmq.filter.record_filter import accept_all
@@ -42,6 +43,7 @@ def _child(polls: int, queues: int, requests: int, batch: int, size: int) -> dic
             msg = pb.Message(topic=pb.Resource(name=topic), body=b"x" * size)
             sp = msg.system_properties
             sp.message_id, sp.message_type, sp.born_host, sp.queue_id = new_message_id(), pb.NORMAL, "127.0.0.1", 0
+            sp.tag = "red"
             sp.born_timestamp.GetCurrentTime()
             messages.append(msg)
         return rpc.SendMessageRequest(messages=messages).SerializeToString()
@@ -60,7 +62,12 @@ def _child(polls: int, queues: int, requests: int, batch: int, size: int) -> dic
                 while True:
                     _, offset = await puller.pull("pollers", parked, queue_id, offset, 32, accept_all, POLL_S)
 
-            tasks = [asyncio.create_task(poll(1 + i % (queues - 1))) for i in range(polls)]
+            async def receive(i: int) -> None:
+                group, expr = broker.ctx.group_for(f"receivers-{i % 10}"), pb.FilterExpression(type=pb.TAG, expression="blue")
+                while True:
+                    await broker.pop.receive(group, parked, expr, 32, 60_000, POLL_S)
+
+            tasks = [asyncio.create_task(poll(1 + i % (queues - 1)) if kind == "pull" else receive(i)) for i in range(polls)]
             await asyncio.sleep(0.2)  # every poll parked
             figures: dict[str, list[float]] = {"parked": [0.0, 0.0], "unrelated": [0.0, 0.0]}  # [cpu s, wall s]
             for topic in figures:  # warm up
@@ -92,6 +99,7 @@ def main() -> None:
     parser.add_argument("--base", help="another tree's src directory, measured interleaved with this one")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--polls", type=int, default=300)
+    parser.add_argument("--kind", choices=("pull", "receive"), default="pull", help="what the parked polls are")
     parser.add_argument("--queues", type=int, default=8, help="of each topic: the polls wait on queues 1.., sends go to 0")
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--batch", type=int, default=1)
@@ -101,15 +109,15 @@ def main() -> None:
     if args.queues < 2:
         parser.error("--queues must be at least 2 (queue 0 for the sends, the others for the polls)")
     if args.child:
-        print(json.dumps(_child(args.polls, args.queues, args.requests, args.batch, args.size)))
+        print(json.dumps(_child(args.kind, args.polls, args.queues, args.requests, args.batch, args.size)))
         return
     here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     trees = {"this": here, **({"base": os.path.abspath(args.base)} if args.base else {})}
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, src in trees.items():
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--polls", str(args.polls),
-                                  "--queues", str(args.queues), "--requests", str(args.requests),
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--kind", args.kind,
+                                  "--polls", str(args.polls), "--queues", str(args.queues), "--requests", str(args.requests),
                                   "--batch", str(args.batch), "--size", str(args.size)],
                                  env={**os.environ, "PYTHONPATH": src}, check=True, capture_output=True, text=True)
             figures[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
