@@ -71,3 +71,15 @@ def test_bytes_that_do_not_parse_answer_invalid_argument(conn: Conn, method):
         call(b"\x0a\xff\xff\xff\xff\x0f", metadata=META, timeout=RPC_TIMEOUT)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (e.value.code(), e.value.details())
     assert "Error" not in (e.value.details() or "") and "Decode" not in (e.value.details() or ""), e.value.details()
+
+
+def test_a_transaction_asking_a_first_check_beyond_any_date_is_taken(conn: Conn, unique):
+    """`orphaned_transaction_recovery_duration` of 10^17 s once overflowed the half message's
+    stored check time (INTERNAL_ERROR for the whole request); it is held to max_delay_s."""
+    topic = unique("txn-far")
+    conn.create_topic(topic, 1, ("NORMAL", "TRANSACTION"))
+    half = message(topic, "half")
+    half.system_properties.message_type = pb.TRANSACTION
+    half.system_properties.orphaned_transaction_recovery_duration.seconds = 10**17
+    assert codes(conn.send(message(topic, "first"), half)) == ["OK", "OK"]
+    assert [m.body for m in conn.pull_all(topic, 0)] == [b"first"]

@@ -89,8 +89,9 @@ class TransactionService:
         `queue_id`: the queue its client chose (-1: the broker chooses once it is committed)."""
         txn_id = uuid.uuid4().hex
         sp = msg.system_properties
-        if sp.HasField("orphaned_transaction_recovery_duration"):  # the producer's own first-check delay
-            first_delay_ms = max(0, sp.orphaned_transaction_recovery_duration.ToMilliseconds())
+        if sp.HasField("orphaned_transaction_recovery_duration"):  # the producer's own first-check delay, within max_delay_s
+            asked = sp.orphaned_transaction_recovery_duration.ToMilliseconds()
+            first_delay_ms = min(max(0, asked), self.ctx.settings.max_delay_s * 1000)
         else:
             first_delay_ms = int(self.ctx.settings.txn_check_first_s * 1000)
         first_check = now_ms() + first_delay_ms
