@@ -215,3 +215,13 @@ def test_a_staged_chunk_is_its_stagers_to_publish_or_discard(auth_broker):
         poison = stub.PublishStaged(batch.PublishStagedRequest(sink_id="alices", batch_id=99), metadata=signed("bob"),
                                     timeout=RPC_TIMEOUT)  # alice's next batches would be taken for duplicates
         assert poison.status.code == pb.FORBIDDEN and "another user's sink" in poison.status.message, poison.status
+
+
+@pytest.mark.parametrize("method", ["AckMessage", "QueryRoute", "SendMessage", "ChangeInvisibleDuration"])
+def test_bytes_that_do_not_parse_are_refused_after_authentication(acls, method):
+    """Authenticated, a request whose bytes do not parse meets no ACL rule (there is nothing to
+    check) and is refused by its deserializer's answer: INVALID_ARGUMENT, not INTERNAL."""
+    call = acls.unary_unary(f"/apache.rocketmq.v2.MessagingService/{method}")
+    with pytest.raises(grpc.RpcError) as e:
+        call(b"\xff", metadata=signed("alice"), timeout=RPC_TIMEOUT)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (e.value.code(), e.value.details())
