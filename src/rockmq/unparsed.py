@@ -3,8 +3,9 @@ service: the one place is each method's request deserializer (`guarded`), not a 
 
 gRPC's own answer to a deserializer that raises is UNKNOWN, "Unexpected <class ...DecodeError>",
 and a traceback in the log. A guarded deserializer returns `UNPARSED` instead, and the guarded
-behaviour aborts the call with INVALID_ARGUMENT before the handler runs. Streaming methods keep
-their handlers as they are (a wrapper would sit on every frame of the hot receive path).
+behaviour aborts the call with INVALID_ARGUMENT before the handler runs. A server-streaming method's
+handler is not wrapped (a wrapper would sit on every frame of the hot receive path): it answers
+`UNPARSED` with BAD_REQUEST in its status frame. Client-streaming ones (Telemetry) are as they were.
 """
 
 from __future__ import annotations
@@ -15,20 +16,28 @@ from typing import Any, Protocol
 import grpc
 from google.protobuf.message import DecodeError
 
+from rockmq.broker.errors import BrokerError
+from rockmq.protocol import pb
+
 
 class _Unparsed:
-    """What a guarded deserializer returns for bytes that do not parse."""
+    """What a guarded deserializer returns for bytes that do not parse. A server-streaming handler
+    (ReceiveMessage, PullMessage: no wrapper on their frames) gets it as its request: reading any
+    field of it is a BAD_REQUEST refusal, which the handler answers in its status frame."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise BrokerError(pb.BAD_REQUEST, "the request's bytes do not parse")
 
 
 UNPARSED = _Unparsed()
 
 
 def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMethodHandler[Any, Any]:
-    """`handler` (a unary method's, else as it is) with bytes that do not parse as `what` refused."""
+    """`handler` with bytes that do not parse as `what` refused: a unary method's call aborted with
+    INVALID_ARGUMENT, a server-streaming one's handler given `UNPARSED` (client streams as they are)."""
     parse, behaviour = handler.request_deserializer, handler.unary_unary
-    if parse is None or behaviour is None:
+    if parse is None or handler.request_streaming:
         return handler
-    inner: Any = behaviour  # an async handler (the stubs type it sync)
     message = f"the request's bytes do not parse as {what}"
 
     def deserialize(data: bytes) -> Any:
@@ -36,6 +45,10 @@ def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMeth
             return parse(data)
         except (DecodeError, ValueError):  # ValueError: also UnicodeDecodeError, and our readers' refusals
             return UNPARSED
+
+    if behaviour is None:
+        return handler._replace(request_deserializer=deserialize)  # type: ignore[attr-defined,no-any-return]
+    inner: Any = behaviour  # an async handler (the stubs type it sync)
 
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if request is UNPARSED:

@@ -83,3 +83,14 @@ def test_a_transaction_asking_a_first_check_beyond_any_date_is_taken(conn: Conn,
     half.system_properties.orphaned_transaction_recovery_duration.seconds = 10**17
     assert codes(conn.send(message(topic, "first"), half)) == ["OK", "OK"]
     assert [m.body for m in conn.pull_all(topic, 0)] == [b"first"]
+
+
+@pytest.mark.parametrize("method, response", [("ReceiveMessage", rpc.ReceiveMessageResponse),
+                                              ("PullMessage", rpc.PullMessageResponse)])
+def test_a_stream_whose_request_does_not_parse_answers_bad_request(conn: Conn, method, response):
+    """A server stream answers refusals in its status frame: there, bytes that do not parse are BAD_REQUEST."""
+    call = conn.channel.unary_stream(f"/apache.rocketmq.v2.MessagingService/{method}",
+                                     response_deserializer=response.FromString)
+    frames = list(call(b"\x0a\xff\xff\xff\xff\x0f", metadata=META, timeout=RPC_TIMEOUT))
+    assert code_name(frames[0].status.code) == "BAD_REQUEST", frames
+    assert "do not parse" in frames[0].status.message
