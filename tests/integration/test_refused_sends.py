@@ -84,13 +84,17 @@ def test_a_good_send_back_creates_the_group_and_its_retry_topic(conn, unique):
 def test_a_refused_stage_creates_no_topic(conn, unique):
     topic = unique("refused-stage")
     chunk = [_staged(message(topic, "fine")), _staged(message(f"%DLQ%{topic}", "dead"))]
+    reply = _stage(conn, chunk)
+    assert code_name(reply.status.code) == "FORBIDDEN", reply.status
+    assert topic not in topic_names(conn) and f"%DLQ%{topic}" not in topic_names(conn)
+
+
+def _stage(conn: Conn, chunk: list[tuple[bytes, bytes]]) -> batch_pb.StageResponse:
     stage = conn.channel.unary_unary("/rockmq.messaging.v1.BatchMessaging/Stage",
                                      request_serializer=batch_pb.StageRequest.SerializeToString,
                                      response_deserializer=batch_pb.StageResponse.FromString)
-    reply = stage(batch_pb.StageRequest(system_properties=[sp for sp, _ in chunk], contents=[c for _, c in chunk]),
-                  timeout=RPC_TIMEOUT)
-    assert code_name(reply.status.code) == "FORBIDDEN", reply.status
-    assert topic not in topic_names(conn) and f"%DLQ%{topic}" not in topic_names(conn)
+    return stage(batch_pb.StageRequest(system_properties=[sp for sp, _ in chunk], contents=[c for _, c in chunk]),
+                 timeout=RPC_TIMEOUT)
 
 
 def _staged(msg: pb.Message) -> tuple[bytes, bytes]:
@@ -101,3 +105,16 @@ def _staged(msg: pb.Message) -> tuple[bytes, bytes]:
     sp_bytes = sp.SerializeToString()
     msg.ClearField("system_properties")
     return sp_bytes, msg.SerializeToString()
+
+
+@pytest.mark.parametrize("bad, code", [
+    pytest.param(lambda t: message(t, "x", tag="t" * 70_000), "ILLEGAL_MESSAGE_TAG", id="tag"),
+    pytest.param(lambda t: message(t, "x", keys=("k" * 1000,) * 20), "MESSAGE_PROPERTIES_TOO_LARGE", id="keys"),
+])
+def test_a_stage_keeps_the_send_limits(conn, unique, bad, code):
+    """Stage (the Spark sink) refuses what SendMessage refuses (issue 20 §1.1-1.2): nothing of the chunk is staged."""
+    topic = unique("limit-stage")
+    chunk = [_staged(message(topic, "fine")), _staged(bad(topic))]
+    reply = _stage(conn, chunk)
+    assert code_name(reply.status.code) == code, reply.status
+    assert topic not in topic_names(conn)
