@@ -3,9 +3,9 @@ service: the one place is each method's request deserializer (`guarded`), not a 
 
 gRPC's own answer to a deserializer that raises is UNKNOWN, "Unexpected <class ...DecodeError>",
 and a traceback in the log. A guarded deserializer returns `UNPARSED` instead, and the guarded
-behaviour aborts the call with INVALID_ARGUMENT before the handler runs. A server-streaming method's
+behaviour aborts the call with INVALID_ARGUMENT before the handler runs. A streaming method's
 handler is not wrapped (a wrapper would sit on every frame of the hot receive path): it answers
-`UNPARSED` with BAD_REQUEST in its status frame. Client-streaming ones (Telemetry) are as they were.
+`UNPARSED` with BAD_REQUEST in its status frame (Telemetry: in its reply to that command).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from rockmq.protocol import pb
 
 
 class _Unparsed:
-    """What a guarded deserializer returns for bytes that do not parse. A server-streaming handler
-    (ReceiveMessage, PullMessage: no wrapper on their frames) gets it as its request: reading any
-    field of it is a BAD_REQUEST refusal, which the handler answers in its status frame."""
+    """What a guarded deserializer returns for bytes that do not parse. A streaming handler
+    (ReceiveMessage, PullMessage, Telemetry: no wrapper on their frames) gets it as its request:
+    reading any field of it is a BAD_REQUEST refusal, which the handler answers as its others."""
 
     def __getattr__(self, name: str) -> Any:
         raise BrokerError(pb.BAD_REQUEST, "the request's bytes do not parse")
@@ -34,9 +34,10 @@ UNPARSED = _Unparsed()
 
 def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMethodHandler[Any, Any]:
     """`handler` with bytes that do not parse as `what` refused: a unary method's call aborted with
-    INVALID_ARGUMENT, a server-streaming one's handler given `UNPARSED` (client streams as they are)."""
+    INVALID_ARGUMENT, a streaming one's handler given `UNPARSED` for the request (or the streamed
+    request) that did not parse."""
     parse, behaviour = handler.request_deserializer, handler.unary_unary
-    if parse is None or handler.request_streaming:
+    if parse is None:
         return handler
     message = f"the request's bytes do not parse as {what}"
 

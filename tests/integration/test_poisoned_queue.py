@@ -94,3 +94,15 @@ def test_a_stream_whose_request_does_not_parse_answers_bad_request(conn: Conn, m
     frames = list(call(b"\x0a\xff\xff\xff\xff\x0f", metadata=META, timeout=RPC_TIMEOUT))
     assert code_name(frames[0].status.code) == "BAD_REQUEST", frames
     assert "do not parse" in frames[0].status.message
+
+
+def test_a_telemetry_command_that_does_not_parse_is_refused_and_the_stream_goes_on(conn: Conn, unique):
+    call = conn.channel.stream_stream("/apache.rocketmq.v2.MessagingService/Telemetry",
+                                      response_deserializer=rpc.TelemetryCommand.FromString)
+    settings = rpc.TelemetryCommand(settings=pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(
+        topics=[pb.Resource(name=unique("tele"))]))).SerializeToString()
+    replies = call(iter([b"\x12\xff", settings]), metadata=META, timeout=RPC_TIMEOUT)
+    first, second = next(replies), next(replies)
+    replies.cancel()
+    assert code_name(first.status.code) == "BAD_REQUEST" and "do not parse" in first.status.message, first
+    assert code_name(second.status.code) == "OK" and second.HasField("settings"), second

@@ -143,15 +143,16 @@ class MessagingServicer:
             try:
                 async for command in requests:
                     self.clients.touch(cid)
-                    if command.HasField("settings"):
-                        try:
-                            if self.access is not None:
-                                self.access.check_settings(command.settings)
-                            settings = self.clients.complete_settings(session, command.settings)
-                            reply = rpc.TelemetryCommand(status=OK, settings=settings)
-                        except BrokerError as e:
-                            reply = rpc.TelemetryCommand(status=status_of(e))
-                        await replies.put(reply)
+                    try:  # a command whose bytes do not parse (UNPARSED, rockmq/unparsed.py) is refused here too
+                        if not command.HasField("settings"):
+                            continue
+                        if self.access is not None:
+                            self.access.check_settings(command.settings)
+                        settings = self.clients.complete_settings(session, command.settings)
+                        reply = rpc.TelemetryCommand(status=OK, settings=settings)
+                    except BrokerError as e:
+                        reply = rpc.TelemetryCommand(status=status_of(e))
+                    await replies.put(reply)
             finally:
                 await replies.put(None)
 
