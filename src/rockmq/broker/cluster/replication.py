@@ -139,15 +139,23 @@ class Replicator(replication_grpc.ReplicationServicer):
                                 f"the replica is too far behind (applied {start}, oldest kept {oldest}): re-seed it")
         self.followers += 1
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
+        sent = start  # the last batch handed to this stream
 
         async def read_acks() -> None:
+            """Count what this replica applied, never more than this stream carried: a report beyond
+            it (a confused or lying follower) would confirm a sync send no replica holds."""
+            lied = False
             async for state in requests:
-                if state.applied_seq > self.acked:
+                if state.applied_seq > sent:
+                    if not lied:
+                        log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
+                                    state.applied_seq, sent)
+                        lied = True
+                elif state.applied_seq > self.acked:
                     self.acked = state.applied_seq
                     self._acked_moved.set()
 
         reader = asyncio.create_task(read_acks())
-        sent = start
         handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
         try:
             while not reader.done():
@@ -160,8 +168,8 @@ class Replicator(replication_grpc.ReplicationServicer):
                         await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                             "the replica fell behind the buffer: re-seed it")
                     seq, data = self.batches.ring[sent + 1 - kept]
+                    sent = seq  # before the yield: the replica may report it before this resumes
                     yield replication.ReplicatedBatch(seq=seq, ops=data)
-                    sent = seq
                 else:
                     self.batches.grew.clear()
                     try:
