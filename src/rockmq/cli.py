@@ -260,6 +260,7 @@ def _parser() -> argparse.ArgumentParser:
 def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq import malloc_tuning
     from rockmq.broker.startup import CannotStart, check_layout
+    from rockmq.store.db import CannotOpenStore
     from rockmq.store.schema import SchemaError
 
     malloc_tuning.tune()
@@ -290,7 +291,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         check_layout(settings.data_path, 1)
         asyncio.run(serve(settings, args.ready_file))
-    except (CannotStart, SchemaError) as e:
+    except (CannotStart, CannotOpenStore, SchemaError) as e:
         raise CliError(str(e)) from None
     return 0
 

@@ -4,6 +4,7 @@ leaves no data directory behind; `rockmq bench --broker-pid` refuses a PID that 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -54,6 +55,38 @@ def test_data_dir_is_a_file(tmp_path):
 def test_second_broker_on_the_same_data_dir(fresh_broker):
     assert_refused(serve(fresh_broker.data_dir), 1, str(fresh_broker.data_dir), "in use")
     assert fresh_broker.proc is not None and fresh_broker.proc.poll() is None  # the first one runs on
+
+
+def _garble_current(data: Path) -> None:
+    (data / "CURRENT").write_text("garbage\n")
+
+
+def _truncate_manifest(data: Path) -> None:
+    manifest = next(data.glob("MANIFEST-*"))
+    manifest.write_bytes(manifest.read_bytes()[:10])
+
+
+def _garble_sst(data: Path) -> None:
+    sst = next(data.glob("*.sst"))
+    sst.write_bytes(b"\xde\xad" * (sst.stat().st_size // 4))
+
+
+@pytest.mark.parametrize("corrupt", [_garble_current, _truncate_manifest, _garble_sst])
+def test_corrupt_store(fresh_broker, corrupt):
+    fresh_broker.stop()
+    corrupt(fresh_broker.data_dir)
+    assert_refused(serve(fresh_broker.data_dir), 1, "cannot open the store", str(fresh_broker.data_dir), "Corruption")
+
+
+def test_unwritable_data_dir(tmp_path):
+    """Not writable by the broker (root writes anywhere: it runs without that privilege here)."""
+    unwritable = tmp_path / "ro"
+    unwritable.mkdir(mode=0o555)
+    unprivileged = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    for data in (unwritable, unwritable / "data"):
+        result = subprocess.run([*unprivileged, sys.executable, "-m", "rockmq", "serve", "--host", "127.0.0.1", "--port", "0",
+                                 "--data-dir", str(data)], capture_output=True, text=True, timeout=60, check=False)
+        assert_refused(result, 1, str(data), "ermission denied")
 
 
 @pytest.mark.parametrize("args", [("--port", "70000"), ("--flush", "never"), ("--log-level", "LOUD")])

@@ -159,22 +159,40 @@ def _options(memory: Memory, cache: Cache, family: str | None = None) -> Options
     return opts
 
 
+class CannotOpenStore(Exception):
+    """The data directory cannot be made, or RocksDB refuses the store in it (corrupt, unwritable):
+    the message is the one line to show."""
+
+
+def _open(path: Path, new: bool, memory: Memory, cache: Cache) -> Rdict:
+    """Open (or make) the database at `path`, every family it has (one an older version left is
+    opened too), or say in one line why not."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CannotOpenStore(f"cannot make the data directory {path}: {e.strerror}") from None
+    try:
+        existing = [] if new else Rdict.list_cf(str(path))
+        names = [*Family, *(f for f in existing if f not in {*Family, "default"})]
+        families = {f: _options(memory, cache, f) for f in names}
+        return Rdict(str(path), options=_options(memory, cache), column_families=families)
+    except Exception as e:  # RocksDB's status (Corruption, IO error...) comes as a bare Exception, a file's as OSError
+        if type(e) is not Exception and not isinstance(e, OSError):
+            raise
+        raise CannotOpenStore(f"cannot open the store in {path}: {' '.join(str(e).split())}") from None
+
+
 class Store:
     """One RocksDB database per broker. Use from the event loop thread only."""
 
     def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100,
                  oplog: OpLogSink | None = None, memory_mib: int = Settings.store_memory_mib) -> None:
-        path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.flush_policy = flush
         memory = Memory(memory_mib * MiB)
         cache = Cache(memory.block_cache)
-        # RocksDB must open every family a database has; one an older version left is opened too.
         new = not (path / "CURRENT").exists()
-        existing = [] if new else Rdict.list_cf(str(path))
-        names = [*Family, *(f for f in existing if f not in {*Family, "default"})]
-        families = {f: _options(memory, cache, f) for f in names}
-        self._db = Rdict(str(path), options=_options(memory, cache), column_families=families)
+        self._db = _open(path, new, memory, cache)
         # Keyed by plain str (the names callers pass): the fast dict lookup of str-only keys.
         self._cf: dict[str, Rdict] = {f.value: self._db.get_column_family(f.value) for f in Family}
         self._handles: dict[str, ColumnFamily] = {f.value: self._db.get_column_family_handle(f.value) for f in Family}
