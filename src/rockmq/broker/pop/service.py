@@ -292,7 +292,6 @@ class PopService:
         batch = self.ctx.store.batch()
         results: list[BrokerError | None] = []
         done: set[tuple[int, int]] = set()
-        released = False
         settled: list[Delivery] = []
         for found in self.checkpoints.verify_many(group.id, topic.id, handles):
             if isinstance(found, BrokerError):
@@ -303,13 +302,12 @@ class PopService:
                 continue
             done.add((found.queue_id, found.offset))
             settled.append(found)
-            if group.fifo:
-                self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
-                released = True
             results.append(None)
         self.checkpoints.settle(batch, settled)
         self.ctx.store.write(batch)
-        if released:
+        if group.fifo and settled:  # only once written: a failed write leaves them in flight, their queues held
+            for found in settled:
+                self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
             self.ctx.logs.arrivals.receives(topic.id)
         return results
 
