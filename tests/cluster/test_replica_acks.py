@@ -15,7 +15,7 @@ from mqwire import Conn, message
 
 from rockmq.protocol import pb, replication, replication_grpc
 
-TIMEOUT_S = 2.0  # the primary's wait for a replica's confirmation
+TIMEOUT_S = 3.0  # the primary's wait for a replica's confirmation
 
 
 def test_an_ack_beyond_what_was_sent_confirms_nothing(tmp_path: Path):
