@@ -32,6 +32,7 @@ class ServerProcess:
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
         self.log: deque[str] = deque(maxlen=500)
+        self.lines_logged = 0  # all lines, also those `log` no longer holds
         ready_dir = tempfile.mkdtemp(prefix="rockmq-ready-")
         weakref.finalize(self, shutil.rmtree, ready_dir, True)
         self.ready_file = Path(ready_dir) / "ready"
@@ -54,6 +55,7 @@ class ServerProcess:
             assert proc.stdout is not None
             for line in proc.stdout:
                 self.log.append(line.rstrip())
+                self.lines_logged += 1
 
         threading.Thread(target=pump, daemon=True).start()
         deadline = time.monotonic() + timeout

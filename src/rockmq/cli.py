@@ -310,11 +310,14 @@ def _check_tls_files(cert: str, key: str, ca: str = "") -> None:
 
 
 def _log_at(level: str) -> None:
-    """A server's log on stderr from `level` up."""
+    """A server's log on stderr from `level` up, each kind of line at most once a second (log_limit.py)."""
+    from rockmq.log_limit import limit_handlers
+
     try:
         logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     except ValueError:
         raise CliError(f"unknown log level {level!r}: DEBUG, INFO, WARNING or ERROR", EXIT_USAGE) from None
+    limit_handlers(logging.getLogger())
 
 
 def cmd_namesrv(args: argparse.Namespace) -> int:

@@ -11,4 +11,4 @@ audit = logging.getLogger("rockmq.audit")
 
 def record(event: str, who: str, what: str, result: str) -> None:
     """One audit line: `event who=... what=... result=...` (`who` says the user and where from)."""
-    audit.warning("%s who=%s what=%s result=%s", event, who, what, result)
+    audit.warning(f"{event} who=%s what=%s result=%s", who, what, result)  # the event in the template: its own kind
