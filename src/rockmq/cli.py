@@ -136,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
                             "broker and name server: with auth on, replication and name servers answer only calls "
                             "signed with them (env ROCKMQ_INNER_ACCESS_KEY)")
         server.add_argument("--inner-secret-key", metavar="S", help="their secret key (env ROCKMQ_INNER_SECRET_KEY)")
+        server.add_argument("--max-connections", type=int, metavar="N", help="close connections past N as they are "
+                            "accepted (default: from the open-files limit, raised to its hard limit)")
+        server.add_argument("--idle-connection-timeout", dest="idle_connection_timeout_s", type=float, metavar="SECONDS",
+                            help="close a connection with no call for this long (default 300)")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--endpoint", type=_endpoint, default=DEFAULT_ENDPOINT,
@@ -268,7 +272,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                 "replication", "replica_of", "workers", "default_queues",
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
-                                                "inner_access_key", "inner_secret_key")}
+                                                "inner_access_key", "inner_secret_key", "max_connections",
+                                                "idle_connection_timeout_s")}
     settings = load_settings(args.config, overrides)
     _check_tls_files(settings.tls_cert, settings.tls_key, settings.tls_ca)
     _log_at(settings.log_level)
@@ -330,16 +335,17 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         raise CliError("--tls-cert and --tls-key go together: give both", EXIT_USAGE)
     _check_tls_files(args.tls_cert, args.tls_key)
-    # The inner credentials as a broker reads them (flags, else ROCKMQ_INNER_* variables; checked once).
-    inner = inner_user(load_settings(overrides={"inner_access_key": args.inner_access_key,
-                                                "inner_secret_key": args.inner_secret_key}))
+    # The inner credentials and connection limits as a broker reads them (flags, else ROCKMQ_* variables; checked once).
+    settings = load_settings(overrides={k: getattr(args, k) for k in ("inner_access_key", "inner_secret_key",
+                                                                        "max_connections", "idle_connection_timeout_s")})
+    inner = inner_user(settings)
     try:
         check_can_listen(args.host, args.port)
     except CannotStart as e:
         raise CliError(str(e)) from None
     _log_at(args.log_level)
-    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), args.ready_file, args.tls_cert or "",
-                      args.tls_key or "", inner))
+    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), settings.connection_limits, args.ready_file,
+                      args.tls_cert or "", args.tls_key or "", inner))
     return 0
 
 

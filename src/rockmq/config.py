@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from rockmq.auth.users import NAME as USER_NAME
+from rockmq.connection_limits import ConnectionLimits
 from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 
@@ -91,6 +92,13 @@ class Settings:
     max_waiting_receives: int = 10_000
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
+    # Connections (connection_limits.py): past max_connections a new one is closed as it is accepted
+    # (0: sized from the open-files limit, raised to its hard limit at start); one with no call for
+    # idle_connection_timeout_s is closed (its client reconnects on its next call), and a socket
+    # that has not sent the HTTP/2 preface within connection_handshake_timeout_s too.
+    max_connections: int = 0
+    idle_connection_timeout_s: float = 300.0
+    connection_handshake_timeout_s: float = 10.0
     log_level: str = "INFO"
     # Authentication and authorization (docs/security.md): every request signed by a known user.
     # The first super user, made when the broker starts with auth on and has no users yet.
@@ -177,6 +185,9 @@ class Settings:
             raise ConfigError("with auth_enabled a broker of a cluster (namesrv, replica_of, replication) needs the "
                               "cluster's inner credentials: --inner-access-key K --inner-secret-key S (or "
                               "ROCKMQ_INNER_ACCESS_KEY / ROCKMQ_INNER_SECRET_KEY), the same on every broker and name server")
+        if self.max_connections < 0 or self.idle_connection_timeout_s <= 0 or self.connection_handshake_timeout_s <= 0:
+            raise ConfigError("max_connections must be at least 0 (0: from the open-files limit), "
+                              "idle_connection_timeout_s and connection_handshake_timeout_s above 0")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:
@@ -216,6 +227,10 @@ class Settings:
     def plaintext_address(self) -> str:
         """HOST:PORT of the plaintext listener beside the TLS one ('' if none)."""
         return f"{self.host}:{self.plaintext_port}" if self.tls_cert and self.plaintext_port >= 0 else ""
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(self.max_connections, self.idle_connection_timeout_s, self.connection_handshake_timeout_s)
 
     def shard_settings(self) -> Settings:
         """What each of the `shards` processes runs with: its share of the store's memory."""

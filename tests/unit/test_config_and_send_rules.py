@@ -62,7 +62,9 @@ def test_message_ids_are_unique_and_v2_shaped():
 
 @pytest.mark.parametrize("name, value", [("dedup_window_s", "0"), ("auto_renew_invisible_ms", "5"),
                                          ("max_concurrent_rpcs", "0"), ("client_silence_s", "0"), ("revive_batch", "0"),
-                                         ("max_reply_bytes", str(63 * 1024 * 1024)), ("retry_ladder_s", "1,0")])
+                                         ("max_reply_bytes", str(63 * 1024 * 1024)), ("retry_ladder_s", "1,0"),
+                                         ("max_connections", "-1"), ("idle_connection_timeout_s", "0"),
+                                         ("connection_handshake_timeout_s", "0")])
 def test_settings_out_of_range_are_refused(name, value):
     with pytest.raises(ConfigError, match=name):
         load_settings(None, None, {f"ROCKMQ_{name.upper()}": value})

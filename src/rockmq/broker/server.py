@@ -49,6 +49,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
+from rockmq.connection_limits import raise_fd_limit
 from rockmq.protocol import acl_grpc, admin_grpc, replication_grpc, users_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
@@ -76,6 +77,7 @@ def _listen(s: Settings, following: bool, users: Users | None,
         interceptors.append(ReadOnly(s.replica_of))
     server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
         *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
+        *s.connection_limits.server_options(),
         ("grpc.so_reuseport", 0),
     ])
     port = add_port(server, f"{s.host}:{s.port}", server_credentials(s.tls_cert, s.tls_key))
@@ -194,12 +196,14 @@ def _listeners(s: Settings) -> str:
 
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    raise_fd_limit()  # before max_connections is sized from it
     stop = stop_event()
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     if settings.plaintext_port > 0:
         check_can_listen(settings.host, settings.plaintext_port)
     check_data_dir(settings.data_path)
     log.info("%s", compiled.describe())
+    log.info("%s", settings.connection_limits.describe())
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
     broker = Broker(settings)
     port = await broker.start()

@@ -11,6 +11,7 @@ import grpc
 from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import inner_seam
 from rockmq.auth.users import User
+from rockmq.connection_limits import ConnectionLimits, raise_fd_limit
 from rockmq.namesrv.registry import Registry
 from rockmq.protocol import namesrv, namesrv_grpc
 from rockmq.ready_file import write_ready_file
@@ -48,13 +49,13 @@ class NameServer(namesrv_grpc.NameServerServicer):
         return namesrv.ListBrokersResponse(brokers=self.registry.brokers(request.topic))
 
 
-async def start(service: NameServer, host: str, port: int, credentials: grpc.ServerCredentials | None = None,
-                inner: User | None = None) -> tuple[grpc.aio.Server, int]:
-    """`service` serving on `host:port` (TLS with `credentials`) -> (its gRPC server, the port it
-    got); with `inner` (the cluster's inner credentials) it answers only calls signed with them.
-    `rockmq serve --workers N` embeds a name server this way to join its shards."""
+async def start(service: NameServer, host: str, port: int, limits: ConnectionLimits,
+                credentials: grpc.ServerCredentials | None = None, inner: User | None = None) -> tuple[grpc.aio.Server, int]:
+    """`service` serving on `host:port` (TLS with `credentials`), its connections held to `limits` ->
+    (its gRPC server, the port it got); with `inner` (the cluster's inner credentials) it answers only
+    calls signed with them. `rockmq serve --workers N` embeds a name server this way to join its shards."""
     interceptors = [inner_seam(inner)] if inner is not None else []
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=interceptors)
+    server = grpc.aio.server(options=[*limits.server_options(), ("grpc.so_reuseport", 0)], interceptors=interceptors)
     namesrv_grpc.add_NameServerServicer_to_server(service, Guarding(server))
     bound = add_port(server, f"{host}:{port}", credentials)
     if bound == 0:
@@ -63,12 +64,14 @@ async def start(service: NameServer, host: str, port: int, credentials: grpc.Ser
     return server, bound
 
 
-async def serve(host: str, port: int, timeout_ms: int, ready_file: str | None = None, tls_cert: str = "",
-                tls_key: str = "", inner: User | None = None) -> None:
+async def serve(host: str, port: int, timeout_ms: int, limits: ConnectionLimits, ready_file: str | None = None,
+                tls_cert: str = "", tls_key: str = "", inner: User | None = None) -> None:
     """Serve until SIGTERM/SIGINT; TLS only with a certificate (re-read when its files change); with
     `inner`, only to the cluster's brokers."""
     warn_if_open("name server", host, inner is not None, "--inner-access-key / --inner-secret-key")
-    server, bound = await start(NameServer(timeout_ms), host, port, server_credentials(tls_cert, tls_key), inner)
+    raise_fd_limit()  # before the connection limit is sized from it
+    log.info("%s", limits.describe())
+    server, bound = await start(NameServer(timeout_ms), host, port, limits, server_credentials(tls_cert, tls_key), inner)
     print(f"rockmq name server listening on {host}:{bound}{' (TLS)' if tls_cert else ''}", flush=True)
     stop = stop_event()
     if ready_file:

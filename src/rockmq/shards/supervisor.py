@@ -33,6 +33,7 @@ from secrets import token_urlsafe
 from rockmq.auth.inner import inner_user
 from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir, check_layout, hold_data_dir, shard_dir
 from rockmq.config import Settings, to_environ
+from rockmq.connection_limits import raise_fd_limit
 from rockmq.namesrv.registry import Registry
 from rockmq.namesrv.server import NameServer, start
 from rockmq.ready_file import write_ready_file
@@ -214,6 +215,7 @@ class Supervisor:
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     """Run `settings.shards` shards until SIGTERM or SIGINT (CannotStart: refused, or a shard gave up)."""
     stop = stop_event()
+    raise_fd_limit()  # the shards inherit it; before the name server's connection limit is sized from it
     root = settings.data_path
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     check_data_dir(root)
@@ -226,8 +228,8 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     # With TLS the shards reach it as they reach each other and clients reach them: over TLS, at
     # --host, with the broker's certificate (verified against --tls-ca); else on loopback.
     host = settings.host if settings.tls_cert else LOOPBACK
-    server, port = await start(service, host, 0, server_credentials(settings.tls_cert, settings.tls_key),
-                               inner_user(settings))
+    server, port = await start(service, host, 0, settings.connection_limits,
+                               server_credentials(settings.tls_cert, settings.tls_key), inner_user(settings))
     namesrv = ",".join([f"{host}:{port}", *(a.strip() for a in settings.namesrv.split(",") if a.strip())])
     try:
         with tempfile.TemporaryDirectory(prefix="rockmq-shards-") as ready_dir:

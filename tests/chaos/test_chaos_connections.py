@@ -1,0 +1,201 @@
+"""Idle connections cannot use up a server's file descriptors (issue 20 §2.2).
+
+Thousands of handshaked, silent HTTP/2 connections (tests/chaos/idle_connections.py, processes of
+their own): past `max_connections` the server closes them as it accepts them, keeps serving the
+clients it has, closes the ones it holds after `idle_connection_timeout_s`, and a raw socket that
+never sends the HTTP/2 preface after `connection_handshake_timeout_s`; then a new client gets in.
+The broker, the name server and each `--workers` shard alike. The limits are given as ROCKMQ_*
+variables, which a server that does not know them ignores: the test fails on such a server by
+what it does, not by refusing to start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from broker_process import BrokerProcess, NameServerProcess, ServerProcess
+from chaos_scale import FULL, scaled
+from mqwire import META, Conn, message
+
+from rockmq.protocol import namesrv, namesrv_grpc, pb, rpc, svc
+from rockmq.protocol.channels import CHANNEL_OPTIONS
+
+HOLDER = Path(__file__).with_name("idle_connections.py")
+PER_HOLDER = 5000  # connections one holder process opens (each stays well under its open-files limit)
+IDLE = scaled(300, 20000)  # idle connections opened at once
+MAX_CONNECTIONS = 64  # the short variant's limit (the full one runs with the default, from the fd limit)
+IDLE_TIMEOUT_S = scaled(3, 60)
+HANDSHAKE_TIMEOUT_S = 1
+SLACK_S = 5.0  # a busy CI machine's timers
+
+
+def limits_env(max_connections: int | None = MAX_CONNECTIONS, idle_s: float = IDLE_TIMEOUT_S) -> dict[str, str]:
+    env = {"ROCKMQ_IDLE_CONNECTION_TIMEOUT_S": str(idle_s), "ROCKMQ_CONNECTION_HANDSHAKE_TIMEOUT_S": str(HANDSHAKE_TIMEOUT_S)}
+    return env | ({"ROCKMQ_MAX_CONNECTIONS": str(max_connections)} if max_connections is not None else {})
+
+
+@dataclass
+class Flood:
+    """Holder processes with `n` idle connections between them."""
+
+    procs: list[subprocess.Popen[str]]
+
+    @classmethod
+    def open(cls, port: int, n: int, watch_s: float) -> Flood:
+        sizes = [min(PER_HOLDER, n - i) for i in range(0, n, PER_HOLDER)]
+        return cls([subprocess.Popen([sys.executable, str(HOLDER), "127.0.0.1", str(port), str(k), str(watch_s)],
+                                     stdout=subprocess.PIPE, text=True) for k in sizes])
+
+    def _lines(self) -> list[dict[str, float]]:
+        lines = []
+        for p in self.procs:
+            assert p.stdout is not None
+            line = p.stdout.readline()
+            assert line, f"a holder ended early (exit {p.wait()})"
+            lines.append(json.loads(line))
+        return lines
+
+    def opened(self) -> tuple[int, int]:
+        """-> (held, refused) once every holder opened its connections."""
+        lines = self._lines()
+        return sum(int(x["held"]) for x in lines), sum(int(x["refused"]) for x in lines)
+
+    def closed(self) -> tuple[int, float]:
+        """-> (still open, seconds until the last one the server closed) once the holders stop watching."""
+        lines = self._lines()
+        for p in self.procs:
+            p.wait(30)
+        return sum(int(x["open"]) for x in lines), max(x["closed_after_s"] for x in lines)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def fresh_channel(endpoint: str) -> grpc.Channel:
+    """A channel with a connection of its own (gRPC shares subchannels between channels otherwise)."""
+    return grpc.insecure_channel(endpoint, options=[*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1)])
+
+
+def raw_socket(port: int) -> socket.socket:
+    """Connected, then silent: no HTTP/2 preface ever."""
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
+
+
+def closed_within(sock: socket.socket, seconds: float) -> float | None:
+    """Seconds until the server closed `sock` (None: still open after `seconds`)."""
+    start = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return None
+    except OSError:
+        pass
+    return time.monotonic() - start
+
+
+def open_fds(server: ServerProcess) -> int:
+    """Descriptors the server's processes hold (with --workers, the shards too)."""
+    assert server.proc is not None
+    pids, total = [server.proc.pid], 0
+    while pids:
+        pid = pids.pop()
+        total += len(os.listdir(f"/proc/{pid}/fd"))
+        pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return total
+
+
+def no_traceback(server: ServerProcess) -> None:
+    assert not [line for line in server.log if "Traceback" in line], "\n".join(server.log)
+
+
+def check_flood(server: ServerProcess, limit: int | None, while_held=lambda: None) -> dict[str, object]:
+    """Open IDLE idle connections to `server` (past `limit`, or past the default limit from the fd
+    limit when None): the excess is refused at once, `while_held()` still works, a raw socket goes
+    after the handshake timeout, the held ones after the idle timeout. -> the figures."""
+    raw = raw_socket(server.port)
+    flood = Flood.open(server.port, IDLE, IDLE_TIMEOUT_S + HANDSHAKE_TIMEOUT_S + 3 * SLACK_S)
+    try:
+        held, refused = flood.opened()
+        fds = open_fds(server)
+        if limit is not None:
+            assert held <= limit, f"{held} of {IDLE} idle connections held past max_connections={limit}"
+        else:  # the default keeps descriptors back for the store and the broker's own connections
+            assert refused > 0 and fds < IDLE, (held, refused, fds)
+        refused_sees = ""
+        with fresh_channel(server.endpoint) as ch:  # a new client while at the limit
+            try:
+                namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=3)
+            except grpc.RpcError as e:  # any answer but a refused connection is UNIMPLEMENTED on a broker
+                refused_sees = f"{e.code().name}: {e.details()}"  # type: ignore[attr-defined]
+        assert refused_sees.startswith("UNAVAILABLE"), f"a new client got in past the limit: {refused_sees or 'OK'}"
+        while_held()
+        raw_closed = closed_within(raw, HANDSHAKE_TIMEOUT_S + SLACK_S)
+        assert raw_closed is not None, "a socket that never sent the HTTP/2 preface is still open"
+        still_open, last_closed = flood.closed()
+        assert still_open == 0, f"{still_open} idle connections still open {IDLE_TIMEOUT_S} s after idle_connection_timeout_s"
+    finally:
+        flood.stop()
+        raw.close()
+    return {"attempted": IDLE, "held": held, "refused": refused, "server_fds_while_held": fds,
+            "refused_client_sees": refused_sees, "raw_closed_after_s": round(raw_closed, 2),
+            "idle_closed_after_s": last_closed}
+
+
+def test_idle_connections_are_bounded_and_the_broker_keeps_serving(tmp_path: Path) -> None:
+    limit = None if FULL else MAX_CONNECTIONS
+    broker = BrokerProcess(tmp_path / "data", env=limits_env(limit)).start()
+    try:
+        conn = Conn(broker.endpoint)  # a client connected before the flood, busy through it
+        conn.create_topic("conns", queues=1)
+        conn.create_group("conns-g")
+        conn.send_ok(message("conns", "before"))
+
+        def existing_client_works() -> None:
+            conn.send_ok(message("conns", "during"))
+            assert len(conn.receive_n("conns-g", "conns", 2, within=5.0)) == 2
+
+        figures = check_flood(broker, limit, existing_client_works)
+        with fresh_channel(broker.endpoint) as ch:  # a new client, once the idle ones are gone
+            reply = svc.MessagingServiceStub(ch).SendMessage(
+                rpc.SendMessageRequest(messages=[message("conns", "after")]), metadata=META, timeout=10)
+            assert reply.status.code == pb.OK, reply
+        print("\nidle connections (broker):", json.dumps(figures))
+        no_traceback(broker)
+    finally:
+        broker.stop()
+
+
+def test_the_name_server_bounds_its_connections_too() -> None:
+    ns = NameServerProcess(env=limits_env()).start()
+    try:
+        figures = check_flood(ns, None if FULL else MAX_CONNECTIONS)
+        with fresh_channel(ns.endpoint) as ch:
+            namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=10)
+        print("\nidle connections (name server):", json.dumps(figures))
+        no_traceback(ns)
+    finally:
+        ns.stop()
+
+
+def test_each_workers_shard_bounds_its_connections(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "data", "--workers", "2", env=limits_env()).start()
+    try:
+        figures = check_flood(broker, None if FULL else MAX_CONNECTIONS)
+        assert broker.cli("topic", "create", "after-flood", "--queues", "2").returncode == 0, "\n".join(broker.log)
+        print("\nidle connections (shard 0 of --workers 2):", json.dumps(figures))
+        no_traceback(broker)
+    finally:
+        broker.stop()
