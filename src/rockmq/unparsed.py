@@ -30,6 +30,7 @@ class _Unparsed:
 
 
 UNPARSED = _Unparsed()
+Unparsed = _Unparsed  # the type a streaming handler's requests are annotated with beside theirs
 
 
 def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMethodHandler[Any, Any]:

@@ -32,9 +32,11 @@ from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, keys, oplog
 from rockmq.store.db import Batch
+from rockmq.unparsed import UNPARSED, Unparsed
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
+UNPARSED_STATE = "a FollowerState's bytes do not parse"
 # A replica's catch-up reply carries many batches: it may be larger than any client's.
 REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20),)
 
@@ -123,12 +125,14 @@ class Replicator(replication_grpc.ReplicationServicer):
 
     # --- the Follow stream ---------------------------------------------------------------------
 
-    async def Follow(self, requests: AsyncIterator[replication.FollowerState],
+    async def Follow(self, requests: AsyncIterator[replication.FollowerState | Unparsed],
                      context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.ReplicatedBatch]:
         try:
             first = await asyncio.wait_for(anext(requests), 10)
         except (StopAsyncIteration, TimeoutError):
             return
+        if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/unparsed.py)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
         start = first.applied_seq
         oldest = self.batches.ring[0][0] if self.batches.ring else self.batches.seq + 1
         if start > self.batches.seq:
@@ -141,11 +145,14 @@ class Replicator(replication_grpc.ReplicationServicer):
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
         sent = start  # the last batch handed to this stream
 
-        async def read_acks() -> None:
+        async def read_acks() -> bool:
             """Count what this replica applied, never more than this stream carried: a report beyond
-            it (a confused or lying follower) would confirm a sync send no replica holds."""
+            it (a confused or lying follower) would confirm a sync send no replica holds. False: a
+            report whose bytes do not parse ended the stream."""
             lied = False
             async for state in requests:
+                if state is UNPARSED:
+                    return False
                 if state.applied_seq > sent:
                     if not lied:
                         log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
@@ -154,6 +161,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                 elif state.applied_seq > self.acked:
                     self.acked = state.applied_seq
                     self._acked_moved.set()
+            return True
 
         reader = asyncio.create_task(read_acks())
         handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
@@ -176,6 +184,8 @@ class Replicator(replication_grpc.ReplicationServicer):
                         await asyncio.wait_for(self.batches.grew.wait(), 1.0)
                     except TimeoutError:
                         pass
+            if not reader.cancelled() and reader.exception() is None and not reader.result():
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
         finally:
             reader.cancel()
             self.followers -= 1
