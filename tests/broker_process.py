@@ -33,6 +33,7 @@ class ServerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.log: deque[str] = deque(maxlen=500)
         self.lines_logged = 0  # all lines, also those `log` no longer holds
+        self.tracebacks = 0  # lines starting one, also those `log` no longer holds
         ready_dir = tempfile.mkdtemp(prefix="rockmq-ready-")
         weakref.finalize(self, shutil.rmtree, ready_dir, True)
         self.ready_file = Path(ready_dir) / "ready"
@@ -56,6 +57,7 @@ class ServerProcess:
             for line in proc.stdout:
                 self.log.append(line.rstrip())
                 self.lines_logged += 1
+                self.tracebacks += line.startswith("Traceback")
 
         threading.Thread(target=pump, daemon=True).start()
         deadline = time.monotonic() + timeout
