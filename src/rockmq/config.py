@@ -71,6 +71,9 @@ class Settings:
     retention_s: int = 72 * 3600
     retention_bytes: int = 0
     retention_check_s: float = 60.0
+    # A filtered group whose POP position has not moved for this long loses its match index (the
+    # entries written for it with every matching message); its next receive registers it again.
+    idle_group_matches_s: int = 24 * 3600
     # RocksDB's memory, in MiB: two thirds for memtables, a third for the block cache
     # (docs/storage.md). The default, 192, keeps a broker under 300 MB RSS under load; the
     # shards of `--workers N` share it, each taking 1/N (at least MIN_STORE_MEMORY_MIB).
@@ -146,6 +149,7 @@ class Settings:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port out of range: {self.port}")
         at_least_one = ("default_queues", "max_attempts", "max_body_size", "max_properties_size", "dedup_window_s",
+                        "idle_group_matches_s",
                         "max_delay_s", "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
                         "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
                         "revive_dlq_bytes", "max_clients", "max_renewals", "fetch_records", "fetch_bytes",

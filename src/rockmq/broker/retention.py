@@ -10,10 +10,17 @@ the GIL), which gives the disk space back: the keys leave the tables and blob fi
 every blob is gone are deleted.
 
 A queue always keeps its newest message: its key carries the queue's next offset across a
-restart, and offsets are never reused. POP checkpoints, retries and filter matches that point
-at removed records stay; readers treat a missing record as removed (skip it, drop the
-checkpoint at revive). The size cap is an estimate (RocksDB's own file sizes, messages spread
-evenly in time): a sweep that removes too little is followed by another.
+restart, and offsets are never reused.
+
+What a removed message owns goes with it (docs/storage.md "What retention frees"): in the same
+WriteBatch, the filter matches of every registered group below the cut (one range delete per
+group and queue), and the retry entries that point below a queue's minimum offset (an idle
+group's, which its next receive would skip), found by a scan of at most `RETRY_SCAN` entries per
+sweep that resumes where the last one stopped. POP checkpoints of removed messages go when their
+invisible time runs out (revive finds the record gone); timers, staged chunks, de-duplication
+entries and transaction markers are not owned by a stored message and expire on their own clocks.
+The size cap is an estimate (RocksDB's own file sizes, messages spread evenly in time): a sweep
+that removes too little is followed by another.
 """
 
 from __future__ import annotations
@@ -25,10 +32,14 @@ from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import records
 from rockmq.store import keys
+from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
+RETRY_SCAN = 10_000  # retry entries a sweep looks at, at most (the family is small unless groups idle)
+_RETRY_END = b"\xff" * 17  # above every retry key
 
 
 @dataclass(frozen=True)
@@ -65,9 +76,12 @@ def size_cut_ms(oldest_ms: int, now: int, size: int, cap: int) -> int | None:
 
 
 class RetentionService:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions) -> None:
         self.ctx = ctx
+        self.subscriptions = subscriptions
         self.removed = 0  # messages removed since start
+        self.freed_retries = 0  # ... and retry entries of removed messages
+        self._retry_from = b""  # where the next sweep's look at the retry family starts
 
     def _stored_at(self, topic_id: int, queue_id: int) -> Callable[[int], int | None]:
         read = self.ctx.logs.read
@@ -78,14 +92,17 @@ class RetentionService:
 
         return at
 
-    def plan(self, now: int) -> list[Cut]:
-        """What a sweep at `now` removes."""
+    def _queues(self) -> list[tuple[int, int, int, int]]:
+        """(topic id, queue id, min offset, max offset) of every queue."""
+        logs = self.ctx.logs
+        return [(t.id, q, logs.min_offset(t.id, q), logs.max_offset(t.id, q))
+                for t in list(self.ctx.meta.topics.values()) for q in range(t.queues)]
+
+    def plan(self, now: int, queues: list[tuple[int, int, int, int]] | None = None) -> list[Cut]:
+        """What a sweep at `now` removes (of `queues`, as `_queues` gives them)."""
         ctx = self.ctx
         s = ctx.settings
-        logs = ctx.logs
-        queues = [(t.id, q, logs.min_offset(t.id, q), logs.max_offset(t.id, q))
-                  for t in list(ctx.meta.topics.values()) for q in range(t.queues)]
-        queues = [(tid, qid, lo, hi) for tid, qid, lo, hi in queues if hi - lo > 1]
+        queues = [(tid, qid, lo, hi) for tid, qid, lo, hi in (self._queues() if queues is None else queues) if hi - lo > 1]
         keep_from = now - s.retention_s * 1000
         if s.retention_bytes:
             heads = [self._stored_at(tid, qid)(lo) for tid, qid, lo, _ in queues]
@@ -101,20 +118,56 @@ class RetentionService:
         return cuts
 
     async def sweep(self) -> int:
-        """Remove what retention says is due; -> messages removed."""
-        cuts = self.plan(now_ms())
-        if not cuts:
-            return 0
+        """Remove what retention says is due, with what it owns; -> messages removed."""
+        queues = self._queues()
+        cuts = self.plan(now_ms(), queues)
+        floors = {(tid, qid): lo for tid, qid, lo, _ in queues} | {(c.topic_id, c.queue_id): c.end for c in cuts}
         batch = self.ctx.store.batch()
         for c in cuts:
             batch.delete_range("log", keys.log_key(c.topic_id, c.queue_id, c.start), keys.log_key(c.topic_id, c.queue_id, c.end))
+        matches = self._free_matches(batch, cuts)
+        freed = self._free_retries(batch, floors)
+        if batch.empty:
+            return 0
         await self.ctx.store.commit(batch)
+        self.freed_retries += freed
+        if freed:
+            log.info("retention freed %d retry entries of removed messages", freed)
+        if not cuts:
+            return 0
         removed = sum(c.end - c.start for c in cuts)
         self.removed += removed
         log.info("retention removed %d messages from %d queues", removed, len(cuts))
         bounds = [keys.log_key(c.topic_id, c.queue_id, c.start) for c in cuts]
         await self.ctx.store.compact("log", min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
+        if matches:
+            await self.ctx.store.compact("matches", min(lo for lo, _ in matches), max(hi for _, hi in matches))
         return removed
+
+    def _free_matches(self, batch: Batch, cuts: list[Cut]) -> list[tuple[bytes, bytes]]:
+        """Put the range deletes of every registered group's matches below the cuts into `batch`; -> the ranges."""
+        ranges = [(keys.match_key(gid, c.topic_id, c.queue_id, 0), keys.match_key(gid, c.topic_id, c.queue_id, c.end))
+                  for c in cuts for gid in self.subscriptions.groups_of(c.topic_id)]
+        for lower, upper in ranges:
+            batch.delete_range("matches", lower, upper)
+        return ranges
+
+    def _free_retries(self, batch: Batch, floors: dict[tuple[int, int], int]) -> int:
+        """Put the deletes of retry entries below their queue's minimum offset (or of a topic
+        deleted since) into `batch`, looking at up to RETRY_SCAN entries; -> entries freed."""
+        topics = self.ctx.meta.topics_by_id
+        scanned = freed = 0
+        last = b""
+        for key, value in self.ctx.store.scan("retry", self._retry_from, _RETRY_END, RETRY_SCAN):
+            scanned += 1
+            last = key
+            tid = keys.parse_retry_key(key)[1]
+            qid, offset, _ = keys.parse_retry_value(value)
+            if tid not in topics or offset < floors.get((tid, qid), 0):
+                batch.delete("retry", key)
+                freed += 1
+        self._retry_from = last + b"\x00" if scanned == RETRY_SCAN else b""  # at the end: from the start next time
+        return freed
 
     async def run(self) -> None:
         while True:

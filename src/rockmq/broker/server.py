@@ -133,7 +133,7 @@ class Broker:
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
         self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer)
         self.staging = StagingService(ctx, self.timers, self.dedup, self.committer)
-        self.retention = RetentionService(ctx)
+        self.retention = RetentionService(ctx, self.subscriptions)
         fifo = FifoLocks()
         self.reviver = Reviver(ctx, checkpoints, fifo)
         self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer, self.subscriptions,
@@ -171,9 +171,10 @@ class Broker:
         return self.port
 
     async def _housekeeping(self) -> None:
-        """Now and then: expire de-duplication buckets, trim consumed match entries."""
+        """Now and then (at least as often as retention checks): expire de-duplication buckets, trim
+        consumed match entries and those of idle groups."""
         while True:
-            await asyncio.sleep(HOUSEKEEPING_S)
+            await asyncio.sleep(min(HOUSEKEEPING_S, self.settings.retention_check_s))
             for chore in (lambda: self.dedup.expire(now_ms()), lambda: self.subscriptions.trim(self.pop.pop_offset)):
                 try:
                     chore()

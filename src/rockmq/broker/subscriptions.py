@@ -13,12 +13,19 @@ Offsets below the registration (`indexed_from`, per queue) were written before t
 the group; receive scans and evaluates those. Changing a group's filter starts a new
 registration: the old matches go (one range delete), the new filter applies from then on. Groups
 that take everything are not registered and read the log directly.
+
+Match entries go once the group consumed past them (`trim`), with the messages retention removes
+(broker/retention.py), and all of a group's at once when it idles: a registration whose POP
+position has not moved for `idle_group_matches_s` is dropped, and the group's next receive
+registers it again, evaluating what came meanwhile. A registration that goes is retired in place
+(nothing indexed): a receive still holding it scans and evaluates instead of reading matches.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +40,7 @@ from rockmq.store import keys
 from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
+UNINDEXED = 2**63  # `indexed_from` of a queue nothing is indexed for: scan and evaluate it all
 
 
 @lru_cache(maxsize=4096)
@@ -68,6 +76,8 @@ class Subscriptions:
         self.matches = matches  # the queue logs' index of appends: filled from the registrations
         self._subs: dict[tuple[int, int], Subscription] = {}
         self._trimmed: dict[tuple[int, int, int], int] = {}  # (group, topic, queue) -> matches dropped below
+        # (group, topic) -> its POP positions when `trim` last saw them move, and when (monotonic s)
+        self._moved: dict[tuple[int, int], tuple[tuple[int, ...], float]] = {}
         for _, raw in ctx.store.scan_prefix("meta", keys.SUBSCRIPTION_PREFIX):
             data = json.loads(raw)
             try:
@@ -80,6 +90,10 @@ class Subscriptions:
     def __len__(self) -> int:
         return len(self._subs)
 
+    def groups_of(self, topic_id: int) -> list[int]:
+        """The groups registered on a topic (whose matches it holds)."""
+        return [gid for gid, tid in self._subs if tid == topic_id]
+
     def resolve(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression) -> Subscription | None:
         """The group's subscription to the topic under `expr` (None: it takes everything),
         registering it, or replacing a different one, on the way."""
@@ -89,7 +103,7 @@ class Subscriptions:
         accept = record_filter(expr)
         if self.ctx.read_only:  # a replica registers nothing: filter as asked, without the index
             return None if accept is accept_all else Subscription(group.id, topic.id, expr.type == pb.SQL,
-                                                                  expr.expression, [2**63] * topic.queues, accept)
+                                                                  expr.expression, [UNINDEXED] * topic.queues, accept)
         if accept is accept_all:
             if current is not None:
                 self._unregister(current)
@@ -115,9 +129,12 @@ class Subscriptions:
 
     def _unregister(self, sub: Subscription) -> None:
         batch = self.ctx.store.batch()
+        self._retire(batch, sub)
+        self.ctx.store.write(batch)
+
+    def _retire(self, batch: Batch, sub: Subscription) -> None:
         batch.delete("meta", keys.subscription_meta(sub.group_id, sub.topic_id))
         _drop_matches(batch, sub.group_id, sub.topic_id)
-        self.ctx.store.write(batch)
         self._remove(sub)
 
     def _add(self, sub: Subscription) -> None:
@@ -127,20 +144,44 @@ class Subscriptions:
     def _remove(self, sub: Subscription) -> None:
         del self._subs[(sub.group_id, sub.topic_id)]
         self.matches.remove(sub.topic_id, sub.group_id, sub.sql)
+        self._moved.pop((sub.group_id, sub.topic_id), None)
+        for qid in range(len(sub.indexed_from)):
+            self._trimmed.pop((sub.group_id, sub.topic_id, qid), None)
+        sub.indexed_from[:] = [UNINDEXED] * len(sub.indexed_from)  # retired: a receive holding it evaluates
 
-    def trim(self, pop_offset: Callable[[int, int, int], int]) -> None:
+    def trim(self, pop_offset: Callable[[int, int, int], int], now: float | None = None) -> None:
         """Drop match entries below each filtered group's pop offset: receive reads from there on
         (a seek, no tombstones to wade through), so the garbage is only space; one range delete
-        per queue now and then keeps it small."""
+        per queue now and then keeps it small. A registration whose positions did not move for
+        `idle_group_matches_s` (monotonic `now`) goes with all its matches."""
+        now = time.monotonic() if now is None else now
+        idle_s = self.ctx.settings.idle_group_matches_s
         batch = self.ctx.store.batch()
-        for sub in self._subs.values():
-            for qid in range(len(sub.indexed_from)):
-                upto = pop_offset(sub.group_id, sub.topic_id, qid)
+        for sub in list(self._subs.values()):
+            positions = tuple(pop_offset(sub.group_id, sub.topic_id, qid) for qid in range(len(sub.indexed_from)))
+            moved = self._moved.get((sub.group_id, sub.topic_id))
+            if moved is None or moved[0] != positions:
+                self._moved[(sub.group_id, sub.topic_id)] = (positions, now)
+            elif now - moved[1] >= idle_s and self.ctx.store.first_key("matches", *_match_range(sub)) is None:
+                self._moved[(sub.group_id, sub.topic_id)] = (positions, now)  # idle, but nothing to free: it stays
+            elif now - moved[1] >= idle_s:
+                group, topic = self.ctx.meta.groups_by_id.get(sub.group_id), self.ctx.meta.topics_by_id.get(sub.topic_id)
+                log.info("group %s has not consumed %s for %d s: its filter's matches are dropped (indexed again from "
+                         "its next receive)", group.name if group else sub.group_id, topic.name if topic else sub.topic_id,
+                         now - moved[1])
+                self._retire(batch, sub)
+                continue
+            for qid, upto in enumerate(positions):
                 if upto > self._trimmed.get((sub.group_id, sub.topic_id, qid), 0):
                     batch.delete_range("matches", keys.match_key(sub.group_id, sub.topic_id, qid, 0),
                                        keys.match_key(sub.group_id, sub.topic_id, qid, upto))
                     self._trimmed[(sub.group_id, sub.topic_id, qid)] = upto
         self.ctx.store.write(batch)
+
+
+def _match_range(sub: Subscription) -> tuple[bytes, bytes]:
+    prefix = keys.match_prefix(sub.group_id, sub.topic_id)
+    return prefix, keys.prefix_end(prefix)
 
 
 def _drop_matches(batch: Batch, group_id: int, topic_id: int) -> None:
