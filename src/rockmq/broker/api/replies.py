@@ -38,7 +38,17 @@ _GRPC_CODES = {
     pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
     pb.FORBIDDEN: grpc.StatusCode.FAILED_PRECONDITION,
 }
-
+# Another broker's refusal, as this one answers it (`relayed`): the inverse of the table above.
+_FROM_GRPC = {
+    grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
+    grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN,
+    grpc.StatusCode.PERMISSION_DENIED: pb.FORBIDDEN,
+    grpc.StatusCode.UNAUTHENTICATED: pb.UNAUTHORIZED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: pb.TOO_MANY_REQUESTS,
+    grpc.StatusCode.UNAVAILABLE: pb.PROXY_TIMEOUT,
+    grpc.StatusCode.DEADLINE_EXCEEDED: pb.PROXY_TIMEOUT,
+}
 
 NOT_FOUND = status(pb.MESSAGE_NOT_FOUND, "no new message")
 MULTIPLE = status(pb.MULTIPLE_RESULTS, "entries differ; see each")
@@ -147,6 +157,13 @@ def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
 def grpc_code(st: pb.Status) -> grpc.StatusCode:
     """The gRPC status Admin answers a refusal with."""
     return _GRPC_CODES.get(st.code, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def relayed(error: grpc.aio.AioRpcError, message: str) -> BrokerError:
+    """Another broker's refusal of a call made for this one's client (the admin fan-out), as this
+    broker's refusal: its kind kept, so that a caller's mistake the other found stays one, and
+    INTERNAL_ERROR only for the other's own bug."""
+    return BrokerError(_FROM_GRPC.get(error.code(), pb.INTERNAL_ERROR), message)
 
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from rockmq.broker.api.replies import relayed
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
 from rockmq.broker.errors import AlreadyExists, BrokerError
 from rockmq.broker.metadata import check_name
@@ -97,8 +98,7 @@ class AdminFanout:
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.ALREADY_EXISTS:
                 raise AlreadyExists(f"on broker {broker}: {e.details()}{note}") from None
-            raise BrokerError(pb.BAD_REQUEST if e.code() == grpc.StatusCode.INVALID_ARGUMENT else pb.INTERNAL_ERROR,
-                              f"on broker {broker}: {e.details()}{note}") from None
+            raise relayed(e, f"on broker {broker}: {e.details()}{note}") from None
         done.append(broker)
         return created
 
@@ -108,6 +108,7 @@ class AdminFanout:
         in the refusal: the topic is gone from the others, and a repeated delete finishes it."""
         if not self.cluster.enabled:
             return here()
+        check_name("topic", name)  # before asking anyone: the name servers take "" for every topic
         holders = {h.broker: h.endpoint for h in await self.cluster.holders(name)} if not local else {}
         if local or self.cluster.name in holders or not holders:
             here()  # the topic not being here (NOT_FOUND) is the answer when no broker holds it
@@ -123,7 +124,7 @@ class AdminFanout:
                 if e.code() in _UNREACHABLE:
                     unreachable.append(broker)
                 elif e.code() != grpc.StatusCode.NOT_FOUND:
-                    raise BrokerError(pb.INTERNAL_ERROR, f"on broker {broker}: {e.details()}") from None
+                    raise relayed(e, f"on broker {broker}: {e.details()}") from None
         if unreachable:
             raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; topic {name!r} "
                                                 f"is deleted on the others: delete it again once they are back")
@@ -164,6 +165,7 @@ class AdminFanout:
         """`method` answered by every live broker that has the topic or group (this one
         directly) -> (the answers, the brokers that could not be reached). A broker killed a
         moment ago is still registered: the caller tells what is missing instead of failing."""
+        check_name(kind, name)  # before asking anyone
         live = await self.cluster.live()
         parts: list[Info] = []
         unreachable: list[str] = []
@@ -182,7 +184,7 @@ class AdminFanout:
                     log.warning("%s %r: broker %s did not answer: %s", method, name, broker, e.details())
                     unreachable.append(broker)
                 elif e.code() != grpc.StatusCode.NOT_FOUND:
-                    raise BrokerError(pb.INTERNAL_ERROR, f"broker {broker} failed: {e.details()}") from None
+                    raise relayed(e, f"on broker {broker}: {e.details()}") from None
         if not parts:
             if unreachable:
                 raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; "
