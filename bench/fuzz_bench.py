@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the fuzzer and the process helpers live there
 
-from fuzz_requests import BROKER, Case, Fuzzer, make_case, prepare, servers, still_serves  # noqa: E402
+from fuzz_requests import BROKER, Case, Fuzzer, make_case, prepare_all, servers, still_serves  # noqa: E402
 
 
 def main() -> int:
@@ -33,11 +33,13 @@ def main() -> int:
     parser.add_argument("--replay", type=int, metavar="INDEX", help="run case INDEX of --seed alone and print it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rockmq-fuzz-") as tmp, servers(Path(tmp)) as procs:
-        pools = prepare(procs[BROKER].endpoint)
+        pools = prepare_all(procs)
         fuzzer = Fuzzer({k: p.endpoint for k, p in procs.items()}, pools, args.concurrency, tuple(args.method))
         if args.replay is not None:
-            case = make_case(args.seed, args.replay, pools, fuzzer.targets)
-            print(f"{case.target.path} frames={[len(f) for f in case.frames]} metadata={case.metadata}\nmutations: {case.what}")
+            case = make_case(args.seed, args.replay, pools, fuzzer.targets, frozenset(fuzzer.endpoints))
+            print(f"{case.target.path} on {case.server}, frames of {[len(f) for f in case.frames]} bytes")
+            print(f"metadata: {case.metadata}")
+            print(f"mutations: {case.what}")
 
             def show(c: Case, outcome: str) -> None:
                 print(f"outcome: {outcome}")

@@ -16,6 +16,7 @@ bench/fuzz_bench.py is its command line (cases/s, the status histogram, replay o
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from collections import Counter
@@ -32,19 +33,21 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor, ServiceDescr
 from google.protobuf.message import Message
 
 from rockmq.auth.credentials import Credentials
-from rockmq.protocol import acl, admin, admin_grpc, batch, namesrv, pb, replication, rpc, svc, users
+from rockmq.protocol import acl, admin, admin_grpc, batch, batch_grpc, namesrv, pb, replication, rpc, svc, users
 from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.conventions import LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.message_id import new_message_id
 
 # --- what the fixture creates (`prepare`) and the requests name ---------------------------
-TOPICS = ("fz-normal", "fz-fifo", "fz-delay", "fz-txn")
-GROUPS = ("fz-group", "fz-fifo-group")
+TOPIC_TYPES = {"fz-normal": "NORMAL", "fz-fifo": "FIFO", "fz-delay": "DELAY", "fz-txn": "TRANSACTION"}
+TOPICS = tuple(TOPIC_TYPES)
+GROUPS = ("fz-group", "fz-fifo-group", "fz-pull-group")  # the last is never POP'ed: pulls and offsets are its
 CREATED = ("fz-new-0", "fz-new-1", "fz-new-2")  # what Create*/Delete* name: deleting them costs the run nothing
 CLIENT = "fuzz-client@127.0.0.1"
 ADMIN, ADMIN_SECRET = AUTH_ADMIN, AUTH_SECRET
 
-BROKER, AUTH, NAMESRV = "broker", "auth", "namesrv"
+BROKER, AUTH, WORKERS, NAMESRV = "broker", "auth", "workers", "namesrv"
+ELSEWHERE = ((AUTH, 0.12), (WORKERS, 0.12))  # a broker's method goes there this often: access checks, shards
 SERVICES: tuple[tuple[ServiceDescriptor, str], ...] = (
     (rpc.DESCRIPTOR.services_by_name["MessagingService"], BROKER),
     (batch.DESCRIPTOR.services_by_name["BatchMessaging"], BROKER),
@@ -72,7 +75,7 @@ class Target:
     response: type[Message]
     client_streaming: bool
     server_streaming: bool
-    server: str  # BROKER, AUTH or NAMESRV
+    server: str  # BROKER, AUTH or NAMESRV: who serves it
 
     @property
     def path(self) -> str:
@@ -142,15 +145,25 @@ def _edge_scalar(f: FieldDescriptor, rng: random.Random, pool: tuple[str, ...]) 
 # --- plausible requests --------------------------------------------------------------------
 @dataclass
 class Pools:
-    """What a plausible request names: the fixture's resources and what it received."""
+    """What a plausible request names: the fixture's resources and what its sends and receives got."""
 
-    handles: list[str] = field(default_factory=list)
+    handles: list[str] = field(default_factory=list)  # receipt handles
     message_ids: list[str] = field(default_factory=list)
+    transactions: list[tuple[str, str]] = field(default_factory=list)  # (message id, transaction id) of half messages
+    recall_handles: list[str] = field(default_factory=list)
+    staged: list[bytes] = field(default_factory=list)  # Stage's handles
 
     def names(self, f: FieldDescriptor, method: str) -> tuple[str, ...]:
         name = f.name
+        fixed = _FIELD_VALUES.get(name)
+        if fixed is not None:
+            return fixed
+        if name == "recall_handle":
+            return tuple(self.recall_handles) or ("none",)
         if "handle" in name:
             return tuple(self.handles) or ("none",)
+        if name == "transaction_id":
+            return tuple(t for _, t in self.transactions) or ("none",)
         if "message_id" in name:
             return tuple(self.message_ids) or (new_message_id(),)
         if method.startswith(("Create", "Delete", "Update", "Revoke", "Grant")):
@@ -159,15 +172,20 @@ class Pools:
             return GROUPS
         if "topic" in name or name == "name":
             return TOPICS + GROUPS
-        if name in ("user",):
-            return (ADMIN, *CREATED)
-        if name in ("resource",):
-            return tuple(f"Topic:{t}" for t in TOPICS) + ("Group:fz-group", "Topic:*")
-        if name in ("actions",):
-            return ("Pub", "Sub", "All", "Create")
-        if name in ("decision",):
-            return ("Allow", "Deny")
         return ("TAG", "fz", "a=1", "127.0.0.1:8081")
+
+
+_FIELD_VALUES: dict[str, tuple[str, ...]] = {
+    "user": (ADMIN, *CREATED),
+    "resource": (*(f"Topic:{t}" for t in TOPICS), "Group:fz-group", "Topic:*", "Topic:fz-*", "*"),
+    "actions": ("Pub", "Sub", "All", "Create", "Get", "List"),
+    "decision": ("Allow", "Deny"),
+    "message_types": tuple(TOPIC_TYPES.values()),
+    "consume_mode": ("", "pop", "offset"),
+    "secret": ("s3cret-fuzz", ""),
+    "sink_id": ("fz-sink", "fz-sink-2"),
+    "expression": ("*", "TAG", "TAG || other", "a > 1", "a = '1' AND b IS NULL"),
+}
 
 
 def _plausible_scalar(f: FieldDescriptor, rng: random.Random, pools: Pools, method: str) -> Any:
@@ -221,13 +239,22 @@ def _message(rng: random.Random, topic: str) -> pb.Message:
     sp.born_timestamp.GetCurrentTime()
     sp.tag = "TAG"
     sp.keys.append("k")
-    sp.message_type = {"fz-normal": pb.NORMAL, "fz-fifo": pb.FIFO, "fz-delay": pb.DELAY, "fz-txn": pb.TRANSACTION}[topic]
+    sp.message_type = pb.MessageType.Value(TOPIC_TYPES[topic])
+    sp.body_digest.type = pb.SHA1
+    sp.body_digest.checksum = hashlib.sha1(m.body).hexdigest().upper()
     if topic == "fz-fifo":
         sp.message_group = "g1"
     if topic == "fz-delay":
         sp.delivery_timestamp.FromMilliseconds(int(time.time() * 1000) + rng.randrange(0, 5000))
     m.user_properties["a"] = "1"
     return m
+
+
+def _stage(rng: random.Random) -> batch.StageRequest:
+    m = _message(rng, rng.choice(TOPICS[:3]))
+    sp = m.system_properties.SerializeToString()
+    m.ClearField("system_properties")
+    return batch.StageRequest(system_properties=[sp], contents=[m.SerializeToString()], ttl_ms=600_000)
 
 
 def _queue(topic: str, qid: int = -1) -> pb.MessageQueue:
@@ -259,7 +286,7 @@ def _seed(method: str, rng: random.Random, pools: Pools) -> Message | None:
                "GetOffset": rpc.GetOffsetRequest, "UpdateOffset": rpc.UpdateOffsetRequest}[method]
         r3: Any = cls(message_queue=_queue(topic, rng.randrange(0, 4)))
         if method != "QueryOffset":
-            r3.group.name = group
+            r3.group.name = "fz-pull-group"
         if method == "PullMessage":
             r3.batch_size = 8
             r3.long_polling_timeout.FromMilliseconds(0)
@@ -272,14 +299,27 @@ def _seed(method: str, rng: random.Random, pools: Pools) -> Message | None:
         return rpc.TelemetryCommand(settings=pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
             group=pb.Resource(name=group), subscriptions=[entry])))
     if method == "Stage":
-        m = _message(rng, rng.choice(TOPICS[:3]))
-        sp = m.system_properties.SerializeToString()
-        m.ClearField("system_properties")
-        return batch.StageRequest(system_properties=[sp], contents=[m.SerializeToString()], ttl_ms=60_000)
+        return _stage(rng)
     if method == "Fetch":
         return batch.FetchRequest(topic=topic, queue_id=rng.randrange(0, 4), offset=0, max_records=16)
     if method == "Ack":
         return batch.AckRequest(group=group, topic=topic, receipt_handles=[handle])
+    if method == "EndTransaction" and pools.transactions:
+        mid, tid = rng.choice(pools.transactions)
+        return rpc.EndTransactionRequest(topic=pb.Resource(name="fz-txn"), message_id=mid, transaction_id=tid,
+                                         resolution=rng.choice((pb.COMMIT, pb.ROLLBACK)))
+    if method == "RecallMessage" and pools.recall_handles:
+        return rpc.RecallMessageRequest(topic=pb.Resource(name="fz-delay"), recall_handle=rng.choice(pools.recall_handles))
+    if method in ("PublishStaged", "DiscardStaged") and pools.staged:
+        handles = rng.sample(pools.staged, rng.randrange(1, 3))
+        if method == "DiscardStaged":
+            return batch.DiscardStagedRequest(handles=handles)
+        chunks = [batch.StagedChunk(handle=h, count=1) for h in handles]
+        return batch.PublishStagedRequest(sink_id="fz-sink", batch_id=rng.randrange(0, 2**40), chunks=chunks)
+    if method == "Pull":
+        return batch.PullRequest(group="fz-pull-group", topic=topic, queue_id=rng.randrange(0, 4), batch_size=8)
+    if method == "Receive":
+        return batch.ReceiveRequest(group=group, topic=topic, batch_size=8, invisible_duration_ms=10_000)
     if method == "Follow":
         return replication.FollowerState(applied_seq=rng.randrange(0, 50))
     return None
@@ -378,7 +418,9 @@ def garble(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 def _metadata(rng: random.Random, server: str) -> tuple[tuple[str, str], ...]:
     meta: list[tuple[str, str]] = [(CLIENT_ID_HEADER, CLIENT)]
     if server == AUTH:
-        meta += Credentials(ADMIN, ADMIN_SECRET).headers()
+        who = rng.random()  # mostly the super user; else a wrong secret, a user that does not exist, or no one
+        if who < 0.95:
+            meta += Credentials(ADMIN if who < 0.9 else "fz-nobody", ADMIN_SECRET if who < 0.85 else "x").headers()
     if rng.random() < 0.1:
         name = rng.choice((CLIENT_ID_HEADER, LANE_HEADER, QUEUE_CHOICE_HEADER, "authorization", "x-mq-date-time"))
         meta = [kv for kv in meta if kv[0] != name]
@@ -392,15 +434,23 @@ class Case:
     seed: int
     index: int
     target: Target
+    server: str  # who is called: the target's server, or for a broker's method sometimes another broker
     frames: list[bytes]  # one, or several for a client stream
     metadata: tuple[tuple[str, str], ...]
     what: list[str]
 
 
-def make_case(seed: int, index: int, pools: Pools, targets: tuple[Target, ...] = TARGETS) -> Case:
+def make_case(seed: int, index: int, pools: Pools, targets: tuple[Target, ...] = TARGETS,
+              servers: frozenset[str] = frozenset((BROKER,))) -> Case:
     """Case `index` of the run seeded `seed`: the same (seed, index) gives the same request."""
     rng = random.Random(seed * 1_000_003 + index)
     target = rng.choice(targets)
+    server, r = target.server, rng.random()
+    for other, share in ELSEWHERE if server == BROKER else ():
+        if r < share and other in servers:
+            server = other
+            break
+        r -= share
     frames, what = [], []
     for _ in range(rng.randrange(1, 4) if target.client_streaming else 1):
         request = _seed(target.method, rng, pools) if rng.random() < 0.6 else None
@@ -413,7 +463,7 @@ def make_case(seed: int, index: int, pools: Pools, targets: tuple[Target, ...] =
             data, how = garble(data, rng)
             what.append(how)
         frames.append(data)
-    return Case(seed, index, target, frames, _metadata(rng, target.server), what)
+    return Case(seed, index, target, server, frames, _metadata(rng, server), what)
 
 
 # --- running -------------------------------------------------------------------------------
@@ -468,15 +518,15 @@ class Fuzzer:
         channels = {k: grpc.aio.insecure_channel(v, options=[("grpc.max_receive_message_length", 64 << 20)])
                     for k, v in self.endpoints.items()}
         next_index = first
-        targets = self.targets
+        targets, servers = self.targets, frozenset(self.endpoints)
         try:
             async def worker() -> None:
                 nonlocal next_index
                 while next_index < first + count:
                     index = next_index
                     next_index += 1
-                    case = make_case(seed, index, self.pools, targets)
-                    outcome = await self.one(channels[case.target.server], case)
+                    case = make_case(seed, index, self.pools, targets, servers)
+                    outcome = await self.one(channels[case.server], case)
                     self.cases += 1
                     if on_case is not None:
                         on_case(case, outcome)
@@ -548,27 +598,34 @@ class Fuzzer:
 
 
 # --- the servers and what they hold --------------------------------------------------------
-TOPIC_TYPES = {"fz-normal": "NORMAL", "fz-fifo": "FIFO", "fz-delay": "DELAY", "fz-txn": "TRANSACTION"}
 
 
-def prepare(broker: str) -> Pools:
-    """Create the fixture's topics and groups on `broker`, send to them and receive some: the
-    pools a plausible request takes its handles and message ids from."""
-    pools = Pools()
-    meta = ((CLIENT_ID_HEADER, CLIENT),)
+def prepare(broker: str, pools: Pools | None = None, signed: bool = False) -> Pools:
+    """Create the fixture's topics and groups on `broker`, send to them, receive, stage: the pools a
+    plausible request takes its receipt handles, message and transaction ids and staged chunks from
+    (`pools`, added to; `signed`: calls signed as the super user, for the broker run with --auth)."""
+    pools = pools or Pools()
+    meta = ((CLIENT_ID_HEADER, CLIENT), *(Credentials(ADMIN, ADMIN_SECRET).headers() if signed else ()))
+    rng = random.Random(0)
     with grpc.insecure_channel(broker) as ch:
         adm = admin_grpc.AdminStub(ch)
         for topic, kind in TOPIC_TYPES.items():
-            adm.CreateTopic(admin.CreateTopicRequest(name=topic, queue_count=4, message_types=[kind]), timeout=UNARY_S)
+            adm.CreateTopic(admin.CreateTopicRequest(name=topic, queue_count=4, message_types=[kind]), metadata=meta,
+                            timeout=UNARY_S)
         for group in GROUPS:
-            adm.CreateGroup(admin.CreateGroupRequest(name=group, fifo=group == "fz-fifo-group"), timeout=UNARY_S)
+            adm.CreateGroup(admin.CreateGroupRequest(name=group, fifo=group == "fz-fifo-group"), metadata=meta, timeout=UNARY_S)
         mq = svc.MessagingServiceStub(ch)
-        rng = random.Random(0)
-        for topic in ("fz-normal", "fz-fifo"):
-            reply = mq.SendMessage(rpc.SendMessageRequest(messages=[_message(rng, topic) for _ in range(16)]),
-                                   metadata=meta, timeout=UNARY_S)
+        for topic in TOPICS:
+            messages = [_message(rng, topic) for _ in range(16)]
+            if topic == "fz-delay":  # far enough ahead to be recalled during the run
+                for m in messages:
+                    m.system_properties.delivery_timestamp.FromSeconds(int(time.time()) + 3600)
+            reply = mq.SendMessage(rpc.SendMessageRequest(messages=messages), metadata=meta, timeout=UNARY_S)
             pools.message_ids += [e.message_id for e in reply.entries]
-            for group in GROUPS:
+            pools.transactions += [(e.message_id, e.transaction_id) for e in reply.entries if e.transaction_id]
+            pools.recall_handles += [e.recall_handle for e in reply.entries if e.recall_handle]
+        for topic in ("fz-normal", "fz-fifo"):
+            for group in GROUPS[:2]:
                 req = rpc.ReceiveMessageRequest(group=pb.Resource(name=group), message_queue=_queue(topic), batch_size=8,
                                                 filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))
                 req.invisible_duration.FromSeconds(3600)
@@ -576,6 +633,12 @@ def prepare(broker: str) -> Pools:
                 for frame in mq.ReceiveMessage(req, metadata=meta, timeout=UNARY_S):
                     if frame.HasField("message"):
                         pools.handles.append(frame.message.system_properties.receipt_handle)
+        stage = batch_grpc.BatchMessagingStub(ch).Stage
+        for _ in range(16):
+            staged = stage(_stage(rng), metadata=meta, timeout=UNARY_S)
+            assert staged.status.code == pb.OK, staged.status
+            pools.staged.append(staged.handle)
+    assert pools.handles and pools.transactions and pools.recall_handles, pools
     return pools
 
 
@@ -602,13 +665,24 @@ def still_serves(broker: str) -> None:
 @contextmanager
 def servers(data: Path) -> Iterator[dict[str, BrokerProcess | NameServerProcess]]:
     """The processes the fuzzer calls: a broker keeping batches for replicas (so Replication is
-    served), a broker run with --auth (Users, Acls: called as its super user) and a name server."""
+    served), a broker run with --auth (Users, Acls: called as its super user), one run with
+    --workers 2 (its shards a cluster) and a name server."""
     procs: dict[str, BrokerProcess | NameServerProcess] = {}
     try:
         procs[BROKER] = BrokerProcess(data / "broker", "--replication", "async").start()
         procs[AUTH] = BrokerProcess(data / "auth", *AUTH_ARGS).start()
+        procs[WORKERS] = BrokerProcess(data / "workers", "--workers", "2").start()
         procs[NAMESRV] = NameServerProcess().start()
         yield procs
     finally:
         for p in procs.values():
             p.stop()
+
+
+def prepare_all(procs: dict[str, BrokerProcess | NameServerProcess]) -> Pools:
+    """`prepare` every broker of `servers`: the pools hold what each gave."""
+    pools = prepare(procs[BROKER].endpoint)
+    for name, signed in ((AUTH, True), (WORKERS, False)):
+        if name in procs:
+            prepare(procs[name].endpoint, pools, signed)
+    return pools

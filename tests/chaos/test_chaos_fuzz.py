@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from chaos_scale import scaled
-from fuzz_requests import BROKER, Fuzzer, prepare, servers, still_serves
+from fuzz_requests import BROKER, Fuzzer, prepare_all, servers, still_serves
 
 CASES = scaled(2500, 100_000)
 SEED = int(os.environ.get("ROCKMQ_FUZZ_SEED", "1"))
@@ -22,7 +22,7 @@ SEED = int(os.environ.get("ROCKMQ_FUZZ_SEED", "1"))
 
 def test_no_request_gets_internal_error(tmp_path: Path):
     with servers(tmp_path) as procs:
-        fuzzer = Fuzzer({k: p.endpoint for k, p in procs.items()}, prepare(procs[BROKER].endpoint))
+        fuzzer = Fuzzer({k: p.endpoint for k, p in procs.items()}, prepare_all(procs))
         start = time.monotonic()
         asyncio.run(fuzzer.run(SEED, 0, CASES))
         elapsed = time.monotonic() - start
