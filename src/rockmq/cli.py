@@ -215,7 +215,11 @@ def _parser() -> argparse.ArgumentParser:
     with_endpoint(user.add_parser("list", help="list users (never their secrets)"))
 
     broker = sub.add_parser("broker", help="manage a broker").add_subparsers(dest="action", required=True, metavar="ACTION")
-    with_endpoint(broker.add_parser("promote", help="make a replica (at --endpoint) a primary: its primary must be gone"))
+    promote = with_endpoint(broker.add_parser(
+        "promote", help="make a replica (at --endpoint) a primary; refused while its primary answers (stop it first)"))
+    promote.add_argument("--force", action="store_true", help=(
+        "promote even though the primary answers: it is fenced (refuses writes, its clients move to the new primary), "
+        "and writes it acknowledged that the replica had not applied are lost from the new primary's view"))
 
     acls = sub.add_parser("acl", help="manage who may do what (ACL 2.0; needs a super user)").add_subparsers(
         dest="action", required=True, metavar="ACTION")
@@ -606,8 +610,13 @@ def cmd_user(args: argparse.Namespace) -> int:
 def cmd_broker(args: argparse.Namespace) -> int:
     from rockmq.protocol import admin
 
-    reply = _admin(args).Promote(admin.PromoteRequest(), timeout=30)
-    print(f"promoted {args.endpoint}: it holds the primary's writes up to batch {reply.applied_seq} and now serves writes")
+    reply = _admin(args).Promote(admin.PromoteRequest(force=args.force), timeout=30)
+    print(f"promoted {args.endpoint} (primary epoch {reply.epoch}): it holds the primary's writes up to batch "
+          f"{reply.applied_seq} and now serves writes")
+    if reply.primary_answered:
+        print("forced while the old primary still answered: it refuses writes once it hears of the new epoch (from the "
+              "replica or a name server); writes it acknowledged that were not replicated here are lost from this "
+              "primary's view (re-seed the old primary from this one to use it again)")
     return 0
 
 

@@ -28,6 +28,7 @@ from rockmq.broker.catalog import Catalog
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
+from rockmq.broker.cluster.fencing import Fence, tell_former_primary
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
@@ -90,9 +91,11 @@ def _listen(s: Settings, following: bool, users: Users | None,
 
 
 class Broker:
-    def __init__(self, settings: Settings) -> None:
-        """Every part of the broker, built in dependency order: each gets what it uses."""
+    def __init__(self, settings: Settings, former_primary: str = "") -> None:
+        """Every part of the broker, built in dependency order: each gets what it uses. `former_primary`:
+        the endpoint of the primary this broker followed until it was promoted just now (told of the epoch)."""
         self.settings = s = settings
+        self.former_primary = former_primary
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib)
@@ -113,15 +116,16 @@ class Broker:
         self.port = s.port
         # A replica writes nothing of its own; it holds its primary's users and ACLs (handed on only with auth on).
         principals = Principals(self.users, self.access)
-        self.replicator = (Replicator(store, oplog, s, secret, epoch, principals if s.auth_enabled else None)
+        self.fence = Fence(store, s.broker_name)
+        self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
         if s.auth_enabled:
             ctx.authorize_create = self.access.may_create
-        self.cluster = Cluster(ctx)
+        self.cluster = Cluster(ctx, self.fence)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
-        self.follower = (Follower(ctx, s.replica_of, self.cluster.endpoint_of, self.promoted.set, principals)
+        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals)
                          if following else None)
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
@@ -142,6 +146,7 @@ class Broker:
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
         self._tasks: list[asyncio.Task[None]] = []
+        self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
@@ -162,6 +167,12 @@ class Broker:
         if self.follower is not None:  # a replica writes nothing of its own
             self._tasks = [asyncio.create_task(self.follower.run())]
             return self.port
+        if self.former_primary:
+            self._told = asyncio.create_task(tell_former_primary(self.former_primary, self.fence.epoch, self.settings))
+        self.fence.on_fenced = self._fenced
+        self.fence.guard()
+        if self.fence.fenced:  # superseded before this start: it serves reads only
+            return self.port
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks = [asyncio.create_task(t) for t in
                        (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
@@ -169,6 +180,13 @@ class Broker:
         if self.cluster.enabled:
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port
+
+    def _fenced(self) -> None:
+        """A promoted replica superseded this primary: its writers and registrations stop (the store
+        refuses writes already); it keeps serving reads, and routes name the new primary."""
+        for t in self._tasks:  # the registration that heard of the new epoch too, at its next await
+            t.cancel()
+        self._tasks = []
 
     async def _housekeeping(self) -> None:
         """Now and then (at least as often as retention checks): expire de-duplication buckets, trim
@@ -182,8 +200,9 @@ class Broker:
                     log.exception("housekeeping failed")
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
+        for t in (*self._tasks, self._told):
+            if t is not None:
+                t.cancel()
         await self.server.stop(grace=2)
         self.ctx.store.close()
 
@@ -224,7 +243,8 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             break
         # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
         await broker.stop()
-        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port))
+        former = broker.follower.followed if broker.follower is not None else ""
+        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port), former)
         await broker.start()
         log.warning("promoted: now a primary on port %d", port)
     log.info("stopping")

@@ -37,11 +37,11 @@ class NameServer(namesrv_grpc.NameServerServicer):
     async def Register(self, request: namesrv.RegisterRequest,
                        context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.RegisterResponse:
         try:
-            self.registry.register(request.broker, _now_ms())
+            epoch = self.registry.register(request.broker, _now_ms())
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         self._expire()
-        return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms)
+        return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms, epoch=epoch)
 
     async def ListBrokers(self, request: namesrv.ListBrokersRequest,
                           context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.ListBrokersResponse:

@@ -202,6 +202,7 @@ class Store:
         self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval)
         self._closed = False
         self._oplog = oplog  # a primary's replication log, when it keeps one
+        self._refusal: Callable[[], Exception] | None = None  # set: every write raises what it makes
         try:
             self._migrate(new)
         except BaseException:
@@ -234,10 +235,16 @@ class Store:
     def batch(self) -> Batch:
         return Batch(self._handles, record=self._oplog is not None and self._oplog.recording)
 
+    def refuse_writes(self, refusal: Callable[[], Exception]) -> None:
+        """From now on every write raises `refusal()` and writes nothing (a fenced primary)."""
+        self._refusal = refusal
+
     def write(self, batch: Batch) -> None:
         """Apply a batch atomically, without waiting for an fsync."""
         if batch.empty:
             return
+        if self._refusal is not None:
+            raise self._refusal()
         oplog = self._oplog if batch.ops is not None else None  # a batch made while the log records
         if oplog is not None:
             oplog.stamp(batch)

@@ -52,6 +52,8 @@ TIMER_COUNT_KEY = b"count/timers"  # pending delayed messages (store/counts.py)
 HALF_COUNT_KEY = b"count/half"  # undecided transactions
 REPLICATION_SEQ_KEY = b"repl/seq"  # number of the last batch written (primary) or applied (replica)
 PROMOTED_KEY = b"repl/promoted"  # a replica that was promoted: it never follows again
+PRIMARY_EPOCH_KEY = b"repl/epoch"  # the primary epoch: promotions so far (broker/cluster/fencing.py)
+FENCED_KEY = b"repl/fenced"  # a primary superseded by a promoted replica: the epoch that did
 SCHEMA_VERSION_KEY = b"schema"  # the storage schema version of the data (store/schema.py)
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------

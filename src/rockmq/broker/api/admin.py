@@ -75,4 +75,5 @@ class AdminServicer(admin_grpc.AdminServicer):
     async def Promote(self, request: admin.PromoteRequest) -> admin.PromoteResponse:
         if self.follower is None:
             raise BrokerError(pb.BAD_REQUEST, "this broker is not a replica (or was promoted already)")
-        return admin.PromoteResponse(applied_seq=await self.follower.promote())
+        applied, epoch, answered = await self.follower.promote(request.force)
+        return admin.PromoteResponse(applied_seq=applied, epoch=epoch, primary_answered=answered)

@@ -104,14 +104,14 @@ class MessagingServicer:
     async def QueryRoute(self, request: rpc.QueryRouteRequest, context: Context) -> rpc.QueryRouteResponse:
         queues = await self.cluster.route(request.topic.name)
         return rpc.QueryRouteResponse(status=OK, message_queues=message_queues(
-            request.topic.name, queues, self.cluster.name, request.endpoints, is_tls(context)))
+            request.topic.name, queues, self.cluster.here, request.endpoints, is_tls(context)))
 
     @unary(rpc.QueryAssignmentResponse)
     async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Context) -> rpc.QueryAssignmentResponse:
         queues = await self.cluster.assignment(request.topic.name, request.group.name)
         return rpc.QueryAssignmentResponse(status=OK, assignments=[
             pb.Assignment(message_queue=q)
-            for q in message_queues(request.topic.name, queues, self.cluster.name, request.endpoints, is_tls(context))])
+            for q in message_queues(request.topic.name, queues, self.cluster.here, request.endpoints, is_tls(context))])
 
     @unary(rpc.HeartbeatResponse)
     async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Context) -> rpc.HeartbeatResponse:

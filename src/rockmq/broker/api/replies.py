@@ -37,6 +37,8 @@ _GRPC_CODES = {
     pb.INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
     pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
     pb.FORBIDDEN: grpc.StatusCode.FAILED_PRECONDITION,
+    pb.PRECONDITION_FAILED: grpc.StatusCode.FAILED_PRECONDITION,
+    pb.HA_NOT_AVAILABLE: grpc.StatusCode.FAILED_PRECONDITION,  # a fenced primary (cluster/fencing.py)
 }
 # Another broker's refusal, as this one answers it (`relayed`): the inverse of the table above.
 _FROM_GRPC = {

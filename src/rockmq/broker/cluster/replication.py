@@ -7,7 +7,9 @@ also holds its number: after a restart on either side, the replica asks for what
 are kept in a ring bounded by bytes; a replica that asks for something older than the ring must
 be re-seeded. With `--replication sync` a send is answered only once a replica reported the
 batch applied (and fsync'ed, under its flush policy). With --auth the stream also carries the
-primary's users and ACLs (auth/principals.py), which the replica keeps as its own.
+primary's users and ACLs (auth/principals.py), which the replica keeps as its own. Promotion is
+fenced by the primary epoch (fencing.py): a replica refuses to be promoted while its primary
+answers unless forced, and a Follow stream from a replica holding a higher epoch fences the primary.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -24,6 +26,8 @@ from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.inner import inner_credentials, signed
 from rockmq.auth.principals import Principals
 from rockmq.auth.users import UserError
+from rockmq.broker.cluster.fencing import Fence, next_epoch, stored_epoch
+from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import Metadata
@@ -37,6 +41,7 @@ from rockmq.unparsed import UNPARSED, Unparsed
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
 UNPARSED_STATE = "a FollowerState's bytes do not parse"
+PROBE_S = 2.0  # how long promotion waits for the primary to answer before it takes it for gone
 # A replica's catch-up reply carries many batches: it may be larger than any client's.
 REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20),)
 
@@ -88,20 +93,23 @@ class Replicator(replication_grpc.ReplicationServicer):
     """The primary's side: starts the store's op log, streams its batches to replicas (and, with
     `principals` — auth on — its users and ACLs: first, and again whenever they change)."""
 
-    def __init__(self, store: Store, batches: OpLog, settings: Settings, secret: bytes, epoch: int,
+    def __init__(self, store: Store, batches: OpLog, settings: Settings, secret: bytes, epoch: int, fence: Fence,
                  principals: Principals | None = None) -> None:
         self.settings = settings
         self.batches = batches
         self.principals = principals
+        self.fence = fence
         batches.start(stored_seq(store))
         self.acked = batches.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
         self._acked_moved = asyncio.Event()
         self.followers = 0
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
-        # and recall handles stay valid) and the epoch (its sequence numbers start above ours).
+        # and recall handles stay valid), the epoch (its sequence numbers start above ours) and the
+        # primary epoch (it takes one above).
         batch = store.batch()
         batch.put("meta", keys.SECRET_KEY, secret)
         batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
+        batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(fence.epoch))
         store.write(batch)
 
     # --- sync replication ----------------------------------------------------------------------
@@ -133,6 +141,10 @@ class Replicator(replication_grpc.ReplicationServicer):
             return
         if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/unparsed.py)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
+        if self.fence.learn(first.epoch, "a replica"):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"this broker was superseded by a promoted replica (primary epoch {self.fence.superseded}): "
+                                f"follow the new primary")
         start = first.applied_seq
         oldest = self.batches.ring[0][0] if self.batches.ring else self.batches.seq + 1
         if start > self.batches.seq:
@@ -195,21 +207,22 @@ class Replicator(replication_grpc.ReplicationServicer):
 class Follower:
     """The replica's side: applies the primary's batches in order and reports each one.
 
-    `primary` is HOST:PORT, or a broker name looked up on the name servers before each attempt
-    (`resolve`), so the replica finds its primary wherever it restarts."""
+    `primary` is HOST:PORT, or a broker name looked up on the name servers before each attempt, so
+    the replica finds its primary wherever it restarts."""
 
-    def __init__(self, ctx: BrokerContext, primary: str, resolve: Callable[[str], Awaitable[str | None]],
-                 on_promoted: Callable[[], None], principals: Principals) -> None:
+    def __init__(self, ctx: BrokerContext, primary: str, cluster: Cluster, on_promoted: Callable[[], None],
+                 principals: Principals) -> None:
         self.ctx = ctx
         self.principals = principals  # the primary's users and ACLs, kept as ours
         self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary
-        self._resolve = resolve
+        self.cluster = cluster
         self._inner = inner_credentials(ctx.settings)  # the primary answers only these with auth on
         self.applied = stored_seq(ctx.store)
+        self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
 
     async def _endpoint(self) -> str | None:
-        return self.primary if names_an_address(self.primary) else await self._resolve(self.primary)
+        return self.primary if names_an_address(self.primary) else await self.cluster.endpoint_of(self.primary)
 
     async def run(self) -> None:
         warned = False
@@ -222,6 +235,7 @@ class Follower:
                 await asyncio.sleep(RETRY_S)
                 continue
             channel = open_aio_channel(endpoint, self.ctx.settings.client_tls, REPLICATION_CHANNEL)
+            self.followed = endpoint
             try:
                 await self._follow(replication_grpc.ReplicationStub(channel))
             except grpc.aio.AioRpcError as e:
@@ -242,7 +256,7 @@ class Follower:
 
     async def _follow(self, stub: replication_grpc.ReplicationStub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
-        await acks.put(replication.FollowerState(applied_seq=self.applied))
+        await acks.put(replication.FollowerState(applied_seq=self.applied, epoch=stored_epoch(self.ctx.store)))
         progress = asyncio.Event()
 
         async def states() -> AsyncIterator[replication.FollowerState]:
@@ -281,14 +295,40 @@ class Follower:
             acker.cancel()
             call.cancel()
 
-    async def promote(self) -> int:
-        """Stop following for good (stored, durably) -> the primary's last batch applied here."""
+    async def promote(self, force: bool) -> tuple[int, int, bool]:
+        """Stop following for good at the next primary epoch (stored, durably) -> (the primary's last
+        batch applied here, the new epoch, whether the primary still answered). Refused while the
+        primary answers, unless `force`d: then the epoch fences it."""
+        answered = await self._primary_answers()
+        if answered and not force:
+            raise BrokerError(pb.PRECONDITION_FAILED,
+                              f"the primary {self.primary} still answers at {self.followed}: stop it first, or promote "
+                              f"with --force (it is fenced; acknowledged writes not applied here are lost)")
+        epoch = next_epoch(self.ctx.store, await self.cluster.epoch_of(self.cluster.name))
         batch = self.ctx.store.batch()
         batch.put("meta", keys.PROMOTED_KEY, b"1")
+        batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(epoch))
+        batch.delete("meta", keys.FENCED_KEY)
         await self.ctx.store.commit(batch)
-        log.warning("promoted by request after applying the primary's batch %d", self.applied)
+        log.warning("promoted by request%s after applying the primary's batch %d: primary epoch %d",
+                    " (forced: the primary still answered)" if answered else "", self.applied, epoch)
         asyncio.get_running_loop().call_later(0.2, self.on_promoted)  # after the reply is sent
-        return self.applied
+        return self.applied, epoch, answered
+
+    async def _primary_answers(self) -> bool:
+        """Whether the primary accepts a connection within PROBE_S."""
+        endpoint = await self._endpoint()
+        if endpoint is None:
+            return False
+        self.followed = endpoint
+        channel = open_aio_channel(endpoint, self.ctx.settings.client_tls)
+        try:
+            await asyncio.wait_for(channel.channel_ready(), PROBE_S)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            await channel.close()
 
     def _adopt(self, copy: replication.Principals) -> None:
         try:

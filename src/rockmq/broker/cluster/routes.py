@@ -3,7 +3,8 @@
 Each broker holds its own queues of a topic, numbered from 0 (as in RocketMQ: a queue is named
 by broker and id). A route lists every broker's queues interleaved — b1:0, b2:0, b3:0, b1:1, … —
 so a client that retries on the next queue lands on another broker. Without name servers the
-broker is a cluster of one and routes name only itself.
+broker is a cluster of one and routes name only itself. A primary a promoted replica superseded
+(fencing.py) learns it from a registration reply and from then on routes clients to the new one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import grpc
 
 from rockmq.auth.inner import inner_credentials, signed
 from rockmq.broker import validate
+from rockmq.broker.cluster.fencing import Fence
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
@@ -69,8 +71,9 @@ def spread(queues: int, brokers: list[str]) -> dict[str, int]:
 
 
 class Cluster:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, fence: Fence) -> None:
         self.ctx = ctx
+        self.fence = fence
         self.name = ctx.settings.broker_name
         self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
         self.tls = ctx.settings.client_tls  # how this broker reaches name servers and other brokers
@@ -95,10 +98,16 @@ class Cluster:
     def endpoint(self) -> str:
         return self.ctx.logs.store_host
 
+    @property
+    def here(self) -> str:
+        """The broker name routes name at the address the client used to get here: this one's, none
+        once fenced (its name is then the new primary's, reached where it registered)."""
+        return "" if self.fence.fenced else self.name
+
     def _me(self) -> namesrv.BrokerInfo:
         s = self.ctx.settings
         info = namesrv.BrokerInfo(name=self.name, endpoint=self.endpoint, tls=bool(s.tls_cert),
-                                  plaintext_endpoint=s.plaintext_address)
+                                  plaintext_endpoint=s.plaintext_address, epoch=self.fence.epoch)
         for t in self.ctx.meta.topics.values():
             info.topics.add(topic=t.name, queue_count=t.queues, message_types=t.message_types)
         return info
@@ -116,12 +125,13 @@ class Cluster:
 
     async def _register(self, address: str, stub: namesrv_grpc.NameServerStub, me: namesrv.BrokerInfo) -> None:
         try:
-            await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S, metadata=self.signed())
+            reply = await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S, metadata=self.signed())
         except grpc.aio.AioRpcError as e:
             if address not in self._unreachable:
                 log.warning("cannot register with name server %s: %s", address, e.code().name)
                 self._unreachable.add(address)
             return
+        self.fence.learn(reply.epoch, f"name server {address}")
         if address in self._unreachable:
             log.info("registered with name server %s again", address)
             self._unreachable.discard(address)
@@ -147,6 +157,10 @@ class Cluster:
         """Where a broker registered, by name (None: not registered)."""
         return next((b.endpoint for b in await self.brokers() if b.name == broker), None)
 
+    async def epoch_of(self, broker: str) -> int:
+        """The primary epoch a name server holds for a broker name (0: none, or no name server answers)."""
+        return max((b.epoch for b in await self.brokers() if b.name == broker), default=0)
+
     def admin(self, endpoint: str) -> admin_grpc.AdminStub:
         """The admin service of another broker (channels kept per endpoint)."""
         stub = self._admins.get(endpoint)
@@ -168,18 +182,18 @@ class Cluster:
         return channel
 
     async def holders(self, topic_name: str) -> list[Holder]:
-        """Who holds the topic: this broker (its own truth, registered or not) and the others
-        the name servers know, cached for ROUTE_TTL_S."""
+        """Who holds the topic: this broker (its own truth, registered or not; once fenced, the new
+        primary of its name instead) and the others the name servers know, cached for ROUTE_TTL_S."""
         local = self.ctx.meta.topics.get(topic_name)
         s = self.ctx.settings
         me = [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
-                     s.plaintext_address)] if local else []
+                     s.plaintext_address)] if local and not self.fence.fenced else []
         if not self.enabled:
             return me
         cached = self._routes.get(topic_name)
         if cached is None or time.monotonic() - cached[0] > ROUTE_TTL_S:
             others = [Holder.of(b, b.topics[0].queue_count, tuple(b.topics[0].message_types))
-                      for b in await self.brokers(topic_name) if b.name != self.name and b.topics]
+                      for b in await self.brokers(topic_name) if (b.name != self.name or self.fence.fenced) and b.topics]
             cached = (time.monotonic(), others)
             if others:  # "nobody else holds it" is never cached: a topic just created elsewhere shows up at once
                 self._routes[topic_name] = cached

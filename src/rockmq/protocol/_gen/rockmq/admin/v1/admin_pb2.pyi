@@ -183,11 +183,17 @@ class LatenessBucket(_message.Message):
     def __init__(self, le_ms: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class PromoteRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("force",)
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    def __init__(self, force: _Optional[bool] = ...) -> None: ...
 
 class PromoteResponse(_message.Message):
-    __slots__ = ("applied_seq",)
+    __slots__ = ("applied_seq", "epoch", "primary_answered")
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_ANSWERED_FIELD_NUMBER: _ClassVar[int]
     applied_seq: int
-    def __init__(self, applied_seq: _Optional[int] = ...) -> None: ...
+    epoch: int
+    primary_answered: bool
+    def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ..., primary_answered: _Optional[bool] = ...) -> None: ...

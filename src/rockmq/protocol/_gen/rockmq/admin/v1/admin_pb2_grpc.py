@@ -145,7 +145,8 @@ class AdminServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Promote(self, request, context):
-        """Make a replica a primary: it stops following and serves writes (the old primary must be gone).
+        """Make a replica a primary: it stops following and serves writes. Refused (FAILED_PRECONDITION)
+        while the primary answers, unless forced; the old primary is fenced by the new epoch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -17,20 +17,22 @@ class TopicQueues(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BrokerInfo(_message.Message):
-    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint")
+    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint", "epoch")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_MS_FIELD_NUMBER: _ClassVar[int]
     TLS_FIELD_NUMBER: _ClassVar[int]
     PLAINTEXT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     name: str
     endpoint: str
     topics: _containers.RepeatedCompositeFieldContainer[TopicQueues]
     last_seen_ms: int
     tls: bool
     plaintext_endpoint: str
-    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ...) -> None: ...
+    epoch: int
+    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("broker",)
@@ -39,10 +41,12 @@ class RegisterRequest(_message.Message):
     def __init__(self, broker: _Optional[_Union[BrokerInfo, _Mapping]] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
-    __slots__ = ("timeout_ms",)
+    __slots__ = ("timeout_ms", "epoch")
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     timeout_ms: int
-    def __init__(self, timeout_ms: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, timeout_ms: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class ListBrokersRequest(_message.Message):
     __slots__ = ("topic",)

@@ -6,10 +6,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class FollowerState(_message.Message):
-    __slots__ = ("applied_seq",)
+    __slots__ = ("applied_seq", "epoch")
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     applied_seq: int
-    def __init__(self, applied_seq: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class ReplicatedBatch(_message.Message):
     __slots__ = ("seq", "ops", "principals")

@@ -1,0 +1,120 @@
+"""Promotion is fenced by the primary epoch: a promoted replica takes a higher epoch, and a
+primary that hears of one above its own stops taking writes.
+
+The primary epoch counts promotions (0 for a primary that never was a replica): a primary writes
+it in the first batch its replicas get, and a promoted replica takes one more than the highest it
+knows (`repl/epoch` in meta). It is not the start count (`epoch`, which every restart raises and
+sequence numbers rely on): an old primary restarted twice must not outrank its promoted replica.
+
+A primary learns of a higher epoch from a name server's reply to its registration (the name server
+keeps the highest registration of each broker name, so routes name the new primary) or from a
+replica's Follow stream (a promoted replica opens one on its former primary to tell it, which
+also covers clusters without name servers). It then writes `repl/fenced` (it stays fenced across
+restarts, until re-seeded from the new primary), refuses every write with HA_NOT_AVAILABLE (which
+clients retry, the official ones on another queue, rockmq's after refreshing the route), stops
+its background writers and registrations, and answers routes with the new primary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import grpc
+
+from rockmq.auth.inner import inner_credentials, signed
+from rockmq.broker.errors import BrokerError
+from rockmq.config import Settings
+from rockmq.protocol import pb, replication, replication_grpc
+from rockmq.protocol.channels import open_aio_channel
+from rockmq.store import Store, keys
+
+log = logging.getLogger(__name__)
+TELL_RETRY_S = 2.0  # how often a promoted replica tries to reach its former primary until it heard
+
+
+def _stored(store: Store, key: bytes) -> int:
+    raw = store.get("meta", key)
+    return keys.decode_u64(raw) if raw is not None else 0
+
+
+def stored_epoch(store: Store) -> int:
+    """The primary epoch this store holds: its own (a primary) or its primary's (a replica)."""
+    return _stored(store, keys.PRIMARY_EPOCH_KEY)
+
+
+def next_epoch(store: Store, known: int) -> int:
+    """The epoch a replica takes when promoted: above its primary's, any it was fenced by and
+    `known` (the highest a name server holds for its broker name)."""
+    return max(stored_epoch(store), _stored(store, keys.FENCED_KEY), known) + 1
+
+
+class Fence:
+    """A primary's epoch and whether a promoted replica superseded it. `on_fenced` runs once, when
+    it is (the broker stops its background writers and registrations)."""
+
+    def __init__(self, store: Store, broker_name: str) -> None:
+        self.store = store
+        self.broker_name = broker_name
+        self.epoch = stored_epoch(store)
+        self.superseded = _stored(store, keys.FENCED_KEY)  # the epoch that did (0: none)
+        self.on_fenced: Callable[[], None] = lambda: None
+
+    @property
+    def fenced(self) -> bool:
+        return self.superseded > self.epoch
+
+    def guard(self) -> None:
+        """From now on (the broker's own start-up writes done), a fenced store refuses writes."""
+        if self.fenced:
+            log.warning("this broker was superseded by a promoted replica (primary epoch %d above its %d): it "
+                        "refuses writes and serves reads; re-seed it from the new primary to use it again",
+                        self.superseded, self.epoch)
+            self.store.refuse_writes(self.refusal)
+
+    def refusal(self) -> BrokerError:
+        return BrokerError(pb.HA_NOT_AVAILABLE,
+                           f"broker {self.broker_name!r} here is no longer the primary: a replica was promoted "
+                           f"(primary epoch {self.superseded}); retry, routes name the new primary")
+
+    def learn(self, epoch: int, source: str) -> bool:
+        """A primary epoch heard from `source`; -> whether this broker is fenced (now or before)."""
+        if epoch <= self.epoch or self.fenced:
+            return self.fenced
+        batch = self.store.batch()
+        batch.put("meta", keys.FENCED_KEY, keys.encode_u64(epoch))
+        self.store.write(batch)
+        self.superseded = epoch
+        log.warning("%s holds primary epoch %d, above this broker's %d: a replica was promoted; this broker "
+                    "refuses writes from now on (re-seed it from the new primary)", source, epoch, self.epoch)
+        self.store.refuse_writes(self.refusal)
+        self.on_fenced()
+        return True
+
+
+async def tell_former_primary(endpoint: str, epoch: int, settings: Settings) -> None:
+    """A promoted replica tells its former primary (at `endpoint`) its new epoch on a Follow stream,
+    until the primary heard it (it refuses the stream, fenced) or cannot hear it (no replication)."""
+    warned = False
+    inner = signed(inner_credentials(settings))
+    while True:
+        channel = open_aio_channel(endpoint, settings.client_tls)
+        try:
+            call = replication_grpc.ReplicationStub(channel).Follow(
+                iter([replication.FollowerState(applied_seq=0, epoch=epoch)]), metadata=inner, timeout=5)
+            async for _ in call:
+                break  # a primary that sends batches did not take the epoch (an older rockmq): nothing more to do
+            log.info("told the former primary at %s of primary epoch %d", endpoint, epoch)
+            return
+        except grpc.aio.AioRpcError as e:
+            if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED):
+                log.info("the former primary at %s heard of primary epoch %d (%s)", endpoint, epoch, e.details())
+                return
+            if not warned:
+                log.warning("cannot reach the former primary at %s to fence it (%s): trying every %.0f s",
+                            endpoint, e.code().name, TELL_RETRY_S)
+                warned = True
+        finally:
+            await channel.close()
+        await asyncio.sleep(TELL_RETRY_S)

@@ -1,0 +1,227 @@
+"""Promotion is fenced by an epoch (issue 20 §3.2): `rockmq broker promote` is refused while the
+primary answers; forced, the old primary (still running) refuses sends with a retriable status within
+10 s, the name server routes the broker name to the new primary, and clients keep sending there —
+rockmq's own and the official Python client. Without a name server the promoted replica itself tells
+its former primary."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+from broker_process import BrokerProcess, NameServerProcess
+from chaos_scale import FULL
+from mqwire import Conn, message
+from waiting import wait_for
+
+from rockmq.client import AsyncProducer, Message
+from rockmq.protocol import namesrv, namesrv_grpc, pb
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
+from official_client import producer, send  # noqa: E402
+
+ENV = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}
+FENCED_WITHIN_S = 10  # the issue's bound: an old primary refuses writes this soon after a promotion
+TOPIC = "fenced"
+
+
+def _refused_status(endpoint: str) -> pb.Status | None:
+    """The status a send to `endpoint` gets, if it is refused (None: stored)."""
+    conn = Conn(endpoint)
+    try:
+        st = conn.send(message(TOPIC, "probe")).status
+        return None if st.code == pb.OK else st
+    finally:
+        conn.close()
+
+
+def _registered(ns: NameServerProcess) -> dict[str, str]:
+    with grpc.insecure_channel(ns.endpoint) as ch:
+        listed = namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=5).brokers
+    return {b.name: b.endpoint for b in listed}
+
+
+def _wait_following(primary: BrokerProcess, replica: BrokerProcess, body: str) -> str:
+    """Send `body` to the primary and wait until the replica holds it; -> its message id."""
+    conn = Conn(primary.endpoint)
+    try:
+        sent = conn.send_ok(message(TOPIC, body))[0].message_id
+    finally:
+        conn.close()
+    rconn = Conn(replica.endpoint)
+
+    def holds() -> bool:
+        try:
+            return sent in {m.system_properties.message_id for q in range(2) for m in rconn.pull_all(TOPIC, q)}
+        except (grpc.RpcError, AssertionError):
+            return False
+
+    try:
+        wait_for(holds, 15, what=f"the replica to hold {body!r}")
+    finally:
+        rconn.close()
+    return sent
+
+
+class Sending:
+    """rockmq's producer sending one message after another through `endpoint`, in its own thread."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.acked: list[tuple[float, str]] = []  # (when, message id)
+        self.failed: list[tuple[float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._run(endpoint),))
+        self._thread.start()
+
+    async def _run(self, endpoint: str) -> None:
+        async with AsyncProducer(endpoint, request_timeout=2.0) as p:
+            i = 0
+            while not self._stop.is_set():
+                try:
+                    self.acked.append((time.monotonic(), (await p.send(Message(TOPIC, f"r{i}".encode()))).message_id))
+                except Exception as e:  # noqa: BLE001 - counted: the test judges when sends succeed again
+                    self.failed.append((time.monotonic(), repr(e)))
+                    await asyncio.sleep(0.05)
+                i += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+class OfficialSending:
+    """The official Python producer sending one message after another through `endpoint`, in its own thread."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.acked: list[tuple[float, str]] = []
+        self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(endpoint,))
+        self._thread.start()
+
+    def _run(self, endpoint: str) -> None:
+        with producer(endpoint, TOPIC) as p:
+            i = 0
+            while not self._stop.is_set():
+                try:
+                    self.acked.append((time.monotonic(), send(p, TOPIC, f"o{i}".encode()).message_id))
+                except Exception:  # noqa: BLE001 - counted: the test judges when sends succeed again
+                    self.failed += 1
+                    time.sleep(0.2)
+                i += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp_path):
+    ns = NameServerProcess("--broker-timeout", "2").start()
+    primary = BrokerProcess(tmp_path / "b1", "--broker-name", "b1", "--namesrv", ns.endpoint, "--replication", "async",
+                            env=ENV).start()
+    replica = BrokerProcess(tmp_path / "b1-replica", "--broker-name", "b1", "--replica-of", "b1", "--namesrv", ns.endpoint,
+                            env=ENV).start()
+    sending: Sending | None = None
+    official: OfficialSending | None = None
+    try:
+        primary.cli("topic", "create", TOPIC, "--queues", "2", check=True)
+        _wait_following(primary, replica, "before")
+
+        refused = replica.cli("broker", "promote")
+        assert refused.returncode != 0, refused.stdout + refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1 and "--force" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+        # Nothing changed: the primary takes sends, the replica still follows it and refuses writes.
+        _wait_following(primary, replica, "after the refusal")
+        rconn = Conn(replica.endpoint)
+        try:
+            try:
+                rconn.send(message(TOPIC, "no"))
+                raise AssertionError("the replica took a send after a refused promotion")
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.FAILED_PRECONDITION and "replica of" in (e.details() or "")
+        finally:
+            rconn.close()
+
+        sending = Sending(primary.endpoint)
+        wait_for(lambda: len(sending.acked) >= 5, 15, what="rockmq's producer sending to the primary")
+        official = OfficialSending(primary.endpoint) if FULL else None
+        forced = replica.cli("broker", "promote", "--force")
+        promoted_at = time.monotonic()
+        assert forced.returncode == 0, forced.stdout + forced.stderr
+        assert "forced" in forced.stdout and "lost" in forced.stdout, forced.stdout
+
+        st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S,
+                      what="the old primary to refuse sends")
+        assert st.code == pb.HA_NOT_AVAILABLE and "no longer the primary" in st.message, st
+        wait_for(lambda: _registered(ns).get("b1") == replica.endpoint, FENCED_WITHIN_S,
+                 what="the name server to route b1 to the promoted replica")
+        conn = Conn(primary.endpoint)  # the old primary answers routes with the new one
+        try:
+            route = conn.query_route(TOPIC)
+            assert {q.broker.endpoints.addresses[0].port for q in route.message_queues} == {replica.port}, route
+        finally:
+            conn.close()
+
+        # rockmq's producer, still pointed at the old primary, sends to the new one.
+        try:
+            wait_for(lambda: len([a for a in sending.acked if a[0] > promoted_at + 0.5]) >= 5, FENCED_WITHIN_S + 5,
+                     what="rockmq's producer to send to the new primary")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last failures: {sending.failed[-3:]}, {len(sending.failed)} in all") from None
+        sending.stop()
+        later = {mid for at, mid in sending.acked if at > promoted_at + FENCED_WITHIN_S}
+        new_conn = Conn(replica.endpoint)
+        try:
+            on_new = {m.system_properties.message_id for q in range(2) for m in new_conn.pull_all(TOPIC, q)}
+        finally:
+            new_conn.close()
+        assert later <= on_new, f"{len(later - on_new)} sends acknowledged after the fence are not on the new primary"
+
+        if official is not None:  # started before the promotion: it moves at its next route refresh (every 30 s)
+            wait_for(lambda: len([a for a in official.acked if a[0] > promoted_at + 0.5]) >= 5, 60,
+                     what="the official producer started before the promotion to send to the new primary")
+            official.stop()
+        # The official Python client, given the old primary as its access point, sends to the new one.
+        with producer(primary.endpoint, TOPIC) as p:
+            ids = {send(p, TOPIC, f"official-{i}".encode()).message_id for i in range(5)}
+        new_conn = Conn(replica.endpoint)
+        try:
+            on_new = {m.system_properties.message_id for q in range(2) for m in new_conn.pull_all(TOPIC, q)}
+        finally:
+            new_conn.close()
+        assert ids <= on_new
+    finally:
+        for running in (sending, official):
+            if running is not None:
+                running.stop()
+        replica.kill()
+        primary.kill()
+        ns.kill()
+
+
+def test_without_a_name_server_the_promoted_replica_fences_its_former_primary(tmp_path):
+    """No name server: the promoted replica tells its former primary on a Follow stream; the old
+    primary stays fenced across a restart (until re-seeded), and says so in one line."""
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "async", "--broker-name", "b1").start()
+    replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1").start()
+    try:
+        primary.cli("topic", "create", TOPIC, "--queues", "2", check=True)
+        _wait_following(primary, replica, "before")
+        forced = replica.cli("broker", "promote", "--force")
+        assert forced.returncode == 0, forced.stdout + forced.stderr
+        st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S, what="the old primary to refuse sends")
+        assert st.code == pb.HA_NOT_AVAILABLE, st
+        assert _refused_status(replica.endpoint) is None, "the promoted replica refuses sends"
+        primary.restart()
+        st = _refused_status(primary.endpoint)
+        assert st is not None and st.code == pb.HA_NOT_AVAILABLE, f"the old primary takes writes again after a restart: {st}"
+        assert any("superseded by a promoted replica" in line for line in primary.log), "\n".join(primary.log)
+        assert not any("Traceback" in line for line in [*primary.log, *replica.log])
+    finally:
+        replica.kill()
+        primary.kill()
