@@ -19,7 +19,7 @@ from mqwire import Conn, message
 from waiting import wait_for
 
 from rockmq.client import AsyncProducer, Message
-from rockmq.protocol import namesrv, namesrv_grpc, pb
+from rockmq.protocol import namesrv, namesrv_grpc, pb, replication, replication_grpc
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
 from official_client import producer, send  # noqa: E402
@@ -212,6 +212,13 @@ def test_without_a_name_server_the_promoted_replica_fences_its_former_primary(tm
     try:
         primary.cli("topic", "create", TOPIC, "--queues", "2", check=True)
         _wait_following(primary, replica, "before")
+        with grpc.insecure_channel(primary.endpoint) as ch:  # a higher epoch without the replica's proof fences nothing
+            try:
+                list(replication_grpc.ReplicationStub(ch).Follow(iter([replication.FollowerState(epoch=7)]), timeout=5))
+                raise AssertionError("a Follow stream claiming epoch 7 without proof was served")
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.PERMISSION_DENIED, e
+        assert _refused_status(primary.endpoint) is None, "an unproven epoch fenced the primary"
         forced = replica.cli("broker", "promote", "--force")
         assert forced.returncode == 0, forced.stdout + forced.stderr
         st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S, what="the old primary to refuse sends")

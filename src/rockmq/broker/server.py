@@ -168,7 +168,8 @@ class Broker:
             self._tasks = [asyncio.create_task(self.follower.run())]
             return self.port
         if self.former_primary:
-            self._told = asyncio.create_task(tell_former_primary(self.former_primary, self.fence.epoch, self.settings))
+            self._told = asyncio.create_task(tell_former_primary(self.former_primary, self.fence.epoch, self.ctx.secret,
+                                                                 self.settings))
         self.fence.on_fenced = self._fenced
         self.fence.guard()
         if self.fence.fenced:  # superseded before this start: it serves reads only

@@ -18,6 +18,8 @@ its background writers and registrations, and answers routes with the new primar
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 from collections.abc import Callable
 
@@ -37,6 +39,16 @@ TELL_RETRY_S = 2.0  # how often a promoted replica tries to reach its former pri
 def _stored(store: Store, key: bytes) -> int:
     raw = store.get("meta", key)
     return keys.decode_u64(raw) if raw is not None else 0
+
+
+def epoch_proof(secret: bytes, epoch: int) -> bytes:
+    """What a replica sends beside a primary epoch: only a holder of the primary's secret (which
+    replicas get with its first batch) can fence it, not any client of an open Follow."""
+    return hmac.new(secret, b"primary epoch %d" % epoch, hashlib.sha256).digest()
+
+
+def proven(secret: bytes, epoch: int, proof: bytes) -> bool:
+    return hmac.compare_digest(proof, epoch_proof(secret, epoch))
 
 
 def stored_epoch(store: Store) -> int:
@@ -93,7 +105,7 @@ class Fence:
         return True
 
 
-async def tell_former_primary(endpoint: str, epoch: int, settings: Settings) -> None:
+async def tell_former_primary(endpoint: str, epoch: int, secret: bytes, settings: Settings) -> None:
     """A promoted replica tells its former primary (at `endpoint`) its new epoch on a Follow stream,
     until the primary heard it (it refuses the stream, fenced) or cannot hear it (no replication)."""
     warned = False
@@ -102,7 +114,8 @@ async def tell_former_primary(endpoint: str, epoch: int, settings: Settings) -> 
         channel = open_aio_channel(endpoint, settings.client_tls)
         try:
             call = replication_grpc.ReplicationStub(channel).Follow(
-                iter([replication.FollowerState(applied_seq=0, epoch=epoch)]), metadata=inner, timeout=5)
+                iter([replication.FollowerState(applied_seq=0, epoch=epoch, epoch_proof=epoch_proof(secret, epoch))]),
+                metadata=inner, timeout=5)
             async for _ in call:
                 break  # a primary that sends batches did not take the epoch (an older rockmq): nothing more to do
             log.info("told the former primary at %s of primary epoch %d", endpoint, epoch)

@@ -26,7 +26,7 @@ from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.inner import inner_credentials, signed
 from rockmq.auth.principals import Principals
 from rockmq.auth.users import UserError
-from rockmq.broker.cluster.fencing import Fence, next_epoch, stored_epoch
+from rockmq.broker.cluster.fencing import Fence, epoch_proof, next_epoch, proven, stored_epoch
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
@@ -99,6 +99,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         self.batches = batches
         self.principals = principals
         self.fence = fence
+        self.secret = secret
         batches.start(stored_seq(store))
         self.acked = batches.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
         self._acked_moved = asyncio.Event()
@@ -141,6 +142,10 @@ class Replicator(replication_grpc.ReplicationServicer):
             return
         if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/unparsed.py)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
+        if first.epoch > self.fence.epoch and not proven(self.secret, first.epoch, first.epoch_proof):
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                                f"primary epoch {first.epoch} is above this primary's, without the proof only its replicas "
+                                f"can give (epoch_proof)")
         if self.fence.learn(first.epoch, "a replica"):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"this broker was superseded by a promoted replica (primary epoch {self.fence.superseded}): "
@@ -256,7 +261,9 @@ class Follower:
 
     async def _follow(self, stub: replication_grpc.ReplicationStub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
-        await acks.put(replication.FollowerState(applied_seq=self.applied, epoch=stored_epoch(self.ctx.store)))
+        epoch = stored_epoch(self.ctx.store)
+        secret = self.ctx.store.get("meta", keys.SECRET_KEY) or b""  # the primary's, once its first batch came
+        await acks.put(replication.FollowerState(applied_seq=self.applied, epoch=epoch, epoch_proof=epoch_proof(secret, epoch)))
         progress = asyncio.Event()
 
         async def states() -> AsyncIterator[replication.FollowerState]:

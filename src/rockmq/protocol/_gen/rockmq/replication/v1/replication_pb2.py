@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\'rockmq/replication/v1/replication.proto\x12\x15rockmq.replication.v1\"3\n\rFollowerState\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\"b\n\x0fReplicatedBatch\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x0b\n\x03ops\x18\x02 \x01(\x0c\x12\x35\n\nprincipals\x18\x03 \x01(\x0b\x32!.rockmq.replication.v1.Principals\")\n\nPrincipals\x12\r\n\x05users\x18\x01 \x01(\x0c\x12\x0c\n\x04\x61\x63ls\x18\x02 \x01(\x0c\x32k\n\x0bReplication\x12\\\n\x06\x46ollow\x12$.rockmq.replication.v1.FollowerState\x1a&.rockmq.replication.v1.ReplicatedBatch\"\x00(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\'rockmq/replication/v1/replication.proto\x12\x15rockmq.replication.v1\"H\n\rFollowerState\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x03 \x01(\x0c\"b\n\x0fReplicatedBatch\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x0b\n\x03ops\x18\x02 \x01(\x0c\x12\x35\n\nprincipals\x18\x03 \x01(\x0b\x32!.rockmq.replication.v1.Principals\")\n\nPrincipals\x12\r\n\x05users\x18\x01 \x01(\x0c\x12\x0c\n\x04\x61\x63ls\x18\x02 \x01(\x0c\x32k\n\x0bReplication\x12\\\n\x06\x46ollow\x12$.rockmq.replication.v1.FollowerState\x1a&.rockmq.replication.v1.ReplicatedBatch\"\x00(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,11 +32,11 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rockmq.replication.v1.repli
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_FOLLOWERSTATE']._serialized_start=66
-  _globals['_FOLLOWERSTATE']._serialized_end=117
-  _globals['_REPLICATEDBATCH']._serialized_start=119
-  _globals['_REPLICATEDBATCH']._serialized_end=217
-  _globals['_PRINCIPALS']._serialized_start=219
-  _globals['_PRINCIPALS']._serialized_end=260
-  _globals['_REPLICATION']._serialized_start=262
-  _globals['_REPLICATION']._serialized_end=369
+  _globals['_FOLLOWERSTATE']._serialized_end=138
+  _globals['_REPLICATEDBATCH']._serialized_start=140
+  _globals['_REPLICATEDBATCH']._serialized_end=238
+  _globals['_PRINCIPALS']._serialized_start=240
+  _globals['_PRINCIPALS']._serialized_end=281
+  _globals['_REPLICATION']._serialized_start=283
+  _globals['_REPLICATION']._serialized_end=390
 # @@protoc_insertion_point(module_scope)

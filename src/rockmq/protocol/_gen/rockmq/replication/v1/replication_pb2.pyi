@@ -6,12 +6,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class FollowerState(_message.Message):
-    __slots__ = ("applied_seq", "epoch")
+    __slots__ = ("applied_seq", "epoch", "epoch_proof")
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_PROOF_FIELD_NUMBER: _ClassVar[int]
     applied_seq: int
     epoch: int
-    def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+    epoch_proof: bytes
+    def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ...) -> None: ...
 
 class ReplicatedBatch(_message.Message):
     __slots__ = ("seq", "ops", "principals")
