@@ -12,7 +12,6 @@ bytes are reported beside the empty store's.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from broker_process import BrokerProcess
 from chaos_scale import scaled
 from mqwire import META, RPC_TIMEOUT, Conn, message
+from rocksdict import BottommostLevelCompaction, CompactOptions, Options, Rdict
 from waiting import wait_for
 
 from rockmq.protocol import batch as batch_pb
@@ -37,22 +37,32 @@ ENV = {"ROCKMQ_RETENTION_S": str(RETENTION_S), "ROCKMQ_RETENTION_CHECK_S": "0.3"
        "ROCKMQ_TXN_CHECK_FIRST_S": "60"}
 # The families a message owns entries in, and the staging family's kinds (chunks, their index, publish jobs).
 OWNED = ("log", "timers", "retry", "inflight", "checkpoints", "matches", "dedup", "txn", "txnchecks")
+FILE_SIZES = ("live-sst-files-size", "live-blob-file-size")
 STAGED = {"staged chunks": keys.STAGED_CHUNK, "staged index": keys.STAGED_INDEX, "publish jobs": keys.PUBLISH_JOB}
 
 
 def _census(data: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """Live keys per family (and staging kind), then bytes per family after a full compaction;
-    read offline (the broker stopped)."""
+    """Live keys per family (and staging kind), then bytes per family on disk after a full
+    compaction (to the bottom level: what deletes hid is gone); read offline (the broker stopped)."""
     store = Store(data)
     try:
         counts = {f.value: sum(1 for _ in store.scan(f.value, b"", b"\xff" * 64)) for f in Family}
         for name, kind in STAGED.items():
             counts[name] = sum(1 for _ in store.scan_prefix("staging", kind))
-        for f in Family:
-            asyncio.run(store.compact(f.value, b"", b"\xff" * 64))
-        return counts, {f.value: store.size(f.value) for f in Family}
     finally:
         store.close()
+    db = Rdict(str(data), options=Options(raw_mode=True), column_families={f.value: Options(raw_mode=True) for f in Family})
+    try:
+        full = CompactOptions()
+        full.set_bottommost_level_compaction(BottommostLevelCompaction.force())
+        sizes = {}
+        for f in Family:
+            family = db.get_column_family(f.value)
+            family.compact_range(None, None, full)
+            sizes[f.value] = sum(family.property_int_value(f"rocksdb.{name}") or 0 for name in FILE_SIZES)
+        return counts, sizes
+    finally:
+        db.close()
 
 
 def _delayed(body: str, due_ms: int) -> pb.Message:
@@ -180,6 +190,8 @@ def test_retention_frees_what_removed_messages_own(tmp_path: Path) -> None:
           f"{_table(empty_bytes, bytes_after)}")
     leaked = {f: (empty_keys[f], keys_after[f]) for f in (*OWNED, *STAGED) if keys_after[f] != empty_keys[f]}
     assert not leaked, f"families that kept keys of removed messages (empty store, after): {leaked}"
+    grown = {f: (empty_bytes[f], bytes_after[f]) for f in OWNED if bytes_after[f] > empty_bytes[f] + 256}
+    assert not grown, f"families bigger on disk than the empty store's (bytes: empty store, after): {grown}"
 
 
 def test_an_idle_group_loses_its_matches_and_misses_nothing(tmp_path: Path) -> None:
