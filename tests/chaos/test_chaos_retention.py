@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker_process import BrokerProcess
@@ -222,6 +223,31 @@ def test_an_idle_group_loses_its_matches_and_misses_nothing(tmp_path: Path) -> N
         bodies = [m.body.decode() for m in (*first, *rest, *late)]
         assert sorted(bodies) == sorted([f"m{i}" for i in range(0, 2 * wanted, 2)] + [f"late{i}" for i in range(0, 20, 2)])
         assert conn.receive(group, TOPIC, poll_s=0, tag="a")[1] == []
+        conn.close()
+    finally:
+        broker.kill()
+
+
+def test_a_receive_parked_when_its_groups_matches_go_still_gets_what_comes(tmp_path: Path) -> None:
+    """A FIFO group's receive waits on a held queue while the group idles and its matches are
+    dropped; the receive, woken by the ack, must evaluate the queue, not read the dropped matches
+    (which would skip every message after the acked one)."""
+    broker = BrokerProcess(tmp_path / "data", env={"ROCKMQ_IDLE_GROUP_MATCHES_S": "1", "ROCKMQ_RETENTION_CHECK_S": "0.3"}).start()
+    group = "g-fifo"
+    try:
+        conn = Conn(broker.endpoint)
+        conn.create_topic(TOPIC, queues=1)
+        conn.create_group(group, fifo=True)
+        assert conn.receive(group, TOPIC, poll_s=0, tag="a")[0] == pb.MESSAGE_NOT_FOUND  # registered
+        conn.send_ok(*(message(TOPIC, f"x{i}", tag="a", group="x") for i in range(3)))
+        (first,) = conn.receive_n(group, TOPIC, 1, tag="a")
+        with ThreadPoolExecutor(1) as pool:
+            parked = pool.submit(conn.receive, group, TOPIC, tag="a", batch=1, poll_s=8)  # the queue is held
+            wait_for(lambda: any("has not consumed" in line for line in broker.log), 10, 0.1,
+                     what="the idle group's matches dropped")
+            assert conn.ack(group, TOPIC, first).status.code == pb.OK
+            code, got = parked.result(timeout=15)
+        assert code == pb.OK and [m.body for m in got] == [b"x1"], (pb.Code.Name(code), got)
         conn.close()
     finally:
         broker.kill()
