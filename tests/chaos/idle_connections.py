@@ -4,7 +4,8 @@
 
 Opens N connections, each handshaked (the HTTP/2 preface and SETTINGS, the server's SETTINGS
 acknowledged) and then silent. Prints one JSON line once all are opened: `held` (the server
-answered with its SETTINGS) and `refused` (closed before answering, or not accepted); then waits up
+answered with its SETTINGS, and they are still open), `closed_early` (answered, then closed while
+the others opened) and `refused` (closed before answering, or not accepted); then waits up
 to WATCH_S seconds for the server to close the held ones and prints a second line: `open` (still
 open) and `closed_after_s` (since the first line, when the last one closed). Only the standard
 library, so it starts fast; a process per few thousand connections keeps each under its own
@@ -53,23 +54,26 @@ async def _until_closed(reader: asyncio.StreamReader) -> float:
 
 async def main(host: str, port: int, n: int, watch_s: float) -> None:
     gate = asyncio.Semaphore(AT_ONCE)
+    held: list[tuple[asyncio.StreamWriter, asyncio.Task[float]]] = []
 
-    async def one() -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    async def one() -> None:
         async with gate:
-            return await _open(host, port)
+            conn = await _open(host, port)
+        if conn is not None:
+            held.append((conn[1], asyncio.ensure_future(_until_closed(conn[0]))))
 
-    opened = await asyncio.gather(*(one() for _ in range(n)))
-    held = [c for c in opened if c is not None]
-    print(json.dumps({"held": len(held), "refused": n - len(held)}), flush=True)
+    await asyncio.gather(*(one() for _ in range(n)))
+    still = sum(not watch.done() for _, watch in held)
+    print(json.dumps({"held": still, "closed_early": len(held) - still, "refused": n - len(held)}), flush=True)
     start = time.monotonic()
-    watches = [asyncio.ensure_future(_until_closed(r)) for r, _ in held]
+    watches = [watch for _, watch in held]
     done, pending = await asyncio.wait(watches, timeout=watch_s) if watches else (set(), set())
     last = max((t.result() for t in done), default=start)
-    print(json.dumps({"open": len(pending), "closed_after_s": round(last - start, 2)}), flush=True)
+    print(json.dumps({"open": len(pending), "closed_after_s": round(max(0.0, last - start), 2)}), flush=True)
     for t in pending:
         t.cancel()
-    for _, w in held:
-        w.close()
+    for writer, _ in held:
+        writer.close()
 
 
 if __name__ == "__main__":
