@@ -158,6 +158,7 @@ def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp
         st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S,
                       what="the old primary to refuse sends")
         assert st.code == pb.HA_NOT_AVAILABLE and "no longer the primary" in st.message, st
+        print(f"old primary refuses sends {time.monotonic() - promoted_at:.2f} s after the forced promotion")
         wait_for(lambda: _registered(ns).get("b1") == replica.endpoint, FENCED_WITHIN_S,
                  what="the name server to route b1 to the promoted replica")
         conn = Conn(primary.endpoint)  # the old primary answers routes with the new one
@@ -174,6 +175,8 @@ def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp
         except AssertionError as e:
             raise AssertionError(f"{e}; last failures: {sending.failed[-3:]}, {len(sending.failed)} in all") from None
         sending.stop()
+        print(f"rockmq's producer: {len(sending.failed)} of {len(sending.acked) + len(sending.failed)} sends failed "
+              f"across the promotion")
         later = {mid for at, mid in sending.acked if at > promoted_at + FENCED_WITHIN_S}
         new_conn = Conn(replica.endpoint)
         try:
@@ -185,6 +188,9 @@ def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp
         if official is not None:  # started before the promotion: it moves at its next route refresh (every 30 s)
             wait_for(lambda: len([a for a in official.acked if a[0] > promoted_at + 0.5]) >= 5, 60,
                      what="the official producer started before the promotion to send to the new primary")
+            moved = next(at for at, _ in official.acked if at > promoted_at + 0.5) - promoted_at
+            print(f"official producer sends to the new primary {moved:.1f} s after the promotion "
+                  f"({official.failed} sends failed meanwhile)")
             official.stop()
         # The official Python client, given the old primary as its access point, sends to the new one.
         with producer(primary.endpoint, TOPIC) as p:
@@ -195,6 +201,7 @@ def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp
         finally:
             new_conn.close()
         assert ids <= on_new
+        assert not any("Traceback" in line for line in [*primary.log, *replica.log])
     finally:
         for running in (sending, official):
             if running is not None:
