@@ -239,3 +239,29 @@ def test_without_a_name_server_the_promoted_replica_fences_its_former_primary(tm
     finally:
         replica.kill()
         primary.kill()
+
+
+def test_a_name_server_holding_a_higher_epoch_fences_the_primary(tmp_path):
+    """The name server's path alone: a registration of the broker's name at a higher epoch (what a
+    promoted replica registers with) wins the name, and the primary hears it in its next reply."""
+    ns = NameServerProcess("--broker-timeout", "5").start()
+    primary = BrokerProcess(tmp_path / "b1", "--broker-name", "b1", "--namesrv", ns.endpoint, env=ENV).start()
+    try:
+        primary.cli("topic", "create", TOPIC, "--queues", "2", check=True)
+        wait_for(lambda: _registered(ns).get("b1") == primary.endpoint, 15, what="b1 registered")
+        assert _refused_status(primary.endpoint) is None
+        newer = namesrv.BrokerInfo(name="b1", endpoint="127.0.0.1:1", epoch=1)
+        newer.topics.add(topic=TOPIC, queue_count=2)
+        with grpc.insecure_channel(ns.endpoint) as ch:
+            namesrv_grpc.NameServerStub(ch).Register(namesrv.RegisterRequest(broker=newer), timeout=5)
+        st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S, what="the primary to refuse sends")
+        assert st.code == pb.HA_NOT_AVAILABLE, st
+        assert _registered(ns)["b1"] == "127.0.0.1:1", "the lower epoch took the name back"
+        conn = Conn(primary.endpoint)
+        try:
+            assert {q.broker.endpoints.addresses[0].port for q in conn.query_route(TOPIC).message_queues} == {1}
+        finally:
+            conn.close()
+    finally:
+        primary.kill()
+        ns.kill()
