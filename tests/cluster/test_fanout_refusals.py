@@ -1,7 +1,7 @@
 """Admin calls answered across a cluster keep a caller's mistake a caller's mistake (issue 20 §1.4,
 found by the fuzzer): DeleteTopic with an empty name asked every broker (the name servers take ""
 for every topic), and the first refusal came back as INTERNAL_ERROR; another broker's refusal is
-now relayed with its own kind (broker/api/replies.py `relayed`)."""
+now relayed with its own kind (broker/api/replies.py `relayed`), also by a user or ACL change handed on."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from mqwire import RPC_TIMEOUT
+from mqwire import META, RPC_TIMEOUT
 from shard_set import ShardSet
 
+from rockmq.auth.credentials import Credentials
 from rockmq.broker.api.replies import relayed
-from rockmq.protocol import admin, admin_grpc, pb
+from rockmq.protocol import admin, admin_grpc, pb, rpc, svc, users, users_grpc
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +55,30 @@ class _Refusal(grpc.aio.AioRpcError):
     (grpc.StatusCode.INTERNAL, pb.INTERNAL_ERROR), (grpc.StatusCode.UNKNOWN, pb.INTERNAL_ERROR)])
 def test_another_brokers_refusal_keeps_its_kind(code: grpc.StatusCode, expected: int):
     assert relayed(_Refusal(code), "on broker b").code == expected
+
+
+def test_a_change_another_broker_refuses_keeps_the_refusals_kind(tmp_path: Path):
+    """A user made on one shard only (`local`): updating it through that shard hands the update on,
+    the other shard answers NOT_FOUND, and so does the call (it said INTERNAL_ERROR)."""
+    admin_user, secret = "admin", "fanout-admin-secret"
+    shards = ShardSet(tmp_path / "data", 2, "--auth", "--admin-user", admin_user, "--admin-secret", secret).start()
+    signed = (*META, *Credentials(admin_user, secret).headers())
+    try:
+        with grpc.insecure_channel(shards.endpoint) as channel:
+            admin_grpc.AdminStub(channel).CreateTopic(admin.CreateTopicRequest(name="both", queue_count=2), metadata=signed,
+                                                      timeout=RPC_TIMEOUT)
+            route = svc.MessagingServiceStub(channel).QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name="both")),
+                                                                 metadata=signed, timeout=RPC_TIMEOUT)
+        address = route.message_queues[0].broker.endpoints.addresses[0]
+        endpoint = f"{address.host}:{address.port}"
+        with grpc.insecure_channel(endpoint) as channel:
+            stub = users_grpc.UsersStub(channel)
+            stub.CreateUser(users.CreateUserRequest(name="only-here", secret="only-here-secret", local=True), metadata=signed,
+                            timeout=RPC_TIMEOUT)
+            with pytest.raises(grpc.RpcError) as err:
+                stub.UpdateUser(users.UpdateUserRequest(name="only-here", secret="another-secret"), metadata=signed,
+                                timeout=RPC_TIMEOUT)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND, err.value
+        assert "refused by" in err.value.details(), err.value.details()
+    finally:
+        shards.stop()

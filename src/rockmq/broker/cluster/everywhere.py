@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 
+from rockmq.broker.api.replies import relayed
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster
 from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
@@ -25,6 +26,7 @@ async def hand_on(cluster: Cluster | None, stub: Callable[[grpc.aio.Channel], An
         return
     request.local = True
     unreachable, refused = [], []
+    first_refusal: grpc.aio.AioRpcError | None = None
     for broker, endpoint in sorted((await cluster.live()).items()):
         if broker == cluster.name:
             continue
@@ -35,8 +37,11 @@ async def hand_on(cluster: Cluster | None, stub: Callable[[grpc.aio.Channel], An
                 unreachable.append(broker)
             elif e.code() != done_already:
                 refused.append(f"{broker} ({e.details()})")
+                first_refusal = first_refusal or e
     if unreachable or refused:
         lines = ([f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}"] if unreachable else []) + \
                 ([f"refused by {', '.join(refused)}"] if refused else [])
-        raise BrokerError(pb.PROXY_TIMEOUT if unreachable else pb.INTERNAL_ERROR,
-                          f"{'; '.join(lines)}: the change is made here (and on the others); repeat it for those")
+        message = f"{'; '.join(lines)}: the change is made here (and on the others); repeat it for those"
+        if unreachable or first_refusal is None:
+            raise BrokerError(pb.PROXY_TIMEOUT, message)
+        raise relayed(first_refusal, message)  # the other broker's kind of refusal, not INTERNAL_ERROR
