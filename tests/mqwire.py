@@ -45,6 +45,26 @@ class Conn:
     def describe_group(self, name: str) -> admin.GroupInfo:
         return self.admin.DescribeGroup(admin.GroupRequest(name=name), timeout=RPC_TIMEOUT)
 
+    def topic_names(self, limit: int = 0) -> list[str]:
+        """Every topic's name, read page by page (`limit`: per page; 0, the broker's max_list_page)."""
+        return self._every_page(lambda token: self.admin.ListTopics(
+            admin.ListTopicsRequest(limit=limit, page_token=token), timeout=RPC_TIMEOUT), "topics")
+
+    def group_names(self, limit: int = 0) -> list[str]:
+        return self._every_page(lambda token: self.admin.ListGroups(
+            admin.ListGroupsRequest(limit=limit, page_token=token), timeout=RPC_TIMEOUT), "groups")
+
+    @staticmethod
+    def _every_page(call, field: str) -> list[str]:
+        names: list[str] = []
+        token = ""
+        while True:
+            reply = call(token)
+            names += [entry.name for entry in getattr(reply, field)]
+            token = reply.next_page_token
+            if not token:
+                return names
+
     # --- messaging -------------------------------------------------------------------------
 
     def send(self, *messages: pb.Message) -> rpc.SendMessageResponse:

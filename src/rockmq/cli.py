@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import grpc
 
@@ -106,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
                                             "serve reads only until promoted")
     serve.add_argument("--max-attempts", type=int, help="default deliveries per message before the DLQ (17)")
     serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
+    serve.add_argument("--max-topics", type=int, help="topics this broker holds at most, its groups' retry and "
+                                                      "dead-letter topics aside (100000)")
+    serve.add_argument("--max-groups", type=int, help="consumer groups this broker holds at most (100000)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
                        help="refuse sends and routes for unknown topics")
     serve.add_argument("--workers", metavar="N", help="broker shard processes on this machine, joined as a cluster "
@@ -274,6 +277,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of", "workers", "default_queues",
+                                                "max_topics", "max_groups",
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
                                                 "inner_access_key", "inner_secret_key", "max_connections",
@@ -412,7 +416,7 @@ def cmd_topic(args: argparse.Namespace) -> int:
         where = f" on {', '.join(held)}" if len(held) > 1 else ""
         print(f"created topic {info.name} with {info.queue_count} queues{where} ({', '.join(info.message_types)})")
     elif args.action == "list":
-        topics = stub.ListTopics(admin.ListTopicsRequest(), timeout=10).topics
+        topics = _every_page(lambda token: stub.ListTopics(admin.ListTopicsRequest(page_token=token), timeout=10), "topics")
         _table([[t.name, t.queue_count, ",".join(t.message_types)] for t in topics], ["TOPIC", "QUEUES", "TYPES"])
     elif args.action == "describe":
         info = stub.DescribeTopic(admin.TopicRequest(name=args.name), timeout=10)
@@ -437,7 +441,7 @@ def cmd_group(args: argparse.Namespace) -> int:
         print(f"created group {info.name} ({'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
               f"consume mode {_consume_mode(info.consume_mode)})")
     elif args.action == "list":
-        groups = stub.ListGroups(admin.ListGroupsRequest(), timeout=10).groups
+        groups = _every_page(lambda token: stub.ListGroups(admin.ListGroupsRequest(page_token=token), timeout=10), "groups")
         _table([[g.name, "FIFO" if g.fifo else "-", g.max_attempts, g.consume_mode or "-"] for g in groups],
                ["GROUP", "FIFO", "MAX_ATTEMPTS", "CONSUME_MODE"])
     else:
@@ -449,6 +453,18 @@ def cmd_group(args: argparse.Namespace) -> int:
                ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
         _warn_unreachable(info.unreachable)
     return 0
+
+
+def _every_page(call: Callable[[str], Any], field: str) -> list[Any]:
+    """Every entry of a paged listing (ListTopics, ListGroups): `call(page_token)` until the last page."""
+    entries: list[Any] = []
+    token = ""
+    while True:
+        reply = call(token)
+        entries.extend(getattr(reply, field))
+        token = reply.next_page_token
+        if not token:
+            return entries
 
 
 def _consume_mode(mode: str) -> str:

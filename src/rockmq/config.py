@@ -130,7 +130,15 @@ class Settings:
     pull_scan_limit: int = 4096  # the same for one pull
     revive_batch: int = 1000  # expired deliveries revived per step
     revive_dlq_bytes: int = 16 * MiB  # ... and dead-letter copies written per step
-    max_clients: int = 100_000  # client sessions remembered (the longest silent ones go first)
+    max_clients: int = 100_000  # client sessions remembered (the longest silent one goes first)
+    # Tables keyed by what clients send (docs/protocol.md "Limits"): past each, what would add an
+    # entry is refused with TOO_MANY_REQUESTS naming the setting (Admin: RESOURCE_EXHAUSTED).
+    max_topics: int = 100_000  # topics, besides the %RETRY%/%DLQ% topics of groups (bounded by max_groups)
+    max_groups: int = 100_000  # consumer groups
+    max_subscriptions_per_group: int = 1_000  # topics a group consumes through a filter (each its expression)
+    max_client_topics: int = 1_000  # topics one client's Telemetry settings may publish or subscribe to
+    max_transaction_checks: int = 1_000_000  # undecided transactions (half messages) the broker keeps checking
+    max_list_page: int = 1_000  # topics or groups one ListTopics/ListGroups reply holds (the next page: its token)
     max_renewals: int = 200_000  # deliveries kept renewed for PushConsumers; beyond, their invisible time alone
     # Fetch (BatchMessaging): the caps of a request that names none, and the most it may ask for.
     fetch_records: int = 4096
@@ -154,7 +162,9 @@ class Settings:
                         "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
                         "revive_dlq_bytes", "max_clients", "max_renewals", "fetch_records", "fetch_bytes",
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
-                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch")
+                        "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch",
+                        "max_topics", "max_groups", "max_subscriptions_per_group", "max_client_topics",
+                        "max_transaction_checks", "max_list_page")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -16,7 +16,7 @@ from broker_process import BrokerProcess  # tests/ is on sys.path (tests/conftes
 from mqwire import META, RPC_TIMEOUT, Conn, code_name, message
 from waiting import wait_for
 
-from rockmq.protocol import admin, batch, batch_grpc, pb, rpc
+from rockmq.protocol import batch, batch_grpc, pb, rpc
 
 MiB = 1024 * 1024
 
@@ -92,7 +92,7 @@ def test_unknown_topic_when_auto_create_is_off(tmp_path):
         code, msgs = c.receive("some-group", "no-such-topic")
         assert_code(code, pb.TOPIC_NOT_FOUND)
         assert not msgs
-        assert "no-such-topic" not in [t.name for t in c.admin.ListTopics(admin.ListTopicsRequest(), timeout=10).topics]
+        assert "no-such-topic" not in c.topic_names()
         # A created topic works as usual.
         c.create_topic("made-by-admin", queues=1)
         assert_code(entry_code(c.send(message("made-by-admin", "body"))), pb.OK)

@@ -8,17 +8,17 @@ import hashlib
 import pytest
 from mqwire import RPC_TIMEOUT, Conn, code_name, message
 
-from rockmq.protocol import admin, pb
 from rockmq.protocol import batch as batch_pb
+from rockmq.protocol import pb
 from rockmq.protocol.conventions import RECONSUME_TIMES
 
 
 def topic_names(conn: Conn) -> set[str]:
-    return {t.name for t in conn.admin.ListTopics(admin.ListTopicsRequest(), timeout=RPC_TIMEOUT).topics}
+    return set(conn.topic_names())
 
 
 def group_names(conn: Conn) -> set[str]:
-    return {g.name for g in conn.admin.ListGroups(admin.ListGroupsRequest(), timeout=RPC_TIMEOUT).groups}
+    return set(conn.group_names())
 
 
 def codes(conn: Conn, *messages: pb.Message) -> list[str]:

@@ -4,7 +4,8 @@ and a topic deleted with everything that remembers it. The Admin servicer only t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import bisect
+from collections.abc import Awaitable, Collection
 
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
@@ -12,6 +13,27 @@ from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import admin
+
+
+def page(names: list[str], after: str, limit: int) -> tuple[list[str], str]:
+    """The first `limit` of the sorted `names` after `after` ("": from the first), and the token of
+    the next page ("": this is the last)."""
+    start = bisect.bisect_right(names, after) if after else 0
+    chosen = names[start:start + limit]
+    return chosen, chosen[-1] if start + limit < len(names) else ""
+
+
+class SortedNames:
+    """A table's names in order for listings, sorted again only after its metadata changed."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._names: list[str] = []
+
+    def of(self, generation: int, names: Collection[str]) -> list[str]:
+        if generation != self._generation:
+            self._names, self._generation = sorted(names), generation
+        return self._names
 
 
 class Catalog:
@@ -22,6 +44,7 @@ class Catalog:
         self.positions = positions
         self.fanout = fanout
         self.broker = broker  # this broker's name, on each queue it describes
+        self._topic_names, self._group_names = SortedNames(), SortedNames()
 
     # --- topics ------------------------------------------------------------------------------
 
@@ -38,8 +61,17 @@ class Catalog:
         topic = self.ctx.meta.create_topic(request.name, request.queue_count, list(request.message_types))
         return self.topic_info(topic, True)
 
-    def topics(self) -> list[admin.TopicInfo]:
-        return [self.topic_info(t, False) for t in sorted(self.ctx.meta.topics.values(), key=lambda t: t.name)]
+    def _page_size(self, limit: int) -> int:
+        most = self.ctx.settings.max_list_page
+        return limit if 0 < limit <= most else most
+
+    def topics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
+        """A page of the topics, by name (admin.proto ListTopicsRequest)."""
+        meta = self.ctx.meta
+        names, token = page(self._topic_names.of(meta.generation, meta.topics), request.page_token,
+                            self._page_size(request.limit))
+        return admin.ListTopicsResponse(topics=[self.topic_info(meta.topics[n], False) for n in names],
+                                        next_page_token=token, total=len(meta.topics))
 
     def describe_topic(self, name: str, local: bool) -> Awaitable[admin.TopicInfo]:
         return self.fanout.describe_topic(name, local, lambda: self.topic_info(self.ctx.meta.topic(name), True))
@@ -71,8 +103,13 @@ class Catalog:
         return self.fanout.create_group(request, lambda: self.group_info(
             self.ctx.new_group(request.name, request.fifo, request.max_attempts, request.consume_mode), False))
 
-    def groups(self) -> list[admin.GroupInfo]:
-        return [self.group_info(g, False) for g in sorted(self.ctx.meta.groups.values(), key=lambda g: g.name)]
+    def groups(self, request: admin.ListGroupsRequest) -> admin.ListGroupsResponse:
+        """A page of the groups, by name, as `topics`."""
+        meta = self.ctx.meta
+        names, token = page(self._group_names.of(meta.generation, meta.groups), request.page_token,
+                            self._page_size(request.limit))
+        return admin.ListGroupsResponse(groups=[self.group_info(meta.groups[n], False) for n in names],
+                                        next_page_token=token, total=len(meta.groups))
 
     def describe_group(self, name: str, local: bool) -> Awaitable[admin.GroupInfo]:
         return self.fanout.describe_group(name, local, lambda: self.group_info(self.ctx.meta.group(name), True))

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from rockmq.auth import audit
 from rockmq.auth.seam import Refused, current_identity, forbidden
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import OK
+from rockmq.broker.errors import OK, over_limit
 from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
@@ -75,19 +76,27 @@ def _ms(seconds: float) -> int:
 
 
 class Clients:
+    """The sessions, at most `max_clients` of them: the one silent longest goes first. They are kept in
+    the order they were last heard from, so hearing from a client and evicting one are O(1)."""
+
     def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget) -> None:
         self.ctx = ctx
         self.subscriptions = subscriptions
         self.renewals = renewals
-        self.sessions: dict[str, Session] = {}
+        self.sessions: OrderedDict[str, Session] = OrderedDict()  # the one heard from last, last
+        self._groups: dict[str, dict[str, Session]] = {}  # group -> its sessions, by client id
         self._publishers: dict[str, set[str]] = {}  # topic -> client ids of producers publishing it
         self._turn = itertools.count()
         self._laned: set[str] = set()  # groups a lane member joined: only they pay for lane routing
 
+    def _heard(self, s: Session) -> None:
+        s.last_seen = time.monotonic()
+        self.sessions.move_to_end(s.client_id)
+
     def touch(self, client_id: str) -> Session | None:
         s = self.sessions.get(client_id)
         if s is not None:
-            s.last_seen = time.monotonic()
+            self._heard(s)
         return s
 
     def last_seen(self, client_id: str) -> float | None:
@@ -97,17 +106,34 @@ class Clients:
     def members(self, group: str) -> list[Session]:
         """The group's consumers heard from within client_silence_s, by client id."""
         since = time.monotonic() - self.ctx.settings.client_silence_s
-        return sorted((s for s in self.sessions.values() if s.group == group and s.last_seen >= since
+        return sorted((s for s in self._groups.get(group, {}).values() if s.last_seen >= since
                        and s.client_type in CONSUMER_TYPES), key=lambda s: s.client_id)
 
     def register(self, client_id: str) -> Session:
         s = self.sessions.get(client_id)
         if s is None:
             if len(self.sessions) >= self.ctx.settings.max_clients:
-                self._drop_oldest()
+                self.drop(next(iter(self.sessions)))  # the one silent longest
             s = self.sessions[client_id] = Session(client_id, requester())
-        s.last_seen = time.monotonic()
+        self._heard(s)
         return s
+
+    def _join(self, session: Session, group: str) -> None:
+        """The session's group is `group` from now on (the index `members` reads)."""
+        if session.group == group:
+            return
+        self._leave(session)
+        session.group = group
+        if group:
+            self._groups.setdefault(group, {})[session.client_id] = session
+
+    def _leave(self, session: Session) -> None:
+        members = self._groups.get(session.group)
+        if members is not None:
+            members.pop(session.client_id, None)
+            if not members:  # a group with no session has no live lane either
+                del self._groups[session.group]
+                self._laned.discard(session.group)
 
     def claim(self, client_id: str, what: str) -> Session:
         """The session of a client's own request (`what`: Telemetry, Heartbeat), made for the
@@ -126,7 +152,7 @@ class Clients:
         session = self.claim(client_id, "Heartbeat")
         session.client_type = client_type or session.client_type
         if group is not None:
-            session.group = group
+            self._join(session, group)
         if lane:  # a client's lane is its own for life; official clients state it in their filter instead
             session.lane = lane
             if session.group:
@@ -137,7 +163,8 @@ class Clients:
         session = self.register(client_id)
         if session.client_type not in CONSUMER_TYPES:
             session.client_type = pb.SIMPLE_CONSUMER
-        session.group, session.lane = group, lane
+        self._join(session, group)
+        session.lane = lane
         self._laned.add(group)
 
     def route(self, group: str, client_id: str, lane: str) -> Route | None:
@@ -166,13 +193,11 @@ class Clients:
             return NO_LANES
         return frozenset(s.lane for s in self.members(group) if s.lane)
 
-    def _drop_oldest(self) -> None:
-        self.drop(min(self.sessions.values(), key=lambda s: s.last_seen).client_id)
-
     def drop(self, client_id: str) -> None:
         s = self.sessions.pop(client_id, None)
         if s is not None:
             self._set_publishing(s, ())
+            self._leave(s)
 
     def terminated(self, client_id: str) -> None:
         """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it
@@ -208,6 +233,10 @@ class Clients:
         out = pb.Settings()
         out.CopyFrom(given)
         out.metric.on = False
+        named = len(given.publishing.topics) + len(given.subscription.subscriptions)
+        if named > self.ctx.settings.max_client_topics:
+            raise over_limit(f"settings naming {named:,} topics", "max_client_topics", self.ctx.settings.max_client_topics,
+                             "a client publishes or subscribes to at most that many topics (use more clients)")
         session.client_type = given.client_type
         if given.HasField("publishing"):
             self._set_publishing(session, tuple(t.name for t in given.publishing.topics))
@@ -223,7 +252,7 @@ class Clients:
             asyncio.get_running_loop().call_later(SETTINGS_AGAIN_S, session.push, again)
         elif given.HasField("subscription"):
             sub = out.subscription
-            session.group = given.subscription.group.name
+            self._join(session, given.subscription.group.name)
             for entry in given.subscription.subscriptions:  # a bad expression is refused at subscribe time
                 record_filter(entry.expression)
             group = self.ctx.group_for(given.subscription.group.name) if given.subscription.group.name else None

@@ -30,6 +30,11 @@ def start_epoch(store: Store) -> tuple[bytes, int]:
     return secret, epoch
 
 
+def load_metadata(store: Store, settings: Settings) -> Metadata:
+    """The topics and groups `store` holds, bounded by the settings' max_topics and max_groups."""
+    return Metadata(store, settings.max_topics, settings.max_groups)
+
+
 @dataclass
 class BrokerContext:
     settings: Settings
@@ -59,7 +64,7 @@ class BrokerContext:
         if not secret:
             secret, epoch = start_epoch(store)
         logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)
-        return cls(settings, store, Metadata(store), logs, secret, epoch, read_only)
+        return cls(settings, store, load_metadata(store, settings), logs, secret, epoch, read_only)
 
     def ensure_topic(self, target: validate.Target) -> TopicConfig:
         """The topic validation resolved, created now (with its retry topic's group) if it is new.

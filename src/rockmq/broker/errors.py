@@ -6,6 +6,7 @@ It carries the RocketMQ v2 status code the client must see; servicers turn it in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from rockmq.protocol import pb
@@ -34,6 +35,21 @@ class BrokerError(Exception):
 
     def __repr__(self) -> str:
         return f"BrokerError({pb.Code.Name(self.code)}, {self.message!r})"
+
+
+def over_limit(refused: str, setting: str, limit: int, remedy: str) -> BrokerError:
+    """The refusal of what would add an entry to a table keyed by client input that is at its bound.
+    TOO_MANY_REQUESTS is the quota status every official client knows (RocketMQ's own quota codes,
+    LITE_*_QUOTA_EXCEEDED, are of its 429 family, which older clients do not know); Admin answers it
+    RESOURCE_EXHAUSTED."""
+    return BrokerError(pb.TOO_MANY_REQUESTS, f"{refused}: {setting} ({limit:,}) reached; {remedy}")
+
+
+def listing(names: Sequence[str], shown: int = 10) -> str:
+    """Names for a message, the first `shown` of them and how many more: an error about 100,000
+    topics stays one readable line."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" ... and {more:,} more" if more > 0 else "")
 
 
 class AlreadyExists(BrokerError):

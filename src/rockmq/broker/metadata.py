@@ -7,10 +7,11 @@ topic deleted and created again starts from a clean slate.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from dataclasses import asdict, dataclass, field
 
-from rockmq.broker.errors import AlreadyExists, BrokerError
+from rockmq.broker.errors import AlreadyExists, BrokerError, over_limit
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, NAME_RE, RETRY_PREFIX
 from rockmq.store import Store, keys
@@ -65,15 +66,28 @@ def parse_types(types: list[str] | None) -> list[str]:
     return out
 
 
-class Metadata:
-    """In-memory view of the meta family, written through on every change."""
+_CHANGES = itertools.count(1)  # numbers the changes of every Metadata's names, never twice
 
-    def __init__(self, store: Store) -> None:
+
+def groups_own(name: str) -> bool:
+    """A group's retry or dead-letter topic: counted by max_groups, not max_topics."""
+    return name.startswith((RETRY_PREFIX, DLQ_PREFIX))
+
+
+class Metadata:
+    """In-memory view of the meta family, written through on every change. Creating more than
+    `max_topics` topics (a group's retry and dead-letter topics aside) or `max_groups` groups is
+    refused (TOO_MANY_REQUESTS)."""
+
+    def __init__(self, store: Store, max_topics: int = 2**63, max_groups: int = 2**63) -> None:
         self.store = store
+        self.max_topics, self.max_groups = max_topics, max_groups
         self.topics: dict[str, TopicConfig] = {}
         self.groups: dict[str, GroupConfig] = {}
         self.topics_by_id: dict[int, TopicConfig] = {}
         self.groups_by_id: dict[int, GroupConfig] = {}
+        self.own_topics = 0  # topics counted by max_topics
+        self.generation = 0  # the last change of the names (a listing's sorted names stay good until the next)
         for _, raw in store.scan_prefix("meta", keys.TOPIC_META_PREFIX):
             self._add_topic(TopicConfig(**json.loads(raw)))
         for _, raw in store.scan_prefix("meta", keys.GROUP_META_PREFIX):
@@ -84,10 +98,13 @@ class Metadata:
     def _add_topic(self, t: TopicConfig) -> None:
         self.topics[t.name] = t
         self.topics_by_id[t.id] = t
+        self.own_topics += not groups_own(t.name)
+        self.generation = next(_CHANGES)
 
     def _add_group(self, g: GroupConfig) -> None:
         self.groups[g.name] = g
         self.groups_by_id[g.id] = g
+        self.generation = next(_CHANGES)
 
     def _allocate_id(self, batch: Batch) -> int:
         new_id = self._next_id
@@ -101,6 +118,9 @@ class Metadata:
             raise AlreadyExists(f"topic {name!r} already exists")
         if not 1 <= queues <= 1024:
             raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..1024, not {queues}")
+        if self.own_topics >= self.max_topics and not groups_own(name):
+            raise over_limit(f"cannot create topic {name!r}", "max_topics", self.max_topics,
+                             "delete topics (rockmq topic delete) or raise max_topics (rockmq serve --max-topics)")
         batch = self.store.batch()
         topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=parse_types(types))
         batch.put("meta", keys.topic_meta(name), json.dumps(asdict(topic)).encode())
@@ -117,6 +137,8 @@ class Metadata:
         self.store.write(batch)
         del self.topics[name]
         del self.topics_by_id[topic.id]
+        self.own_topics -= not groups_own(name)
+        self.generation = next(_CHANGES)
         return topic
 
     def topic(self, name: str) -> TopicConfig:
@@ -134,6 +156,9 @@ class Metadata:
             raise BrokerError(pb.BAD_REQUEST, f"max attempts must be 1..1000, not {max_attempts}")
         if consume_mode and consume_mode not in CONSUME_MODES:
             raise BrokerError(pb.BAD_REQUEST, f"unknown consume mode {consume_mode!r}: use {' or '.join(CONSUME_MODES)}")
+        if len(self.groups) >= self.max_groups:
+            raise over_limit(f"cannot create group {name!r}", "max_groups", self.max_groups,
+                             "raise max_groups (rockmq serve --max-groups)")
         batch = self.store.batch()
         group = GroupConfig(name=name, id=self._allocate_id(batch), fifo=fifo, max_attempts=max_attempts,
                             consume_mode=consume_mode)

@@ -116,7 +116,8 @@ class PullService:
             left = until - loop.time()
             if out or position != offset or left <= 0:
                 key = (group_name, topic.id, queue_id)
-                if position > self._pulled.get(key, -1):
+                # Only groups that exist: a name made up for each pull (no auto-creation) would grow it without end.
+                if position > self._pulled.get(key, -1) and group_name in self.ctx.meta.groups:
                     self._pulled[key] = position
                 if zone is not None and zone.record and position > offset and not self.ctx.read_only:
                     self._took(group_name, zone.record, topic.id, queue_id, offset, position, wanted)

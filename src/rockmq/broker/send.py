@@ -58,6 +58,8 @@ class SendService:
                 msg.topic, msg.message_id, msg.queue_id, len(msg.body), msg.tag, msg.keys, msg.message_group,
                 msg.user_properties, due if delivery is not None else None, msg.message_type, ctx.meta, ctx.settings, now,
                 chosen)
+            if mtype == "TRANSACTION":
+                self.transactions.check_room()
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
         except BrokerError as e:
             return e

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
+from rockmq.broker.errors import BrokerError, over_limit
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.filter.record_filter import IllegalExpression, RecordFilter, accept_all, compile_filter
@@ -75,6 +75,7 @@ class Subscriptions:
         self.ctx = ctx
         self.matches = matches  # the queue logs' index of appends: filled from the registrations
         self._subs: dict[tuple[int, int], Subscription] = {}
+        self._per_group: dict[int, int] = {}  # group id -> its subscriptions (at most max_subscriptions_per_group)
         self._trimmed: dict[tuple[int, int, int], int] = {}  # (group, topic, queue) -> matches dropped below
         # (group, topic) -> its POP positions when `trim` last saw them move, and when (monotonic s)
         self._moved: dict[tuple[int, int], tuple[tuple[int, ...], float]] = {}
@@ -108,6 +109,11 @@ class Subscriptions:
             if current is not None:
                 self._unregister(current)
             return None
+        most = self.ctx.settings.max_subscriptions_per_group
+        if current is None and self._per_group.get(group.id, 0) >= most:
+            raise over_limit(f"group {group.name!r} cannot subscribe to {topic.name!r} with a filter",
+                             "max_subscriptions_per_group", most,
+                             "subscribe without a filter, use another group, or raise max_subscriptions_per_group")
         indexed_from = [self.ctx.logs.max_offset(topic.id, q) for q in range(topic.queues)]
         sub = Subscription(group.id, topic.id, expr.type == pb.SQL, expr.expression, indexed_from, accept)
         batch = self.ctx.store.batch()
@@ -139,10 +145,14 @@ class Subscriptions:
 
     def _add(self, sub: Subscription) -> None:
         self._subs[(sub.group_id, sub.topic_id)] = sub
+        self._per_group[sub.group_id] = self._per_group.get(sub.group_id, 0) + 1
         self.matches.add(sub.topic_id, sub.group_id, sub.sql, sub.expression)
 
     def _remove(self, sub: Subscription) -> None:
         del self._subs[(sub.group_id, sub.topic_id)]
+        left = self._per_group.pop(sub.group_id) - 1
+        if left:
+            self._per_group[sub.group_id] = left
         self.matches.remove(sub.topic_id, sub.group_id, sub.sql)
         self._moved.pop((sub.group_id, sub.topic_id), None)
         for qid in range(len(sub.indexed_from)):

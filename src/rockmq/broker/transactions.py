@@ -30,7 +30,7 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
-from rockmq.broker.errors import BrokerError
+from rockmq.broker.errors import BrokerError, over_limit
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records, rpc
@@ -83,6 +83,14 @@ class TransactionService:
         self.loop = DeadlineLoop("transaction checks", self.check_due, ctx.settings.txn_check_batch)
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
             1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] in (_PENDING, _OWNED)))
+
+    def check_room(self) -> None:
+        """Refuses (TOO_MANY_REQUESTS) a transactional message while max_transaction_checks
+        transactions are undecided: each is a stored half message the broker keeps checking."""
+        most = self.ctx.settings.max_transaction_checks
+        if self.pending.value >= most:
+            raise over_limit("transactional message refused", "max_transaction_checks", most,
+                             "end undecided transactions (EndTransaction), or raise max_transaction_checks")
 
     def prepare(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int, queue_id: int = -1) -> str:
         """Put a half message into `batch`; -> its transaction id. `due_ms` 0: not delayed.

@@ -33,7 +33,7 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @admin_call
     def ListTopics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
-        return admin.ListTopicsResponse(topics=self.catalog.topics())
+        return self.catalog.topics(request)
 
     @admin_call
     def DescribeTopic(self, request: admin.TopicRequest) -> Awaitable[admin.TopicInfo]:
@@ -50,7 +50,7 @@ class AdminServicer(admin_grpc.AdminServicer):
 
     @admin_call
     def ListGroups(self, request: admin.ListGroupsRequest) -> admin.ListGroupsResponse:
-        return admin.ListGroupsResponse(groups=self.catalog.groups())
+        return self.catalog.groups(request)
 
     @admin_call
     def DescribeGroup(self, request: admin.GroupRequest) -> Awaitable[admin.GroupInfo]:

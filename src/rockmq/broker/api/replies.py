@@ -38,6 +38,7 @@ _GRPC_CODES = {
     pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
     pb.FORBIDDEN: grpc.StatusCode.FAILED_PRECONDITION,
     pb.PRECONDITION_FAILED: grpc.StatusCode.FAILED_PRECONDITION,
+    pb.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED,
     pb.HA_NOT_AVAILABLE: grpc.StatusCode.FAILED_PRECONDITION,  # a fenced primary (cluster/fencing.py)
 }
 # Another broker's refusal, as this one answers it (`relayed`): the inverse of the table above.

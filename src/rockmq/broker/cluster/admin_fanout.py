@@ -15,7 +15,7 @@ import grpc
 
 from rockmq.broker.api.replies import relayed
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
-from rockmq.broker.errors import AlreadyExists, BrokerError
+from rockmq.broker.errors import AlreadyExists, BrokerError, listing
 from rockmq.broker.metadata import check_name
 from rockmq.protocol import admin, pb
 from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
@@ -45,7 +45,7 @@ class AdminFanout:
         unknown = [b for b in chosen if b not in live]
         if unknown:
             raise BrokerError(pb.BAD_REQUEST,
-                              f"unknown or unreachable brokers {', '.join(unknown)}; live: {', '.join(sorted(live))}")
+                              f"unknown or unreachable brokers {listing(unknown)}; live: {listing(sorted(live))}")
         total = request.queue_count  # the broker's default applied (broker/catalog.py)
         info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
         done: list[str] = []

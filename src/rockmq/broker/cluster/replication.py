@@ -28,9 +28,8 @@ from rockmq.auth.principals import Principals
 from rockmq.auth.users import UserError
 from rockmq.broker.cluster.fencing import Fence, epoch_proof, next_epoch, proven, stored_epoch
 from rockmq.broker.cluster.routes import Cluster
-from rockmq.broker.context import BrokerContext
+from rockmq.broker.context import BrokerContext, load_metadata
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import Metadata
 from rockmq.config import Settings, names_an_address
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
@@ -351,4 +350,4 @@ class Follower:
         self.ctx.logs.forget_offsets()  # reads see the new entries' offsets
         config = (keys.TOPIC_META_PREFIX, keys.GROUP_META_PREFIX)
         if any(family == "meta" and key.startswith(config) for _, family, key, _ in ops):
-            self.ctx.meta = Metadata(self.ctx.store)
+            self.ctx.meta = load_metadata(self.ctx.store, self.ctx.settings)

@@ -55,14 +55,22 @@ class TopicRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class ListTopicsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("limit", "page_token")
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    page_token: str
+    def __init__(self, limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListTopicsResponse(_message.Message):
-    __slots__ = ("topics",)
+    __slots__ = ("topics", "next_page_token", "total")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[TopicInfo]
-    def __init__(self, topics: _Optional[_Iterable[_Union[TopicInfo, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[TopicInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total: _Optional[int] = ...) -> None: ...
 
 class DeleteTopicResponse(_message.Message):
     __slots__ = ()
@@ -129,8 +137,12 @@ class GroupRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class ListGroupsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("limit", "page_token")
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    page_token: str
+    def __init__(self, limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GroupMember(_message.Message):
     __slots__ = ("client_id", "lane", "idle_s")
@@ -149,10 +161,14 @@ class ListMembersResponse(_message.Message):
     def __init__(self, members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ...) -> None: ...
 
 class ListGroupsResponse(_message.Message):
-    __slots__ = ("groups",)
+    __slots__ = ("groups", "next_page_token", "total")
     GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
     groups: _containers.RepeatedCompositeFieldContainer[GroupInfo]
-    def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    total: int
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total: _Optional[int] = ...) -> None: ...
 
 class TimerStatsRequest(_message.Message):
     __slots__ = ()
