@@ -125,7 +125,7 @@ class RetentionService:
         batch = self.ctx.store.batch()
         for c in cuts:
             batch.delete_range("log", keys.log_key(c.topic_id, c.queue_id, c.start), keys.log_key(c.topic_id, c.queue_id, c.end))
-        matches = self._free_matches(batch, cuts)
+        self._free_matches(batch, cuts)
         freed = self._free_retries(batch, floors)
         if batch.empty:
             return 0
@@ -140,17 +140,16 @@ class RetentionService:
         log.info("retention removed %d messages from %d queues", removed, len(cuts))
         bounds = [keys.log_key(c.topic_id, c.queue_id, c.start) for c in cuts]
         await self.ctx.store.compact("log", min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
-        if matches:
-            await self.ctx.store.compact("matches", min(lo for lo, _ in matches), max(hi for _, hi in matches))
         return removed
 
-    def _free_matches(self, batch: Batch, cuts: list[Cut]) -> list[tuple[bytes, bytes]]:
-        """Put the range deletes of every registered group's matches below the cuts into `batch`; -> the ranges."""
-        ranges = [(keys.match_key(gid, c.topic_id, c.queue_id, 0), keys.match_key(gid, c.topic_id, c.queue_id, c.end))
-                  for c in cuts for gid in self.subscriptions.groups_of(c.topic_id)]
-        for lower, upper in ranges:
-            batch.delete_range("matches", lower, upper)
-        return ranges
+    def _free_matches(self, batch: Batch, cuts: list[Cut]) -> None:
+        """Put the range deletes of every registered group's matches below the cuts into `batch`
+        (no compaction: receives seek past them, and the family's own compactions drop them)."""
+        registered = self.subscriptions.groups_by_topic()
+        for c in cuts:
+            for gid in registered.get(c.topic_id, ()):
+                batch.delete_range("matches", keys.match_key(gid, c.topic_id, c.queue_id, 0),
+                                   keys.match_key(gid, c.topic_id, c.queue_id, c.end))
 
     def _free_retries(self, batch: Batch, floors: dict[tuple[int, int], int]) -> int:
         """Put the deletes of retry entries below their queue's minimum offset (or of a topic

@@ -91,9 +91,12 @@ class Subscriptions:
     def __len__(self) -> int:
         return len(self._subs)
 
-    def groups_of(self, topic_id: int) -> list[int]:
-        """The groups registered on a topic (whose matches it holds)."""
-        return [gid for gid, tid in self._subs if tid == topic_id]
+    def groups_by_topic(self) -> dict[int, list[int]]:
+        """topic id -> the groups registered on it (whose matches it holds)."""
+        out: dict[int, list[int]] = {}
+        for gid, tid in self._subs:
+            out.setdefault(tid, []).append(gid)
+        return out
 
     def resolve(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression) -> Subscription | None:
         """The group's subscription to the topic under `expr` (None: it takes everything),
