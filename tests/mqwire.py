@@ -5,6 +5,7 @@ Every call carries a deadline, so no test can hang on a broker that stopped answ
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import time
 
@@ -207,6 +208,17 @@ def message(topic: str, body: bytes | str, *, tag: str | None = None, keys: tupl
     if group:
         sp.message_group = group
     return msg
+
+
+def staged_parts(msg: pb.Message) -> tuple[bytes, bytes]:
+    """A message in the two parts Stage (the Spark sink's) takes: its system properties (with the
+    body digest), the rest. Consumes `msg`."""
+    sp = msg.system_properties
+    sp.body_digest.type = pb.SHA1
+    sp.body_digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
+    sp_bytes = sp.SerializeToString()
+    msg.ClearField("system_properties")
+    return sp_bytes, msg.SerializeToString()
 
 
 def code_name(code: int) -> str:

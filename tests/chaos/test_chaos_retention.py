@@ -12,14 +12,13 @@ bytes are reported beside the empty store's.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker_process import BrokerProcess
 from chaos_scale import scaled
-from mqwire import META, RPC_TIMEOUT, Conn, message
+from mqwire import META, RPC_TIMEOUT, Conn, message, staged_parts
 from rocksdict import BottommostLevelCompaction, CompactOptions, Options, Rdict
 from waiting import wait_for
 
@@ -79,18 +78,8 @@ def _half(body: str) -> pb.Message:
     return msg
 
 
-def _staged(msg: pb.Message) -> tuple[bytes, bytes]:
-    """A message in the two parts Stage takes: its system properties (with the body digest), the rest."""
-    sp = msg.system_properties
-    sp.body_digest.type = pb.SHA1
-    sp.body_digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
-    sp_bytes = sp.SerializeToString()
-    msg.ClearField("system_properties")
-    return sp_bytes, msg.SerializeToString()
-
-
 def _stage(stub: batch_grpc.BatchMessagingStub, msgs: list[pb.Message]) -> batch_pb.StagedChunk:
-    parts = [_staged(m) for m in msgs]
+    parts = [staged_parts(m) for m in msgs]
     reply = stub.Stage(batch_pb.StageRequest(system_properties=[sp for sp, _ in parts], contents=[c for _, c in parts],
                                              deduplicate=True), timeout=RPC_TIMEOUT)
     assert reply.status.code == pb.OK, reply.status

@@ -3,10 +3,8 @@ stores nothing (issue 16 §1.1). Checked against the shared broker through topic
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
-from mqwire import RPC_TIMEOUT, Conn, code_name, message
+from mqwire import RPC_TIMEOUT, Conn, code_name, message, staged_parts
 
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import pb
@@ -83,7 +81,7 @@ def test_a_good_send_back_creates_the_group_and_its_retry_topic(conn, unique):
 
 def test_a_refused_stage_creates_no_topic(conn, unique):
     topic = unique("refused-stage")
-    chunk = [_staged(message(topic, "fine")), _staged(message(f"%DLQ%{topic}", "dead"))]
+    chunk = [staged_parts(message(topic, "fine")), staged_parts(message(f"%DLQ%{topic}", "dead"))]
     reply = _stage(conn, chunk)
     assert code_name(reply.status.code) == "FORBIDDEN", reply.status
     assert topic not in topic_names(conn) and f"%DLQ%{topic}" not in topic_names(conn)
@@ -97,16 +95,6 @@ def _stage(conn: Conn, chunk: list[tuple[bytes, bytes]]) -> batch_pb.StageRespon
                  timeout=RPC_TIMEOUT)
 
 
-def _staged(msg: pb.Message) -> tuple[bytes, bytes]:
-    """A message in the two parts Stage takes: its system properties (with the body digest), the rest."""
-    sp = msg.system_properties
-    sp.body_digest.type = pb.SHA1
-    sp.body_digest.checksum = hashlib.sha1(msg.body).hexdigest().upper()
-    sp_bytes = sp.SerializeToString()
-    msg.ClearField("system_properties")
-    return sp_bytes, msg.SerializeToString()
-
-
 @pytest.mark.parametrize("bad, code", [
     pytest.param(lambda t: message(t, "x", tag="t" * 70_000), "ILLEGAL_MESSAGE_TAG", id="tag"),
     pytest.param(lambda t: message(t, "x", keys=("k" * 1000,) * 20), "MESSAGE_PROPERTIES_TOO_LARGE", id="keys"),
@@ -114,7 +102,7 @@ def _staged(msg: pb.Message) -> tuple[bytes, bytes]:
 def test_a_stage_keeps_the_send_limits(conn, unique, bad, code):
     """Stage (the Spark sink) refuses what SendMessage refuses (issue 20 §1.1-1.2): nothing of the chunk is staged."""
     topic = unique("limit-stage")
-    chunk = [_staged(message(topic, "fine")), _staged(bad(topic))]
+    chunk = [staged_parts(message(topic, "fine")), staged_parts(bad(topic))]
     reply = _stage(conn, chunk)
     assert code_name(reply.status.code) == code, reply.status
     assert topic not in topic_names(conn)
