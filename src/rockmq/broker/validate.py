@@ -188,8 +188,8 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message needs a message group")
     if mtype == "DELAY" and not delayed:
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a DELAY message needs a delivery timestamp")
-    if due_ms is not None and due_ms - now_ms > settings.max_delay_s * 1000:
-        raise BrokerError(pb.ILLEGAL_DELIVERY_TIME,
+    if due_ms is not None and (due_ms < 0 or due_ms - now_ms > settings.max_delay_s * 1000):  # < 0: stored unsigned
+        raise BrokerError(pb.ILLEGAL_DELIVERY_TIME, "delivery time is before 1970" if due_ms < 0 else
                           f"delivery time is more than the maximum delay ({settings.max_delay_s} s) away")
     if special:
         retry_group = group_of_retry_topic(name)
