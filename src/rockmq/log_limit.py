@@ -10,6 +10,7 @@ import time
 
 WINDOW_S = 1.0
 BURST = 5  # lines of one kind per window: a few distinct events still show, a flood does not
+GRPC_CORE_LOGGER = "grpc._cython.cygrpc"
 MAX_KINDS = 4096  # message templates are few (written in code); this bounds a template built from input
 
 
@@ -41,7 +42,22 @@ class RateLimit(logging.Filter):
         return True
 
 
+class ClientGone(logging.Filter):
+    """gRPC logs a frame it could not write because the stream's client went away (its deadline
+    passed, it hung up) as an ERROR with a traceback (core's ExecuteBatchError). No fault of the
+    server's and nothing to debug: one WARNING line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.name == GRPC_CORE_LOGGER and type(record.exc_info[1]).__name__ == "ExecuteBatchError":
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = f"{record.msg}: the client went away mid-stream"
+        return True
+
+
 def limit_handlers(logger: logging.Logger) -> None:
-    """Rate-limit every handler of `logger` (the root logger: everything a server writes)."""
+    """Rate-limit every handler of `logger` (the root logger: everything a server writes), gRPC's
+    lines for a client gone mid-stream made one line first."""
     for handler in logger.handlers:
+        handler.addFilter(ClientGone())
         handler.addFilter(RateLimit())

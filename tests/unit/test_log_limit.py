@@ -1,10 +1,14 @@
-"""log_limit.RateLimit: each kind of line at most BURST times a window, then a count of those left out."""
+"""log_limit.RateLimit: each kind of line at most BURST times a window, then a count of those left out;
+log_limit.ClientGone: gRPC's traceback for a frame written to a stream whose client went away, one line."""
 
 from __future__ import annotations
 
 import logging
+import sys
 
-from rockmq.log_limit import RateLimit
+from grpc._cython import cygrpc
+
+from rockmq.log_limit import GRPC_CORE_LOGGER, ClientGone, RateLimit
 
 
 def _record(msg: str, *args: object) -> logging.LogRecord:
@@ -26,3 +30,19 @@ def test_the_next_window_says_how_many_were_left_out():
     limit.window_s = 0.0
     shown = _record("x %s", 4)
     assert limit.filter(shown) and shown.getMessage() == "x 4 [2 more like this left out]"
+
+
+def test_a_write_to_a_stream_whose_client_went_away_is_one_warning_line():
+    """What gRPC logs when a server stream's client goes away as a frame is written (the fuzzer's
+    Follow streams ending at their deadline): it was an ERROR with a traceback."""
+    try:
+        raise cygrpc.ExecuteBatchError("Failed \"execute_batch\"")
+    except cygrpc.ExecuteBatchError:
+        record = logging.LogRecord(GRPC_CORE_LOGGER, logging.ERROR, __file__, 1, "ExecuteBatchError raised in core by "
+                                   "servicer method [%s]", ("/rockmq.replication.v1.Replication/Follow",), sys.exc_info())
+    assert ClientGone().filter(record)
+    text = logging.Formatter("%(levelname)s %(name)s: %(message)s").format(record)
+    assert text == ("WARNING grpc._cython.cygrpc: ExecuteBatchError raised in core by servicer method "
+                    "[/rockmq.replication.v1.Replication/Follow]: the client went away mid-stream"), text
+    other = logging.LogRecord(GRPC_CORE_LOGGER, logging.ERROR, __file__, 1, "boom", (), (ValueError, ValueError(), None))
+    assert ClientGone().filter(other) and other.exc_info is not None  # any other error keeps its traceback
