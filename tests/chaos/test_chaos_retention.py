@@ -33,7 +33,8 @@ QUEUES = 4
 TAGGED, FILTERED = "g-tagged", "g-sql"  # filtered groups: one consumes a little then idles, one never acks
 RETENTION_S = 2
 DELAY_S = 0.5  # delayed messages' delay
-ENV = {"ROCKMQ_RETENTION_S": str(RETENTION_S), "ROCKMQ_RETENTION_CHECK_S": "0.3", "ROCKMQ_DEDUP_WINDOW_S": "1",
+DEDUP_WINDOW_S = 1
+ENV = {"ROCKMQ_RETENTION_S": str(RETENTION_S), "ROCKMQ_RETENTION_CHECK_S": "0.3", "ROCKMQ_DEDUP_WINDOW_S": str(DEDUP_WINDOW_S),
        "ROCKMQ_TXN_CHECK_FIRST_S": "60"}
 # The families a message owns entries in, and the staging family's kinds (chunks, their index, publish jobs).
 OWNED = ("log", "timers", "retry", "inflight", "checkpoints", "matches", "dedup", "txn", "txnchecks")
@@ -126,20 +127,22 @@ def _consume(conn: Conn, n: int) -> None:
     assert all(e.status.code == pb.OK for e in conn.ack(FILTERED, TOPIC, *taken).entries)
 
 
-def _tail(conn: Conn) -> None:
-    """One plain message per queue, sent last: the newest of each queue, which retention keeps, owns nothing."""
+def _tail(conn: Conn) -> float:
+    """One plain message per queue, sent last: the newest of each queue, which retention keeps,
+    owns nothing; -> when (time.monotonic())."""
     for q in range(QUEUES):
         msg = message(TOPIC, f"tail-{q}")
         msg.system_properties.queue_id = q
         conn.send_ok(msg)
+    return time.monotonic()
 
 
-def _expired(conn: Conn, timeout: float) -> None:
-    """Wait until every queue holds only its newest message, then for the dedup window, the
-    transaction markers and the last housekeeping."""
+def _expired(conn: Conn, tail_at: float, timeout: float) -> None:
+    """Wait until every queue holds only its newest message, and until the tail's de-dup entries
+    expired: their bucket and the next one ended (two windows at most), then a housekeeping tick."""
     wait_for(lambda: all(q.max_offset - q.min_offset == 1 for q in conn.describe_topic(TOPIC).queues), timeout, 0.1,
              what="every message but each queue's newest removed")
-    time.sleep(2.5)
+    time.sleep(max(0.0, tail_at + 2 * DEDUP_WINDOW_S + 1.0 - time.monotonic()))
 
 
 def _table(before: dict[str, int], after: dict[str, int]) -> str:
@@ -155,8 +158,7 @@ def test_retention_frees_what_removed_messages_own(tmp_path: Path) -> None:
         conn.create_topic(TOPIC, queues=QUEUES)
         for group, kw in ((TAGGED, {"tag": "a||b"}), (FILTERED, {"sql": "color = 'red'"})):  # registered before the fill
             assert conn.receive(group, TOPIC, poll_s=0, **kw)[0] == pb.MESSAGE_NOT_FOUND
-        _tail(conn)
-        _expired(conn, 10)
+        _expired(conn, _tail(conn), 10)
         conn.close()
         broker.stop()
         empty_keys, empty_bytes = _census(data)
@@ -167,8 +169,7 @@ def test_retention_frees_what_removed_messages_own(tmp_path: Path) -> None:
         entered, due = _fill(conn, n)
         _consume(conn, n)
         time.sleep(max(0.0, due + 0.5 - time.time()))  # the delayed messages entered their queues: the tail comes last
-        _tail(conn)
-        _expired(conn, 30 + n / 200)
+        _expired(conn, _tail(conn), 30 + n / 200)
         filled_for = time.monotonic() - started
         conn.close()
         broker.stop()
