@@ -163,6 +163,9 @@ class Broker:
         users_grpc.add_UsersServicer_to_server(users, guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
         self.server.add_generic_rpc_handlers((batch.handler(),))
+        if self.follower is None:  # before the first call: a Follow stream may fence it at once
+            self.fence.on_fenced = self._fenced
+            self.fence.guard()
         await self.server.start()
         if self.follower is not None:  # a replica writes nothing of its own
             self._tasks = [asyncio.create_task(self.follower.run())]
@@ -170,8 +173,6 @@ class Broker:
         if self.former_primary:
             self._told = asyncio.create_task(tell_former_primary(self.former_primary, self.fence.epoch, self.ctx.secret,
                                                                  self.settings))
-        self.fence.on_fenced = self._fenced
-        self.fence.guard()
         if self.fence.fenced:  # superseded before this start: it serves reads only
             return self.port
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
