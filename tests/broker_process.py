@@ -26,9 +26,10 @@ AUTH_ARGS = ("--auth", "--admin-user", AUTH_ADMIN, "--admin-secret", AUTH_SECRET
 class ServerProcess:
     """A rockmq server subprocess bound to 127.0.0.1; restartable on the same port."""
 
-    def __init__(self, *extra_args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *extra_args: str, env: dict[str, str] | None = None, launcher: tuple[str, ...] = ()) -> None:
         self.extra_args = list(extra_args)
         self.env = env or {}
+        self.launcher = launcher  # a command the server runs under (e.g. nsenter into a mount namespace)
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
         self.log: deque[str] = deque(maxlen=500)
@@ -48,7 +49,7 @@ class ServerProcess:
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start the server and wait for its ready file (`--ready-file`: HOST:PORT once it accepts connections)."""
         self.ready_file.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "rockmq", *self.command(), "--ready-file", str(self.ready_file)]
+        cmd = [*self.launcher, sys.executable, "-m", "rockmq", *self.command(), "--ready-file", str(self.ready_file)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self.proc = proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
@@ -64,7 +65,7 @@ class ServerProcess:
         while not self.ready_file.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
                 self.kill()
-                raise RuntimeError(f"rockmq {cmd[3]} did not start:\n" + "\n".join(self.log))
+                raise RuntimeError(f"rockmq {self.command()[0]} did not start:\n" + "\n".join(self.log))
             time.sleep(0.02)
         self.port = int(self.ready_file.read_text().rsplit(":", 1)[1])
         return self
@@ -95,8 +96,9 @@ class ServerProcess:
 class BrokerProcess(ServerProcess):
     """`rockmq serve` on a data dir."""
 
-    def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None) -> None:
-        super().__init__(*extra_args, env=env)
+    def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None,
+                 launcher: tuple[str, ...] = ()) -> None:
+        super().__init__(*extra_args, env=env, launcher=launcher)
         self.data_dir = Path(data_dir)
 
     def command(self) -> list[str]:

@@ -109,6 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-topics", type=int, help="topics this broker holds at most, its groups' retry and "
                                                       "dead-letter topics aside (100000)")
     serve.add_argument("--max-groups", type=int, help="consumer groups this broker holds at most (100000)")
+    serve.add_argument("--disk-reserve-mib", type=int, metavar="MIB", help="free disk space kept beside the memtables' "
+                       "next flush: below it sends are refused, 'disk full' (32)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
                        help="refuse sends and routes for unknown topics")
     serve.add_argument("--workers", metavar="N", help="broker shard processes on this machine, joined as a cluster "
@@ -272,12 +274,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq import malloc_tuning
     from rockmq.broker.startup import CannotStart, check_layout
     from rockmq.store.db import CannotOpenStore
+    from rockmq.store.disk_space import DiskFull
     from rockmq.store.schema import SchemaError
 
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of", "workers", "default_queues",
-                                                "max_topics", "max_groups",
+                                                "max_topics", "max_groups", "disk_reserve_mib",
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
                                                 "inner_access_key", "inner_secret_key", "max_connections",
@@ -306,6 +309,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         asyncio.run(serve(settings, args.ready_file))
     except (CannotStart, CannotOpenStore, SchemaError) as e:
         raise CliError(str(e)) from None
+    except DiskFull as e:  # the store opened, but not even the start's own small write found room
+        raise CliError(f"cannot start: {e.message}") from None
     return 0
 
 

@@ -78,6 +78,9 @@ class Settings:
     # (docs/storage.md). The default, 192, keeps a broker under 300 MB RSS under load; the
     # shards of `--workers N` share it, each taking 1/N (at least MIN_STORE_MEMORY_MIB).
     store_memory_mib: int = 192
+    # Free disk space kept beside what the memtables' next flush writes: below it sends are refused
+    # (TOO_MANY_REQUESTS, "disk full"); receives, acks and reads go on (docs/storage.md "A full disk").
+    disk_reserve_mib: int = 32
     max_delay_s: int = 365 * 24 * 3600
     # User properties that filtered subscriptions are indexed on, besides the tag (comma
     # separated), e.g. "MessageType": `MessageType = 'x' AND ...` then costs one lookup.
@@ -174,6 +177,8 @@ class Settings:
             raise ConfigError("retention_s must be at least 1, retention_bytes at least 0, retention_check_s above 0")
         if self.store_memory_mib < MIN_STORE_MEMORY_MIB:
             raise ConfigError(f"store_memory_mib must be at least {MIN_STORE_MEMORY_MIB}, not {self.store_memory_mib}")
+        if self.disk_reserve_mib < 0:
+            raise ConfigError(f"disk_reserve_mib must be at least 0, not {self.disk_reserve_mib}")
         if self.workers < 0:
             raise ConfigError(f"workers must be a number of processes or 'auto', not {self.workers}")
         if self.shards > 1 and (self.replication != "off" or self.replica_of):

@@ -60,7 +60,7 @@ class BrokerContext:
         """The context over `store` (default: opened from the settings) and this start's
         secret and epoch (default: `start_epoch`); `index`: the queue logs' index of appends."""
         store = store or Store(settings.data_path, settings.flush, settings.flush_interval_ms,
-                               memory_mib=settings.store_memory_mib)
+                               memory_mib=settings.store_memory_mib, disk_reserve_mib=settings.disk_reserve_mib)
         if not secret:
             secret, epoch = start_epoch(store)
         logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 
 from rockmq.broker.clock import now_ms
 from rockmq.store import Store, keys
+from rockmq.store.disk_space import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,8 @@ class DeadlineLoop:
         while True:
             try:
                 moved, nxt = self._step()
-            except Exception:
-                log.exception("%s failed; retrying in 1 s", self.name)
+            except Exception as e:
+                log_failure(log, e, "%s failed; retrying in 1 s", self.name)
                 moved, nxt = 0, now_ms() + 1000
             if moved >= self._batch:  # more is due: keep going, but let others run
                 await asyncio.sleep(0)

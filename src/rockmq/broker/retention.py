@@ -36,6 +36,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import records
 from rockmq.store import keys
 from rockmq.store.db import Batch
+from rockmq.store.disk_space import log_failure
 
 log = logging.getLogger(__name__)
 RETRY_SCAN = 10_000  # retry entries a sweep looks at, at most (the family is small unless groups idle)
@@ -175,5 +176,5 @@ class RetentionService:
                 continue
             try:
                 await self.sweep()
-            except Exception:
-                log.exception("retention sweep failed; trying again at the next check")
+            except Exception as e:
+                log_failure(log, e, "retention sweep failed; trying again at the next check")

@@ -56,6 +56,7 @@ from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
 from rockmq.store import Store
+from rockmq.store.disk_space import log_failure
 from rockmq.tls import add_port, server_credentials
 from rockmq.unparsed import Guarding
 
@@ -98,7 +99,7 @@ class Broker:
         self.former_primary = former_primary
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
-        store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib)
+        store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
         if s.replica_of and promoted:
@@ -178,7 +179,7 @@ class Broker:
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks = [asyncio.create_task(t) for t in
                        (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
-                        self.staging.run(), self.retention.run())]
+                        self.staging.run(), self.retention.run(), self.ctx.store.space.watch())]
         if self.cluster.enabled:
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port
@@ -198,8 +199,8 @@ class Broker:
             for chore in (lambda: self.dedup.expire(now_ms()), lambda: self.subscriptions.trim(self.pop.pop_offset)):
                 try:
                     chore()
-                except Exception:
-                    log.exception("housekeeping failed")
+                except Exception as e:
+                    log_failure(log, e, "housekeeping failed")
 
     async def stop(self) -> None:
         for t in (*self._tasks, self._told):

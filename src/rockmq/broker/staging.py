@@ -48,6 +48,7 @@ from rockmq.protocol import pb, records
 from rockmq.protocol.staged import staged_message
 from rockmq.store import framing, keys
 from rockmq.store.db import Batch
+from rockmq.store.disk_space import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ class StagingService:
             raise BrokerError(pb.BAD_REQUEST, "nothing to stage")
         ttl = min(ttl_ms or DEFAULT_TTL_MS, MAX_TTL_MS)
         ctx = self.ctx
+        ctx.store.space.room(sum(map(len, contents)))  # disk full: refused before anything is written
         now = now_ms()
         checked: list[tuple[pb.Message, validate.Target]] = []
         for i, (sp_bytes, rest) in enumerate(zip(system_properties, contents, strict=True)):
@@ -244,8 +246,8 @@ class StagingService:
         while True:
             try:
                 return await self._move_all(seq, handles, decision)
-            except Exception:
-                log.exception("publishing staged job %d failed; retrying in 1 s", seq)
+            except Exception as e:
+                log_failure(log, e, "publishing staged job %d failed; retrying in 1 s", seq)
                 await asyncio.sleep(1)
 
     async def _move_all(self, seq: int, handles: list[bytes], decision: Batch | None) -> tuple[int, int]:
@@ -335,8 +337,8 @@ class StagingService:
             while True:
                 try:
                     self.sweep()
-                except Exception:
-                    log.exception("expiring staged chunks failed")
+                except Exception as e:
+                    log_failure(log, e, "expiring staged chunks failed")
                 await asyncio.sleep(SWEEP_S)
         finally:
             for task in list(self._jobs.values()):

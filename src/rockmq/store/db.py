@@ -13,6 +13,7 @@ returns at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import queue
@@ -37,6 +38,7 @@ from rocksdict import (
 
 from rockmq.config import MiB, Settings
 from rockmq.store import keys, oplog
+from rockmq.store.disk_space import DiskSpace, free_bytes, no_space
 from rockmq.store.keys import prefix_end
 from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, SchemaError
 
@@ -179,14 +181,16 @@ def _open(path: Path, new: bool, memory: Memory, cache: Cache) -> Rdict:
     except Exception as e:  # RocksDB's status (Corruption, IO error...) comes as a bare Exception, a file's as OSError
         if type(e) is not Exception and not isinstance(e, OSError):
             raise
-        raise CannotOpenStore(f"cannot open the store in {path}: {' '.join(str(e).split())}") from None
+        full = f"the disk is full ({free_bytes(path) // MiB} MiB free): free some space and start again; " if no_space(e) else ""
+        raise CannotOpenStore(f"cannot open the store in {path}: {full}{' '.join(str(e).split())}") from None
 
 
 class Store:
     """One RocksDB database per broker. Use from the event loop thread only."""
 
     def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100,
-                 oplog: OpLogSink | None = None, memory_mib: int = Settings.store_memory_mib) -> None:
+                 oplog: OpLogSink | None = None, memory_mib: int = Settings.store_memory_mib,
+                 disk_reserve_mib: int = Settings.disk_reserve_mib) -> None:
         self.path = path
         self.flush_policy = flush
         memory = Memory(memory_mib * MiB)
@@ -198,8 +202,11 @@ class Store:
         self._handles: dict[str, ColumnFamily] = {f.value: self._db.get_column_family_handle(f.value) for f in Family}
         self._nosync = WriteOptions()
         self._nosync.sync = False
+        # Sends stop while the disk is under the reserve plus what the memtables' next flush writes.
+        self.space = DiskSpace(path, disk_reserve_mib * MiB, self._unflushed,
+                               lambda: self._db.write(WriteBatch(raw_mode=True), self._nosync))
         interval = None if flush == "sync" else flush_interval_ms / 1000
-        self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval)
+        self._committer = GroupCommit(lambda: self._db.flush_wal(True), interval, self._fsync_failed)
         self._closed = False
         self._oplog = oplog  # a primary's replication log, when it keeps one
         self._refusal: Callable[[], Exception] | None = None  # set: every write raises what it makes
@@ -248,7 +255,14 @@ class Store:
         oplog = self._oplog if batch.ops is not None else None  # a batch made while the log records
         if oplog is not None:
             oplog.stamp(batch)
-        self._db.write(batch.wb, self._nosync)
+        try:
+            self._db.write(batch.wb, self._nosync)
+        except Exception as e:
+            if oplog is not None:  # nothing was written: no batch carries that number
+                oplog.unstamp(batch)
+            if no_space(e):
+                raise self.space.failed(e) from None
+            raise
         if oplog is not None:
             oplog.written(batch)
 
@@ -261,6 +275,13 @@ class Store:
     async def sync(self) -> None:
         """Wait until everything written so far is fsync'ed (shared with concurrent callers)."""
         await self._committer.sync()
+
+    def _fsync_failed(self, error: BaseException) -> BaseException:
+        """What the writes a failed fsync covered fail with: DiskFull when the disk is full (then
+        RocksDB's WAL writer reports only "previous error"), else the error itself."""
+        if no_space(error) or self.space.stopped:
+            return self.space.failed(error)
+        return OSError(f"WAL fsync failed: {error}")
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -292,6 +313,10 @@ class Store:
         for key, _ in self.scan(family, lower, upper if upper is not None else b"\xff" * 64, 1):
             return key
         return None
+
+    def _unflushed(self) -> int:
+        """Bytes in the memtables: what their next flushes write to disk."""
+        return sum(self.property(f, "cur-size-all-mem-tables") for f in Family)
 
     def property(self, family: str, name: str) -> int:
         """One of RocksDB's integer properties of a family (`rocksdb.<name>`); 0 if it has none."""
@@ -328,9 +353,19 @@ class Store:
             return
         self._closed = True
         self._committer.stop()
-        self._db.flush_wal(True)
-        self._db.flush()
-        self._db.close()
+        try:
+            self._db.flush_wal(True)
+            self._db.flush()
+        except Exception as e:  # RocksDB's status: a bare Exception
+            if type(e) is not Exception:
+                raise
+            # Stopped by a write that found no room: every write acknowledged is in the WAL already.
+            log.warning("the store in %s stops without flushing its memtables (%s): the next start replays them "
+                        "from its log", self.path, " ".join(str(e).split()))
+            with contextlib.suppress(Exception):
+                self._db.close()
+        else:
+            self._db.close()
         # Column-family objects keep the database (and its LOCK file) alive until they go too.
         self._cf.clear()
         self._handles.clear()
@@ -343,6 +378,8 @@ class OpLogSink(Protocol):
     recording: bool
 
     def stamp(self, batch: Batch) -> None: ...
+
+    def unstamp(self, batch: Batch) -> None: ...
 
     def written(self, batch: Batch) -> None: ...
 
@@ -358,9 +395,11 @@ class GroupCommit:
     thread blocks on without the GIL (a `threading.Condition` costs several Python-level lock
     allocations per round trip, measured ~30 us of the flusher's CPU per fsync)."""
 
-    def __init__(self, flush: Callable[[], None], interval_s: float | None) -> None:
+    def __init__(self, flush: Callable[[], None], interval_s: float | None,
+                 failed: Callable[[BaseException], BaseException] = lambda e: OSError(f"WAL fsync failed: {e}")) -> None:
         self._flush = flush
         self._interval = interval_s
+        self._failed = failed  # a failed fsync -> what its waiters get (on the event loop)
         self._pending: list[asyncio.Future[None]] = []  # registered this loop iteration (event-loop thread only)
         # Each item: the loop and the waiters of one iteration; None stops the thread.
         self._handed: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] | None] = \
@@ -385,6 +424,7 @@ class GroupCommit:
         next_flush = time.monotonic() + interval if interval is not None else 0.0
         covered: list[asyncio.Future[None]] = []
         loop: asyncio.AbstractEventLoop | None = None
+        said = ""  # the failure last logged: one line per kind of failure, not one per fsync
         while True:
             # Under `sync` a flush starts as soon as waiters are handed over; under `async` at the next tick.
             timeout = None if interval is None else max(0.0, next_flush - time.monotonic())
@@ -412,14 +452,18 @@ class GroupCommit:
             error: BaseException | None = None
             try:
                 self._flush()
-            except BaseException as e:  # a failed fsync must fail the sends it covered, and
-                log.error("WAL fsync failed: %s", e)  # this thread must outlive it
-                error = OSError(f"WAL fsync failed: {e}")
+            except BaseException as e:  # a failed fsync must fail the sends it covered, and this thread must outlive it
+                if str(e) != said:
+                    said = str(e)
+                    log.error("WAL fsync failed: %s", e)
+                error = e
+            else:
+                said = ""
             if interval is not None:
                 next_flush = time.monotonic() + interval
             if covered and loop is not None:
                 try:
-                    loop.call_soon_threadsafe(_complete, covered, error)
+                    loop.call_soon_threadsafe(_complete, covered, error, self._failed)
                 except RuntimeError:  # the loop is closed: nobody is waiting any more
                     pass
                 covered = []
@@ -429,7 +473,10 @@ class GroupCommit:
         self._thread.join()
 
 
-def _complete(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+def _complete(futures: list[asyncio.Future[None]], error: BaseException | None,
+              failed: Callable[[BaseException], BaseException]) -> None:
+    if error is not None:
+        error = failed(error)
     for fut in futures:
         if not fut.done():
             if error is None:

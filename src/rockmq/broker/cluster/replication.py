@@ -79,6 +79,10 @@ class OpLog:
         batch.seq = self.seq
         batch.put("meta", keys.REPLICATION_SEQ_KEY, keys.encode_u64(self.seq))
 
+    def unstamp(self, batch: Batch) -> None:
+        """The stamped batch was not written (the disk is full): its number goes to the next one."""
+        self.seq = batch.seq - 1
+
     def written(self, batch: Batch) -> None:
         data = oplog.encode(batch.ops or [])
         self.ring.append((batch.seq, data))

@@ -16,6 +16,8 @@ import logging
 import time
 from typing import Protocol
 
+from rockmq.store.disk_space import log_failure
+
 log = logging.getLogger(__name__)
 
 
@@ -81,5 +83,5 @@ class Renewals:
             await asyncio.sleep(self._check_every_s)
             try:
                 self.renew_once(clients)
-            except Exception:
-                log.exception("auto-renew failed")
+            except Exception as e:
+                log_failure(log, e, "auto-renew failed")
