@@ -255,8 +255,11 @@ def test_a_name_server_holding_a_higher_epoch_fences_the_primary(tmp_path):
         newer.topics.add(topic=TOPIC, queue_count=2)
         with grpc.insecure_channel(ns.endpoint) as ch:
             namesrv_grpc.NameServerStub(ch).Register(namesrv.RegisterRequest(broker=newer), timeout=5)
+        registered_at = time.monotonic()
         st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S, what="the primary to refuse sends")
         assert st.code == pb.HA_NOT_AVAILABLE, st
+        print(f"the primary refuses sends {time.monotonic() - registered_at:.2f} s after the name server took epoch 1 "
+              f"(registration interval {ENV['ROCKMQ_NAMESRV_INTERVAL_S']} s)")
         assert _registered(ns)["b1"] == "127.0.0.1:1", "the lower epoch took the name back"
         conn = Conn(primary.endpoint)
         try:
