@@ -15,16 +15,26 @@ data path nor the event loop pays anything in Python:
   stream (Telemetry, a long poll, a replica's Follow) is a call, so a live client is never idle.
 - `connection_handshake_timeout_s`: a socket that has not completed the TLS handshake and sent the
   HTTP/2 preface and SETTINGS by then is closed ('grpc.server_handshake_timeout_ms').
+
+gRPC core refuses silently, so `watch` tells the operator: one line when the process's sockets
+reach the limit, one when they are below it again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 import resource
 from dataclasses import dataclass
 
 FD_RESERVE_MIN = 1024  # descriptors kept back from connections, at least ...
 FD_RESERVE_SHARE = 4  # ... or a quarter of the limit, whichever is more
 MIN_CONNECTIONS = 64  # even under a tiny open-files limit
+WATCH_S = 2.0  # how often `watch` looks (a directory listing; sockets are counted only near the limit)
+FDS = "/proc/self/fd"
+
+log = logging.getLogger(__name__)
 
 
 def raise_fd_limit() -> int:
@@ -68,3 +78,37 @@ class ConnectionLimits:
         """One line for the start log."""
         return (f"at most {self.connections} connections (open files limit {fd_limit()}), "
                 f"closed after {self.idle_timeout_s:g} s without a call")
+
+
+def open_sockets(at_least: int) -> int:
+    """The sockets this process holds, counted only if it holds at least `at_least` descriptors
+    (else their number, which is fewer); 0 where /proc is not there."""
+    try:
+        fds = os.listdir(FDS)
+        if len(fds) < at_least:
+            return len(fds)
+        return sum(_is_socket(fd) for fd in fds)
+    except OSError:
+        return 0
+
+
+def _is_socket(fd: str) -> bool:
+    try:
+        return os.readlink(f"{FDS}/{fd}").startswith("socket:")
+    except OSError:  # closed meanwhile
+        return False
+
+
+async def watch(limits: ConnectionLimits) -> None:
+    """Say when connections past the limit start being refused, and when they no longer are."""
+    limit, full = limits.connections, False
+    while True:
+        await asyncio.sleep(WATCH_S)
+        sockets = open_sockets(limit)
+        if (sockets >= limit) != full:
+            full = not full
+            if full:
+                log.warning("%d sockets open, max_connections %d reached: new connections are closed as they are "
+                            "accepted (raise --max-connections, or the open-files limit it is sized from)", sockets, limit)
+            else:
+                log.warning("%d sockets open, below max_connections %d again: new connections are accepted", sockets, limit)

@@ -4,6 +4,7 @@ Thousands of handshaked, silent HTTP/2 connections (tests/chaos/idle_connections
 their own): past `max_connections` the server closes them as it accepts them, keeps serving the
 clients it has, closes the ones it holds after `idle_connection_timeout_s`, and a raw socket that
 never sends the HTTP/2 preface after `connection_handshake_timeout_s`; then a new client gets in.
+The server logs when it starts refusing and when it stops.
 The broker, the name server and each `--workers` shard alike. The limits are given as ROCKMQ_*
 variables, which a server that does not know them ignores: the test fails on such a server by
 what it does, not by refusing to start.
@@ -24,6 +25,7 @@ import grpc
 from broker_process import BrokerProcess, NameServerProcess, ServerProcess
 from chaos_scale import FULL, scaled
 from mqwire import META, Conn, message
+from waiting import wait_for
 
 from rockmq.protocol import namesrv, namesrv_grpc, pb, rpc, svc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
@@ -120,6 +122,10 @@ def held_resources(server: ServerProcess) -> tuple[int, int]:
     return fds, rss_kib // 1024
 
 
+def logged(server: ServerProcess, *words: str) -> bool:
+    return any(all(w in line for w in words) for line in server.log)
+
+
 def no_traceback(server: ServerProcess) -> None:
     assert not [line for line in server.log if "Traceback" in line], "\n".join(server.log)
 
@@ -149,6 +155,9 @@ def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, obj
         assert raw_closed is not None, "a socket that never sent the HTTP/2 preface is still open"
         still_open, last_closed = flood.closed()
         assert still_open == 0, f"{still_open} idle connections still open {IDLE_TIMEOUT_S} s after idle_connection_timeout_s"
+        # gRPC core refuses silently: the server says when it started and when it stopped
+        wait_for(lambda: logged(server, "max_connections", "reached"), SLACK_S, what="the at-the-limit line")
+        wait_for(lambda: logged(server, "below max_connections"), SLACK_S, what="the below-the-limit line")
     finally:
         flood.stop()
         raw.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rockmq.config import Settings
-from rockmq.connection_limits import MIN_CONNECTIONS, ConnectionLimits, default_max_connections, fd_limit
+from rockmq.connection_limits import MIN_CONNECTIONS, ConnectionLimits, default_max_connections, fd_limit, open_sockets
 
 
 def test_the_default_leaves_a_reserve_of_descriptors():
@@ -18,3 +18,15 @@ def test_settings_become_grpc_channel_args():
                        "grpc.server_handshake_timeout_ms": 10_000}
     unset = ConnectionLimits(0, 300, 10)
     assert unset.connections == default_max_connections(fd_limit())
+
+
+def test_sockets_are_counted_only_near_the_limit():
+    import socket
+
+    a, b = socket.socketpair()
+    try:
+        assert open_sockets(1) >= 2  # counted: at least these two
+        assert open_sockets(1 << 30) > open_sockets(1)  # far from the limit: every descriptor, unread
+    finally:
+        a.close()
+        b.close()

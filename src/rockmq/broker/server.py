@@ -50,7 +50,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.connection_limits import raise_fd_limit
+from rockmq.connection_limits import raise_fd_limit, watch
 from rockmq.protocol import acl_grpc, admin_grpc, replication_grpc, users_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
@@ -230,6 +230,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
     broker = Broker(settings)
     port = await broker.start()
+    watching = asyncio.create_task(watch(settings.connection_limits))  # says when connections are refused
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
     role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
     print(f"rockmq broker listening on {settings.host}:{port}{_listeners(broker.settings)} (data in {settings.data_dir}, "
@@ -251,4 +252,5 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
         await broker.start()
         log.warning("promoted: now a primary on port %d", port)
     log.info("stopping")
+    watching.cancel()
     await broker.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -11,7 +12,7 @@ import grpc
 from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import inner_seam
 from rockmq.auth.users import User
-from rockmq.connection_limits import ConnectionLimits, raise_fd_limit
+from rockmq.connection_limits import ConnectionLimits, raise_fd_limit, watch
 from rockmq.namesrv.registry import Registry
 from rockmq.protocol import namesrv, namesrv_grpc
 from rockmq.ready_file import write_ready_file
@@ -76,5 +77,7 @@ async def serve(host: str, port: int, timeout_ms: int, limits: ConnectionLimits,
     stop = stop_event()
     if ready_file:
         write_ready_file(ready_file, host, bound)
+    watching = asyncio.create_task(watch(limits))  # says when connections are refused
     await stop.wait()
+    watching.cancel()
     await server.stop(grace=1)
