@@ -172,12 +172,14 @@ class Subscriptions:
         batch = self.ctx.store.batch()
         for sub in list(self._subs.values()):
             positions = tuple(pop_offset(sub.group_id, sub.topic_id, qid) for qid in range(len(sub.indexed_from)))
-            moved = self._moved.get((sub.group_id, sub.topic_id))
+            key = (sub.group_id, sub.topic_id)
+            moved = self._moved.get(key)
             if moved is None or moved[0] != positions:
-                self._moved[(sub.group_id, sub.topic_id)] = (positions, now)
-            elif now - moved[1] >= idle_s and self.ctx.store.first_key("matches", *_match_range(sub)) is None:
-                self._moved[(sub.group_id, sub.topic_id)] = (positions, now)  # idle, but nothing to free: it stays
+                self._moved[key] = (positions, now)
             elif now - moved[1] >= idle_s:
+                if self.ctx.store.first_key("matches", *_match_range(*key)) is None:
+                    self._moved[key] = (positions, now)  # idle, but nothing to free: it stays
+                    continue
                 group, topic = self.ctx.meta.groups_by_id.get(sub.group_id), self.ctx.meta.topics_by_id.get(sub.topic_id)
                 log.info("group %s has not consumed %s for %d s: its filter's matches are dropped (indexed again from "
                          "its next receive)", group.name if group else sub.group_id, topic.name if topic else sub.topic_id,
@@ -192,11 +194,11 @@ class Subscriptions:
         self.ctx.store.write(batch)
 
 
-def _match_range(sub: Subscription) -> tuple[bytes, bytes]:
-    prefix = keys.match_prefix(sub.group_id, sub.topic_id)
+def _match_range(group_id: int, topic_id: int) -> tuple[bytes, bytes]:
+    """The key range of a group's matches in a topic."""
+    prefix = keys.match_prefix(group_id, topic_id)
     return prefix, keys.prefix_end(prefix)
 
 
 def _drop_matches(batch: Batch, group_id: int, topic_id: int) -> None:
-    prefix = keys.match_prefix(group_id, topic_id)
-    batch.delete_range("matches", prefix, keys.prefix_end(prefix))
+    batch.delete_range("matches", *_match_range(group_id, topic_id))
