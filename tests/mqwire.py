@@ -9,7 +9,8 @@ import hashlib
 import socket
 import time
 
-from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
+from rockmq.protocol import admin, admin_grpc, batch_grpc, pb, rpc, svc
+from rockmq.protocol import batch as batch_pb
 from rockmq.protocol.channels import Tls, client_metadata, open_channel
 from rockmq.protocol.message_id import new_message_id
 
@@ -25,6 +26,7 @@ class Conn:
         self.channel = open_channel(endpoint, tls)
         self.mq = svc.MessagingServiceStub(self.channel)
         self.admin = admin_grpc.AdminStub(self.channel)
+        self.batch = batch_grpc.BatchMessagingStub(self.channel)
 
     def close(self) -> None:
         self.channel.close()
@@ -67,6 +69,12 @@ class Conn:
                 return names
 
     # --- messaging -------------------------------------------------------------------------
+
+    def stage(self, *messages: pb.Message, deduplicate: bool = False) -> batch_pb.StageResponse:
+        """Stage (the Spark sink's first step) a chunk of these messages."""
+        parts = [staged_parts(m) for m in messages]
+        return self.batch.Stage(batch_pb.StageRequest(system_properties=[sp for sp, _ in parts], contents=[c for _, c in parts],
+                                                      deduplicate=deduplicate), timeout=RPC_TIMEOUT)
 
     def send(self, *messages: pb.Message) -> rpc.SendMessageResponse:
         return self.mq.SendMessage(rpc.SendMessageRequest(messages=list(messages)), metadata=META, timeout=RPC_TIMEOUT)

@@ -141,6 +141,7 @@ class Settings:
     max_subscriptions_per_group: int = 1_000  # topics a group consumes through a filter (each its expression)
     max_client_topics: int = 1_000  # topics one client's Telemetry settings may publish or subscribe to
     max_transaction_checks: int = 1_000_000  # undecided transactions (half messages) the broker keeps checking
+    max_staged_chunks: int = 100_000  # chunks the Spark sink staged and has not published or discarded (ttl: 1 h)
     max_list_page: int = 1_000  # topics or groups one ListTopics/ListGroups reply holds (the next page: its token)
     max_renewals: int = 200_000  # deliveries kept renewed for PushConsumers; beyond, their invisible time alone
     # Fetch (BatchMessaging): the caps of a request that names none, and the most it may ask for.
@@ -167,7 +168,7 @@ class Settings:
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
                         "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch",
                         "max_topics", "max_groups", "max_subscriptions_per_group", "max_client_topics",
-                        "max_transaction_checks", "max_list_page")
+                        "max_transaction_checks", "max_staged_chunks", "max_list_page")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")

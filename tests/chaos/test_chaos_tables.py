@@ -20,6 +20,7 @@ from mqwire import META, RPC_TIMEOUT, Conn, code_name, message
 from telemetry_stream import TelemetryStream
 
 from rockmq.protocol import admin, pb, rpc
+from rockmq.protocol import batch as batch_pb
 from rockmq.protocol.channels import client_metadata
 
 WINDOW = 200  # admin calls in flight at once while filling a table
@@ -147,8 +148,27 @@ def test_undecided_transactions_stop_at_max_transaction_checks(limited):
     conn.send_ok(_transactional("txn"))  # one decided: room for one more
 
 
+def test_staged_chunks_stop_at_max_staged_chunks(limited):
+    most = 3
+    broker, conn = limited(max_staged_chunks=most)
+    handles = [conn.stage(message("sink", f"chunk {i}")).handle for i in range(most)]
+    reply = conn.stage(message("sink", "one chunk too many"))
+    assert code_name(reply.status.code) == "TOO_MANY_REQUESTS" and "max_staged_chunks" in reply.status.message, reply
+    conn.batch.DiscardStaged(batch_pb.DiscardStagedRequest(handles=[handles[0], handles[0]]), timeout=RPC_TIMEOUT)
+    handles[0] = conn.stage(message("sink", "room again")).handle  # one discarded (twice: counted once)
+    assert code_name(conn.stage(message("sink", "full again")).status.code) == "TOO_MANY_REQUESTS"
+    broker.restart()  # counted again from the store
+    conn = Conn(broker.endpoint)
+    assert code_name(conn.stage(message("sink", "still full")).status.code) == "TOO_MANY_REQUESTS"
+    published = conn.batch.PublishStaged(batch_pb.PublishStagedRequest(
+        sink_id="s", batch_id=1, chunks=[batch_pb.StagedChunk(handle=h, count=1) for h in handles]), timeout=RPC_TIMEOUT)
+    assert published.status.code == pb.OK and published.published == most, published
+    assert all(conn.stage(message("sink", f"after {i}")).status.code == pb.OK for i in range(most))
+    conn.close()
+
+
 def test_sessions_stay_at_max_clients_the_longest_silent_going_first(limited):
-    most = scaled(50, 10_000)
+    most = scaled(50, 100_000)  # the default max_clients in full
     clients = 3 * most
     _, conn = limited(max_clients=most)
     request = rpc.HeartbeatRequest(group=pb.Resource(name="g"), client_type=pb.SIMPLE_CONSUMER)

@@ -4,9 +4,8 @@ stores nothing (issue 16 §1.1). Checked against the shared broker through topic
 from __future__ import annotations
 
 import pytest
-from mqwire import RPC_TIMEOUT, Conn, code_name, message, staged_parts
+from mqwire import Conn, code_name, message
 
-from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import RECONSUME_TIMES
 
@@ -81,18 +80,9 @@ def test_a_good_send_back_creates_the_group_and_its_retry_topic(conn, unique):
 
 def test_a_refused_stage_creates_no_topic(conn, unique):
     topic = unique("refused-stage")
-    chunk = [staged_parts(message(topic, "fine")), staged_parts(message(f"%DLQ%{topic}", "dead"))]
-    reply = _stage(conn, chunk)
+    reply = conn.stage(message(topic, "fine"), message(f"%DLQ%{topic}", "dead"))
     assert code_name(reply.status.code) == "FORBIDDEN", reply.status
     assert topic not in topic_names(conn) and f"%DLQ%{topic}" not in topic_names(conn)
-
-
-def _stage(conn: Conn, chunk: list[tuple[bytes, bytes]]) -> batch_pb.StageResponse:
-    stage = conn.channel.unary_unary("/rockmq.messaging.v1.BatchMessaging/Stage",
-                                     request_serializer=batch_pb.StageRequest.SerializeToString,
-                                     response_deserializer=batch_pb.StageResponse.FromString)
-    return stage(batch_pb.StageRequest(system_properties=[sp for sp, _ in chunk], contents=[c for _, c in chunk]),
-                 timeout=RPC_TIMEOUT)
 
 
 @pytest.mark.parametrize("bad, code", [
@@ -102,7 +92,6 @@ def _stage(conn: Conn, chunk: list[tuple[bytes, bytes]]) -> batch_pb.StageRespon
 def test_a_stage_keeps_the_send_limits(conn, unique, bad, code):
     """Stage (the Spark sink) refuses what SendMessage refuses (issue 20 §1.1-1.2): nothing of the chunk is staged."""
     topic = unique("limit-stage")
-    chunk = [staged_parts(message(topic, "fine")), staged_parts(bad(topic))]
-    reply = _stage(conn, chunk)
+    reply = conn.stage(message(topic, "fine"), bad(topic))
     assert code_name(reply.status.code) == code, reply.status
     assert topic not in topic_names(conn)

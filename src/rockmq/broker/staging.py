@@ -42,7 +42,7 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
-from rockmq.broker.errors import BrokerError
+from rockmq.broker.errors import BrokerError, over_limit
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
 from rockmq.protocol.staged import staged_message
@@ -105,6 +105,13 @@ class StagingService:
         self._swept = -1
         self._sinks_swept = -1
         self._resumed = False
+        self._staged: dict[int, int] = {}  # expiry bucket -> chunks staged and not yet gone (max_staged_chunks in all)
+        for key, _ in ctx.store.scan_prefix("staging", _INDEX):
+            self._count(key[len(_INDEX):], 1)
+
+    def _count(self, handle: bytes, delta: int) -> None:
+        bucket = _bucket(handle)
+        self._staged[bucket] = self._staged.get(bucket, 0) + delta
 
     # --- stage ---------------------------------------------------------------------------------
 
@@ -121,6 +128,10 @@ class StagingService:
             raise BrokerError(pb.BAD_REQUEST, "nothing to stage")
         ttl = min(ttl_ms or DEFAULT_TTL_MS, MAX_TTL_MS)
         ctx = self.ctx
+        most = ctx.settings.max_staged_chunks
+        if sum(self._staged.values()) >= most:
+            raise over_limit("nothing staged", "max_staged_chunks", most,
+                             "publish or discard staged chunks (or wait for their ttl), or raise max_staged_chunks")
         ctx.store.space.room(sum(map(len, contents)))  # disk full: refused before anything is written
         now = now_ms()
         checked: list[tuple[pb.Message, validate.Target]] = []
@@ -150,6 +161,7 @@ class StagingService:
         batch.put("staging", _chunk_key(handle), b"".join(parts))
         batch.put("staging", _index_key(handle), _VALUE + _LEN.pack(len(contents)) + owner.encode())
         self.ctx.store.write(batch)
+        self._count(handle, 1)
         return handle, len(contents)
 
     def check_owner(self, handles: Sequence[bytes], user: str, sink_id: str = "") -> None:
@@ -168,11 +180,14 @@ class StagingService:
 
     def discard(self, handles: Iterable[bytes]) -> None:
         """Drop chunks that will never be published; unknown ones and those being moved are left."""
+        dropped = list(dict.fromkeys(h for h in handles if len(h) == _HANDLE.size and h not in self._moving))
+        found = self.ctx.store.get_many("staging", [_index_key(h) for h in dropped])
         batch = self.ctx.store.batch()
-        for h in handles:
-            if len(h) == _HANDLE.size and h not in self._moving:
+        for h, raw in zip(dropped, found, strict=True):
+            if raw is not None:
                 batch.delete("staging", _chunk_key(h))
                 batch.delete("staging", _index_key(h))
+                self._count(h, -1)
         self.ctx.store.write(batch)
 
     # --- publish -------------------------------------------------------------------------------
@@ -268,6 +283,7 @@ class StagingService:
             moved, skipped = self._move(batch, raw, bool(raw[1]), allocated, touched)
             batch.delete("staging", _chunk_key(h))
             batch.delete("staging", _index_key(h))
+            self._count(h, -1)
             published += moved
             deduplicated += skipped
             pending += moved + skipped
@@ -353,6 +369,8 @@ class StagingService:
             for ns in (_CHUNK, _INDEX):
                 batch.delete_range("staging", ns, ns + floor.to_bytes(4, "big"))
             self._swept = floor
+            for bucket in [b for b in self._staged if b < floor]:
+                del self._staged[bucket]
         if now // SINK_SWEEP_MS != self._sinks_swept:  # forgotten sinks: once a minute is plenty
             self._sinks_swept = now // SINK_SWEEP_MS
             for key, value in self.ctx.store.scan_prefix("staging", _SINK):
