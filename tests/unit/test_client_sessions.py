@@ -73,3 +73,13 @@ def test_evicting_a_session_does_not_scan_the_others(ctx):
     large = min(_eviction_cost(ctx, 20_000, evictions) for _ in range(3))
     # Scanning every session per eviction made the large table's cost ~20x the small one's.
     assert large < 4 * small + 0.02, (small, large)
+
+
+def test_lane_groups_are_remembered_only_while_a_session_is_in_them(ctx):
+    clients = _clients(ctx, 10)
+    for i in range(1_000):  # lane consumers of made-up groups, each a new client
+        clients.receiving(f"c{i}", f"group-{i}", "dev")
+    assert len(clients.sessions) == 10
+    assert clients.live_lanes("group-999") == frozenset({"dev"})
+    assert clients.live_lanes("group-0") == frozenset()
+    assert len(clients._laned) == 10  # a group whose last session went is forgotten
