@@ -5,7 +5,8 @@ and a topic deleted with everything that remembers it. The Admin servicer only t
 from __future__ import annotations
 
 import bisect
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable, Collection, Mapping
+from typing import TypeVar
 
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
@@ -13,6 +14,9 @@ from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import admin
+
+Entry = TypeVar("Entry", TopicConfig, GroupConfig)
+Listing = admin.ListTopicsRequest | admin.ListGroupsRequest
 
 
 def page(names: list[str], after: str, limit: int) -> tuple[list[str], str]:
@@ -61,17 +65,18 @@ class Catalog:
         topic = self.ctx.meta.create_topic(request.name, request.queue_count, list(request.message_types))
         return self.topic_info(topic, True)
 
-    def _page_size(self, limit: int) -> int:
+    def _page(self, names: SortedNames, table: Mapping[str, Entry], request: Listing) -> tuple[list[Entry], str]:
+        """The entries of a page of a listing (admin.proto ListTopicsRequest), and the next page's token."""
         most = self.ctx.settings.max_list_page
-        return limit if 0 < limit <= most else most
+        chosen, token = page(names.of(self.ctx.meta.generation, table), request.page_token,
+                             request.limit if 0 < request.limit <= most else most)
+        return [table[n] for n in chosen], token
 
     def topics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
-        """A page of the topics, by name (admin.proto ListTopicsRequest)."""
-        meta = self.ctx.meta
-        names, token = page(self._topic_names.of(meta.generation, meta.topics), request.page_token,
-                            self._page_size(request.limit))
-        return admin.ListTopicsResponse(topics=[self.topic_info(meta.topics[n], False) for n in names],
-                                        next_page_token=token, total=len(meta.topics))
+        """A page of the topics, by name."""
+        topics, token = self._page(self._topic_names, self.ctx.meta.topics, request)
+        return admin.ListTopicsResponse(topics=[self.topic_info(t, False) for t in topics], next_page_token=token,
+                                        total=len(self.ctx.meta.topics))
 
     def describe_topic(self, name: str, local: bool) -> Awaitable[admin.TopicInfo]:
         return self.fanout.describe_topic(name, local, lambda: self.topic_info(self.ctx.meta.topic(name), True))
@@ -104,12 +109,10 @@ class Catalog:
             self.ctx.new_group(request.name, request.fifo, request.max_attempts, request.consume_mode), False))
 
     def groups(self, request: admin.ListGroupsRequest) -> admin.ListGroupsResponse:
-        """A page of the groups, by name, as `topics`."""
-        meta = self.ctx.meta
-        names, token = page(self._group_names.of(meta.generation, meta.groups), request.page_token,
-                            self._page_size(request.limit))
-        return admin.ListGroupsResponse(groups=[self.group_info(meta.groups[n], False) for n in names],
-                                        next_page_token=token, total=len(meta.groups))
+        """A page of the groups, by name."""
+        groups, token = self._page(self._group_names, self.ctx.meta.groups, request)
+        return admin.ListGroupsResponse(groups=[self.group_info(g, False) for g in groups], next_page_token=token,
+                                        total=len(self.ctx.meta.groups))
 
     def describe_group(self, name: str, local: bool) -> Awaitable[admin.GroupInfo]:
         return self.fanout.describe_group(name, local, lambda: self.group_info(self.ctx.meta.group(name), True))
