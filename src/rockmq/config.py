@@ -136,7 +136,7 @@ class Settings:
     max_clients: int = 100_000  # client sessions remembered (the longest silent one goes first)
     # Tables keyed by what clients send (docs/protocol.md "Limits"): past each, what would add an
     # entry is refused with TOO_MANY_REQUESTS naming the setting (Admin: RESOURCE_EXHAUSTED).
-    max_topics: int = 100_000  # topics, besides the %RETRY%/%DLQ% topics of groups (bounded by max_groups)
+    max_topics: int = 100_000  # topics, besides the %RETRY%/%DLQ% topics of existing groups (bounded by max_groups)
     max_groups: int = 100_000  # consumer groups
     max_subscriptions_per_group: int = 1_000  # topics a group consumes through a filter (each its expression)
     max_client_topics: int = 1_000  # topics one client's Telemetry settings may publish or subscribe to

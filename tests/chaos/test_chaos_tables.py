@@ -74,7 +74,9 @@ def test_topics_stop_at_max_topics(limited):
     reply = conn.send(message("new-by-send", "x"), message("t0", "to an existing topic"))
     assert [code_name(e.status.code) for e in reply.entries] == ["TOO_MANY_REQUESTS", "OK"]
     assert "max_topics (" in reply.entries[0].status.message
+    conn.create_group("a-group")
     conn.create_topic("%RETRY%a-group")  # a group's own topics count by max_groups, not max_topics
+    assert _refused(conn.create_topic, "%DLQ%no-such-group").code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     names = set(conn.topic_names())
     assert "one-too-many" not in names and "new-by-send" not in names and len(names) == most + 1
     proc = broker.cli("topic", "create", "by-the-cli")

@@ -69,11 +69,6 @@ def parse_types(types: list[str] | None) -> list[str]:
 _CHANGES = itertools.count(1)  # numbers the changes of every Metadata's names, never twice
 
 
-def groups_own(name: str) -> bool:
-    """A group's retry or dead-letter topic: counted by max_groups, not max_topics."""
-    return name.startswith((RETRY_PREFIX, DLQ_PREFIX))
-
-
 class Metadata:
     """In-memory view of the meta family, written through on every change. Creating more than
     `max_topics` topics (a group's retry and dead-letter topics aside) or `max_groups` groups is
@@ -86,19 +81,20 @@ class Metadata:
         self.groups: dict[str, GroupConfig] = {}
         self.topics_by_id: dict[int, TopicConfig] = {}
         self.groups_by_id: dict[int, GroupConfig] = {}
-        self.own_topics = 0  # topics counted by max_topics
+        self._of_groups: set[str] = set()  # retry and dead-letter topics of existing groups: bounded by max_groups
         self.generation = 0  # the last change of the names (a listing's sorted names stay good until the next)
+        for _, raw in store.scan_prefix("meta", keys.GROUP_META_PREFIX):  # first: a topic may be a group's own
+            self._add_group(GroupConfig(**json.loads(raw)))
         for _, raw in store.scan_prefix("meta", keys.TOPIC_META_PREFIX):
             self._add_topic(TopicConfig(**json.loads(raw)))
-        for _, raw in store.scan_prefix("meta", keys.GROUP_META_PREFIX):
-            self._add_group(GroupConfig(**json.loads(raw)))
         next_id = store.get("meta", keys.NEXT_ID_KEY)
         self._next_id = keys.decode_u64(next_id) if next_id else 1
 
     def _add_topic(self, t: TopicConfig) -> None:
         self.topics[t.name] = t
         self.topics_by_id[t.id] = t
-        self.own_topics += not groups_own(t.name)
+        if self._of_group(t.name):
+            self._of_groups.add(t.name)
         self.generation = next(_CHANGES)
 
     def _add_group(self, g: GroupConfig) -> None:
@@ -118,7 +114,7 @@ class Metadata:
             raise AlreadyExists(f"topic {name!r} already exists")
         if not 1 <= queues <= 1024:
             raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..1024, not {queues}")
-        if self.own_topics >= self.max_topics and not groups_own(name):
+        if len(self.topics) - len(self._of_groups) >= self.max_topics and not self._of_group(name):
             raise over_limit(f"cannot create topic {name!r}", "max_topics", self.max_topics,
                              "delete topics (rockmq topic delete) or raise max_topics (rockmq serve --max-topics)")
         batch = self.store.batch()
@@ -137,9 +133,16 @@ class Metadata:
         self.store.write(batch)
         del self.topics[name]
         del self.topics_by_id[topic.id]
-        self.own_topics -= not groups_own(name)
+        self._of_groups.discard(name)
         self.generation = next(_CHANGES)
         return topic
+
+    def _of_group(self, name: str) -> bool:
+        """A retry or dead-letter topic of an existing group: counted by max_groups, not max_topics."""
+        for prefix in (RETRY_PREFIX, DLQ_PREFIX):
+            if name.startswith(prefix):
+                return name[len(prefix):] in self.groups
+        return False
 
     def topic(self, name: str) -> TopicConfig:
         check_name("topic", name)
