@@ -169,7 +169,7 @@ class Broker:
             self.fence.guard()
         await self.server.start()
         if self.follower is not None:  # a replica writes nothing of its own
-            self._tasks = [asyncio.create_task(self.follower.run())]
+            self._tasks = [asyncio.create_task(t) for t in (self.follower.run(), self.ctx.store.space.watch())]
             return self.port
         if self.former_primary:
             self._told = asyncio.create_task(tell_former_primary(self.former_primary, self.fence.epoch, self.ctx.secret,

@@ -105,9 +105,10 @@ class DiskSpace:
             except Exception as e:
                 if not no_space(e):
                     raise
-        if self.stopped:
-            return
-        self._became(short, self._short() if short else "")
+        if not self.stopped:
+            self._became(short, self._short() if short else "")
+        if self.full:  # every send checks again until there is room
+            self._left = -1
 
     def failed(self, error: BaseException) -> DiskFull:
         """RocksDB refused a write for want of space (`error`): it takes none until it recovered

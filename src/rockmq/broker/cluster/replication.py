@@ -35,6 +35,7 @@ from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, keys, oplog
 from rockmq.store.db import Batch
+from rockmq.store.disk_space import DiskFull
 from rockmq.unparsed import UNPARSED, Unparsed
 
 log = logging.getLogger(__name__)
@@ -246,6 +247,8 @@ class Follower:
             self.followed = endpoint
             try:
                 await self._follow(replication_grpc.ReplicationStub(channel))
+            except DiskFull:  # said once (store/disk_space.py): follow again from what is applied, once there is room
+                pass
             except grpc.aio.AioRpcError as e:
                 if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                     log.error("replication refused by %s: %s", endpoint, e.details())
