@@ -46,6 +46,9 @@ class TelemetryStream:
                 return command
         return None
 
+    def send(self, command: rpc.TelemetryCommand) -> None:
+        self._out.put(command)
+
     def next_check(self, within: float) -> rpc.TelemetryCommand | None:
         return self.next(within, CHECK)
 

@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="refuse sends and routes for unknown topics")
     serve.add_argument("--workers", metavar="N", help="broker shard processes on this machine, joined as a cluster "
                                                       "behind --port: a number, or auto (one per core) (default 1)")
+    serve.add_argument("--stream-send-timeout", dest="stream_send_timeout_s", type=float, metavar="SECONDS",
+                       help="cancel a server stream whose client reads nothing for this long (default 30)")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
     serve.add_argument("--auth", dest="auth_enabled", action="store_const", const=True,
                        help="authenticate and authorize every request (docs/security.md)")
@@ -284,7 +286,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
                                                 "inner_access_key", "inner_secret_key", "max_connections",
-                                                "idle_connection_timeout_s")}
+                                                "idle_connection_timeout_s", "stream_send_timeout_s")}
     settings = load_settings(args.config, overrides)
     _check_tls_files(settings.tls_cert, settings.tls_key, settings.tls_ca)
     _log_at(settings.log_level)

@@ -96,6 +96,12 @@ class Settings:
     auto_renew_invisible_ms: int = 60_000
     client_silence_s: float = 30.0
     max_waiting_receives: int = 10_000
+    # Server streams (ReceiveMessage, PullMessage, Telemetry, replication): a receive holds at most
+    # stream_buffer_bytes of messages ready to write (at least one message; it pops the rest of its
+    # batch as those are written), and a stream whose client reads nothing for stream_send_timeout_s
+    # is cancelled (its messages come back when their invisible time ends).
+    stream_buffer_bytes: int = 128 * 1024
+    stream_send_timeout_s: float = 30.0
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
     # Connections (connection_limits.py): past max_connections a new one is closed as it is accepted
@@ -168,7 +174,7 @@ class Settings:
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
                         "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch",
                         "max_topics", "max_groups", "max_subscriptions_per_group", "max_client_topics",
-                        "max_transaction_checks", "max_staged_chunks", "max_list_page")
+                        "max_transaction_checks", "max_staged_chunks", "max_list_page", "stream_buffer_bytes")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
@@ -214,9 +220,10 @@ class Settings:
             raise ConfigError(f"namesrv_interval_s must be above 0, not {self.namesrv_interval_s}")
         if self.txn_check_first_s <= 0 or self.txn_check_interval_s <= 0 or self.txn_check_max < 0:
             raise ConfigError("txn_check_first_s and txn_check_interval_s must be above 0, txn_check_max at least 0")
-        if self.auto_renew_invisible_ms < 100 or self.client_silence_s <= 0 or self.max_long_polling_s <= 0:
-            raise ConfigError("auto_renew_invisible_ms must be at least 100, client_silence_s and "
-                              "max_long_polling_s above 0")
+        if (self.auto_renew_invisible_ms < 100 or self.client_silence_s <= 0 or self.max_long_polling_s <= 0
+                or self.stream_send_timeout_s <= 0):
+            raise ConfigError("auto_renew_invisible_ms must be at least 100, client_silence_s, "
+                              "max_long_polling_s and stream_send_timeout_s above 0")
         if not self.retry_ladder_s or min(self.retry_ladder_s) <= 0 or self.fifo_retry_s <= 0:
             raise ConfigError("retry_ladder_s must list waits above 0, and fifo_retry_s be above 0")
         if self.fetch_records > self.max_fetch_records or self.fetch_bytes > self.max_fetch_bytes:

@@ -45,6 +45,7 @@ from rockmq.broker.pull import PullService
 from rockmq.broker.retention import RetentionService
 from rockmq.broker.send import SendService
 from rockmq.broker.staging import StagingService
+from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
@@ -99,6 +100,7 @@ class Broker:
         self.former_primary = former_primary
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
+        self.streams = StalledStreams(s.stream_send_timeout_s)  # cancels server streams their clients do not read
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
@@ -118,7 +120,8 @@ class Broker:
         # A replica writes nothing of its own; it holds its primary's users and ACLs (handed on only with auth on).
         principals = Principals(self.users, self.access)
         self.fence = Fence(store, s.broker_name)
-        self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, principals if s.auth_enabled else None)
+        self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, self.streams,
+                                      principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
@@ -148,10 +151,11 @@ class Broker:
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
         self._tasks: list[asyncio.Task[None]] = []
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
+        self._watching: asyncio.Task[None] | None = None  # cancelling the streams clients do not read
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.cluster,
+                                      self.clients, self.cluster, self.streams,
                                       self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         guarding = Guarding(self.server)  # the generated services' unary methods refuse bytes that do not parse
@@ -168,6 +172,7 @@ class Broker:
             self.fence.on_fenced = self._fenced
             self.fence.guard()
         await self.server.start()
+        self._watching = asyncio.create_task(self.streams.run())  # as long as it serves, fenced or not
         if self.follower is not None:  # a replica writes nothing of its own
             self._tasks = [asyncio.create_task(t) for t in (self.follower.run(), self.ctx.store.space.watch())]
             return self.port
@@ -203,7 +208,7 @@ class Broker:
                     log_failure(log, e, "housekeeping failed")
 
     async def stop(self) -> None:
-        for t in (*self._tasks, self._told):
+        for t in (*self._tasks, self._told, self._watching):
             if t is not None:
                 t.cancel()
         await self.server.stop(grace=2)

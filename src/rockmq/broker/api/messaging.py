@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
 
@@ -37,6 +37,7 @@ from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
+from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.broker.subscriptions import record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
@@ -69,8 +70,9 @@ UNARY_METHODS = {
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
-                 cluster: Cluster, access: AccessControl | None = None) -> None:
+                 cluster: Cluster, streams: StalledStreams, access: AccessControl | None = None) -> None:
         self.ctx = ctx
+        self.streams = streams
         self.access = access  # auth on: what the handlers check themselves (auth/access.py)
         self.cluster = cluster
         self.sender = send
@@ -157,10 +159,15 @@ class MessagingServicer:
                 await replies.put(None)
 
         reader = asyncio.create_task(read())
+        writes = self.streams.open(context, "Telemetry")
         try:
             while (reply := await replies.get()) is not None:
+                writes.busy = True
                 yield reply
+                writes.busy = False
+                writes.count += 1
         finally:
+            self.streams.close(writes)
             reader.cancel()
             if session.outbox is replies:
                 session.outbox = None
@@ -189,31 +196,38 @@ class MessagingServicer:
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
         """A status frame, one frame per message and the delivery timestamp, as Apache's proxy
-        answers: the official clients need all three (docs/protocol.md)."""
+        answers: the official clients need all three (docs/protocol.md). The messages come in portions
+        of `stream_buffer_bytes`, each popped once the one before is written: a client that does not
+        read pins one portion, until the stream is cancelled (broker/stalled_streams.py)."""
         R = rpc.ReceiveMessageResponse
+        buffer = self.ctx.settings.stream_buffer_bytes
+        messages: list[bytes] = []
         try:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
             invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
-            messages = await self.pop.receive(group, topic, request.filter_expression, request.batch_size, invisible_ms,
-                                              self._poll_seconds(request, context), client_id(context),
-                                              header(context, LANE_HEADER), request.auto_renew)
+            ask = self.pop.ask(group, topic, request.filter_expression, request.batch_size, invisible_ms,
+                               client_id(context), header(context, LANE_HEADER), request.auto_renew)
+            messages = await self.pop.take(ask, self._poll_seconds(request, context), buffer)
+            first = _OK_FRAME if messages else status_frame(R, found_status(False))
         except Exception as e:
-            yield status_frame(R, status_of(e, "ReceiveMessage"))
-            yield now_frame(R)
-            return
-        if not messages:
-            yield status_frame(R, found_status(False))
-            yield now_frame(R)
-            return
+            first = status_frame(R, status_of(e, "ReceiveMessage"))
+        writes = self.streams.open(context, "ReceiveMessage")
+        writes.busy = True
         try:
-            yield _OK_FRAME
-            for message in messages:  # framed by the receive already
-                yield message
+            yield first
+            while messages:
+                for message in messages:  # framed by the receive already
+                    yield message
+                    writes.count += 1
+                messages = self.pop.more(ask, messages, buffer)
             yield now_frame(R)
-        except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply
-            self.pop.release(group, topic, messages)
+        except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply, or read nothing
+            if messages:
+                self.pop.release(group, topic, messages)
             raise
+        finally:
+            self.streams.close(writes)
 
     def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
         asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None
@@ -251,6 +265,8 @@ class MessagingServicer:
     # --- offset-based consumption ----------------------------------------------------------
 
     async def PullMessage(self, request: rpc.PullMessageRequest, context: Context) -> AsyncIterator[bytes]:
+        """At most `stream_buffer_bytes` of messages (at least one): the client pulls the rest from
+        next_offset, and one that does not read pins no more (broker/stalled_streams.py)."""
         R = rpc.PullMessageResponse
         try:
             topic = self._queue_topic(request.message_queue)
@@ -258,14 +274,19 @@ class MessagingServicer:
             messages, next_offset = await self.puller.pull(request.group.name, topic, request.message_queue.id,
                                                            request.offset, request.batch_size, accept,
                                                            self._poll_seconds(request, context),
-                                                           client_id=client_id(context), lane=header(context, LANE_HEADER))
+                                                           self.ctx.settings.stream_buffer_bytes,
+                                                           client_id(context), header(context, LANE_HEADER))
+            frames = _pulled(messages, next_offset)
         except Exception as e:
-            yield status_frame(R, status_of(e, "PullMessage"))
-            return
-        yield status_frame(R, found_status(bool(messages)))
-        for message in messages:
-            yield delimited(ReceivedMessage.MESSAGE, message)
-        yield R(next_offset=next_offset).SerializeToString()
+            frames = iter((status_frame(R, status_of(e, "PullMessage")),))
+        writes = self.streams.open(context, "PullMessage")
+        writes.busy = True
+        try:
+            for frame in frames:
+                yield frame
+                writes.count += 1
+        finally:
+            self.streams.close(writes)
 
     @unary(rpc.UpdateOffsetResponse)
     async def UpdateOffset(self, request: rpc.UpdateOffsetRequest, context: Context) -> rpc.UpdateOffsetResponse:
@@ -291,3 +312,12 @@ class MessagingServicer:
     async def SyncLiteSubscription(self, request: rpc.SyncLiteSubscriptionRequest,
                                    context: Context) -> rpc.SyncLiteSubscriptionResponse:
         raise BrokerError(pb.UNSUPPORTED, "lite topics are not supported")
+
+
+def _pulled(messages: list[bytes], next_offset: int) -> Iterator[bytes]:
+    """A pull's reply frames, made as they are written: its status, each message, next_offset."""
+    R = rpc.PullMessageResponse
+    yield status_frame(R, found_status(bool(messages)))
+    for message in messages:
+        yield delimited(ReceivedMessage.MESSAGE, message)
+    yield R(next_offset=next_offset).SerializeToString()

@@ -30,6 +30,7 @@ from rockmq.broker.cluster.fencing import Fence, epoch_proof, next_epoch, proven
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext, load_metadata
 from rockmq.broker.errors import BrokerError
+from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.config import Settings, names_an_address
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
@@ -98,8 +99,9 @@ class Replicator(replication_grpc.ReplicationServicer):
     `principals` — auth on — its users and ACLs: first, and again whenever they change)."""
 
     def __init__(self, store: Store, batches: OpLog, settings: Settings, secret: bytes, epoch: int, fence: Fence,
-                 principals: Principals | None = None) -> None:
+                 streams: StalledStreams, principals: Principals | None = None) -> None:
         self.settings = settings
+        self.streams = streams  # a replica that stops reading its Follow stream is cut off
         self.batches = batches
         self.principals = principals
         self.fence = fence
@@ -186,8 +188,11 @@ class Replicator(replication_grpc.ReplicationServicer):
 
         reader = asyncio.create_task(read_acks())
         handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
+        writes = self.streams.open(context, "Follow")
+        writes.busy = True  # counted per turn, which an idle stream takes every second: only a write stalls it
         try:
             while not reader.done():
+                writes.count += 1
                 if self.principals is not None and self.principals.version != handed:
                     handed = self.principals.version  # read first: a change while copying is sent again
                     yield replication.ReplicatedBatch(principals=self.principals.copy())
@@ -208,6 +213,7 @@ class Replicator(replication_grpc.ReplicationServicer):
             if not reader.cancelled() and reader.exception() is None and not reader.result():
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
         finally:
+            self.streams.close(writes)
             reader.cancel()
             self.followers -= 1
             log.info("a replica stopped following at batch %d", sent)
