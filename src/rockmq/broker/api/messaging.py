@@ -220,7 +220,11 @@ class MessagingServicer:
                 for message in messages:  # framed by the receive already
                     yield message
                     writes.count += 1
-                messages = self.pop.more(ask, messages, buffer)
+                try:
+                    messages = self.pop.more(ask, messages, buffer)
+                except Exception as e:  # e.g. its write failed: nothing was handed out, the reply ends here
+                    log.warning("a ReceiveMessage stream stopped short: %s", status_of(e, "ReceiveMessage").message)
+                    messages = []
             yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply, or read nothing
             if messages:
