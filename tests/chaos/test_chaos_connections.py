@@ -130,11 +130,19 @@ def no_traceback(server: ServerProcess) -> None:
     assert not [line for line in server.log if "Traceback" in line], "\n".join(server.log)
 
 
+def raw_closed_after(server: ServerProcess) -> float:
+    """A socket that never sends the HTTP/2 preface goes at the handshake timeout -> after how long.
+    Alone, before a flood: its slot must not free up while the flood holds the rest."""
+    with raw_socket(server.port) as raw:
+        closed = closed_within(raw, HANDSHAKE_TIMEOUT_S + SLACK_S)
+    assert closed is not None, "a socket that never sent the HTTP/2 preface is still open"
+    return round(closed, 2)
+
+
 def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, object]:
     """Open IDLE idle connections to `server` (past LIMIT, or past the default limit from the fd
-    limit when None): the excess is refused at once, `while_held()` still works, a raw socket goes
-    after the handshake timeout, the held ones after the idle timeout. -> the figures."""
-    raw = raw_socket(server.port)
+    limit when None): the excess is refused at once, `while_held()` still works, the held ones go
+    after the idle timeout. -> the figures."""
     flood = Flood.open(server.port, IDLE, IDLE_TIMEOUT_S + HANDSHAKE_TIMEOUT_S + 3 * SLACK_S)
     try:
         opened = flood.opened()
@@ -149,10 +157,8 @@ def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, obj
                 namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=3)
             except grpc.RpcError as e:  # any answer but a refused connection is UNIMPLEMENTED on a broker
                 refused_sees = f"{e.code().name}: {e.details()}"  # type: ignore[attr-defined]
-        assert refused_sees.startswith("UNAVAILABLE"), f"a new client got in past the limit: {refused_sees or 'OK'}"
+        assert refused_sees.startswith("UNAVAILABLE"), f"a new client got in past the limit ({opened}): {refused_sees or 'OK'}"
         while_held()
-        raw_closed = closed_within(raw, HANDSHAKE_TIMEOUT_S + SLACK_S)
-        assert raw_closed is not None, "a socket that never sent the HTTP/2 preface is still open"
         still_open, last_closed = flood.closed()
         assert still_open == 0, f"{still_open} idle connections still open {IDLE_TIMEOUT_S} s after idle_connection_timeout_s"
         # gRPC core refuses silently: the server says when it started and when it stopped
@@ -160,15 +166,14 @@ def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, obj
         wait_for(lambda: logged(server, "below max_connections"), SLACK_S, what="the below-the-limit line")
     finally:
         flood.stop()
-        raw.close()
     return {"attempted": IDLE, **opened, "server_fds_while_held": fds,
-            "server_rss_mib_while_held": rss_mib, "refused_client_sees": refused_sees, "raw_closed_after_s": round(raw_closed, 2),
-            "idle_closed_after_s": last_closed}
+            "server_rss_mib_while_held": rss_mib, "refused_client_sees": refused_sees, "idle_closed_after_s": last_closed}
 
 
 def test_idle_connections_are_bounded_and_the_broker_keeps_serving(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data", env=limits_env()).start()
     try:
+        raw_closed = raw_closed_after(broker)
         conn = Conn(broker.endpoint)  # a client connected before the flood, busy through it
         conn.create_topic("conns", queues=1)
         conn.create_group("conns-g")
@@ -178,7 +183,7 @@ def test_idle_connections_are_bounded_and_the_broker_keeps_serving(tmp_path: Pat
             conn.send_ok(message("conns", "during"))
             assert len(conn.receive_n("conns-g", "conns", 2, within=5.0)) == 2
 
-        figures = check_flood(broker, existing_client_works)
+        figures = check_flood(broker, existing_client_works) | {"raw_closed_after_s": raw_closed}
         with fresh_channel(broker.endpoint) as ch:  # a new client, once the idle ones are gone
             reply = svc.MessagingServiceStub(ch).SendMessage(
                 rpc.SendMessageRequest(messages=[message("conns", "after")]), metadata=META, timeout=10)
@@ -192,7 +197,7 @@ def test_idle_connections_are_bounded_and_the_broker_keeps_serving(tmp_path: Pat
 def test_the_name_server_bounds_its_connections_too() -> None:
     ns = NameServerProcess(env=limits_env()).start()
     try:
-        figures = check_flood(ns)
+        figures = check_flood(ns) | {"raw_closed_after_s": raw_closed_after(ns)}
         with fresh_channel(ns.endpoint) as ch:
             namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=10)
         print("\nidle connections (name server):", json.dumps(figures))
@@ -204,7 +209,7 @@ def test_the_name_server_bounds_its_connections_too() -> None:
 def test_each_workers_shard_bounds_its_connections(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data", "--workers", "2", env=limits_env()).start()
     try:
-        figures = check_flood(broker)
+        figures = check_flood(broker) | {"raw_closed_after_s": raw_closed_after(broker)}
         assert broker.cli("topic", "create", "after-flood", "--queues", "2").returncode == 0, "\n".join(broker.log)
         print("\nidle connections (shard 0 of --workers 2):", json.dumps(figures))
         no_traceback(broker)
