@@ -172,7 +172,7 @@ def test_staged_chunks_stop_at_max_staged_chunks(limited):
 def test_sessions_stay_at_max_clients_the_longest_silent_going_first(limited):
     most = scaled(50, 100_000)  # the default max_clients in full
     clients = 3 * most
-    _, conn = limited(max_clients=most)
+    _, conn = limited(max_clients=most, client_silence_s=3600)  # ListMembers lists the clients heard from since
     request = rpc.HeartbeatRequest(group=pb.Resource(name="g"), client_type=pb.SIMPLE_CONSUMER)
 
     def heartbeats(numbers: range) -> None:
