@@ -44,6 +44,18 @@ def test_an_empty_name_is_invalid_argument_on_a_cluster(workers: ShardSet):
     assert workers.tracebacks == 0, list(workers.log)
 
 
+@pytest.mark.parametrize("queues", [-(2**31), -1, 2049])
+def test_a_queue_count_out_of_range_is_invalid_argument_on_a_cluster(workers: ShardSet, queues: int):
+    """A negative count was divided over no broker (ZeroDivisionError: INTERNAL); the fuzzer's seed 1, case 33660."""
+    with grpc.insecure_channel(workers.endpoint) as channel:
+        with pytest.raises(grpc.RpcError) as err:
+            admin_grpc.AdminStub(channel).CreateTopic(admin.CreateTopicRequest(name="counted", queue_count=queues),
+                                                      timeout=RPC_TIMEOUT)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+    assert err.value.details() == f"queue count must be 1..2048, not {queues}"
+    assert workers.tracebacks == 0, list(workers.log)
+
+
 class _Refusal(grpc.aio.AioRpcError):
     def __init__(self, code: grpc.StatusCode) -> None:
         super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), "refused")

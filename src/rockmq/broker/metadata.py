@@ -44,6 +44,7 @@ class GroupConfig:
 
 # A group's retry topic %RETRY%<group> and dead-letter topic %DLQ%<group> must be legal topic names.
 MAX_GROUP_NAME = 127 - max(len(RETRY_PREFIX), len(DLQ_PREFIX))
+MAX_QUEUES = 1024  # of a topic, on one broker
 
 
 def check_name(kind: str, name: str) -> None:
@@ -51,6 +52,12 @@ def check_name(kind: str, name: str) -> None:
     if not NAME_RE.match(name or "") or len(name) > longest:
         code = pb.ILLEGAL_TOPIC if kind == "topic" else pb.ILLEGAL_CONSUMER_GROUP
         raise BrokerError(code, f"illegal {kind} name {name!r}: use 1-{longest} of [A-Za-z0-9_%-]")
+
+
+def check_queue_count(queues: int, brokers: int = 1) -> None:
+    """A topic's queue count: 1..MAX_QUEUES on each broker, over `brokers` (a topic spread over a cluster)."""
+    if not 1 <= queues <= MAX_QUEUES * brokers:
+        raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..{MAX_QUEUES * brokers}, not {queues}")
 
 
 def parse_types(types: list[str] | None) -> list[str]:
@@ -112,8 +119,7 @@ class Metadata:
         check_name("topic", name)
         if name in self.topics:
             raise AlreadyExists(f"topic {name!r} already exists")
-        if not 1 <= queues <= 1024:
-            raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..1024, not {queues}")
+        check_queue_count(queues)
         if len(self.topics) - len(self._of_groups) >= self.max_topics and not self._of_group(name):
             raise over_limit(f"cannot create topic {name!r}", "max_topics", self.max_topics,
                              "delete topics (rockmq topic delete) or raise max_topics (rockmq serve --max-topics)")

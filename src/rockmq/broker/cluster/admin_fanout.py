@@ -16,7 +16,7 @@ import grpc
 from rockmq.broker.api.replies import relayed
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
 from rockmq.broker.errors import AlreadyExists, BrokerError, listing
-from rockmq.broker.metadata import check_name
+from rockmq.broker.metadata import check_name, check_queue_count
 from rockmq.protocol import admin, pb
 from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
 
@@ -46,6 +46,7 @@ class AdminFanout:
         if unknown:
             raise BrokerError(pb.BAD_REQUEST,
                               f"unknown or unreachable brokers {listing(unknown)}; live: {listing(sorted(live))}")
+        check_queue_count(request.queue_count, len(chosen))  # before `spread` divides them
         total = request.queue_count  # the broker's default applied (broker/catalog.py)
         info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
         done: list[str] = []
