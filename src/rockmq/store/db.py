@@ -181,8 +181,13 @@ def _open(path: Path, new: bool, memory: Memory, cache: Cache) -> Rdict:
     except Exception as e:  # RocksDB's status (Corruption, IO error...) comes as a bare Exception, a file's as OSError
         if type(e) is not Exception and not isinstance(e, OSError):
             raise
-        full = f"the disk is full ({free_bytes(path) // MiB} MiB free): free some space and start again; " if no_space(e) else ""
-        raise CannotOpenStore(f"cannot open the store in {path}: {full}{' '.join(str(e).split())}") from None
+        raise _cannot_open(path, e) from None
+
+
+def _cannot_open(path: Path, error: Exception) -> CannotOpenStore:
+    """RocksDB's refusal to open (or migrate) the store in `path`, in one line."""
+    full = f"the disk is full ({free_bytes(path) // MiB} MiB free): free some space and start again; " if no_space(error) else ""
+    return CannotOpenStore(f"cannot open the store in {path}: {full}{' '.join(str(error).split())}")
 
 
 class Store:
@@ -212,8 +217,10 @@ class Store:
         self._refusal: Callable[[], Exception] | None = None  # set: every write raises what it makes
         try:
             self._migrate(new)
-        except BaseException:
+        except BaseException as e:
             self.close()
+            if type(e) is Exception and no_space(e):  # a migration's synced write found no room
+                raise _cannot_open(path, e) from None
             raise
 
     def _migrate(self, new: bool) -> None:
