@@ -269,3 +269,33 @@ def test_a_name_server_holding_a_higher_epoch_fences_the_primary(tmp_path):
     finally:
         primary.kill()
         ns.kill()
+
+
+def test_an_old_primary_back_after_its_promoted_replica_restarted_is_fenced(tmp_path):
+    """No name server, the primary down when its replica is promoted, and the promoted replica
+    restarted before the old primary comes back: the old primary, started again, still learns the
+    new epoch (the promoted replica keeps telling it across restarts) and refuses writes."""
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "async", "--broker-name", "b1").start()
+    replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1").start()
+    try:
+        primary.cli("topic", "create", TOPIC, "--queues", "2", check=True)
+        _wait_following(primary, replica, "before")
+        primary.stop()
+        promoted = replica.cli("broker", "promote")
+        assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+
+        def takes_sends() -> bool:
+            try:
+                return _refused_status(replica.endpoint) is None
+            except grpc.RpcError:  # a replica until the promotion took effect
+                return False
+
+        wait_for(takes_sends, 15, what="the promoted replica to take sends")
+        replica.restart()
+        primary.start()
+        st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S, what="the old primary to refuse sends")
+        assert st.code == pb.HA_NOT_AVAILABLE, st
+        assert not any("Traceback" in line for line in [*primary.log, *replica.log]), "\n".join([*primary.log, *replica.log])
+    finally:
+        replica.kill()
+        primary.kill()

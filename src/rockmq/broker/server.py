@@ -28,7 +28,7 @@ from rockmq.broker.catalog import Catalog
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
-from rockmq.broker.cluster.fencing import Fence, tell_former_primary
+from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
@@ -93,11 +93,9 @@ def _listen(s: Settings, following: bool, users: Users | None,
 
 
 class Broker:
-    def __init__(self, settings: Settings, former_primary: str = "") -> None:
-        """Every part of the broker, built in dependency order: each gets what it uses. `former_primary`:
-        the endpoint of the primary this broker followed until it was promoted just now (told of the epoch)."""
+    def __init__(self, settings: Settings) -> None:
+        """Every part of the broker, built in dependency order: each gets what it uses."""
         self.settings = s = settings
-        self.former_primary = former_primary
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
         self.streams = StalledStreams(s.stream_send_timeout_s)  # cancels server streams their clients do not read
@@ -176,8 +174,8 @@ class Broker:
         if self.follower is not None:  # a replica writes nothing of its own
             self._tasks = [asyncio.create_task(t) for t in (self.follower.run(), self.ctx.store.space.watch())]
             return self.port
-        if self.former_primary:
-            self._told = asyncio.create_task(tell_former_primary(self.former_primary, self.fence.epoch, self.ctx.secret,
+        if former_primary(self.ctx.store):
+            self._told = asyncio.create_task(tell_former_primary(self.ctx.store, self.fence.epoch, self.ctx.secret,
                                                                  self.settings))
         if self.fence.fenced:  # superseded before this start: it serves reads only
             return self.port
@@ -252,8 +250,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             break
         # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
         await broker.stop()
-        former = broker.follower.followed if broker.follower is not None else ""
-        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port), former)
+        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port))
         await broker.start()
         log.warning("promoted: now a primary on port %d", port)
     log.info("stopping")

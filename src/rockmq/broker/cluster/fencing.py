@@ -9,7 +9,8 @@ sequence numbers rely on): an old primary restarted twice must not outrank its p
 A primary learns of a higher epoch from a name server's reply to its registration (the name server
 keeps the highest registration of each broker name, so routes name the new primary) or from a
 replica's Follow stream (a promoted replica opens one on its former primary to tell it, which
-also covers clusters without name servers). It then writes `repl/fenced` (it stays fenced across
+also covers clusters without name servers, and goes on across restarts of either until the former
+primary heard: `repl/former`). It then writes `repl/fenced` (it stays fenced across
 restarts, until re-seeded from the new primary), refuses every write with HA_NOT_AVAILABLE (which
 clients retry, the official ones on another queue, rockmq's after refreshing the route), stops
 its background writers and registrations, and answers routes with the new primary.
@@ -105,9 +106,26 @@ class Fence:
         return True
 
 
-async def tell_former_primary(endpoint: str, epoch: int, secret: bytes, settings: Settings) -> None:
-    """A promoted replica tells its former primary (at `endpoint`) its new epoch on a Follow stream,
-    until the primary heard it (it refuses the stream, fenced) or cannot hear it (no replication)."""
+def former_primary(store: Store) -> str:
+    """The endpoint of the primary a promoted replica has yet to tell of its epoch ("": none)."""
+    raw = store.get("meta", keys.FORMER_PRIMARY_KEY)
+    return raw.decode() if raw is not None else ""
+
+
+def _heard(store: Store) -> None:
+    batch = store.batch()
+    batch.delete("meta", keys.FORMER_PRIMARY_KEY)
+    try:
+        store.write(batch)
+    except BrokerError:  # fenced itself meanwhile, or a full disk: telling it again later is harmless
+        pass
+
+
+async def tell_former_primary(store: Store, epoch: int, secret: bytes, settings: Settings) -> None:
+    """A promoted replica tells its former primary its new epoch on a Follow stream, until the
+    primary heard it (it refuses the stream, fenced) or cannot hear it (no replication); the one it
+    was down for hears it when it is started again, even after this broker restarted."""
+    endpoint = former_primary(store)
     warned = False
     inner = signed(inner_credentials(settings))
     while True:
@@ -119,10 +137,12 @@ async def tell_former_primary(endpoint: str, epoch: int, secret: bytes, settings
             async for _ in call:
                 break  # a primary that sends batches did not take the epoch (an older rockmq): nothing more to do
             log.info("told the former primary at %s of primary epoch %d", endpoint, epoch)
+            _heard(store)
             return
         except grpc.aio.AioRpcError as e:
             if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED):
                 log.info("the former primary at %s heard of primary epoch %d (%s)", endpoint, epoch, e.details())
+                _heard(store)
                 return
             if not warned:
                 log.warning("cannot reach the former primary at %s to fence it (%s): trying every %.0f s",

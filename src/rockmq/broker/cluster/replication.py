@@ -326,6 +326,8 @@ class Follower:
         epoch = next_epoch(self.ctx.store, await self.cluster.epoch_of(self.cluster.name))
         batch = self.ctx.store.batch()
         batch.put("meta", keys.PROMOTED_KEY, b"1")
+        if self.followed:  # told of the new epoch until it heard, across restarts of either (fencing.py)
+            batch.put("meta", keys.FORMER_PRIMARY_KEY, self.followed.encode())
         batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(epoch))
         batch.delete("meta", keys.FENCED_KEY)
         await self.ctx.store.commit(batch)
