@@ -22,10 +22,10 @@ from pathlib import Path
 import grpc
 from broker_process import BrokerProcess  # tests/ is on sys.path (tests/conftest.py)
 from chaos_scale import FULL, scaled
+from mqwire import message
 
 from rockmq.protocol import batch, batch_grpc, pb, rpc, svc
 from rockmq.protocol.channels import client_metadata, open_aio_channel
-from rockmq.protocol.message_id import new_message_id
 
 TOPIC, GROUP, STALLED_GROUP = "chaos-soak", "chaos-soak-consumers", "chaos-soak-stalled"
 QUEUES = 4
@@ -88,13 +88,7 @@ class Ledger:
 
 
 def _message(seq: int) -> pb.Message:
-    msg = pb.Message(topic=pb.Resource(name=TOPIC), body=SEQ.pack(seq) + os.urandom(BODY - SEQ.size))
-    sp = msg.system_properties
-    sp.message_id = new_message_id()
-    sp.message_type = pb.NORMAL
-    sp.born_host = "chaos-soak"
-    sp.born_timestamp.GetCurrentTime()
-    return msg
+    return message(TOPIC, SEQ.pack(seq) + os.urandom(BODY - SEQ.size))
 
 
 def _broker_rss_fds(pid: int) -> tuple[float, int]:

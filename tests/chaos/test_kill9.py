@@ -13,26 +13,16 @@ import socket
 import time
 
 import grpc
+from mqwire import message
 
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
 from rockmq.protocol.channels import client_metadata
-from rockmq.protocol.message_id import new_message_id
 
 META = client_metadata("chaos-kill9@" + socket.gethostname())
 TOPIC = "chaos-kill9"
 QUEUES = 4
 SENDERS = 24
 SEND_FOR_S = 3.0
-
-
-def _message(body: bytes) -> pb.Message:
-    msg = pb.Message(topic=pb.Resource(name=TOPIC), body=body)
-    sp = msg.system_properties
-    sp.message_id = new_message_id()
-    sp.message_type = pb.NORMAL
-    sp.born_host = "chaos"
-    sp.born_timestamp.GetCurrentTime()
-    return msg
 
 
 class Tally:
@@ -61,7 +51,7 @@ async def _storm(broker, tally: Tally) -> None:
         stub = stubs[i % len(stubs)]
         while loop.time() < stop_at:
             n = 1 if i % 3 == 0 else rng.randint(2, 16)  # a third send one at a time, the rest in batches
-            msgs = [_message(rng.randbytes(rng.randint(16, 512))) for _ in range(n)]
+            msgs = [message(TOPIC, rng.randbytes(rng.randint(16, 512))) for _ in range(n)]
             tally.attempted.update(m.system_properties.message_id for m in msgs)
             tally.inflight += 1
             try:
@@ -156,7 +146,7 @@ def test_kill9_loses_no_acknowledged_send(fresh_broker):
         assert not phantoms, f"stored messages nobody sent: {list(phantoms)[:5]}"
 
         # The restarted broker continues each queue densely, and still knows the acked ids.
-        new = [_message(b"after-restart") for _ in range(QUEUES)]
+        new = [message(TOPIC, b"after-restart") for _ in range(QUEUES)]
         reply = stub.SendMessage(rpc.SendMessageRequest(messages=new), metadata=META, timeout=10)
         assert reply.status.code == pb.OK, reply
         for q in range(QUEUES):
@@ -165,7 +155,7 @@ def test_kill9_loses_no_acknowledged_send(fresh_broker):
         assert sum(len(_pull_queue(stub, q)) for q in range(QUEUES)) == len(stored) + QUEUES
 
         sample = random.Random(7).sample(sorted(tally.acked), min(20, len(tally.acked)))
-        retry = [_message(b"retry") for _ in sample]
+        retry = [message(TOPIC, b"retry") for _ in sample]
         for m, mid in zip(retry, sample):
             m.system_properties.message_id = mid
         reply = stub.SendMessage(rpc.SendMessageRequest(messages=retry), metadata=META, timeout=10)
