@@ -37,6 +37,9 @@ LIMIT = None if FULL else 64  # max_connections: the full variant runs with the 
 IDLE_TIMEOUT_S = scaled(3, 60)
 HANDSHAKE_TIMEOUT_S = scaled(1, 10)
 SLACK_S = 5.0  # a busy CI machine's timers
+# New clients tried at the limit beyond the held connections the server closed while the flood opened
+# (under a full run's load some miss the handshake timeout): strict in CI's short run.
+PROBE_MARGIN = scaled(1, 64)
 
 
 def limits_env() -> dict[str, str]:
@@ -139,6 +142,26 @@ def raw_closed_after(server: ServerProcess) -> float:
     return round(closed, 2)
 
 
+def new_client_at_limit(server: ServerProcess, tries: int) -> tuple[str, int]:
+    """New clients until one is refused (each admitted one keeps its slot) -> (what it saw, how many
+    got in first: slots that held connections the server closed meanwhile had freed)."""
+    admitted: list[grpc.Channel] = []
+    try:
+        for _ in range(tries):
+            ch = fresh_channel(server.endpoint)
+            try:
+                namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=3)
+            except grpc.RpcError as e:  # any answer but a refused connection is UNIMPLEMENTED on a broker
+                if e.code() == grpc.StatusCode.UNAVAILABLE:  # type: ignore[attr-defined]
+                    ch.close()
+                    return f"{e.code().name}: {e.details()}", len(admitted)  # type: ignore[attr-defined]
+            admitted.append(ch)
+        return "", len(admitted)
+    finally:
+        for ch in admitted:
+            ch.close()
+
+
 def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, object]:
     """Open IDLE idle connections to `server` (past LIMIT, or past the default limit from the fd
     limit when None): the excess is refused at once, `while_held()` still works, the held ones go
@@ -151,13 +174,8 @@ def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, obj
             assert opened["held"] <= LIMIT, f"{opened} of {IDLE} idle connections: held past max_connections={LIMIT}"
         else:  # the default keeps descriptors back for the store and the broker's own connections
             assert opened["refused"] > 0 and fds < IDLE, (opened, fds)
-        refused_sees = ""
-        with fresh_channel(server.endpoint) as ch:  # a new client while at the limit
-            try:
-                namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=3)
-            except grpc.RpcError as e:  # any answer but a refused connection is UNIMPLEMENTED on a broker
-                refused_sees = f"{e.code().name}: {e.details()}"  # type: ignore[attr-defined]
-        assert refused_sees.startswith("UNAVAILABLE"), f"a new client got in past the limit ({opened}): {refused_sees or 'OK'}"
+        refused_sees, admitted = new_client_at_limit(server, opened["closed_early"] + PROBE_MARGIN)
+        assert refused_sees.startswith("UNAVAILABLE"), f"{admitted} new clients got in past the limit ({opened})"
         while_held()
         still_open, last_closed = flood.closed()
         assert still_open == 0, f"{still_open} idle connections still open {IDLE_TIMEOUT_S} s after idle_connection_timeout_s"
@@ -167,7 +185,8 @@ def check_flood(server: ServerProcess, while_held=lambda: None) -> dict[str, obj
     finally:
         flood.stop()
     return {"attempted": IDLE, **opened, "server_fds_while_held": fds,
-            "server_rss_mib_while_held": rss_mib, "refused_client_sees": refused_sees, "idle_closed_after_s": last_closed}
+            "server_rss_mib_while_held": rss_mib, "refused_client_sees": refused_sees,
+            "new_clients_admitted_first": admitted, "idle_closed_after_s": last_closed}
 
 
 def test_idle_connections_are_bounded_and_the_broker_keeps_serving(tmp_path: Path) -> None:
