@@ -44,7 +44,8 @@ def _stored(store: Store, key: bytes) -> int:
 
 def epoch_proof(secret: bytes, epoch: int) -> bytes:
     """What a replica sends beside a primary epoch: only a holder of the primary's secret (which
-    replicas get with its first batch) can fence it, not any client of an open Follow."""
+    replicas get with its first batch) can fence it. With --auth only inner credentials may follow;
+    without, a client that follows reads the secret as a replica does (docs/cluster.md)."""
     return hmac.new(secret, b"primary epoch %d" % epoch, hashlib.sha256).digest()
 
 
