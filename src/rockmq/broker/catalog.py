@@ -86,10 +86,12 @@ class Catalog:
         return self.fanout.delete_topic(name, local, lambda: self._delete_here(name))
 
     def _delete_here(self, name: str) -> None:
-        """The topic, its messages, its cached offsets and its groups' subscriptions to it."""
+        """The topic, its messages, its cached offsets and its groups' subscriptions to and positions on it."""
         topic = self.ctx.meta.delete_topic(name)
         self.ctx.logs.forget_topic(topic.id)
         self.subscriptions.forget_topic(topic.id)
+        self.positions.pop.forget_topic(topic.id)
+        self.positions.pull.forget_topic(topic.id)
 
     def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
         info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types)

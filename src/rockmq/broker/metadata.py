@@ -136,6 +136,9 @@ class Metadata:
         batch.delete("meta", keys.topic_meta(name))
         prefix = keys.topic_prefix(topic.id)
         batch.delete_range("log", prefix, keys.prefix_end(prefix))
+        for group in self.groups.values():  # their positions on it: the topic id is never used again
+            positions = keys.group_prefix(group.id) + prefix
+            batch.delete_range("offsets", positions, keys.prefix_end(positions))
         self.store.write(batch)
         del self.topics[name]
         del self.topics_by_id[topic.id]

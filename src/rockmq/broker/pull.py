@@ -49,6 +49,10 @@ class PullService:
         self.taken = TakenLedger(ctx.store)
         self._lane_index: tuple[object, int, dict[str, dict[str, GroupConfig]]] = (None, 0, {})
 
+    def forget_topic(self, topic_id: int) -> None:
+        """A deleted topic's pull positions (its id is never used again)."""
+        self._pulled = {k: v for k, v in self._pulled.items() if k[1] != topic_id}
+
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
         if not 0 <= queue_id < topic.queues:
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {queue_id}")

@@ -105,6 +105,11 @@ class PopService:
             self._pop_offsets[k] = off
         return off
 
+    def forget_topic(self, topic_id: int) -> None:
+        """A deleted topic's positions (its id is never used again)."""
+        self._pop_offsets = {k: v for k, v in self._pop_offsets.items() if k[1] != topic_id}
+        self._cursor = {k: v for k, v in self._cursor.items() if k[1] != topic_id}
+
     def inflight_count(self, group_id: int) -> dict[tuple[int, int], int]:
         """Checkpoints + waiting redeliveries of a group per (topic, queue) (admin view)."""
         counts: dict[tuple[int, int], int] = {}
