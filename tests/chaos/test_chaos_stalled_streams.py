@@ -98,7 +98,8 @@ def test_stalled_receive_streams_are_bounded_cancelled_and_redelivered(tmp_path:
             print(f"peak RSS {peak >> 20} MB; cancelled after {waited:.1f} s")
             assert peak <= FULL_BOUND, f"RSS {peak >> 20} MB with {STREAMS} stalled streams"
 
-        got = conn.receive_n("readers", "stalled", len(bodies), within=INVISIBLE_MS / 1000 + 10, invisible_ms=60_000)
+        got = conn.receive_n("readers", "stalled", len(bodies), within=INVISIBLE_MS / 1000 + scaled(10, 600),
+                             invisible_ms=3_600_000)  # 1 GiB at full size: none may come back twice meanwhile
         assert {m.body for m in got} == bodies  # every message, none lost, none twice
         in_order: list[bytes] = []
         while len(in_order) < len(fifo_bodies):
