@@ -97,9 +97,8 @@ class Settings:
     client_silence_s: float = 30.0
     max_waiting_receives: int = 10_000
     # Server streams (ReceiveMessage, PullMessage, Telemetry, replication): a receive holds at most
-    # stream_buffer_bytes of messages ready to write (at least one message; it pops the rest of its
-    # batch as those are written), and a stream whose client reads nothing for stream_send_timeout_s
-    # is cancelled (its messages come back when their invisible time ends).
+    # stream_buffer_bytes of messages framed (at least one; the rest of its batch is framed as it is
+    # written), and a stream whose client reads nothing for stream_send_timeout_s is cancelled.
     stream_buffer_bytes: int = 128 * 1024
     stream_send_timeout_s: float = 30.0
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.

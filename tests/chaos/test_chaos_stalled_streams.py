@@ -29,7 +29,7 @@ PER_STREAM = 32
 BODY = 32 * 1024
 TIMEOUT_S = scaled(3, 30)  # stream_send_timeout_s
 INVISIBLE_MS = (TIMEOUT_S + 20) * 1000  # a released message comes back long before
-PER_STREAM_BOUND = 256 * 1024  # RSS a stalled receive may cost: a portion (stream_buffer_bytes, 128 KiB), gRPC's frame, the call
+PER_STREAM_BOUND = 256 * 1024  # RSS a stalled receive may cost: stream_buffer_bytes (128 KiB) framed, gRPC's frame, the call
 SLACK = 8 * 1024 * 1024
 FULL_BOUND = 500 * 1024 * 1024
 RECEIVE = "/apache.rocketmq.v2.MessagingService/ReceiveMessage"
@@ -82,7 +82,7 @@ def test_stalled_receive_streams_are_bounded_cancelled_and_redelivered(tmp_path:
         for group, topic in [("readers", "stalled")] * STREAMS + [("fifo-readers", "stalled-fifo")]:
             stalled.append(StalledConnection("127.0.0.1", broker.port))
             stalled[-1].call(RECEIVE, receive_request(group, topic), META)
-        time.sleep(min(TIMEOUT_S / 3, 5))  # every receive popped its first portion and waits on its write
+        time.sleep(min(TIMEOUT_S / 3, 5))  # every receive popped its batch and waits on a write
         held = rss(broker) - before
         peak = rss(broker)
         print(f"\n{STREAMS} stalled ReceiveMessage streams: RSS {before >> 20} MB -> {(before + held) >> 20} MB "

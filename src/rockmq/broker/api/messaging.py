@@ -34,7 +34,7 @@ from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
-from rockmq.broker.pop.service import PopService
+from rockmq.broker.pop.service import Deferred, PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
 from rockmq.broker.stalled_streams import StalledStreams
@@ -196,19 +196,19 @@ class MessagingServicer:
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
         """A status frame, one frame per message and the delivery timestamp, as Apache's proxy
-        answers: the official clients need all three (docs/protocol.md). The messages come in portions
-        of `stream_buffer_bytes`, each popped once the one before is written: a client that does not
-        read pins one portion, until the stream is cancelled (broker/stalled_streams.py)."""
+        answers: the official clients need all three (docs/protocol.md). Messages past
+        `stream_buffer_bytes` are framed as their turn comes: a client that does not read pins no more,
+        until the stream is cancelled (broker/stalled_streams.py)."""
         R = rpc.ReceiveMessageResponse
-        buffer = self.ctx.settings.stream_buffer_bytes
-        messages: list[bytes] = []
+        messages: list[bytes | Deferred] = []
         try:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
             invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
-            ask = self.pop.ask(group, topic, request.filter_expression, request.batch_size, invisible_ms,
-                               client_id(context), header(context, LANE_HEADER), request.auto_renew)
-            messages = await self.pop.take(ask, self._poll_seconds(request, context), buffer)
+            messages = await self.pop.receive_deferring(
+                group, topic, request.filter_expression, request.batch_size, invisible_ms,
+                self._poll_seconds(request, context), client_id(context), header(context, LANE_HEADER), request.auto_renew,
+                self.ctx.settings.stream_buffer_bytes)
             first = _OK_FRAME if messages else status_frame(R, found_status(False))
         except Exception as e:
             first = status_frame(R, status_of(e, "ReceiveMessage"))
@@ -216,19 +216,15 @@ class MessagingServicer:
         writes.busy = True
         try:
             yield first
-            while messages:
-                for message in messages:  # framed by the receive already
-                    yield message
+            for message in messages:  # framed by the receive already, or deferred to now
+                frame = message if isinstance(message, bytes) else self.pop.frame(topic, message)
+                if frame is not None:
+                    yield frame
                     writes.count += 1
-                try:
-                    messages = self.pop.more(ask, messages, buffer)
-                except Exception as e:  # e.g. its write failed: nothing was handed out, the reply ends here
-                    log.warning("a ReceiveMessage stream stopped short: %s", status_of(e, "ReceiveMessage").message)
-                    messages = []
             yield now_frame(R)
         except (GeneratorExit, asyncio.CancelledError):  # the client went away mid-reply, or read nothing
-            if messages:
-                self.pop.release(group, topic, messages)
+            if messages and isinstance(messages[0], bytes):  # the first one is always framed
+                self.pop.release(group, topic, messages[0])
             raise
         finally:
             self.streams.close(writes)

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import NamedTuple, Protocol, cast
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
@@ -50,17 +49,13 @@ class Receivers(Protocol):
                  renewed: bool) -> tuple[pb.FilterExpression, Route | None]: ...
 
 
-@dataclass(slots=True)
-class Ask:
-    """A receive, checked (`PopService.ask`): `batch_size` is what it still may hand out."""
+class Deferred(NamedTuple):
+    """A message a receive handed out but left to frame when its turn to be written comes (`PopService.frame`):
+    a stream holds `max_bytes` of framed messages at a time, whatever its batch."""
 
-    group: GroupConfig
-    topic: TopicConfig
-    sub: Subscription | None
-    batch_size: int
-    invisible_ms: int
-    renew_for: str | None  # the client whose deliveries the broker keeps renewed
-    lanes: Route | None
+    queue_id: int
+    offset: int
+    fields: bytes  # its delivery fields (receipt handle, attempt, invisible time): records.delivery_fields
 
 
 class PopService:
@@ -126,22 +121,26 @@ class PopService:
     async def receive(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression, batch_size: int,
                       invisible_ms: int | None, poll_s: float, client_id: str = "", lane: str = "",
                       auto_renew: bool = False) -> list[bytes]:
+        """`receive_deferring` with every message framed (at most `max_reply_bytes`, plus the last one)."""
+        return cast(list[bytes], await self.receive_deferring(group, topic, expr, batch_size, invisible_ms, poll_s,
+                                                              client_id, lane, auto_renew))
+
+    async def receive_deferring(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression,
+                                batch_size: int, invisible_ms: int | None, poll_s: float, client_id: str = "",
+                                lane: str = "", auto_renew: bool = False,
+                                max_bytes: int = 0) -> list[bytes | Deferred]:
         """Hand out up to batch_size messages the group's filter `expr` accepts, waiting up to
-        poll_s for the first one (`ask`, then `take`).
+        poll_s for the first one. `batch_size` 0: `receive_batch`; above `max_receive_batch`: that
+        many; negative: refused (official clients never send less than 1).
 
         Returns serialized v2 Messages (receipt handle and attempt set), each framed as a reply's
-        message field (`FRAME`): Receive joins them."""
-        return await self.take(self.ask(group, topic, expr, batch_size, invisible_ms, client_id, lane, auto_renew), poll_s)
-
-    def ask(self, group: GroupConfig, topic: TopicConfig, expr: pb.FilterExpression, batch_size: int,
-            invisible_ms: int | None, client_id: str = "", lane: str = "", auto_renew: bool = False) -> Ask:
-        """A receive's request checked -> what `take` and `more` hand out. `batch_size` 0: `receive_batch`;
-        above `max_receive_batch`: that many; negative: refused (official clients never send less than 1).
-
-        With `auto_renew` and no invisible time, the broker keeps extending the invisible time while
-        the client is alive. A refused receive writes nothing (no mode, no subscription). The client's
-        `lane` (its x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py; not
-        for FIFO groups)."""
+        message field (`FRAME`): ReceiveMessage streams them as they are, Receive joins them. With
+        `max_bytes`, those past that many bytes are `Deferred`, framed (`frame`) as they are written:
+        one pop and one checkpoint for the batch, but a reply never holds more. With `auto_renew` and no
+        invisible time, the broker keeps extending the invisible time while the client is alive.
+        A refused receive writes nothing (no mode, no subscription). The client's `lane` (its
+        x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py; not for FIFO groups).
+        """
         if batch_size < 0:
             raise BrokerError(pb.BAD_REQUEST, f"batch_size must not be negative, not {batch_size}")
         renew_for = client_id if auto_renew and invisible_ms is None else None
@@ -161,21 +160,16 @@ class PopService:
             raise refused
         sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
         claim(self.ctx.meta, group, POP, self.ctx.read_only)
-        return Ask(group, topic, sub, min(batch_size or s.receive_batch, s.max_receive_batch), invisible_ms, renew_for,
-                   None if group.fifo else lanes)
-
-    async def take(self, ask: Ask, poll_s: float, max_bytes: int = 0) -> list[bytes]:
-        """What `ask` names, waiting up to poll_s for the first message; with `max_bytes`, stopping
-        once past that many bytes (`more` hands out the rest)."""
-        group, topic, sub = ask.group, ask.topic, ask.sub
+        batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
+        if group.fifo:
+            lanes = None
         arrivals = self.ctx.logs.arrivals
         waits_for = None if sub is None or sub.sql else parse_tags(sub.expression)  # SQL92: any arrival may match
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
             arrival = arrivals.tags(topic.id, waits_for)  # taken before looking: no lost wake-up
-            out, advanced = self._receive_once(group, topic, sub, ask.batch_size, ask.invisible_ms, ask.renew_for,
-                                               ask.lanes, max_bytes)
+            out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for, lanes, max_bytes)
             left = until - loop.time()
             if out or left <= 0:
                 return out
@@ -191,20 +185,11 @@ class PopService:
             finally:
                 self.waiting -= 1
 
-    def more(self, ask: Ask, portion: list[bytes], max_bytes: int) -> list[bytes]:
-        """After `portion` (what `take` or `more` handed out with `max_bytes`) was written: the next
-        portion of the receive, without waiting; [] once its batch is full or nothing more is there."""
-        ask.batch_size -= len(portion)
-        if ask.batch_size <= 0 or sum(map(len, portion)) < max_bytes:  # not cut at max_bytes: it was all
-            return []
-        return self._receive_once(ask.group, ask.topic, ask.sub, ask.batch_size, ask.invisible_ms, ask.renew_for,
-                                  ask.lanes, max_bytes)[0]
-
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
                       invisible_ms: int, renew_for: str | None = None, lanes: Route | None = None,
-                      max_bytes: int = 0) -> tuple[list[bytes], bool]:
-        """One look at the retries and the queues -> (messages, whether any state advanced); at most
-        `max_reply_bytes`, or `max_bytes` if smaller, plus the last message.
+                      max_bytes: int = 0) -> tuple[list[bytes | Deferred], bool]:
+        """One look at the retries and the queues -> (messages, whether any state advanced); past
+        `max_bytes` (if above 0) of framed messages, the rest `Deferred`.
 
         With `lanes`, a message this consumer may not take is left in the retry family for the
         consumers it belongs to (another lane's, or the base lane's): it is neither skipped nor
@@ -217,22 +202,29 @@ class PopService:
         deadline = now_ms() + invisible_ms
         batch = ctx.store.batch()
         issue = self.checkpoints.issue(group.id, topic.id, deadline)
-        out: list[bytes] = []
-        size = 0
+        out: list[bytes | Deferred] = []
+        size = framed = 0
         after: list[Callable[[], None]] = []
         gid, tid = group.id, topic.id
         fifo = self.fifo if group.fifo else None
         accept = sub.accept if sub is not None else accept_all
-        max_reply_bytes = min(max_bytes, ctx.settings.max_reply_bytes) if max_bytes > 0 else ctx.settings.max_reply_bytes
+        max_reply_bytes = ctx.settings.max_reply_bytes
+        frame_bytes = max_bytes or max_reply_bytes  # max_reply_bytes: all framed (the batch stops there)
 
         def full() -> bool:
             return len(out) >= batch_size or size >= max_reply_bytes
 
         def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
-            nonlocal size
-            framed = view.message(records.delivery_fields(issue.add(qid, offset, attempt), attempt, invisible_ms), FRAME)
-            out.append(framed)
-            size += len(framed)
+            nonlocal size, framed
+            fields = records.delivery_fields(issue.add(qid, offset, attempt), attempt, invisible_ms)
+            if framed < frame_bytes:
+                message = view.message(fields, FRAME)
+                out.append(message)
+                framed += len(message)
+                size += len(message)
+            else:
+                out.append(Deferred(qid, offset, fields))
+                size += len(view.rest) + len(view.system_properties) + len(fields)
             if fifo is not None:
                 after.append(partial(fifo.delivered, (gid, tid, qid), first_time=attempt == 1))
 
@@ -365,11 +357,18 @@ class PopService:
         self.reviver.note(new_deadline)
         return new_handle
 
-    def release(self, group: GroupConfig, topic: TopicConfig, messages: list[bytes]) -> None:
-        """The deliveries of a receive whose reply never reached the client become visible again
-        at once (and stop being auto-renewed: renewal leaves an expired checkpoint to revive)."""
+    def frame(self, topic: TopicConfig, message: Deferred) -> bytes | None:
+        """A deferred message framed as `receive_deferring` frames the others (None: retention removed it
+        since; its delivery is settled when it is revived)."""
+        record = self.ctx.logs.read(topic.id, message.queue_id, message.offset)
+        return None if record is None else records.view(record).message(message.fields, FRAME)
+
+    def release(self, group: GroupConfig, topic: TopicConfig, first: bytes) -> None:
+        """The deliveries of a receive (`first`: its first message) whose reply never reached the
+        client become visible again at once (and stop being auto-renewed: renewal leaves an expired
+        checkpoint to revive)."""
         now = now_ms()
-        handle = rpc.ReceiveMessageResponse.FromString(messages[0]).message.system_properties.receipt_handle
+        handle = rpc.ReceiveMessageResponse.FromString(first).message.system_properties.receipt_handle
         if self.checkpoints.release(handle, now):
             self.reviver.note(now)
 
