@@ -8,7 +8,10 @@ known (a retry become visible, a FIFO group released) wakes every receive of its
 
 No lost wake-up: a poll takes its event *before* it looks, and an arrival pops and sets the events
 it wakes, so an arrival between a poll's empty look and its wait still finds the poll's event.
-Events are shared by the polls waiting for the same thing; the next arrival replaces them.
+Events are shared by the polls waiting for the same thing; the next arrival replaces them. The
+tag sets are the clients' to choose, and an event whose tags never arrive was kept for good: past
+MAX_IDLE_TAG_SETS on a topic, those no poll waits on are dropped (a poll takes its event and waits
+on it with no await between, so one it still needs is always waited on).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import asyncio
 from collections.abc import Iterable, Set
 
 Tags = frozenset[str] | None  # what a POP receive waits for; None: anything
+MAX_IDLE_TAG_SETS = 64  # a topic's tag sets kept with no poll waiting on them (each new one beyond drops them)
 
 
 class Arrivals:
@@ -24,6 +28,7 @@ class Arrivals:
         self._pulls: dict[int, dict[int, asyncio.Event]] = {}  # topic -> queue -> event
         self._receives: dict[int, dict[Tags, asyncio.Event]] = {}  # topic -> tags -> event
         self.tag_watched: set[int] = set()  # topics with a receive waiting for some tags: appends note their tags
+        self._waited: dict[asyncio.Event, int] = {}  # event -> the polls waiting on it now
         self.woken = 0  # polls that ended their wait on an arrival (not on their timeout): tests read it
 
     def queue(self, topic_id: int, queue_id: int) -> asyncio.Event:
@@ -39,6 +44,9 @@ class Arrivals:
         waits = self._receives.setdefault(topic_id, {})
         ev = waits.get(tags)
         if ev is None:
+            if tags is not None and len(waits) >= MAX_IDLE_TAG_SETS:
+                for idle in [t for t, e in waits.items() if t is not None and e not in self._waited]:
+                    del waits[idle]
             ev = waits[tags] = asyncio.Event()
             if tags is not None:
                 self.tag_watched.add(topic_id)
@@ -46,10 +54,15 @@ class Arrivals:
 
     async def wait(self, ev: asyncio.Event, timeout: float) -> None:
         """Wait for `ev`, at most `timeout` seconds."""
+        self._waited[ev] = self._waited.get(ev, 0) + 1
         try:
             await asyncio.wait_for(ev.wait(), timeout)
         except TimeoutError:
             return
+        finally:
+            left = self._waited.pop(ev) - 1
+            if left:
+                self._waited[ev] = left
         self.woken += 1
 
     def appended(self, topic_id: int, queues: Iterable[int], tags: Set[str | None] | None) -> None:
