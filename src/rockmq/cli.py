@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 import sys
 import time
@@ -345,8 +346,8 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     from rockmq.broker.startup import CannotStart, check_can_listen
     from rockmq.namesrv.server import serve
 
-    if args.broker_timeout <= 0 or not 0 <= args.port <= 65535:
-        raise CliError("--broker-timeout must be above 0 and --port in 0..65535", EXIT_USAGE)
+    if not 0 < args.broker_timeout < math.inf or not 0 <= args.port <= 65535:  # NaN too
+        raise CliError("--broker-timeout must be a number above 0 and --port in 0..65535", EXIT_USAGE)
     if bool(args.tls_cert) != bool(args.tls_key):
         raise CliError("--tls-cert and --tls-key go together: give both", EXIT_USAGE)
     _check_tls_files(args.tls_cert, args.tls_key)

@@ -9,6 +9,7 @@ defined here once, and tests shrink them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from rockmq.auth.users import NAME as USER_NAME
-from rockmq.connection_limits import ConnectionLimits
+from rockmq.connection_limits import MAX_TIMEOUT_S, ConnectionLimits
 from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 
@@ -161,6 +162,10 @@ class Settings:
     replication_ring_bytes: int = 64 * MiB  # recent batches a primary keeps for replicas to catch up
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # NaN passes every range check below; infinity is no timeout or size
+            value = getattr(self, f.name)
+            if any(isinstance(v, float) and not math.isfinite(v) for v in (value if isinstance(value, tuple) else (value,))):
+                raise ConfigError(f"{f.name} must be a finite number, not {value}")
         if self.flush not in ("sync", "async"):
             raise ConfigError(f"flush must be 'sync' or 'async', not {self.flush!r}")
         if not 0 <= self.port <= 65535:
@@ -210,9 +215,11 @@ class Settings:
             raise ConfigError("with auth_enabled a broker of a cluster (namesrv, replica_of, replication) needs the "
                               "cluster's inner credentials: --inner-access-key K --inner-secret-key S (or "
                               "ROCKMQ_INNER_ACCESS_KEY / ROCKMQ_INNER_SECRET_KEY), the same on every broker and name server")
-        if self.max_connections < 0 or self.idle_connection_timeout_s <= 0 or self.connection_handshake_timeout_s <= 0:
-            raise ConfigError("max_connections must be at least 0 (0: from the open-files limit), "
-                              "idle_connection_timeout_s and connection_handshake_timeout_s above 0")
+        if (self.max_connections < 0 or not 0 < self.idle_connection_timeout_s <= MAX_TIMEOUT_S
+                or not 0 < self.connection_handshake_timeout_s <= MAX_TIMEOUT_S):
+            raise ConfigError(f"max_connections must be at least 0 (0: from the open-files limit), "
+                              f"idle_connection_timeout_s and connection_handshake_timeout_s above 0 and at most "
+                              f"{MAX_TIMEOUT_S:.0f} (gRPC counts them in int milliseconds)")
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:

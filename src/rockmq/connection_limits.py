@@ -58,6 +58,9 @@ def default_max_connections(fds: int) -> int:
     return max(MIN_CONNECTIONS, fds - max(FD_RESERVE_MIN, fds // FD_RESERVE_SHARE))
 
 
+MAX_TIMEOUT_S = (2**31 - 1) / 1000  # gRPC core takes the timeouts as C int milliseconds (about 24.8 days)
+
+
 @dataclass(frozen=True)
 class ConnectionLimits:
     max_connections: int  # 0: `default_max_connections` of the open-files limit when the server starts

@@ -46,6 +46,12 @@ def test_address_not_of_this_machine(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
+def test_a_timeout_that_is_not_a_number(tmp_path):
+    assert_refused(serve(tmp_path / "data", "--idle-connection-timeout", "nan"), 2, "idle_connection_timeout_s")
+    assert not (tmp_path / "data").exists()
+    assert_refused(rockmq("namesrv", "--host", "127.0.0.1", "--port", "0", "--broker-timeout", "nan"), 2, "--broker-timeout")
+
+
 def test_data_dir_is_a_file(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     assert_refused(serve(tmp_path / "file"), 1, "is a file")

@@ -64,7 +64,12 @@ def test_message_ids_are_unique_and_v2_shaped():
                                          ("max_concurrent_rpcs", "0"), ("client_silence_s", "0"), ("revive_batch", "0"),
                                          ("max_reply_bytes", str(63 * 1024 * 1024)), ("retry_ladder_s", "1,0"),
                                          ("max_connections", "-1"), ("idle_connection_timeout_s", "0"),
-                                         ("connection_handshake_timeout_s", "0")])
+                                         ("connection_handshake_timeout_s", "0"),
+                                         # not a number, infinite, or more milliseconds than gRPC's int holds: a
+                                         # traceback at start before (idle_connection_timeout_s), or taken as given
+                                         ("idle_connection_timeout_s", "nan"), ("idle_connection_timeout_s", "inf"),
+                                         ("connection_handshake_timeout_s", "1e300"), ("stream_send_timeout_s", "nan"),
+                                         ("retention_check_s", "nan"), ("retry_ladder_s", "1,nan")])
 def test_settings_out_of_range_are_refused(name, value):
     with pytest.raises(ConfigError, match=name):
         load_settings(None, None, {f"ROCKMQ_{name.upper()}": value})
