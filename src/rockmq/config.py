@@ -97,10 +97,12 @@ class Settings:
     auto_renew_invisible_ms: int = 60_000
     client_silence_s: float = 30.0
     max_waiting_receives: int = 10_000
-    # Server streams (ReceiveMessage, PullMessage, Telemetry, replication): a receive holds at most
-    # stream_buffer_bytes of messages framed (at least one; the rest of its batch is framed as it is
-    # written), and a stream whose client reads nothing for stream_send_timeout_s is cancelled.
+    # Server streams (ReceiveMessage, PullMessage, Telemetry, replication): the receives being written
+    # hold at most stream_buffer_total_bytes of framed messages together; past it, each holds
+    # stream_buffer_bytes (at least one message; the rest of its batch is read and framed as it is
+    # written). A stream whose client reads nothing for stream_send_timeout_s is cancelled.
     stream_buffer_bytes: int = 128 * 1024
+    stream_buffer_total_bytes: int = 64 * MiB
     stream_send_timeout_s: float = 30.0
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
@@ -178,7 +180,8 @@ class Settings:
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
                         "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch",
                         "max_topics", "max_groups", "max_subscriptions_per_group", "max_client_topics",
-                        "max_transaction_checks", "max_staged_chunks", "max_list_page", "stream_buffer_bytes")
+                        "max_transaction_checks", "max_staged_chunks", "max_list_page", "stream_buffer_bytes",
+                        "stream_buffer_total_bytes")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -1,11 +1,12 @@
 """Clients that open server streams and never read them cannot pin the broker's memory (issue 20 §2.1).
 
 Each stalled client is a raw HTTP/2 connection (tests/stalled_h2.py) that asks ReceiveMessage for
-32 messages of 32 KiB and reads nothing more. The broker holds at most `stream_buffer_bytes` of a
-stalled receive (its RSS grows by a bounded amount per stream: today's 1 MiB a stream is 1.2 GB for
-1,000), cancels each stream after `stream_send_timeout_s`, and every message comes back to a
-consumer that does read (FIFO groups too, in order). Telemetry and replication Follow streams that
-stop reading are cancelled the same way. Full variant (`scripts/chaos`): 1,000 streams, RSS <= 500 MB.
+32 messages of 32 KiB and reads nothing more. Past `stream_buffer_total_bytes` for all of them, the
+broker holds at most `stream_buffer_bytes` of a stalled receive (its RSS grows by a bounded amount per
+stream; before, by 1 MiB a stream: 1.2 GB for 1,000), cancels each stream after
+`stream_send_timeout_s`, and every message comes back to a consumer that does read (FIFO groups too,
+in order). Telemetry and replication Follow streams that stop reading are cancelled the same way.
+Full variant (`scripts/chaos`): 1,000 streams, RSS <= 500 MB.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ BODY = 32 * 1024
 TIMEOUT_S = scaled(3, 30)  # stream_send_timeout_s
 INVISIBLE_MS = (TIMEOUT_S + 20) * 1000  # a released message comes back long before
 PER_STREAM_BOUND = 256 * 1024  # RSS a stalled receive may cost: stream_buffer_bytes (128 KiB) framed, gRPC's frame, the call
-SLACK = 8 * 1024 * 1024
+TOTAL = scaled(4, 64) * 1024 * 1024  # stream_buffer_total_bytes: what all of them hold framed before each holds 128 KiB
+SLACK = 8 * 1024 * 1024 + TOTAL
 FULL_BOUND = 500 * 1024 * 1024
 RECEIVE = "/apache.rocketmq.v2.MessagingService/ReceiveMessage"
 TELEMETRY = "/apache.rocketmq.v2.MessagingService/Telemetry"
@@ -66,7 +68,8 @@ def send_all(conn: Conn, topic: str, count: int, group: str | None = None) -> li
 
 
 def test_stalled_receive_streams_are_bounded_cancelled_and_redelivered(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "data", env={"ROCKMQ_STREAM_SEND_TIMEOUT_S": str(TIMEOUT_S)}).start()
+    broker = BrokerProcess(tmp_path / "data", env={"ROCKMQ_STREAM_SEND_TIMEOUT_S": str(TIMEOUT_S),
+                                                   "ROCKMQ_STREAM_BUFFER_TOTAL_BYTES": str(TOTAL)}).start()
     conn = Conn(broker.endpoint)
     stalled: list[StalledConnection] = []
     try:

@@ -98,7 +98,8 @@ class Broker:
         self.settings = s = settings
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
-        self.streams = StalledStreams(s.stream_send_timeout_s)  # cancels server streams their clients do not read
+        # cancels server streams their clients do not read, and bounds what the receives being written hold
+        self.streams = StalledStreams(s.stream_send_timeout_s, s.stream_buffer_bytes, s.stream_buffer_total_bytes)
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)

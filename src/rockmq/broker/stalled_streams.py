@@ -5,7 +5,8 @@ client that never reads holds its stream's handler at a write for as long as it 
 whatever the handler holds (a receive's messages). Each streaming handler counts its writes on a
 `Writes` while it is writing; one task looks every `timeout_s / TICKS` and cancels the handler
 whose write has not finished for `timeout_s`. The handler's own clean-up runs (a receive releases
-the messages it handed out), and what it held is freed.
+the messages it handed out), and what it held is freed. What a receive holds meanwhile is bounded
+by `allowance`.
 
 grpc.aio gives a server no way to reset one HTTP/2 stream: the frame being written stays with gRPC
 (one frame) until the client's deadline passes or its connection closes.
@@ -39,12 +40,21 @@ class Writes:
 
 
 class StalledStreams:
-    """The streams being served, and the task that cancels those a client does not read."""
+    """The streams being served, the task that cancels those a client does not read, and the bytes of
+    framed messages the receives being written hold (`held`)."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, buffer_bytes: int, total_bytes: int) -> None:
         self.timeout_s = timeout_s
+        self.buffer_bytes, self.total_bytes = buffer_bytes, total_bytes
+        self.held = 0
         self._streams: set[Writes] = set()
         self.cancelled = 0
+
+    def allowance(self) -> int:
+        """The bytes of messages a receive may frame at once: what is left of `total_bytes`, and
+        `buffer_bytes` at least. Healthy streams are written in moments and leave the total free: only
+        many streams that are not read make each hold `buffer_bytes` (the rest framed as it is written)."""
+        return max(self.buffer_bytes, self.total_bytes - self.held)
 
     def open(self, context: grpc.aio.ServicerContext[Any, Any], method: str) -> Writes:
         """Watch the calling handler's stream (its task is the one cancelled); `close` it when done."""

@@ -196,22 +196,27 @@ class MessagingServicer:
 
     async def ReceiveMessage(self, request: rpc.ReceiveMessageRequest, context: Context) -> AsyncIterator[bytes]:
         """A status frame, one frame per message and the delivery timestamp, as Apache's proxy
-        answers: the official clients need all three (docs/protocol.md). Messages past
-        `stream_buffer_bytes` are framed as their turn comes: a client that does not read pins no more,
-        until the stream is cancelled (broker/stalled_streams.py)."""
+        answers: the official clients need all three (docs/protocol.md). Messages past the streams'
+        `allowance` are framed as their turn comes: clients that do not read pin no more, until their
+        streams are cancelled (broker/stalled_streams.py)."""
         R = rpc.ReceiveMessageResponse
         messages: list[bytes | Deferred] = []
+        allowance = held = 0
         try:
+            allowance = self.streams.allowance()
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
             invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
             messages = await self.pop.receive_deferring(
                 group, topic, request.filter_expression, request.batch_size, invisible_ms,
                 self._poll_seconds(request, context), client_id(context), header(context, LANE_HEADER), request.auto_renew,
-                self.ctx.settings.stream_buffer_bytes)
+                allowance)
             first = _OK_FRAME if messages else status_frame(R, found_status(False))
+            # what it holds framed: all (one pass, in C), or, with some deferred, its allowance and one message
+            held = sum(map(len, messages)) if not messages or isinstance(messages[-1], bytes) else allowance
         except Exception as e:
             first = status_frame(R, status_of(e, "ReceiveMessage"))
+        self.streams.held += held
         writes = self.streams.open(context, "ReceiveMessage")
         writes.busy = True
         try:
@@ -227,6 +232,7 @@ class MessagingServicer:
                 self.pop.release(group, topic, messages[0])
             raise
         finally:
+            self.streams.held -= held
             self.streams.close(writes)
 
     def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
