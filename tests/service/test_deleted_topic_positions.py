@@ -35,3 +35,27 @@ def test_a_deleted_topic_leaves_no_position_behind(harness, unique):
     assert harness.call(left)["stored"] > 0, "the test stored no position"
     conn.admin.DeleteTopic(admin.TopicRequest(name=topic), timeout=10)
     assert harness.call(left) == {"stored": 0, "pop": 0, "cursor": 0, "pulled": 0}
+
+
+def test_a_deleted_topic_leaves_no_wake_up_behind(harness, unique):
+    """The same for what long polls and sends keep per topic: its polls' events and the queue its
+    next send goes to."""
+    conn = harness.conn
+    topic, group = unique("gone"), unique("g")
+    conn.create_topic(topic, queues=2)
+    conn.create_group(group)
+    conn.send_ok(message(topic, "m"))
+    assert conn.receive(group, topic, tag="never", poll_s=0.1)[0] == pb.MESSAGE_NOT_FOUND
+    for queue_id in (0, 1):  # the empty one waits
+        assert conn.pull(group + "-pull", topic, queue_id, 0, poll_s=0.1)[0] in (pb.OK, pb.MESSAGE_NOT_FOUND)
+    tid = harness.topic(topic).id
+    logs = harness.services.ctx.logs
+
+    def left() -> list[str]:
+        tables = {"pulls": logs.arrivals._pulls, "receives": logs.arrivals._receives, "tag_watched": logs.arrivals.tag_watched,
+                  "round_robin": logs._round_robin, "arrived_tags": logs._arrived_tags}
+        return [name for name, table in tables.items() if tid in table]
+
+    assert harness.call(left), "the test left nothing to forget"
+    conn.admin.DeleteTopic(admin.TopicRequest(name=topic), timeout=10)
+    assert harness.call(left) == []

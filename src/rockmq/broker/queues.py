@@ -157,8 +157,12 @@ class QueueLogs:
         self._next.clear()
 
     def forget_topic(self, topic_id: int) -> None:
+        """What is kept of a deleted topic (its id is never used again); its polls wake and find it gone."""
         for key in [k for k in self._next if k[0] == topic_id]:
             del self._next[key]
+        self._round_robin.pop(topic_id, None)
+        self._arrived_tags.pop(topic_id, None)
+        self.arrivals.topic(topic_id)
 
 
 def _address(msg: pb.Message, topic: TopicConfig) -> None:
