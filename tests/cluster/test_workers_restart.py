@@ -80,3 +80,18 @@ def test_a_shard_that_cannot_start_stops_the_server_with_one_line(tmp_path: Path
         refused.stderr
     assert "shard-1 is a file" in refused.stderr
     assert (data / "shard-0").is_dir()  # shard 0 started and was stopped again
+
+
+def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: Path):
+    data = tmp_path / "data"
+    first = ShardSet(data, 2).start()
+    try:
+        for workers in (2, 3):
+            refused = serve_refused(data, workers)
+            assert refused.returncode == 1, refused
+            assert "Traceback" not in refused.stderr, refused.stderr
+            assert refused.stderr.strip().splitlines() == [f"rockmq: the data directory {data} is in use by another process "
+                                                           "(another broker?)"], refused.stderr
+        assert first.proc is not None and first.proc.poll() is None  # the first one runs on
+    finally:
+        first.kill()

@@ -84,15 +84,18 @@ def test_corrupt_store(fresh_broker, corrupt):
     assert_refused(serve(fresh_broker.data_dir), 1, "cannot open the store", str(fresh_broker.data_dir), "Corruption")
 
 
-def test_unwritable_data_dir(tmp_path):
-    """Not writable by the broker (root writes anywhere: it runs without that privilege here)."""
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_unwritable_data_dir(tmp_path, workers):
+    """Not writable by the broker (root writes anywhere: it runs without that privilege here); a
+    supervisor of shards says it in a single broker's words."""
     unwritable = tmp_path / "ro"
     unwritable.mkdir(mode=0o555)
     unprivileged = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
-    for data in (unwritable, unwritable / "data"):
+    for data, refusal in ((unwritable, "cannot open the store in"), (unwritable / "data", "cannot make the data directory")):
         result = subprocess.run([*unprivileged, sys.executable, "-m", "rockmq", "serve", "--host", "127.0.0.1", "--port", "0",
-                                 "--data-dir", str(data)], capture_output=True, text=True, timeout=60, check=False)
-        assert_refused(result, 1, str(data), "ermission denied")
+                                 "--data-dir", str(data), "--workers", workers],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert_refused(result, 1, f"rockmq: {refusal} {data}: Permission denied")
 
 
 @pytest.mark.parametrize("args", [("--port", "70000"), ("--flush", "never"), ("--log-level", "LOUD")])

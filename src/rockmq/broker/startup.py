@@ -64,9 +64,16 @@ def check_data_dir(path: Path) -> None:
 
 def hold_data_dir(path: Path) -> int:
     """Lock the data directory the way RocksDB does (an fcntl lock on LOCK) for a process that
-    keeps no store in it itself (`rockmq serve --workers N`) -> the descriptor to keep open."""
-    path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    keeps no store in it itself (`rockmq serve --workers N`) -> the descriptor to keep open.
+    Refusals are worded as a single broker's (store/db.py), each naming the directory and the cause."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CannotStart(f"cannot make the data directory {path}: {e.strerror}") from None
+    try:
+        fd = os.open(path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise CannotStart(f"cannot open the store in {path}: {e.strerror}") from None
     try:
         _lock(fd, path)
     except CannotStart:
