@@ -37,6 +37,7 @@ SOAK_S = scaled(12, 1800)
 PERIOD_S = scaled(3, 60)
 STALLED_STREAMS = scaled(16, 200)
 RECONNECTS_PER_S = 2
+RETENTION_S = 300  # a steady state: the store keeps five minutes of messages, not the whole soak
 RPC_TIMEOUT = 10.0
 DRAIN_TIMEOUT_S = 60.0
 SEQ = struct.Struct(">Q")  # each body starts with its message's sequence number
@@ -245,7 +246,8 @@ async def _soak(broker: BrokerProcess) -> tuple[float, list[Row], Ledger]:
 
 
 def test_soak_stays_flat_and_loses_nothing(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "data").start()
+    retention = {"ROCKMQ_RETENTION_S": str(RETENTION_S), "ROCKMQ_RETENTION_CHECK_S": "10"}
+    broker = BrokerProcess(tmp_path / "data", env=retention).start()
     try:
         broker.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
         capacity, rows, ledger = asyncio.run(_soak(broker))
@@ -259,6 +261,7 @@ def test_soak_stays_flat_and_loses_nothing(tmp_path: Path) -> None:
     settled = rows[len(rows) // 3:]  # RocksDB's memtables and caches fill during the first third
     first, last = settled[0], max(settled, key=lambda row: row.rss_mib)
     assert last.rss_mib <= first.rss_mib * 1.2 + 32, f"RSS grew: {first.rss_mib:.0f} → {last.rss_mib:.0f} MiB"
-    assert max(row.fds for row in settled) <= first.fds + 16, f"fds grew: {[row.fds for row in rows]}"
+    # RocksDB's table files come and go with flushes and compactions; a leak of sockets or files grows without end.
+    assert max(row.fds for row in settled) <= first.fds * 1.25 + 16, f"fds grew: {[row.fds for row in rows]}"
     if FULL:  # a few seconds of p99s say nothing about a trend
         assert settled[-1].p99_ms <= max(2 * first.p99_ms, first.p99_ms + 20), f"p99 grew: {[row.p99_ms for row in rows]}"
