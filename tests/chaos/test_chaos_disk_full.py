@@ -4,8 +4,9 @@ The tmpfs lives in a private mount namespace (`unshare -rm`) kept by a holder pr
 runs inside it (`nsenter`), and the test reaches the files through /proc/HOLDER/root. A filler file
 beside the store takes the space. Sends are refused with TOO_MANY_REQUESTS and "disk full" (never
 INTERNAL_ERROR), reads go on, the broker says so in one line, and sends resume by themselves once
-the filler is gone; SIGTERM and a restart on the full disk exit cleanly; no acknowledged message is
-lost, and nothing refused is written.
+the filler is gone; SIGTERM and a restart on the full disk exit cleanly; a start on a disk with
+room, but less than the reserve, serves reads and refuses sends; no acknowledged message is lost,
+and nothing refused is written.
 """
 
 from __future__ import annotations
@@ -202,6 +203,29 @@ def test_disk_full(tmpfs: Tmpfs):
         conn = Conn(broker.endpoint)
         _all_there(conn, acked, refused)
         assert _send(conn, body)[0] == pb.OK
+
+        # 7. A start on a disk with room, but less than the reserve (32 MiB): the broker starts, says
+        # so in one line, serves reads and refuses sends until there is room.
+        conn.close()
+        broker.stop()
+        tmpfs.fill(leave=16 << 20)
+        tracebacks = broker.tracebacks
+        broker.log.clear()
+        broker.start()
+        conn = Conn(broker.endpoint)
+        _refused_as_full(*_send(conn, body), refused)
+        code, pulled, _ = conn.pull(PULLER, TOPIC, 0, 0, batch=4)
+        assert code == pb.OK and pulled
+        code, received = conn.receive(GROUP, TOPIC, batch=4)
+        assert code == pb.OK and received
+        said = wait_for(lambda: [line for line in broker.log if "disk full" in line], 5,
+                        what="the broker saying it started on a full disk")
+        assert len(said) == 1 and "MiB free" in said[0], said
+        tmpfs.empty()
+        _resume(conn, body, acked, refused)
+        _all_there(conn, acked, refused)
+        assert broker.tracebacks == tracebacks
+        print(f"disk full: a start under the reserve says: {said[0]}")
     finally:
         conn.close()
         broker.kill()
