@@ -293,8 +293,10 @@ def test_an_old_primary_back_after_its_promoted_replica_restarted_is_fenced(tmp_
         wait_for(takes_sends, 15, what="the promoted replica to take sends")
         replica.restart()
         primary.start()
+        started_at = time.monotonic()
         st = wait_for(lambda: _refused_status(primary.endpoint), FENCED_WITHIN_S, what="the old primary to refuse sends")
         assert st.code == pb.HA_NOT_AVAILABLE, st
+        print(f"the old primary, started again, refuses sends {time.monotonic() - started_at:.2f} s after its start")
         assert not any("Traceback" in line for line in [*primary.log, *replica.log]), "\n".join([*primary.log, *replica.log])
     finally:
         replica.kill()
