@@ -98,7 +98,10 @@ class Fence:
             return self.fenced
         batch = self.store.batch()
         batch.put("meta", keys.FENCED_KEY, keys.encode_u64(epoch))
-        self.store.write(batch)
+        try:
+            self.store.write(batch)
+        except BrokerError as e:  # a full disk: fenced all the same; after a restart it hears the epoch again
+            log.warning("cannot mark this broker fenced durably (%s): it refuses writes until it stops", e.message)
         self.superseded = epoch
         log.warning("%s holds primary epoch %d, above this broker's %d: a replica was promoted; this broker "
                     "refuses writes from now on (re-seed it from the new primary)", source, epoch, self.epoch)
