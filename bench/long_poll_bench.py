@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
+
+import interleaved  # bench/ is on sys.path when a bench script runs
 
 POLL_S = 30.0  # longer than a round: a poll ends only when woken
 YIELDS = 5  # turns of the event loop after each send: what a woken poll takes to re-scan and park again
@@ -111,16 +110,10 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args.kind, args.polls, args.queues, args.requests, args.batch, args.size)))
         return
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    trees = {"this": here, **({"base": os.path.abspath(args.base)} if args.base else {})}
-    figures: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-    for _ in range(args.rounds):
-        for name, src in trees.items():
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--kind", args.kind,
-                                  "--polls", str(args.polls), "--queues", str(args.queues), "--requests", str(args.requests),
-                                  "--batch", str(args.batch), "--size", str(args.size)],
-                                 env={**os.environ, "PYTHONPATH": src}, check=True, capture_output=True, text=True)
-            figures[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    figures: dict[str, list[dict[str, float]]] = interleaved.rounds(
+        __file__, ["--kind", args.kind, "--polls", str(args.polls), "--queues", str(args.queues),
+                   "--requests", str(args.requests), "--batch", str(args.batch), "--size", str(args.size)],
+        args.base, args.rounds)
     for name, rounds in figures.items():
         m = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
         print(f"{name:5} T (polls parked): {m['parked rate']:8,.0f} msg/s {m['parked us']:7.1f} µs/msg | "

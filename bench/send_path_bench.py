@@ -19,11 +19,11 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
+
+import interleaved  # bench/ is on sys.path when a bench script runs
 
 
 def _child(requests: int, batch: int, size: int, concurrency: int) -> tuple[float, float, float]:
@@ -97,16 +97,10 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args.requests, args.batch, args.size, args.concurrency)))
         return
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    trees = {"this": here, **({"base": os.path.abspath(args.base)} if args.base else {})}
-    figures: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
-    for _ in range(args.rounds):
-        for name, src in trees.items():
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--requests", str(args.requests),
-                                  "--batch", str(args.batch), "--size", str(args.size),
-                                  "--concurrency", str(args.concurrency)],
-                                 env={**os.environ, "PYTHONPATH": src}, check=True, capture_output=True, text=True)
-            figures[name].append(tuple(json.loads(out.stdout.strip().splitlines()[-1])))
+    figures: dict[str, list[list[float]]] = interleaved.rounds(
+        __file__, ["--requests", str(args.requests), "--batch", str(args.batch), "--size", str(args.size),
+                   "--concurrency", str(args.concurrency)],
+        args.base, args.rounds)
     medians = {name: [statistics.median(v[i] for v in values) for i in (0, 1, 2)] for name, values in figures.items()}
     for name, values in figures.items():
         print(f"{name:5} process {medians[name][0]:6.2f} µs/msg, handler thread {medians[name][1]:6.2f} µs/msg, "
