@@ -122,6 +122,15 @@ def test_validate_and_records(raw: bytes, queue_id: int, queue: int, offset: int
     delivery = records.delivery_fields("handle", queue % 20, offset % 10**7)
     assert delivery == py_records.delivery_fields("handle", queue % 20, offset % 10**7)
     assert records.view(placed).message(delivery) == py_records.view(placed).message(delivery)
+    at = keys.log_key(1, queue, offset % 2**62)  # below `frame_run`'s limit, 2**63 - 1
+    for build in (records, py_records):  # a receive's run: the same frames as one message at a time
+        out: list[bytes] = []
+        offsets: list[int] = []
+        taken = build.frame_run(iter([(at, placed)] * 3), keys.log_offset, "handle", queue % 20,
+                                build.delivery_tail(offset % 10**7, 1), b"\x12", 2, 1 << 30, 2**63 - 1, out, offsets)
+        assert taken == (sum(map(len, out)), (at, placed)) and offsets == [offset % 2**62] * 2
+        assert out == [records.view(placed).message(records.delivery_fields(receipt.handle("handle", queue % 20 + i), 1,
+                                                                              offset % 10**7), b"\x12") for i in range(2)]
     sp = pb.SystemProperties.FromString(bytes(records.view(sealed).system_properties))
     rest = bytes(records.view(sealed).rest)
     assert records.seal_parts(sp, rest, b"", "h:1") == py_records.seal_parts(sp, rest, b"", "h:1")
@@ -159,7 +168,8 @@ def test_keys(a: int, b: int, c: int, offset: int, deadline: int, name: str, kin
     for fn, args in built:
         key = getattr(keys, fn)(*args)
         assert key == getattr(py_keys, fn)(*args), fn
-    for fn, key in (("parse_log_key", keys.log_key(a, b, offset)), ("parse_checkpoint_key", keys.checkpoint_key(a, b, offset)),
+    for fn, key in (("parse_log_key", keys.log_key(a, b, offset)), ("log_offset", keys.log_key(a, b, offset)),
+                    ("parse_checkpoint_key", keys.checkpoint_key(a, b, offset)),
                     ("parse_inflight_key", keys.inflight_key(deadline, a, b, offset)),
                     ("parse_dedup_value", keys.dedup_value(a, offset, name, "")), ("decode_u64", keys.encode_u64(offset)),
                     ("parse_txn_check_key", keys.txn_check_key(deadline, name))):

@@ -140,3 +140,37 @@ def test_placed_is_place_of_seal():
         sent = send_request.parsed(_message(**sp))
         assert records.placed(sent.tag, sent.message_group, sent.rest, sent.system_properties, sent.body_encoding, sent.body,
                               "h:1", 2, 300, 1700000000123) == records.place(sealed, 2, 300, 1700000000123)
+
+
+def _run_of(n: int) -> list[tuple[bytes, bytes]]:
+    """A log scan's (key, record) for offsets 10, 11, ...: the key is the offset, 8 bytes."""
+    return [((10 + i).to_bytes(8, "big"), records.place(records.seal(_message(tag=f"t{i}"), "h"), 2, 10 + i, 1))
+            for i in range(n)]
+
+
+def test_frame_run_frames_each_record_as_view_message_does():
+    run = _run_of(5)
+    out: list[bytes] = []
+    offsets: list[int] = []
+    added, stopped = records.frame_run(iter(run), _offset, "TOKEN", 7, records.delivery_tail(1500, 1),
+                                       ReceivedMessage.MESSAGE, 100, 1 << 20, 1 << 62, out, offsets)
+    assert stopped is None and offsets == [10, 11, 12, 13, 14] and added == sum(map(len, out))
+    assert out == [records.view(rec).message(records.delivery_fields(f"TOKEN.{7 + i:x}", 1, 1500), ReceivedMessage.MESSAGE)
+                   for i, (_, rec) in enumerate(run)]
+
+
+@pytest.mark.parametrize("room, limit, below, taken", [(2, 1 << 20, 1 << 62, 2), (100, 1, 1 << 62, 1), (100, 1 << 20, 13, 3)])
+def test_frame_run_stops_before_the_record_it_leaves(room: int, limit: int, below: int, taken: int):
+    """Out of room, past `limit` bytes (the record that crosses it is taken) or at `below`: the
+    record it stopped at comes back untaken, the scan's rest unread."""
+    run = _run_of(5)
+    scan = iter(run)
+    out: list[bytes] = []
+    offsets: list[int] = []
+    _, stopped = records.frame_run(scan, _offset, "T", 0, b"", b"", room, limit, below, out, offsets)
+    assert offsets == list(range(10, 10 + taken)) and len(out) == taken
+    assert stopped == run[taken] and list(scan) == run[taken + 1:]
+
+
+def _offset(key: bytes) -> int:
+    return int.from_bytes(key, "big")

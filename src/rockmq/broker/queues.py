@@ -148,9 +148,13 @@ class QueueLogs:
         return self.store.get_many("log", [keys.log_key(topic_id, queue_id, o) for o in offsets])
 
     def scan(self, topic_id: int, queue_id: int, start: int, limit: int) -> Iterator[tuple[int, bytes]]:
+        return by_offset(self.scan_keyed(topic_id, queue_id, start, limit))
+
+    def scan_keyed(self, topic_id: int, queue_id: int, start: int, limit: int) -> Iterator[tuple[bytes, bytes]]:
+        """`scan` with each record's log key as it is (`keys.log_offset` reads its offset): no step of
+        Python between the store and a compiled reader (records.frame_run)."""
         end = keys.prefix_end(keys.queue_prefix(topic_id, queue_id))
-        for key, value in self.store.scan("log", keys.log_key(topic_id, queue_id, start), end, limit):
-            yield keys.parse_log_key(key)[2], value
+        return self.store.scan("log", keys.log_key(topic_id, queue_id, start), end, limit)
 
     def forget_offsets(self) -> None:
         """Drop the cached next offsets (a replica's store changed underneath)."""
@@ -163,6 +167,13 @@ class QueueLogs:
         self._round_robin.pop(topic_id, None)
         self._arrived_tags.pop(topic_id, None)
         self.arrivals.topic(topic_id)
+
+
+def by_offset(scan: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[int, bytes]]:
+    """A keyed log scan (`QueueLogs.scan_keyed`) as (offset, record)."""
+    log_offset = keys.log_offset
+    for key, value in scan:
+        yield log_offset(key), value
 
 
 def _address(msg: pb.Message, topic: TopicConfig) -> None:

@@ -22,9 +22,12 @@ import binascii
 import functools
 import hashlib
 import struct
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
-from rockmq.protocol import pb, send_request
+import cython
+
+from rockmq.protocol import pb, receipt, send_request
 from rockmq.protocol.field_keys import Digest, Message, SystemProperties, Timestamp
 from rockmq.protocol.wire import delimited, varint
 
@@ -36,6 +39,7 @@ HEADER_LAYOUT = {name: (struct.calcsize(">" + "".join(code for _, code in _HEADE
                  for i, (name, code) in enumerate(_HEADER_FIELDS)}
 # Bound once: a per-message `HEADER.pack(...)` looks the method up each time (compiled: builds a bound method).
 _pack_header, _unpack_header = HEADER.pack, HEADER.unpack_from
+_HEADER_SIZE = HEADER.size
 _VERSION_AND_STORE_MS = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS[:2]))  # what `place` rewrites
 IDENTITY_ENCODING = SystemProperties.BODY_ENCODING + varint(pb.IDENTITY)  # the field, encoded
 _SHA1_HEX = 40  # characters of a SHA-1 hex digest
@@ -234,12 +238,63 @@ def decode(record: bytes) -> pb.Message:
 
 def delivery_fields(receipt_handle: str, attempt: int, invisible_ms: int) -> bytes:
     """The per-delivery system properties, encoded alone, for `RecordView.message()`."""
+    return _handle_field(receipt_handle, delivery_tail(invisible_ms, attempt))
+
+
+def _handle_field(receipt_handle: str, tail: bytes) -> bytes:
+    """`delivery_fields` of a delivery, `tail` its `delivery_tail`."""
     handle = receipt_handle.encode()
-    return b"".join((SystemProperties.RECEIPT_HANDLE, varint(len(handle)), handle, _delivery_tail(invisible_ms, attempt)))
+    return b"".join((_RECEIPT_HANDLE, varint(len(handle)), handle, tail))
+
+
+_RECEIPT_HANDLE = SystemProperties.RECEIPT_HANDLE
+
+
+@cython.locals(version=cython.int, tag_len=cython.Py_ssize_t, group_len=cython.Py_ssize_t, rest_len=cython.Py_ssize_t,
+               a=cython.Py_ssize_t, d=cython.Py_ssize_t, sp_len=cython.Py_ssize_t, size=cython.Py_ssize_t)
+def framed(record: bytes, delivery: bytes, field: bytes) -> bytes:
+    """`view(record).message(delivery, field)` without the view: a reply's message field straight
+    from the stored record, in one copy."""
+    version, _, tag_len, group_len, rest_len = _unpack_header(record)
+    if version != VERSION:
+        raise RecordVersionError(version)
+    a = _HEADER_SIZE + tag_len + group_len
+    d = a + rest_len
+    whole = memoryview(record)
+    sp = whole[d:]
+    sp_len = len(sp) + len(delivery)
+    sp_size = varint(sp_len)
+    size = rest_len + len(Message.SYSTEM_PROPERTIES) + len(sp_size) + sp_len
+    return b"".join((field, varint(size), whole[a:d], Message.SYSTEM_PROPERTIES, sp_size, sp, delivery))
+
+
+@cython.locals(taken=cython.Py_ssize_t, room=cython.Py_ssize_t, added=cython.Py_ssize_t, limit=cython.Py_ssize_t,
+               entry=cython.Py_ssize_t, offset=cython.longlong, below=cython.longlong)
+def frame_run(scan: Iterator[tuple[bytes, bytes]], offset_of: Callable[[bytes], int], token: str, entry: int, tail: bytes,
+              field: bytes, room: int, limit: int, below: int, out: list[Any],
+              offsets: list[int]) -> tuple[int, tuple[bytes, bytes] | None]:
+    """Frame the records of a log scan (`scan`: (key, record), `offset_of` a key's offset) as a
+    receive hands them out, in one call: each behind `field`, with its delivery fields (its
+    receipt handle, of `token` and the checkpoint entry `entry`, `entry` + 1, ...; then `tail`:
+    `delivery_tail`) spliced in, appended to `out`, its offset to `offsets`. Stops before the
+    record at `below` or beyond, once `room` are out, or once `limit` bytes or more are ->
+    (bytes framed, the (key, record) it stopped at and did not take, None if the scan ended)."""
+    taken = added = 0
+    for item in scan:
+        offset = offset_of(item[0])
+        if taken >= room or added >= limit or offset >= below:
+            return added, item
+        message = framed(item[1], _handle_field(receipt.handle(token, entry + taken), tail), field)
+        out.append(message)
+        offsets.append(offset)
+        added += len(message)
+        taken += 1
+    return added, None
 
 
 @functools.lru_cache(maxsize=64)  # a receive hands out many messages with the same two values
-def _delivery_tail(invisible_ms: int, attempt: int) -> bytes:
+def delivery_tail(invisible_ms: int, attempt: int) -> bytes:
+    """The delivery fields that follow the receipt handle: the same for every delivery of a receive."""
     seconds, millis = divmod(invisible_ms, 1000)
     return (delimited(SystemProperties.INVISIBLE_DURATION, timestamp(seconds, millis * 1_000_000))
             + SystemProperties.DELIVERY_ATTEMPT + varint(attempt))

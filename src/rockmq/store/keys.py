@@ -76,6 +76,11 @@ def parse_log_key(key: bytes) -> tuple[int, int, int]:
     return _unpack_log(key)
 
 
+def log_offset(key: bytes) -> int:
+    """A log key's offset."""
+    return int(_unpack_log(key)[2])
+
+
 # --- offsets family: group_id · topic_id · queue_id · kind -> u64 -------------------------
 
 

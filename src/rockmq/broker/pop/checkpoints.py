@@ -70,11 +70,21 @@ class Issue:
 
     def add(self, queue_id: int, offset: int, attempt: int) -> str:
         """A delivery -> its receipt handle."""
+        token, entry = self.next_entry()
+        self._entries.append(_ENTRY.pack(queue_id, offset, attempt))
+        return receipt.handle(token, entry)
+
+    def next_entry(self) -> tuple[str, int]:
+        """(the checkpoint's token, the entry its next delivery gets): what `add_run`'s handles are made of."""
         if not self._token:
             self.checkpoint_id = self._checkpoints.next_id()
             self._token = receipt.token(self.group_id, self.topic_id, self.checkpoint_id, self._checkpoints.secret)
-        self._entries.append(_ENTRY.pack(queue_id, offset, attempt))
-        return receipt.handle(self._token, len(self._entries) - 1)
+        return self._token, len(self._entries)
+
+    def add_run(self, queue_id: int, offsets: list[int], attempt: int) -> None:
+        """Deliveries of one queue whose handles were made from `next_entry` (records.frame_run), in that order."""
+        pack = _ENTRY.pack
+        self._entries += [pack(queue_id, offset, attempt) for offset in offsets]
 
     @property
     def key(self) -> bytes:

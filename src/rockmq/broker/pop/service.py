@@ -10,6 +10,7 @@ backlog of in-flight messages costs no memory.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -26,6 +27,7 @@ from rockmq.broker.pop.checkpoints import Checkpoints, Delivery
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
+from rockmq.broker.queues import by_offset
 from rockmq.broker.subscriptions import Subscription, Subscriptions
 from rockmq.filter.record_filter import accept_all
 from rockmq.filter.tags import parse_tags
@@ -210,6 +212,7 @@ class PopService:
         accept = sub.accept if sub is not None else accept_all
         max_reply_bytes = ctx.settings.max_reply_bytes
         frame_bytes = max_bytes or max_reply_bytes  # max_reply_bytes: all framed (the batch stops there)
+        plain = fifo is None and accept is accept_all and lanes is None  # nothing reads a new message's header
 
         def full() -> bool:
             return len(out) >= batch_size or size >= max_reply_bytes
@@ -291,7 +294,21 @@ class PopService:
                         leave(qid, offset)
             else:  # scan the log and evaluate (no index, or entries written before it)
                 position = begin
-                for offset, record in ctx.logs.scan(tid, qid, begin, ctx.settings.pop_scan_limit):
+                run = ctx.logs.scan_keyed(tid, qid, begin, ctx.settings.pop_scan_limit)
+                if plain and framed < frame_bytes:  # the run that goes out as it is: framed in one compiled call
+                    token, entry = issue.next_entry()
+                    offsets: list[int] = []
+                    added, stopped = records.frame_run(
+                        run, keys.log_offset, token, entry, records.delivery_tail(invisible_ms, 1), FRAME, batch_size - len(out),
+                        min(max_reply_bytes - size, frame_bytes - framed), indexed_from, out, offsets)
+                    issue.add_run(qid, offsets, 1)
+                    size += added
+                    framed += added
+                    if offsets:
+                        position = offsets[-1] + 1
+                    if stopped is not None:  # the rest, as below
+                        run = itertools.chain((stopped,), run)
+                for offset, record in by_offset(run):
                     if len(out) >= batch_size or size >= max_reply_bytes or offset >= indexed_from:  # full(), inline
                         break
                     position = offset + 1
