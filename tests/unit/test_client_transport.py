@@ -22,7 +22,7 @@ from rockmq.client.errors import (
     from_grpc,
 )
 from rockmq.protocol import batch as batch_pb
-from rockmq.protocol import pb, rpc
+from rockmq.protocol import pb, receipt, rpc
 
 OK = pb.Status(code=pb.OK)
 
@@ -167,6 +167,48 @@ def test_receive_and_ack_many_are_one_batch_call_each_against_rockmq():
         assert [call.method for call in transport.calls] == ["QueryAssignment", "Receive", "Ack"]
 
     asyncio.run(scenario())
+
+
+def _handled(*handles: str) -> list[bytes]:
+    """Received messages carrying these receipt handles, serialized."""
+    out = []
+    for handle in handles:
+        message = _hello()
+        message.system_properties.receipt_handle = handle
+        out.append(message.SerializeToString())
+    return out
+
+
+def test_ack_many_sends_a_receives_handles_in_short_and_falls_back_for_a_broker_before_runs():
+    """rockmq's handles go as (token, entry numbers) per receive; a broker that answers that form with
+    fewer entries than handles (one before runs: it ignored them) gets the handles, then always."""
+    a, b = receipt.token(1, 2, 3, b"secret"), receipt.token(1, 2, 4, b"secret")
+    handles = [receipt.handle(a, 0), receipt.handle(a, 17), receipt.handle(b, 5)]
+    sent: list[batch_pb.AckRequest] = []
+
+    def broker(call: Call, knows_runs: bool) -> object:
+        if call.method == "QueryAssignment":
+            return _assignment()
+        if call.method == "Receive":
+            return batch_pb.ReceiveResponse(status=OK, messages=_handled(*handles))
+        sent.append(call.request)
+        acked = len(call.request.receipt_handles) + (sum(len(r.entries) for r in call.request.receipt_runs) if knows_runs else 0)
+        return batch_pb.AckResponse(status=OK, entries=[OK] * acked)
+
+    async def scenario(knows_runs: bool) -> None:
+        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"},
+                                       transport=MockTransport(lambda call: broker(call, knows_runs))) as c:
+            got = await c.receive()
+            assert await c.ack_many(got) == [] and await c.ack_many(got[:1]) == []
+
+    asyncio.run(scenario(True))
+    assert [[(r.token, list(r.entries)) for r in request.receipt_runs] for request in sent] == [
+        [(a, [0, 17]), (b, [5])], [(a, [0])]]
+    assert not any(request.receipt_handles for request in sent)
+    sent.clear()
+    asyncio.run(scenario(False))
+    assert [(len(request.receipt_runs), list(request.receipt_handles)) for request in sent] == [
+        (2, []), (0, handles), (0, handles[:1])]
 
 
 def test_times_without_a_zone_are_refused_before_anything_is_sent():

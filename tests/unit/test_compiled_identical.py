@@ -182,6 +182,7 @@ def test_receipt_handles(group: int, topic: int, checkpoint: int, index: int, se
     assert signed == py_receipt.token(group, topic, checkpoint, secret)
     handle = receipt.handle(signed, index)
     assert handle == py_receipt.handle(signed, index)
+    assert receipt.runs([handle, handle]) == py_receipt.runs([handle, handle]) == [(signed, [index, index])]
     assert tuple(receipt.decode(handle, secret)) == tuple(py_receipt.decode(handle, secret)) == (group, topic, checkpoint, index)
     for other in (handle[:-2], handle[::-1], "!", signed + ".", handle.replace(".", ":")):
         assert _decoded(receipt, other, secret) == _decoded(py_receipt, other, secret)

@@ -173,8 +173,9 @@ class NullBatch(BatchServicer):
 
     @unary(batch.AckResponse)
     async def Ack(self, request: batch.AckRequest, context: Context) -> bytes:
-        await self.nothing.sync(ACK_BYTES * len(request.receipt_handles))
-        return ack_reply(OK, [None] * len(request.receipt_handles))
+        acked = len(request.receipt_handles) + sum(len(run.entries) for run in request.receipt_runs)
+        await self.nothing.sync(ACK_BYTES * acked)
+        return ack_reply(OK, [None] * acked)
 
     @unary(batch.PullResponse)
     async def Pull(self, request: batch.PullRequest, context: Context) -> bytes:

@@ -18,6 +18,7 @@ import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
@@ -25,7 +26,7 @@ from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, received_batch, unreachable
 from rockmq.client.transport import Transport
-from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol import batch, pb, receipt, rpc
 from rockmq.protocol.channels import Tls
 from rockmq.protocol.conventions import check_lane
 from rockmq.protocol.endpoints import address_of, endpoints_of
@@ -61,6 +62,7 @@ class AsyncSimpleConsumer:
         self._turn = itertools.count()
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging (not rockmq)
+        self._handles_only: set[str] = set()  # endpoints whose Ack takes no receipt runs (rockmq before them)
 
     async def __aenter__(self) -> AsyncSimpleConsumer:
         return self
@@ -169,9 +171,9 @@ class AsyncSimpleConsumer:
         """One ack request -> a status per message (BatchMessaging.Ack, or AckMessage from a broker
         without it); none when the reply's status says every one was accepted."""
         if endpoint not in self._streaming_only:
+            handles = [m.receipt_handle for m in part]
             try:
-                reply = await self.session.batch(endpoint, "Ack", batch.AckRequest(
-                    group=self.group, topic=topic, receipt_handles=[m.receipt_handle for m in part]))
+                reply = await self._batch_ack(endpoint, topic, handles)
             except Unimplemented:
                 self._streaming_only.add(endpoint)
             else:
@@ -181,6 +183,24 @@ class AsyncSimpleConsumer:
                                                  for m in part])
         reply = await self.session.unary(endpoint, "AckMessage", request)
         return [e.status for e in reply.entries]
+
+    async def _batch_ack(self, endpoint: str, topic: str, handles: list[str]) -> Any:
+        """BatchMessaging.Ack of `handles`, sent in short (`receipt.runs`: the token of a receive's
+        handles once, then entry numbers) unless the broker answers that form with fewer entries
+        than handles: one before it, which ignored them all (acked nothing); then as they are."""
+        if endpoint not in self._handles_only:
+            try:
+                runs = [batch.ReceiptRun(token=token, entries=entries) for token, entries in receipt.runs(handles)]
+            except ValueError:  # not handles of rockmq's shape: as they are
+                pass
+            else:
+                reply = await self.session.batch(endpoint, "Ack", batch.AckRequest(group=self.group, topic=topic,
+                                                                                   receipt_runs=runs))
+                if len(reply.entries) == len(handles):
+                    return reply
+                self._handles_only.add(endpoint)
+        return await self.session.batch(endpoint, "Ack", batch.AckRequest(group=self.group, topic=topic,
+                                                                          receipt_handles=handles))
 
     async def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         """Come back in `invisible_s` (0: at once); -> the message with its new receipt handle."""

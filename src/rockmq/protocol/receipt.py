@@ -53,6 +53,21 @@ def split(handle: str) -> tuple[str, int]:
     return signed, int(index, 16)
 
 
+def runs(handles: list[str]) -> list[tuple[str, list[int]]]:
+    """Handles in short, for an ack: (token, entries) per run of handles with one token, in their
+    order; raises ValueError if one is not a handle (`split`)."""
+    out: list[tuple[str, list[int]]] = []
+    token = ""
+    entries: list[int] = []
+    for handle in handles:
+        signed, entry = split(handle)
+        if signed != token:
+            token, entries = signed, []
+            out.append((token, entries))
+        entries.append(entry)
+    return out
+
+
 def open_token(signed: str, secret: bytes) -> tuple[int, int, int]:
     """A token -> (group id, topic id, checkpoint id); raises tokens.InvalidToken (a ValueError)
     for anything this broker did not issue. An ack of many handles of one receive opens it once."""

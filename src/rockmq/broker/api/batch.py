@@ -65,7 +65,8 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
     async def Ack(self, request: batch.AckRequest, context: Context) -> bytes:
         group = self.ctx.meta.group(request.group)
         topic = self.ctx.meta.topic(request.topic)
-        return ack_reply(*entry_results(self.pop.ack(group, topic, list(request.receipt_handles))))
+        runs = [(run.token, run.entries) for run in request.receipt_runs]
+        return ack_reply(*entry_results(self.pop.ack(group, topic, list(request.receipt_handles), runs)))
 
     @unary(batch.PullResponse)
     async def Pull(self, request: batch.PullRequest, context: Context) -> bytes:

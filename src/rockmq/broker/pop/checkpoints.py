@@ -13,7 +13,7 @@ checkpoint of its own (a new handle), auto-renew and release move a whole checkp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from rockmq.broker.clock import now_ms
@@ -95,6 +95,13 @@ class Issue:
         if self._entries:
             batch.put("checkpoints", self.key, b"".join((_HEAD.pack(self.deadline, len(self._entries)), *self._entries)))
             batch.put("inflight", keys.inflight_key(self.deadline, self.group_id, self.topic_id, self.checkpoint_id), b"")
+
+
+def _named(named: tuple[int, int, int], group_id: int, topic_id: int) -> BrokerError | None:
+    """Why a token opened as `named` (group, topic, checkpoint) does not name a delivery of this group and topic."""
+    if named[0] != group_id or named[1] != topic_id:
+        return BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic")
+    return None
 
 
 def _entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
@@ -194,8 +201,10 @@ class Checkpoints:
             raise found
         return found
 
-    def verify_many(self, group_id: int, topic_id: int, handles: list[str]) -> list[Delivery | BrokerError]:
-        """`verify` for many handles: each token checked once, each checkpoint read once."""
+    def verify_many(self, group_id: int, topic_id: int, handles: list[str],
+                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> list[Delivery | BrokerError]:
+        """`verify` for many handles, and for `runs` ((token, entries): the handles of one receive in
+        short), after them: each token checked once, each checkpoint read once."""
         opened: dict[str, tuple[int, int, int]] = {}  # token -> (group, topic, checkpoint): one MAC check each
         decoded: list[tuple[int, int] | BrokerError] = []  # (checkpoint id, entry)
         for handle in handles:
@@ -207,10 +216,16 @@ class Checkpoints:
             except ValueError as e:  # tokens.InvalidToken is one
                 decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}"))
                 continue
-            if named[0] != group_id or named[1] != topic_id:
-                decoded.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle belongs to another group or topic"))
-            else:
-                decoded.append((named[2], entry))
+            decoded.append(_named(named, group_id, topic_id) or (named[2], entry))
+        for signed, entries in runs:
+            try:
+                named = receipt.open_token(signed, self.secret)
+            except ValueError as e:
+                decoded += [BrokerError(pb.INVALID_RECEIPT_HANDLE, f"malformed receipt handle: {e}")] * len(entries)
+                continue
+            wrong = _named(named, group_id, topic_id)
+            checkpoint_id = named[2]
+            decoded += [wrong or (checkpoint_id, entry) for entry in entries]
         ids = list({r[0]: None for r in decoded if not isinstance(r, BrokerError)})
         raws = dict(zip(ids, self.store.get_many("checkpoints", [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
         now = now_ms()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import NamedTuple, Protocol, cast
 
@@ -337,13 +337,15 @@ class PopService:
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
-    def ack(self, group: GroupConfig, topic: TopicConfig, handles: list[str]) -> list[BrokerError | None]:
-        """Acknowledge deliveries; one result per handle (None = OK)."""
+    def ack(self, group: GroupConfig, topic: TopicConfig, handles: list[str],
+            runs: Iterable[tuple[str, Sequence[int]]] = ()) -> list[BrokerError | None]:
+        """Acknowledge deliveries, named by their handles and by `runs` ((token, entries): the handles
+        of one receive in short); one result per handle, then per entry of the runs (None = OK)."""
         batch = self.ctx.store.batch()
         results: list[BrokerError | None] = []
         done: set[tuple[int, int]] = set()
         settled: list[Delivery] = []
-        for found in self.checkpoints.verify_many(group.id, topic.id, handles):
+        for found in self.checkpoints.verify_many(group.id, topic.id, handles, runs):
             if isinstance(found, BrokerError):
                 results.append(found)
                 continue

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as apache_dot_rocketmq_dot_v2_dot_definition__pb2
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1frockmq/messaging/v1/batch.proto\x12\x13rockmq.messaging.v1\x1a#apache/rocketmq/v2/definition.proto\"\xc3\x01\n\x0eReceiveRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12?\n\x11\x66ilter_expression\x18\x03 \x01(\x0b\x32$.apache.rocketmq.v2.FilterExpression\x12\x12\n\nbatch_size\x18\x04 \x01(\x05\x12\x1d\n\x15invisible_duration_ms\x18\x05 \x01(\x03\x12\x1f\n\x17long_polling_timeout_ms\x18\x06 \x01(\x03\"O\n\x0fReceiveResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x10\n\x08messages\x18\x02 \x03(\x0c\"\x7f\n\rReceivedBatch\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12-\n\x08messages\x18\x02 \x03(\x0b\x32\x1b.apache.rocketmq.v2.Message\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\"C\n\nAckRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x17\n\x0freceipt_handles\x18\x03 \x03(\t\"f\n\x0b\x41\x63kResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12+\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1a.apache.rocketmq.v2.Status\"\xd6\x01\n\x0bPullRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x12\n\nbatch_size\x18\x05 \x01(\x05\x12?\n\x11\x66ilter_expression\x18\x06 \x01(\x0b\x32$.apache.rocketmq.v2.FilterExpression\x12\x1f\n\x17long_polling_timeout_ms\x18\x07 \x01(\x03\x12\x11\n\tmax_bytes\x18\x08 \x01(\x03\"a\n\x0cPullResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x10\n\x08messages\x18\x02 \x03(\x0c\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\"{\n\x0c\x46\x65tchRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x12\n\nend_offset\x18\x04 \x01(\x03\x12\x13\n\x0bmax_records\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\"\xaa\x01\n\rFetchResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x14\n\x0c\x66irst_offset\x18\x02 \x01(\x03\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x0f\n\x07records\x18\x04 \x01(\x0c\x12\x0f\n\x07offsets\x18\x05 \x01(\x0c\x12\x12\n\nmin_offset\x18\x06 \x01(\x03\x12\x12\n\nmax_offset\x18\x07 \x01(\x03\"`\n\x0cStageRequest\x12\x19\n\x11system_properties\x18\x01 \x03(\x0c\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\x03\x12\x13\n\x0b\x64\x65\x64uplicate\x18\x03 \x01(\x08\x12\x10\n\x08\x63ontents\x18\x04 \x03(\x0c\"Z\n\rStageResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x0e\n\x06handle\x18\x02 \x01(\x0c\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\",\n\x0bStagedChunk\x12\x0e\n\x06handle\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"~\n\x14PublishStagedRequest\x12\x0f\n\x07sink_id\x18\x01 \x01(\t\x12\x10\n\x08\x62\x61tch_id\x18\x02 \x01(\x03\x12\x30\n\x06\x63hunks\x18\x03 \x03(\x0b\x32 .rockmq.messaging.v1.StagedChunk\x12\x11\n\tretain_ms\x18\x04 \x01(\x03\"\x7f\n\x15PublishStagedResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x11\n\tpublished\x18\x03 \x01(\x03\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x04 \x01(\x03\"\'\n\x14\x44iscardStagedRequest\x12\x0f\n\x07handles\x18\x01 \x03(\x0c\"C\n\x15\x44iscardStagedResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status2\xfb\x04\n\x0e\x42\x61tchMessaging\x12V\n\x07Receive\x12#.rockmq.messaging.v1.ReceiveRequest\x1a$.rockmq.messaging.v1.ReceiveResponse\"\x00\x12J\n\x03\x41\x63k\x12\x1f.rockmq.messaging.v1.AckRequest\x1a .rockmq.messaging.v1.AckResponse\"\x00\x12M\n\x04Pull\x12 .rockmq.messaging.v1.PullRequest\x1a!.rockmq.messaging.v1.PullResponse\"\x00\x12P\n\x05\x46\x65tch\x12!.rockmq.messaging.v1.FetchRequest\x1a\".rockmq.messaging.v1.FetchResponse\"\x00\x12P\n\x05Stage\x12!.rockmq.messaging.v1.StageRequest\x1a\".rockmq.messaging.v1.StageResponse\"\x00\x12h\n\rPublishStaged\x12).rockmq.messaging.v1.PublishStagedRequest\x1a*.rockmq.messaging.v1.PublishStagedResponse\"\x00\x12h\n\rDiscardStaged\x12).rockmq.messaging.v1.DiscardStagedRequest\x1a*.rockmq.messaging.v1.DiscardStagedResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1frockmq/messaging/v1/batch.proto\x12\x13rockmq.messaging.v1\x1a#apache/rocketmq/v2/definition.proto\"\xc3\x01\n\x0eReceiveRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12?\n\x11\x66ilter_expression\x18\x03 \x01(\x0b\x32$.apache.rocketmq.v2.FilterExpression\x12\x12\n\nbatch_size\x18\x04 \x01(\x05\x12\x1d\n\x15invisible_duration_ms\x18\x05 \x01(\x03\x12\x1f\n\x17long_polling_timeout_ms\x18\x06 \x01(\x03\"O\n\x0fReceiveResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x10\n\x08messages\x18\x02 \x03(\x0c\"\x7f\n\rReceivedBatch\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12-\n\x08messages\x18\x02 \x03(\x0b\x32\x1b.apache.rocketmq.v2.Message\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\"z\n\nAckRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x17\n\x0freceipt_handles\x18\x03 \x03(\t\x12\x35\n\x0creceipt_runs\x18\x04 \x03(\x0b\x32\x1f.rockmq.messaging.v1.ReceiptRun\",\n\nReceiptRun\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07\x65ntries\x18\x02 \x03(\r\"f\n\x0b\x41\x63kResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12+\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1a.apache.rocketmq.v2.Status\"\xd6\x01\n\x0bPullRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x12\n\nbatch_size\x18\x05 \x01(\x05\x12?\n\x11\x66ilter_expression\x18\x06 \x01(\x0b\x32$.apache.rocketmq.v2.FilterExpression\x12\x1f\n\x17long_polling_timeout_ms\x18\x07 \x01(\x03\x12\x11\n\tmax_bytes\x18\x08 \x01(\x03\"a\n\x0cPullResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x10\n\x08messages\x18\x02 \x03(\x0c\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\"{\n\x0c\x46\x65tchRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x12\n\nend_offset\x18\x04 \x01(\x03\x12\x13\n\x0bmax_records\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\"\xaa\x01\n\rFetchResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x14\n\x0c\x66irst_offset\x18\x02 \x01(\x03\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x0f\n\x07records\x18\x04 \x01(\x0c\x12\x0f\n\x07offsets\x18\x05 \x01(\x0c\x12\x12\n\nmin_offset\x18\x06 \x01(\x03\x12\x12\n\nmax_offset\x18\x07 \x01(\x03\"`\n\x0cStageRequest\x12\x19\n\x11system_properties\x18\x01 \x03(\x0c\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\x03\x12\x13\n\x0b\x64\x65\x64uplicate\x18\x03 \x01(\x08\x12\x10\n\x08\x63ontents\x18\x04 \x03(\x0c\"Z\n\rStageResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x0e\n\x06handle\x18\x02 \x01(\x0c\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\",\n\x0bStagedChunk\x12\x0e\n\x06handle\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"~\n\x14PublishStagedRequest\x12\x0f\n\x07sink_id\x18\x01 \x01(\t\x12\x10\n\x08\x62\x61tch_id\x18\x02 \x01(\x03\x12\x30\n\x06\x63hunks\x18\x03 \x03(\x0b\x32 .rockmq.messaging.v1.StagedChunk\x12\x11\n\tretain_ms\x18\x04 \x01(\x03\"\x7f\n\x15PublishStagedResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x11\n\tpublished\x18\x03 \x01(\x03\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x04 \x01(\x03\"\'\n\x14\x44iscardStagedRequest\x12\x0f\n\x07handles\x18\x01 \x03(\x0c\"C\n\x15\x44iscardStagedResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.apache.rocketmq.v2.Status2\xfb\x04\n\x0e\x42\x61tchMessaging\x12V\n\x07Receive\x12#.rockmq.messaging.v1.ReceiveRequest\x1a$.rockmq.messaging.v1.ReceiveResponse\"\x00\x12J\n\x03\x41\x63k\x12\x1f.rockmq.messaging.v1.AckRequest\x1a .rockmq.messaging.v1.AckResponse\"\x00\x12M\n\x04Pull\x12 .rockmq.messaging.v1.PullRequest\x1a!.rockmq.messaging.v1.PullResponse\"\x00\x12P\n\x05\x46\x65tch\x12!.rockmq.messaging.v1.FetchRequest\x1a\".rockmq.messaging.v1.FetchResponse\"\x00\x12P\n\x05Stage\x12!.rockmq.messaging.v1.StageRequest\x1a\".rockmq.messaging.v1.StageResponse\"\x00\x12h\n\rPublishStaged\x12).rockmq.messaging.v1.PublishStagedRequest\x1a*.rockmq.messaging.v1.PublishStagedResponse\"\x00\x12h\n\rDiscardStaged\x12).rockmq.messaging.v1.DiscardStagedRequest\x1a*.rockmq.messaging.v1.DiscardStagedResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,31 +39,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECEIVEDBATCH']._serialized_start=372
   _globals['_RECEIVEDBATCH']._serialized_end=499
   _globals['_ACKREQUEST']._serialized_start=501
-  _globals['_ACKREQUEST']._serialized_end=568
-  _globals['_ACKRESPONSE']._serialized_start=570
-  _globals['_ACKRESPONSE']._serialized_end=672
-  _globals['_PULLREQUEST']._serialized_start=675
-  _globals['_PULLREQUEST']._serialized_end=889
-  _globals['_PULLRESPONSE']._serialized_start=891
-  _globals['_PULLRESPONSE']._serialized_end=988
-  _globals['_FETCHREQUEST']._serialized_start=990
-  _globals['_FETCHREQUEST']._serialized_end=1113
-  _globals['_FETCHRESPONSE']._serialized_start=1116
-  _globals['_FETCHRESPONSE']._serialized_end=1286
-  _globals['_STAGEREQUEST']._serialized_start=1288
-  _globals['_STAGEREQUEST']._serialized_end=1384
-  _globals['_STAGERESPONSE']._serialized_start=1386
-  _globals['_STAGERESPONSE']._serialized_end=1476
-  _globals['_STAGEDCHUNK']._serialized_start=1478
-  _globals['_STAGEDCHUNK']._serialized_end=1522
-  _globals['_PUBLISHSTAGEDREQUEST']._serialized_start=1524
-  _globals['_PUBLISHSTAGEDREQUEST']._serialized_end=1650
-  _globals['_PUBLISHSTAGEDRESPONSE']._serialized_start=1652
-  _globals['_PUBLISHSTAGEDRESPONSE']._serialized_end=1779
-  _globals['_DISCARDSTAGEDREQUEST']._serialized_start=1781
-  _globals['_DISCARDSTAGEDREQUEST']._serialized_end=1820
-  _globals['_DISCARDSTAGEDRESPONSE']._serialized_start=1822
-  _globals['_DISCARDSTAGEDRESPONSE']._serialized_end=1889
-  _globals['_BATCHMESSAGING']._serialized_start=1892
-  _globals['_BATCHMESSAGING']._serialized_end=2527
+  _globals['_ACKREQUEST']._serialized_end=623
+  _globals['_RECEIPTRUN']._serialized_start=625
+  _globals['_RECEIPTRUN']._serialized_end=669
+  _globals['_ACKRESPONSE']._serialized_start=671
+  _globals['_ACKRESPONSE']._serialized_end=773
+  _globals['_PULLREQUEST']._serialized_start=776
+  _globals['_PULLREQUEST']._serialized_end=990
+  _globals['_PULLRESPONSE']._serialized_start=992
+  _globals['_PULLRESPONSE']._serialized_end=1089
+  _globals['_FETCHREQUEST']._serialized_start=1091
+  _globals['_FETCHREQUEST']._serialized_end=1214
+  _globals['_FETCHRESPONSE']._serialized_start=1217
+  _globals['_FETCHRESPONSE']._serialized_end=1387
+  _globals['_STAGEREQUEST']._serialized_start=1389
+  _globals['_STAGEREQUEST']._serialized_end=1485
+  _globals['_STAGERESPONSE']._serialized_start=1487
+  _globals['_STAGERESPONSE']._serialized_end=1577
+  _globals['_STAGEDCHUNK']._serialized_start=1579
+  _globals['_STAGEDCHUNK']._serialized_end=1623
+  _globals['_PUBLISHSTAGEDREQUEST']._serialized_start=1625
+  _globals['_PUBLISHSTAGEDREQUEST']._serialized_end=1751
+  _globals['_PUBLISHSTAGEDRESPONSE']._serialized_start=1753
+  _globals['_PUBLISHSTAGEDRESPONSE']._serialized_end=1880
+  _globals['_DISCARDSTAGEDREQUEST']._serialized_start=1882
+  _globals['_DISCARDSTAGEDREQUEST']._serialized_end=1921
+  _globals['_DISCARDSTAGEDRESPONSE']._serialized_start=1923
+  _globals['_DISCARDSTAGEDRESPONSE']._serialized_end=1990
+  _globals['_BATCHMESSAGING']._serialized_start=1993
+  _globals['_BATCHMESSAGING']._serialized_end=2628
 # @@protoc_insertion_point(module_scope)

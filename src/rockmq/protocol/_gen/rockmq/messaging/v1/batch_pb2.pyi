@@ -42,14 +42,24 @@ class ReceivedBatch(_message.Message):
     def __init__(self, status: _Optional[_Union[_definition_pb2.Status, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[_definition_pb2.Message, _Mapping]]] = ..., next_offset: _Optional[int] = ...) -> None: ...
 
 class AckRequest(_message.Message):
-    __slots__ = ("group", "topic", "receipt_handles")
+    __slots__ = ("group", "topic", "receipt_handles", "receipt_runs")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_HANDLES_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_RUNS_FIELD_NUMBER: _ClassVar[int]
     group: str
     topic: str
     receipt_handles: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., receipt_handles: _Optional[_Iterable[str]] = ...) -> None: ...
+    receipt_runs: _containers.RepeatedCompositeFieldContainer[ReceiptRun]
+    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., receipt_handles: _Optional[_Iterable[str]] = ..., receipt_runs: _Optional[_Iterable[_Union[ReceiptRun, _Mapping]]] = ...) -> None: ...
+
+class ReceiptRun(_message.Message):
+    __slots__ = ("token", "entries")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    entries: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, token: _Optional[str] = ..., entries: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AckResponse(_message.Message):
     __slots__ = ("status", "entries")
