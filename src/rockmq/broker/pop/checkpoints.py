@@ -104,6 +104,27 @@ def _named(named: tuple[int, int, int], group_id: int, topic_id: int) -> BrokerE
     return None
 
 
+def _gone() -> BrokerError:
+    return BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is stale: the message was acknowledged or redelivered")
+
+
+def _no_such_delivery() -> BrokerError:
+    return BrokerError(pb.INVALID_RECEIPT_HANDLE, "malformed receipt handle: no such delivery")
+
+
+def _settled() -> BrokerError:
+    return BrokerError(pb.INVALID_RECEIPT_HANDLE,
+                       "receipt handle is stale: the message was acknowledged, or a newer handle was issued")
+
+
+def _twice() -> BrokerError:
+    return BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request")
+
+
+def _expired() -> BrokerError:
+    return BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out")
+
+
 def _entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
     """A checkpoint's live entries."""
     return (e for e in _ENTRY.iter_unpack(memoryview(raw)[_HEAD.size:]) if e[2] != _SETTLED)
@@ -201,12 +222,90 @@ class Checkpoints:
             raise found
         return found
 
-    def verify_many(self, group_id: int, topic_id: int, handles: list[str],
-                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> list[Delivery | BrokerError]:
-        """`verify` for many handles, and for `runs` ((token, entries): the handles of one receive in
-        short), after them: each token checked once, each checkpoint read once."""
+    def verify_many(self, group_id: int, topic_id: int, handles: list[str]) -> list[Delivery | BrokerError]:
+        """`verify` for many handles: each token checked once, each checkpoint read once."""
+        decoded = self._decode(group_id, topic_id, handles, ())
+        raws = self._read(group_id, topic_id, decoded)
+        now = now_ms()
+        out: list[Delivery | BrokerError] = []
+        for r in decoded:
+            if isinstance(r, BrokerError):
+                out.append(r)
+                continue
+            checkpoint_id, entry = r
+            raw = raws[checkpoint_id]
+            if raw is None:
+                out.append(_gone())
+                continue
+            at = _entry_at(entry)
+            if at + _ENTRY.size > len(raw):
+                out.append(_no_such_delivery())
+                continue
+            deadline = _HEAD.unpack_from(raw)[0]
+            queue_id, offset, attempt = _ENTRY.unpack_from(raw, at)
+            if attempt == _SETTLED:
+                out.append(_settled())
+            elif deadline <= now:
+                out.append(_expired())
+            else:
+                out.append(_new_tuple(Delivery, (group_id, topic_id, checkpoint_id, entry, queue_id, offset, attempt, deadline)))
+        return out
+
+    def acknowledge(self, batch: Batch, group_id: int, topic_id: int, handles: list[str],
+                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> tuple[list[BrokerError | None], list[int]]:
+        """An ack: `verify_many` and `settle` in one pass, each checkpoint read once and rewritten (or
+        removed) once in `batch` -> one result per handle, then per entry of the runs (None: settled),
+        and the queue of each delivery settled. A delivery named twice is refused the second time."""
+        decoded = self._decode(group_id, topic_id, handles, runs)
+        raws = self._read(group_id, topic_id, decoded)
+        values = {cid: bytearray(raw) for cid, raw in raws.items() if raw is not None}
+        now = now_ms()
+        expired = {cid for cid, value in values.items() if _HEAD.unpack_from(value)[0] <= now}
+        results: list[BrokerError | None] = []
+        queues: list[int] = []
+        settled: dict[int, int] = {}  # checkpoint id -> entries settled here
+        twice: set[tuple[int, int]] = set()  # (checkpoint id, entry) settled here
+        unpack, pack_into, head, size = _ENTRY.unpack_from, _ENTRY.pack_into, _HEAD.size, _ENTRY.size
+        for r in decoded:
+            if isinstance(r, BrokerError):
+                results.append(r)
+                continue
+            checkpoint_id, entry = r
+            value = values.get(checkpoint_id)
+            if value is None:
+                results.append(_gone())
+                continue
+            at = head + entry * size
+            if at + size > len(value):
+                results.append(_no_such_delivery())
+                continue
+            queue_id, offset, attempt = unpack(value, at)
+            if attempt == _SETTLED:
+                results.append(_twice() if r in twice else _settled())
+            elif checkpoint_id in expired:
+                results.append(_expired())
+            else:
+                pack_into(value, at, queue_id, offset, _SETTLED)
+                settled[checkpoint_id] = settled.get(checkpoint_id, 0) + 1
+                twice.add(r)
+                results.append(None)
+                queues.append(queue_id)
+        for checkpoint_id, count in settled.items():
+            value = values[checkpoint_id]
+            deadline, live = _HEAD.unpack_from(value)
+            key = keys.checkpoint_key(group_id, topic_id, checkpoint_id)
+            if live - count <= 0:
+                self._drop(batch, key, deadline, group_id, topic_id, checkpoint_id)
+            else:
+                _HEAD.pack_into(value, 0, deadline, live - count)
+                batch.put("checkpoints", key, bytes(value))
+        return results, queues
+
+    def _decode(self, group_id: int, topic_id: int, handles: list[str],
+                runs: Iterable[tuple[str, Sequence[int]]]) -> list[tuple[int, int] | BrokerError]:
+        """Handles, then runs, as (checkpoint id, entry), or why not: each token checked once."""
         opened: dict[str, tuple[int, int, int]] = {}  # token -> (group, topic, checkpoint): one MAC check each
-        decoded: list[tuple[int, int] | BrokerError] = []  # (checkpoint id, entry)
+        decoded: list[tuple[int, int] | BrokerError] = []
         for handle in handles:
             try:
                 signed, entry = receipt.split(handle)
@@ -226,34 +325,12 @@ class Checkpoints:
             wrong = _named(named, group_id, topic_id)
             checkpoint_id = named[2]
             decoded += [wrong or (checkpoint_id, entry) for entry in entries]
+        return decoded
+
+    def _read(self, group_id: int, topic_id: int, decoded: list[tuple[int, int] | BrokerError]) -> dict[int, bytes | None]:
+        """The checkpoints `decoded` names, by id: one multi-get."""
         ids = list({r[0]: None for r in decoded if not isinstance(r, BrokerError)})
-        raws = dict(zip(ids, self.store.get_many("checkpoints", [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
-        now = now_ms()
-        out: list[Delivery | BrokerError] = []
-        for r in decoded:
-            if isinstance(r, BrokerError):
-                out.append(r)
-                continue
-            checkpoint_id, entry = r
-            raw = raws[checkpoint_id]
-            if raw is None:
-                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
-                                       "receipt handle is stale: the message was acknowledged or redelivered"))
-                continue
-            at = _entry_at(entry)
-            if at + _ENTRY.size > len(raw):
-                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "malformed receipt handle: no such delivery"))
-                continue
-            deadline = _HEAD.unpack_from(raw)[0]
-            queue_id, offset, attempt = _ENTRY.unpack_from(raw, at)
-            if attempt == _SETTLED:
-                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE,
-                                       "receipt handle is stale: the message was acknowledged, or a newer handle was issued"))
-            elif deadline <= now:
-                out.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle expired: the invisible time ran out"))
-            else:
-                out.append(_new_tuple(Delivery, (group_id, topic_id, checkpoint_id, entry, queue_id, offset, attempt, deadline)))
-        return out
+        return dict(zip(ids, self.store.get_many("checkpoints", [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
 
     def in_flight(self, group_id: int) -> Iterator[tuple[int, int]]:
         """(topic id, queue id) of each of a group's deliveries in flight."""

@@ -23,7 +23,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
-from rockmq.broker.pop.checkpoints import Checkpoints, Delivery
+from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
@@ -342,24 +342,11 @@ class PopService:
         """Acknowledge deliveries, named by their handles and by `runs` ((token, entries): the handles
         of one receive in short); one result per handle, then per entry of the runs (None = OK)."""
         batch = self.ctx.store.batch()
-        results: list[BrokerError | None] = []
-        done: set[tuple[int, int]] = set()
-        settled: list[Delivery] = []
-        for found in self.checkpoints.verify_many(group.id, topic.id, handles, runs):
-            if isinstance(found, BrokerError):
-                results.append(found)
-                continue
-            if (found.queue_id, found.offset) in done:
-                results.append(BrokerError(pb.INVALID_RECEIPT_HANDLE, "receipt handle acknowledged twice in one request"))
-                continue
-            done.add((found.queue_id, found.offset))
-            settled.append(found)
-            results.append(None)
-        self.checkpoints.settle(batch, settled)
+        results, queues = self.checkpoints.acknowledge(batch, group.id, topic.id, handles, runs)
         self.ctx.store.write(batch)
-        if group.fifo and settled:  # only once written: a failed write leaves them in flight, their queues held
-            for found in settled:
-                self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
+        if group.fifo and queues:  # only once written: a failed write leaves them in flight, their queues held
+            for queue_id in queues:
+                self.fifo.settled((group.id, topic.id, queue_id), was_inflight=True)
             self.ctx.logs.arrivals.receives(topic.id)
         return results
 
