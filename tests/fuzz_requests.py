@@ -33,7 +33,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor, ServiceDescr
 from google.protobuf.message import Message
 
 from rockmq.auth.credentials import Credentials
-from rockmq.protocol import acl, admin, admin_grpc, batch, batch_grpc, namesrv, pb, replication, rpc, svc, users
+from rockmq.protocol import acl, admin, admin_grpc, batch, batch_grpc, namesrv, pb, receipt, replication, rpc, svc, users
 from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.conventions import LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.message_id import new_message_id
@@ -303,7 +303,13 @@ def _seed(method: str, rng: random.Random, pools: Pools) -> Message | None:
     if method == "Fetch":
         return batch.FetchRequest(topic=topic, queue_id=rng.randrange(0, 4), offset=0, max_records=16)
     if method == "Ack":
-        return batch.AckRequest(group=group, topic=topic, receipt_handles=[handle])
+        if rng.random() < 0.5:
+            return batch.AckRequest(group=group, topic=topic, receipt_handles=[handle])
+        try:  # in short, as rockmq's client sends them: the handles' token once, entry numbers
+            runs = receipt.runs(rng.sample(pools.handles, min(len(pools.handles), rng.randrange(1, 4))))
+        except ValueError:
+            runs = []
+        return batch.AckRequest(group=group, topic=topic, receipt_runs=[batch.ReceiptRun(token=t, entries=e) for t, e in runs])
     if method == "EndTransaction" and pools.transactions:
         mid, tid = rng.choice(pools.transactions)
         return rpc.EndTransactionRequest(topic=pb.Resource(name="fz-txn"), message_id=mid, transaction_id=tid,

@@ -211,6 +211,31 @@ def test_ack_many_sends_a_receives_handles_in_short_and_falls_back_for_a_broker_
         (2, []), (0, handles), (0, handles[:1])]
 
 
+def test_ack_many_past_max_ack_entries_sends_several_requests():
+    """A broker refuses an ack naming more than MAX_ACK_ENTRIES deliveries: the client splits it, and
+    each refusal still comes back with its own message."""
+    token = receipt.token(1, 2, 3, b"secret")
+    sizes: list[int] = []
+
+    def broker(call: Call) -> object:
+        if call.method == "QueryAssignment":
+            return _assignment()
+        if call.method == "Receive":
+            return batch_pb.ReceiveResponse(status=OK, messages=_handled(*(receipt.handle(token, i) for i in range(3))))
+        sizes.append(sum(len(r.entries) for r in call.request.receipt_runs) + len(call.request.receipt_handles))
+        expired = pb.Status(code=pb.INVALID_RECEIPT_HANDLE, message="expired")
+        return batch_pb.AckResponse(status=pb.Status(code=pb.MULTIPLE_RESULTS), entries=[OK] * (sizes[-1] - 1) + [expired])
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"}, transport=MockTransport(broker)) as c:
+            many = await c.receive() * (receipt.MAX_ACK_ENTRIES // 3 + 1)
+            refused = await c.ack_many(many)
+        assert sizes == [receipt.MAX_ACK_ENTRIES, len(many) - receipt.MAX_ACK_ENTRIES]
+        assert [m for m, _ in refused] == [many[receipt.MAX_ACK_ENTRIES - 1], many[-1]]
+
+    asyncio.run(scenario())
+
+
 def test_times_without_a_zone_are_refused_before_anything_is_sent():
     transport = MockTransport(lambda call: pytest.fail(f"nothing may be sent: {call.method}"))
 

@@ -151,8 +151,9 @@ class AsyncSimpleConsumer:
             raise error
 
     async def ack_many(self, messages: Sequence[ReceivedMessage]) -> list[tuple[ReceivedMessage, BrokerRefused]]:
-        """Ack many in one request per broker and topic; -> the messages the broker refused (their
-        receipt handle expired: they come again), with why. Transport errors raise."""
+        """Ack many in one request per broker and topic (several past `receipt.MAX_ACK_ENTRIES`); -> the
+        messages the broker refused (their receipt handle expired: they come again), with why.
+        Transport errors raise."""
         parts: list[tuple[str, str, Sequence[ReceivedMessage]]]
         if messages and len({m.endpoint for m in messages}) == 1 and len({m.topic for m in messages}) == 1:
             parts = [(messages[0].endpoint, messages[0].topic, messages)]  # one receive's: no tuple per message
@@ -162,9 +163,12 @@ class AsyncSimpleConsumer:
                 grouped.setdefault((m.endpoint, m.topic), []).append(m)
             parts = [(endpoint, topic, part) for (endpoint, topic), part in grouped.items()]
         refused = []
-        for endpoint, topic, part in parts:
-            statuses = await self._ack(endpoint, topic, part)
-            refused += [(m, from_status(st.code, st.message)) for m, st in zip(part, statuses, strict=False) if st.code != pb.OK]
+        for endpoint, topic, whole in parts:
+            for at in range(0, len(whole), receipt.MAX_ACK_ENTRIES):  # what a broker takes in one request
+                part = whole[at:at + receipt.MAX_ACK_ENTRIES]
+                statuses = await self._ack(endpoint, topic, part)
+                refused += [(m, from_status(st.code, st.message)) for m, st in zip(part, statuses, strict=False)
+                            if st.code != pb.OK]
         return refused
 
     async def _ack(self, endpoint: str, topic: str, part: Sequence[ReceivedMessage]) -> Sequence[pb.Status]:

@@ -24,6 +24,10 @@ _pack_body, _unpack_body = _BODY.pack, _BODY.unpack  # bound once: no method loo
 VERSION = 2
 TOKEN_LENGTH = tokens.sealed_length(_BODY.size)
 SEPARATOR = "."
+# Deliveries one ack request names at most (its handles and its runs' entries together): a run's
+# entry is one byte on the wire, so without it a 64 MiB request would name 64 million, each a
+# step and a reply entry of the broker's. A client acks more in several requests.
+MAX_ACK_ENTRIES = 65_536
 
 
 class Receipt(NamedTuple):

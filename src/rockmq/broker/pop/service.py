@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple, Protocol, cast
 
@@ -33,6 +33,7 @@ from rockmq.filter.record_filter import accept_all
 from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.receipt import MAX_ACK_ENTRIES
 from rockmq.store import keys
 from rockmq.store.keys import POPPED
 
@@ -338,9 +339,14 @@ class PopService:
     # --- ack, change invisible time, dead letter -------------------------------------------
 
     def ack(self, group: GroupConfig, topic: TopicConfig, handles: list[str],
-            runs: Iterable[tuple[str, Sequence[int]]] = ()) -> list[BrokerError | None]:
+            runs: Sequence[tuple[str, Sequence[int]]] = ()) -> list[BrokerError | None]:
         """Acknowledge deliveries, named by their handles and by `runs` ((token, entries): the handles
-        of one receive in short); one result per handle, then per entry of the runs (None = OK)."""
+        of one receive in short); one result per handle, then per entry of the runs (None = OK).
+        More than `receipt.MAX_ACK_ENTRIES` in all: BAD_REQUEST, nothing acknowledged."""
+        named = len(handles) + sum(len(entries) for _, entries in runs)
+        if named > MAX_ACK_ENTRIES:
+            raise BrokerError(pb.BAD_REQUEST, f"an ack names at most {MAX_ACK_ENTRIES} deliveries, not {named}: "
+                                              "send them in several requests")
         batch = self.ctx.store.batch()
         results, queues = self.checkpoints.acknowledge(batch, group.id, topic.id, handles, runs)
         self.ctx.store.write(batch)
