@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from rockmq import compiled
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.subscriptions import UNINDEXED
 from rockmq.config import Settings
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import RECONSUME_TIMES
@@ -122,13 +123,13 @@ def test_validate_and_records(raw: bytes, queue_id: int, queue: int, offset: int
     delivery = records.delivery_fields("handle", queue % 20, offset % 10**7)
     assert delivery == py_records.delivery_fields("handle", queue % 20, offset % 10**7)
     assert records.view(placed).message(delivery) == py_records.view(placed).message(delivery)
-    at = keys.log_key(1, queue, offset % 2**62)  # below `frame_run`'s limit, 2**63 - 1
-    for build in (records, py_records):  # a receive's run: the same frames as one message at a time
+    at = keys.log_key(1, queue, offset % UNINDEXED)
+    for build in (records, py_records):  # a receive's run: the same frames as one message at a time; bounds all u64
         out: list[bytes] = []
         offsets: list[int] = []
         taken = build.frame_run(iter([(at, placed)] * 3), keys.log_offset, "handle", queue % 20,
-                                build.delivery_tail(offset % 10**7, 1), b"\x12", 2, 1 << 30, 2**63 - 1, out, offsets)
-        assert taken == (sum(map(len, out)), (at, placed)) and offsets == [offset % 2**62] * 2
+                                build.delivery_tail(offset % 10**7, 1), b"\x12", 2, 1 << 30, UNINDEXED, out, offsets)
+        assert taken == (sum(map(len, out)), (at, placed)) and offsets == [offset % UNINDEXED] * 2
         assert out == [records.view(placed).message(records.delivery_fields(receipt.handle("handle", queue % 20 + i), 1,
                                                                               offset % 10**7), b"\x12") for i in range(2)]
     sp = pb.SystemProperties.FromString(bytes(records.view(sealed).system_properties))

@@ -269,7 +269,7 @@ def framed(record: bytes, delivery: bytes, field: bytes) -> bytes:
 
 
 @cython.locals(taken=cython.Py_ssize_t, room=cython.Py_ssize_t, added=cython.Py_ssize_t, limit=cython.Py_ssize_t,
-               entry=cython.Py_ssize_t, offset=cython.longlong, below=cython.longlong)
+               entry=cython.Py_ssize_t, offset=cython.ulonglong, below=cython.ulonglong)  # log offsets are u64
 def frame_run(scan: Iterator[tuple[bytes, bytes]], offset_of: Callable[[bytes], int], token: str, entry: int, tail: bytes,
               field: bytes, room: int, limit: int, below: int, out: list[Any],
               offsets: list[int]) -> tuple[int, tuple[bytes, bytes] | None]:
