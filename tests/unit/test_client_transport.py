@@ -13,6 +13,7 @@ import pytest
 from rockmq.client import AsyncProducer, AsyncPullConsumer, AsyncSimpleConsumer, Call, Message, MockTransport, Queue
 from rockmq.client.errors import (
     BatchSendError,
+    BrokerRefused,
     ConnectionFailed,
     IllegalArgument,
     NotFound,
@@ -232,6 +233,43 @@ def test_ack_many_past_max_ack_entries_sends_several_requests():
             refused = await c.ack_many(many)
         assert sizes == [receipt.MAX_ACK_ENTRIES, len(many) - receipt.MAX_ACK_ENTRIES]
         assert [m for m, _ in refused] == [many[receipt.MAX_ACK_ENTRIES - 1], many[-1]]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_ack_many_returns_every_message_when_all_are_refused(batched: bool):
+    """All refused alike, a broker answers with their status on top (replies.multi_status): each
+    entry still says which message; only a refusal of the whole request (no entries) raises."""
+    token = receipt.token(1, 2, 3, b"secret")
+    expired = pb.Status(code=pb.INVALID_RECEIPT_HANDLE, message="expired")
+    whole = [False]
+
+    def broker(call: Call) -> object:
+        if call.method == "QueryAssignment":
+            return _assignment()
+        if call.method in ("Receive", "Ack") and not batched:
+            raise Unimplemented("127.0.0.1:9000: Method not found!")
+        if call.method == "Receive":
+            return batch_pb.ReceiveResponse(status=OK, messages=_handled(*(receipt.handle(token, i) for i in range(2))))
+        if call.method == "ReceiveMessage":
+            return [rpc.ReceiveMessageResponse(message=pb.Message.FromString(m)) for m in _handled(receipt.handle(token, 0),
+                                                                                                   receipt.handle(token, 1))]
+        refusal = pb.Status(code=pb.BAD_REQUEST, message="no") if whole[0] else expired
+        if call.method == "Ack":
+            return batch_pb.AckResponse(status=refusal, entries=[] if whole[0] else [expired] * 2)
+        return rpc.AckMessageResponse(status=refusal, entries=[] if whole[0] else [rpc.AckMessageResultEntry(status=expired)] * 2)
+
+    async def scenario() -> None:
+        async with AsyncSimpleConsumer("127.0.0.1:1", "g", {"t": "*"}, transport=MockTransport(broker)) as c:
+            got = await c.receive()
+            refused = await c.ack_many(got)
+            assert [(m, e.status_name, e.message) for m, e in refused] == [(m, "INVALID_RECEIPT_HANDLE", "expired") for m in got]
+            with pytest.raises(IllegalArgument, match="expired"):
+                await c.ack(got[0])
+            whole[0] = True
+            with pytest.raises(BrokerRefused, match="BAD_REQUEST"):
+                await c.ack_many(got)
 
     asyncio.run(scenario())
 

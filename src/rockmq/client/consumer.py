@@ -185,7 +185,7 @@ class AsyncSimpleConsumer:
         request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
                                         entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
                                                  for m in part])
-        reply = await self.session.unary(endpoint, "AckMessage", request)
+        reply = await self.session.unary(endpoint, "AckMessage", request, entries=len(part))
         return [e.status for e in reply.entries]
 
     async def _batch_ack(self, endpoint: str, topic: str, handles: list[str]) -> Any:
@@ -199,12 +199,12 @@ class AsyncSimpleConsumer:
                 pass
             else:
                 reply = await self.session.batch(endpoint, "Ack", batch.AckRequest(group=self.group, topic=topic,
-                                                                                   receipt_runs=runs))
+                                                                                   receipt_runs=runs), entries=len(handles))
                 if len(reply.entries) == len(handles):
                     return reply
                 self._handles_only.add(endpoint)
         return await self.session.batch(endpoint, "Ack", batch.AckRequest(group=self.group, topic=topic,
-                                                                          receipt_handles=handles))
+                                                                          receipt_handles=handles), entries=len(handles))
 
     async def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         """Come back in `invisible_s` (0: at once); -> the message with its new receipt handle."""

@@ -37,9 +37,11 @@ def access_points(endpoint: Endpoints) -> list[str]:
     return found
 
 
-def _ok(reply: Any) -> Any:
-    """A reply whose status is OK (or per-entry results); else its status raised."""
-    if reply.status.code not in OK_CODES:
+def _ok(reply: Any, entries: int | None = None, ok_codes: tuple[int, ...] = OK_CODES) -> Any:
+    """A reply whose status is OK (or per-entry results); else its status raised. An ack's reply
+    with `entries` per-entry statuses comes back whatever its status: all refused alike, the
+    broker answers with their status, and each entry says which message it was."""
+    if reply.status.code not in ok_codes and (entries is None or len(reply.entries) != entries):
         raise from_status(reply.status.code, reply.status.message)
     return reply
 
@@ -114,15 +116,17 @@ class Session:
         metadata = self.metadata if self.credentials is None else self.metadata + self.credentials.headers()
         return Call(endpoint, service, method, request, metadata, timeout or self.request_timeout_s)
 
-    async def unary(self, endpoint: str, method: str, request: Any, timeout: float | None = None) -> Any:
-        """Call a unary MessagingService method; raise for transport errors and non-OK statuses.
-        An access point that does not answer goes to the back of the list (whatever the call)."""
+    async def unary(self, endpoint: str, method: str, request: Any, timeout: float | None = None,
+                    entries: int | None = None) -> Any:
+        """Call a unary MessagingService method; raise for transport errors and non-OK statuses
+        (`_ok`: an ack's `entries`). An access point that does not answer goes to the back of the
+        list (whatever the call)."""
         try:
             reply = await self.transport.unary(self._call(endpoint, MESSAGING, method, request, timeout))
         except RockmqError as e:
             self._failed(endpoint, e)
             raise
-        return _ok(reply)
+        return _ok(reply, entries)
 
     @property
     def blocks(self) -> bool:
@@ -147,13 +151,11 @@ class Session:
         """The frames of a streaming MessagingService method; statuses in them are the caller's."""
         return self.transport.stream(self._call(endpoint, MESSAGING, method, request, timeout))
 
-    async def batch(self, endpoint: str, method: str, request: Any, timeout: float | None = None) -> Any:
+    async def batch(self, endpoint: str, method: str, request: Any, timeout: float | None = None,
+                    entries: int | None = None) -> Any:
         """Call a method of rockmq's BatchMessaging service (many messages per reply); raises
-        Unimplemented against a broker without it."""
-        reply = await self.transport.unary(self._call(endpoint, BATCH, method, request, timeout))
-        if reply.status.code not in _BATCH_OK_CODES:
-            raise from_status(reply.status.code, reply.status.message)
-        return reply
+        Unimplemented against a broker without it, and for a non-OK status (`_ok`: an ack's `entries`)."""
+        return _ok(await self.transport.unary(self._call(endpoint, BATCH, method, request, timeout)), entries, _BATCH_OK_CODES)
 
     async def admin(self, endpoint: str, method: str, request: Any, timeout: float | None = None) -> Any:
         """Call a method of rockmq's admin service (it answers with gRPC status codes)."""
