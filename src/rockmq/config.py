@@ -49,7 +49,9 @@ class Settings:
     # replication_timeout_s). A broker started with replica_of (the primary's HOST:PORT) follows
     # it, serves reads only, and becomes a primary when promoted.
     replication: str = "off"
-    replication_timeout_s: float = 5.0
+    # Under the official clients' default request timeout (3 s): a client sees SLAVE_PERSISTENCE_TIMEOUT
+    # (and retries knowing the replica is missing) instead of timing out blind.
+    replication_timeout_s: float = 2.0
     replica_of: str = ""
     # Broker shard processes `rockmq serve` runs on this machine, joined as a cluster (docs/cluster.md
     # "Every core"); 0: one per core (`--workers auto`). 1 is a single broker process.

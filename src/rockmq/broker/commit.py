@@ -3,6 +3,10 @@ recalls, transaction ends, dead-letter forwards): write the batch, fsync it unde
 policy (a group commit shared with concurrent writers), then, under `sync` replication, wait until
 a replica applied it. A write whose fsync or confirmation fails stays written (a retry must find
 it, not a reused offset); the caller fails the request and the client retries.
+
+A request that writes nothing new (a retried send or publish, a repeated EndTransaction) answers
+with what an earlier batch wrote, so it waits as that batch would have: for the fsync and for a
+replica to hold everything written so far (`durable()` without a batch).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ class Confirms(Protocol):
     """A primary's replicator (broker/cluster/replication.py)."""
 
     async def confirm(self, seq: int) -> None:
-        """Return once a replica applied batch `seq`; raise a BrokerError after the timeout."""
+        """Return once a replica applied batch `seq` (0: the last batch written); raise a BrokerError
+        after the timeout."""
 
 
 class Committer:
@@ -38,9 +43,10 @@ class Committer:
         self.logs.write_appends(batch, allocated or {}, touched)
         await self.durable(batch)
 
-    async def durable(self, batch: Batch) -> None:
-        """Return once `batch`, already written, and everything written before it are durable."""
+    async def durable(self, batch: Batch | None = None) -> None:
+        """Return once `batch`, already written, and everything written before it are durable (no
+        batch, or one that wrote nothing: everything written so far)."""
         if self._fsync:
             await self.store.sync()
         if self._replicator is not None:
-            await self._replicator.confirm(batch.seq)
+            await self._replicator.confirm(batch.seq if batch is not None else 0)

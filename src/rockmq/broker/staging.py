@@ -213,6 +213,7 @@ class StagingService:
         last = self.last_batch(sink_id)
         if last is not None and batch_id <= last:
             await self._settled(sink_id)  # a retried call answers once the first one's work is done
+            await self.committer.durable()  # ... and held by the replica (a restart ran it unconfirmed)
             self.discard(handles)
             return True, 0, 0
         store = self.ctx.store

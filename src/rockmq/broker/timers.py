@@ -48,6 +48,7 @@ class TimerService:
     def __init__(self, ctx: BrokerContext, committer: Committer) -> None:
         self.ctx = ctx
         self.commit = committer.commit
+        self.durable = committer.durable
         self._seq = ctx.sequence_start
         self.loop = DeadlineLoop("timer service", self.move_due, ctx.settings.timer_move_batch)
         self.lateness = Lateness()
@@ -79,6 +80,7 @@ class TimerService:
         key = keys.timer_key(due_ms, seq)
         raw = self.ctx.store.get("timers", key)
         if raw is None or int.from_bytes(raw[:4], "big") != topic_id:
+            await self.durable()  # a recall that found it gone (recalled before) answers once the replica agrees
             raise BrokerError(pb.NOT_FOUND, f"no pending delayed message of topic {topic!r} for this recall handle "
                                             "(delivered or recalled)")
         batch = self.ctx.store.batch()

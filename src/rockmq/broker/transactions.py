@@ -79,6 +79,7 @@ class TransactionService:
         self.ctx = ctx
         self.timers = timers
         self.commit = committer.commit
+        self.durable = committer.durable
         self.publishers = publishers
         self.loop = DeadlineLoop("transaction checks", self.check_due, ctx.settings.txn_check_batch)
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
@@ -127,6 +128,7 @@ class TransactionService:
             if raw != outcome:
                 done = "committed" if raw == COMMITTED else "rolled back"
                 raise BrokerError(pb.INVALID_TRANSACTION_ID, f"transaction {transaction_id!r} was already {done}")
+            await self.durable()  # the first end's outcome may not be on the replica yet
             return
         (topic_id, due_ms, next_check, _), owner, sealed = half
         if owner and owner != requester():  # one sent with authentication off is anyone's, as it was

@@ -107,7 +107,9 @@ class Replicator(replication_grpc.ReplicationServicer):
         self.fence = fence
         self.secret = secret
         batches.start(stored_seq(store))
-        self.acked = batches.seq if settings.replication == "sync" else 0  # nothing unconfirmed yet
+        # What a replica holds: nothing known until one follows (its first report says how far it
+        # got). A batch written before a crash and never confirmed is not taken as confirmed.
+        self.acked = 0
         self._acked_moved = asyncio.Event()
         self.followers = 0
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
@@ -122,7 +124,9 @@ class Replicator(replication_grpc.ReplicationServicer):
     # --- sync replication ----------------------------------------------------------------------
 
     async def confirm(self, seq: int) -> None:
-        """Wait until a replica applied batch `seq`, or fail the send (retriable)."""
+        """Wait until a replica applied batch `seq`, or fail the send (retriable). 0 (a batch that
+        wrote nothing, a duplicate's): the last batch written, which holds whatever it answers with."""
+        seq = seq or self.batches.seq
         timeout = self.settings.replication_timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -137,6 +141,11 @@ class Replicator(replication_grpc.ReplicationServicer):
                 await asyncio.wait_for(self._acked_moved.wait(), left)
             except TimeoutError:
                 pass
+
+    def _confirmed(self, seq: int) -> None:
+        if seq > self.acked:
+            self.acked = seq
+            self._acked_moved.set()
 
     # --- the Follow stream ---------------------------------------------------------------------
 
@@ -165,6 +174,7 @@ class Replicator(replication_grpc.ReplicationServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"the replica is too far behind (applied {start}, oldest kept {oldest}): re-seed it")
         self.followers += 1
+        self._confirmed(start)  # what it applied before (a restart of either side): it holds it
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
         sent = start  # the last batch handed to this stream
 
@@ -181,9 +191,8 @@ class Replicator(replication_grpc.ReplicationServicer):
                         log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
                                     state.applied_seq, sent)
                         lied = True
-                elif state.applied_seq > self.acked:
-                    self.acked = state.applied_seq
-                    self._acked_moved.set()
+                else:
+                    self._confirmed(state.applied_seq)
             return True
 
         reader = asyncio.create_task(read_acks())
