@@ -219,6 +219,18 @@ def _driver(script: str, work: Path, endpoint: str, topic: str, **env) -> subpro
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+_RERUNS = """
+rockmq.spark.register(spark)
+rows = spark.createDataFrame([(f"row-{i}", f"id-{i}") for i in range(50)], "body string, message_id string")
+writes = [(topic + "-own", rows.select("body"), {}), (topic + "-ids", rows, {}),
+          (topic + "-named", rows.select("body"), {"sinkId": topic + "-job"})]
+for name, df, options in writes:
+    for run in range(2):  # the job, then the same job again
+        df.write.format("rockmq").option("endpoint", endpoint).option("topic", name).options(**options) \\
+            .mode("append").save()
+"""
+
+
 def _kill_when_paused(proc: subprocess.Popen, work: Path, timeout: float = 150) -> str:
     marker = work / "paused"
     deadline = time.monotonic() + timeout
@@ -309,5 +321,34 @@ def test_retried_tasks_and_killed_drivers_publish_exactly_once(spark, broker, un
         assert [p["batchId"] for p in query.recentProgress] == [3, 4]  # 3 replayed: staged before, published now
         bodies = [m.body for m in read_topic(conn, topic)]
         assert len(bodies) == 1000 and set(bodies) == expected, "duplicates or gaps"
+    finally:
+        conn.close()
+
+
+def test_batch_write_without_sink_id_warns_once_per_write_that_a_rerun_sends_again(broker, unique, tmp_path):
+    """A batch job run twice without `sinkId` stores every row twice (a new sink id per run), so
+    each such write warns its user, once, on the console of the driver (the writer is made in a
+    Python worker whose stderr Spark copies there); with a `message_id` column the warning names
+    the de-dup window instead; with `sinkId` the rerun publishes nothing and nothing is logged.
+    Its own driver: the test's session shares the test process's stderr with pytest."""
+    topic = unique("sink-rerun")
+    run = _driver(_RERUNS, tmp_path, broker.endpoint, topic)
+    try:
+        console, _ = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 0, console[-4000:]
+    warned = [line for line in console.splitlines() if "has no option `sinkId`" in line]
+    own, ids = f"to topic '{topic}-own' ", f"to topic '{topic}-ids' "
+    assert [own in line and "a rerun sends every row again" in line for line in warned].count(True) == 2, warned
+    assert [ids in line and "de-dup window" in line for line in warned].count(True) == 2, warned
+    assert len(warned) == 4 and not [line for line in warned if f"{topic}-named" in line], warned
+    conn = Conn(broker.endpoint)
+    try:
+        own_bodies = [m.body for m in read_topic(conn, topic + "-own")]
+        assert len(own_bodies) == 100 and len(set(own_bodies)) == 50  # what the warning is about
+        assert len(read_topic(conn, topic + "-ids")) == 50  # within the de-dup window
+        assert sorted(m.body for m in read_topic(conn, topic + "-named")) == sorted(f"row-{i}".encode() for i in range(50))
     finally:
         conn.close()

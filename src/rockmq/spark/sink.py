@@ -31,6 +31,15 @@ writes of a streaming query exactly-once the same way. Correctness depends neith
 rebuilding identical rows nor on a time window; it assumes the sink id's record stays on the
 broker (a streaming sink's is kept for ever, a batch job's for a day: `retainSeconds`).
 
+A batch job run again is a new job: without `sinkId` it gets another fresh sink id and sends
+every row again (50,000 rows run twice: 100,000 messages). Nothing in a rerun tells it from new
+data, so only the user can say "this is the same write": option `sinkId`, the same in every run
+of the same data (and another for other data: a sink id's batch is published once), makes a
+rerun publish nothing while the broker remembers the id. A batch write without one logs a
+warning that says so (`rerun_warning`), once per write: in the Python worker that plans the
+write, whose stderr Spark copies to the driver's console (a `warnings.warn` would show only
+once per worker, and Spark reuses them).
+
 Chunks wait for their decision for `stageTtlSeconds` (an hour): a batch whose tasks ran longer
 than that fails at commit (nothing is published) rather than publish part of itself.
 
@@ -51,6 +60,7 @@ shared with Spark, about the broker's own batched produce rate (bench/spark_writ
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 import uuid
@@ -91,6 +101,7 @@ BATCH_RETAIN_S = 86_400
 N = TypeVar("N", bound=float)  # a numeric option's type
 D = TypeVar("D")  # its default's
 RETRIES = 4  # attempts of an RPC that failed in transport (the broker is restarting, say)
+log = logging.getLogger(__name__)
 
 
 class SinkError(ValueError):
@@ -187,6 +198,19 @@ class RockmqCommitMessage(WriterCommitMessage):
     @property
     def messages(self) -> int:
         return sum(self.counts)
+
+
+def rerun_warning(options: SinkOptions, message_ids: bool) -> str | None:
+    """What a batch write without `sinkId` tells its user (None with one): a rerun of the job is a
+    new sink, so it sends its rows again, and nothing but the user can say otherwise."""
+    if options.sink_id is not None:
+        return None
+    where = f"to topic {options.topic!r} " if options.topic else ""
+    dedup = ("its `message_id` column de-duplicates a rerun only within the broker's de-dup window "
+             "(dedup_window_s, 10 min by default)" if message_ids else "a rerun sends every row again")
+    return (f"rockmq: this batch write {where}has no option `sinkId`, so it is exactly-once within this run only: "
+            f"{dedup}. To make a rerun publish nothing, give the write a `sinkId` naming what it writes, "
+            f"the same in every run of the same data (README, Spark)")
 
 
 # --- connections: one channel per endpoint per process (Spark reuses its Python workers) --------
@@ -343,6 +367,9 @@ class RockmqBatchWriter(_Sink, DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool) -> None:
         super().__init__(options, schema, overwrite)
         o = self.options
+        warning = rerun_warning(o, self.deduplicate)
+        if warning is not None:
+            log.warning(warning)
         self.sink_id = o.sink_id or f"batch-{uuid.uuid4().hex}"
         self.batch_id = o.batch_id or 0
         if o.retain_s is not None:
