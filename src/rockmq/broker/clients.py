@@ -255,7 +255,7 @@ class Clients:
             self._join(session, given.subscription.group.name)
             for entry in given.subscription.subscriptions:  # a bad expression is refused at subscribe time
                 record_filter(entry.expression)
-            group = self.ctx.group_for(given.subscription.group.name) if given.subscription.group.name else None
+            group = self.ctx.group_to_read(given.subscription.group.name) if given.subscription.group.name else None
             for entry in given.subscription.subscriptions:
                 topic = self.ctx.meta.topics.get(entry.topic.name)
                 if group is not None and topic is not None and not declared_lane(entry.expression):  # index from now
@@ -265,7 +265,7 @@ class Clients:
             if lanes and session.group:  # an official client in a lane (broker/lanes.py)
                 session.lane = lanes[0]
                 self._laned.add(session.group)
-            group = self.ctx.group_for(session.group) if session.group else None
+            group = self.ctx.group_to_read(session.group) if session.group else None
             fifo = bool(group and group.fifo)
             sub.fifo = fifo
             sub.receive_batch_size = self.ctx.settings.receive_batch

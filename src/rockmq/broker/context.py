@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 from rockmq.broker import validate
 from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
+from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig, check_name
 from rockmq.broker.queues import AppendIndex, QueueLogs
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.store import Store, keys
+
+UNSTORED_GROUP_ID = 0  # of a group served to a read and never stored (ids allocated start at 1)
 
 
 def start_epoch(store: Store) -> tuple[bytes, int]:
@@ -86,12 +88,30 @@ class BrokerContext:
         if self.authorize_create is not None and not isinstance(target, TopicConfig):
             self.authorize_create(target.name)
 
+    @property
+    def writable(self) -> bool:
+        """Whether this broker writes state of its own: not a replica (it writes only what it
+        applies), not a store that refuses writes (a fenced primary). Elsewhere a read (a pull, an
+        assignment, a consumer's settings) is served without persisting what it implies (a new
+        group, its consume mode, a filter's index): it would be refused, and so would the read."""
+        return not self.read_only and not self.store.refusing_writes
+
     def group_for(self, name: str) -> GroupConfig:
-        """The named group, created with the defaults if auto-creation is on."""
+        """The named group, created with the defaults if auto-creation is on (for a request that
+        writes anyway: where writes are refused, it is refused as they are)."""
         group = self.meta.groups.get(name)
         if group is None and self.settings.auto_create_groups and not self.read_only:
             return self.new_group(name)
         return group or self.meta.group(name)
+
+    def group_to_read(self, name: str) -> GroupConfig:
+        """The named group for a read: `group_for`'s where this broker is `writable`; elsewhere one
+        it does not hold is served with the defaults (if auto-creation is on) and stored nowhere."""
+        group = self.meta.groups.get(name)
+        if group is not None or self.writable or not self.settings.auto_create_groups:
+            return group or self.group_for(name)
+        check_name("group", name)
+        return GroupConfig(name, UNSTORED_GROUP_ID, max_attempts=self.settings.max_attempts)
 
     def new_group(self, name: str, fifo: bool = False, max_attempts: int = 0, consume_mode: str = "") -> GroupConfig:
         """Create a group; max_attempts 0: the broker's default."""

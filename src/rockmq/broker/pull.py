@@ -59,15 +59,16 @@ class PullService:
 
     def _reader(self, group_name: str) -> None:
         """A pull names its group, which then consumes by offsets (broker/consume_mode.py). A
-        group that does not exist and is not created here (a replica, or no auto-creation) has
-        no mode to check: a pull keeps no state of its own."""
+        group that does not exist and is not created here (a replica or a fenced primary, which
+        a read never writes on, or no auto-creation) has no mode to check: a pull keeps no state
+        of its own."""
         group = self.ctx.meta.groups.get(group_name)
         if group is None:
             check_name("group", group_name)
-            if self.ctx.read_only or not self.ctx.settings.auto_create_groups:
+            if not self.ctx.writable or not self.ctx.settings.auto_create_groups:
                 return
             group = self.ctx.group_for(group_name)
-        claim(self.ctx.meta, group, OFFSET, self.ctx.read_only)
+        claim(self.ctx.meta, group, OFFSET, not self.ctx.writable)
 
     async def pull(self, group_name: str, topic: TopicConfig, queue_id: int, offset: int, batch_size: int,
                    accept: RecordFilter, poll_s: float, max_bytes: int = 0, client_id: str = "",
@@ -123,7 +124,7 @@ class PullService:
                 # Only groups that exist: a name made up for each pull (no auto-creation) would grow it without end.
                 if position > self._pulled.get(key, -1) and group_name in self.ctx.meta.groups:
                     self._pulled[key] = position
-                if zone is not None and zone.record and position > offset and not self.ctx.read_only:
+                if zone is not None and zone.record and position > offset and self.ctx.writable:
                     self._took(group_name, zone.record, topic.id, queue_id, offset, position, wanted)
                 return out, position
             await logs.arrivals.wait(arrival, left)

@@ -105,7 +105,7 @@ class Subscriptions:
         if current is not None and current.same_filter(expr):
             return current
         accept = record_filter(expr)
-        if self.ctx.read_only:  # a replica registers nothing: filter as asked, without the index
+        if not self.ctx.writable:  # a replica or a fenced primary registers nothing: filter as asked, without the index
             return None if accept is accept_all else Subscription(group.id, topic.id, expr.type == pb.SQL,
                                                                   expr.expression, [UNINDEXED] * topic.queues, accept)
         if accept is accept_all:

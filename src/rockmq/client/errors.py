@@ -8,7 +8,8 @@
     │   ├── NotFound                 topic, group, message or offset unknown
     │   ├── IllegalArgument          the request is malformed (bad topic name, body, filter, a time
     │   │                            without a zone, ...)
-    │   └── Throttled                the broker is overloaded or a replica did not confirm (retriable)
+    │   └── Throttled                the broker is overloaded, is not the primary (a replica, a fenced
+    │                                primary) or a replica did not confirm (retriable elsewhere)
     ├── BatchSendError               some messages of a batch were refused: `.receipts` (a SendReceipt
     │                                or None per message, in order), `.errors` (index -> the error)
     └── ClientClosed                 the producer or consumer was closed
@@ -16,7 +17,8 @@
 `from_status(code, message)` maps a RocketMQ status to its exception through one table, as
 aiokafka does: the table is the only place that decides what is retriable. A gRPC status (a
 call that failed below the RocketMQ protocol, or rockmq's admin service, which answers with gRPC
-codes) goes through `from_grpc`, which maps it onto the same table.
+codes) goes through `from_grpc`, which maps it onto the same table: a replica's refusal (led by
+NOT_THE_PRIMARY) as a fenced primary's HA_NOT_AVAILABLE, so a send moves on to the primary.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from rockmq.protocol import pb
+from rockmq.protocol.conventions import NOT_THE_PRIMARY
 
 if TYPE_CHECKING:
     from rockmq.client.message import SendReceipt
@@ -128,6 +131,8 @@ def from_grpc(endpoint: str, code: grpc.StatusCode, details: str | None) -> Rock
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return Unimplemented(f"{endpoint}: {details}")
     status = _GRPC_AS_STATUS.get(code)
+    if code == grpc.StatusCode.FAILED_PRECONDITION and (details or "").startswith(NOT_THE_PRIMARY):
+        status = pb.HA_NOT_AVAILABLE
     if status is not None:
         return from_status(status, details or "")
     return ConnectionFailed(f"{endpoint}: {code.name}: {details}", retriable=False)

@@ -18,6 +18,9 @@ properties and reserved topic names. Pure constants and helpers, no I/O.
 - A cluster-wide admin call that found nothing because brokers did not answer fails with
   UNAVAILABLE and a message led by BROKER_SAYS_UNREACHABLE, so a client tells it from not
   reaching the broker it asked.
+- A replica refuses what it does not serve (writes, POP) with FAILED_PRECONDITION and a message led
+  by NOT_THE_PRIMARY, so a client tells "send it to the primary" (retriable elsewhere) from a
+  request that no broker would take.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ ORIGIN_TOPIC = "RETRY_TOPIC"  # the topic the message was first sent to
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 RECONSUME_TIMES = "RECONSUME_TIME"  # failed deliveries so far (RocketMQ's property name)
 BROKER_SAYS_UNREACHABLE = "brokers did not answer"
+NOT_THE_PRIMARY = "this broker is a replica"
 
 RETRY_LADDER_S = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 240.0, 300.0, 360.0, 420.0, 480.0, 540.0, 600.0, 1200.0,
                   1800.0, 3600.0, 7200.0)

@@ -253,6 +253,11 @@ class Store:
         """From now on every write raises `refusal()` and writes nothing (a fenced primary)."""
         self._refusal = refusal
 
+    @property
+    def refusing_writes(self) -> bool:
+        """Whether writes are refused (`refuse_writes`): reads then persist nothing they imply."""
+        return self._refusal is not None
+
     def write(self, batch: Batch) -> None:
         """Apply a batch atomically, without waiting for an fsync."""
         if batch.empty:

@@ -1,5 +1,6 @@
 """A replica serves reads only: every other call is refused with FAILED_PRECONDITION, naming the
-primary, until the replica is promoted."""
+primary, until the replica is promoted. The message leads with NOT_THE_PRIMARY (protocol/conventions.py):
+rockmq's client retries such a refusal elsewhere, as it does a fenced primary's HA_NOT_AVAILABLE."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, TypeAlias
 import grpc
 
 from rockmq.broker.api.requests import Context
+from rockmq.protocol.conventions import NOT_THE_PRIMARY
 
 # Reads, client bookkeeping, and the admin calls that change nothing (plus Promote itself).
 ALLOWED = frozenset({
@@ -24,7 +26,7 @@ Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler
 
 class ReadOnly(grpc.aio.ServerInterceptor):
     def __init__(self, primary: str) -> None:
-        self.message = f"this broker is a replica of {primary}: it serves reads only (send writes to the primary)"
+        self.message = f"{NOT_THE_PRIMARY} of {primary}: it serves reads only (send writes to the primary)"
 
     async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
         method = details.method.rsplit("/", 1)[-1]

@@ -146,9 +146,11 @@ def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
                    requested: pb.Endpoints, tls: bool) -> list[pb.MessageQueue]:
     """A route's queues as clients get them. Each broker is reached at the endpoint it
     registered of the client's kind (`tls`: it came in over TLS), except this one (`here`): at
-    the address the client used to get here."""
+    the address the client used to get here, if it names one. Several ("replica;primary", which
+    official clients dial as one channel, reaching any of them) are not where this broker's
+    queues are written: its own endpoint then."""
     def endpoints(holder: Holder) -> pb.Endpoints:
-        if holder.broker == here and requested.addresses:
+        if holder.broker == here and len(requested.addresses) == 1:
             return requested
         return endpoints_of(holder.endpoint_for(tls))
 

@@ -3,8 +3,10 @@
 Each broker holds its own queues of a topic, numbered from 0 (as in RocketMQ: a queue is named
 by broker and id). A route lists every broker's queues interleaved — b1:0, b2:0, b3:0, b1:1, … —
 so a client that retries on the next queue lands on another broker. Without name servers the
-broker is a cluster of one and routes name only itself. A primary a promoted replica superseded
-(fencing.py) learns it from a registration reply and from then on routes clients to the new one.
+broker is a cluster of one and routes name only itself. Only the broker that takes its name's
+writes names itself: a replica, and a primary a promoted replica superseded (fencing.py, learnt from
+a registration reply), route clients to the primary of their name instead, so that a client given
+any member of a group (official clients "replica;primary") sends where sends are taken.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rockmq.broker.cluster.fencing import Fence
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
+from rockmq.config import names_an_address
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
 from rockmq.protocol.channels import Metadata, open_aio_channel
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
@@ -99,10 +102,15 @@ class Cluster:
         return self.ctx.logs.store_host
 
     @property
+    def writer(self) -> bool:
+        """Whether this broker takes its name's writes: not a replica, not a fenced primary."""
+        return not self.ctx.read_only and not self.fence.fenced
+
+    @property
     def here(self) -> str:
-        """The broker name routes name at the address the client used to get here: this one's, none
-        once fenced (its name is then the new primary's, reached where it registered)."""
-        return "" if self.fence.fenced else self.name
+        """The broker name routes name at the address the client used to get here: this one's while
+        it is the `writer`, else none (its name is the primary's, reached where that one is)."""
+        return self.name if self.writer else ""
 
     def _me(self) -> namesrv.BrokerInfo:
         s = self.ctx.settings
@@ -182,25 +190,42 @@ class Cluster:
         return channel
 
     async def holders(self, topic_name: str) -> list[Holder]:
-        """Who holds the topic: this broker (its own truth, registered or not; once fenced, the new
-        primary of its name instead) and the others the name servers know, cached for ROUTE_TTL_S."""
+        """Who holds the topic for writes: this broker, by its own truth (registered or not), while it
+        is the `writer`; else the primary of its name (`_primary`); and the other brokers the name
+        servers know."""
         local = self.ctx.meta.topics.get(topic_name)
         s = self.ctx.settings
-        me = [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
-                     s.plaintext_address)] if local and not self.fence.fenced else []
-        if not self.enabled:
-            return me
+        others = await self._registered(topic_name) if self.enabled else []
+        if local is None:
+            return others
+        if self.writer:
+            return [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
+                           s.plaintext_address), *others]
+        return [*self._primary(local, others), *others]
+
+    def _primary(self, local: TopicConfig, registered: list[Holder]) -> list[Holder]:
+        """A replica's primary, which the name servers do not list (none, or not registered): at
+        --replica-of HOST:PORT, with the topic's queues as this replica holds them (its primary's).
+        Listed, it is among `registered` already; a fenced primary's successor is known only there."""
+        primary = self.ctx.settings.replica_of
+        if not self.ctx.read_only or not names_an_address(primary) or any(h.broker == self.name for h in registered):
+            return []
+        return [Holder(self.name, primary, local.queues, tuple(local.message_types))]
+
+    async def _registered(self, topic_name: str) -> list[Holder]:
+        """The brokers the name servers list as holding the topic, cached for ROUTE_TTL_S: every other
+        broker, and this broker's name too (its primary) unless this one is the `writer`."""
         cached = self._routes.get(topic_name)
         if cached is None or time.monotonic() - cached[0] > ROUTE_TTL_S:
             others = [Holder.of(b, b.topics[0].queue_count, tuple(b.topics[0].message_types))
-                      for b in await self.brokers(topic_name) if (b.name != self.name or self.fence.fenced) and b.topics]
+                      for b in await self.brokers(topic_name) if (b.name != self.name or not self.writer) and b.topics]
             cached = (time.monotonic(), others)
             if others:  # "nobody else holds it" is never cached: a topic just created elsewhere shows up at once
                 self._routes[topic_name] = cached
             if len(self._routes) > 10_000:  # bounded: forget the oldest half
                 for name in sorted(self._routes, key=lambda n: self._routes[n][0])[:5_000]:
                     del self._routes[name]
-        return [*me, *cached[1]]
+        return cached[1]
 
     async def route(self, topic_name: str, per_broker: bool = False) -> list[tuple[Holder, int]]:
         """The topic's queues on every broker, interleaved; `per_broker`: one entry (queue id -1)
@@ -241,9 +266,10 @@ class Cluster:
     async def assignment(self, topic_name: str, group_name: str) -> list[tuple[Holder, int]]:
         """What a group's consumers are assigned: for a FIFO group every queue, long-polled in
         order; else one entry per broker, popping across all its queues. A bad topic name is
-        refused before the group is looked up (or auto-created)."""
+        refused before the group is looked up (or auto-created: a read, which creates nothing on
+        a replica or a fenced primary)."""
         check_name("topic", topic_name)
-        group = self.ctx.group_for(group_name)
+        group = self.ctx.group_to_read(group_name)
         return await self.route(topic_name, per_broker=not group.fifo)
 
     def local_topic(self, topic_name: str, queue_id: int, owner: str) -> TopicConfig:
