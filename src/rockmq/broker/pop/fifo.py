@@ -5,6 +5,11 @@ redelivered: nothing later in that queue is handed out until those are acknowled
 dead-lettered), and waiting redeliveries go out in offset order once none is in flight. This
 is stricter than per-message-group order (RocketMQ's orderly consumption does the same), and
 it needs no state beyond two counters per held queue, rebuilt from the store at start.
+
+The counters mirror the store (checkpoint entries and retries per queue), so each change is made
+right after the write that makes it, with no await between: a change left for after an await
+(an fsync, a replica) is skipped when the call is cancelled there, and the queue stays held for a
+delivery the store no longer has until a restart (issue 33 §8).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ class PopService:
         self.fifo = fifo
         self.reviver = reviver
         self.renewals = renewals
-        self.commit = committer.commit
+        self.durable = committer.durable
         self._pop_offsets: dict[tuple[int, int, int], int] = {}
         self._cursor: dict[tuple[int, int], int] = {}
         self.waiting = 0
@@ -350,11 +350,17 @@ class PopService:
         batch = self.ctx.store.batch()
         results, queues = self.checkpoints.acknowledge(batch, group.id, topic.id, handles, runs)
         self.ctx.store.write(batch)
-        if group.fifo and queues:  # only once written: a failed write leaves them in flight, their queues held
+        self._release(group, topic, queues)  # only once written: a failed write leaves them in flight, their queues held
+        return results
+
+    def _release(self, group: GroupConfig, topic: TopicConfig, queues: Sequence[int]) -> None:
+        """Deliveries of these queues were just settled in the store: for a FIFO group they no longer
+        hold their queues, and waiting receives look again. Right after the write, before any await
+        (pop/fifo.py says why)."""
+        if group.fifo and queues:
             for queue_id in queues:
                 self.fifo.settled((group.id, topic.id, queue_id), was_inflight=True)
             self.ctx.logs.arrivals.receives(topic.id)
-        return results
 
     def change_invisible(self, group: GroupConfig, topic: TopicConfig, handle: str, invisible_ms: int) -> str:
         """Move a delivery's visibility deadline to now + invisible_ms; returns the new handle."""
@@ -389,7 +395,8 @@ class PopService:
         batch = self.ctx.store.batch()
         self.checkpoints.settle(batch, [found])
         self.reviver.dead_letter(batch, group, topic, found.queue_id, found.offset)
-        await self.commit(batch)
-        if group.fifo:
-            self.fifo.settled((group.id, topic.id, found.queue_id), was_inflight=True)
-            self.ctx.logs.arrivals.receives(topic.id)
+        self.ctx.store.write(batch)
+        # Released before the wait for durability: a call cancelled there (its client went away) or
+        # an fsync that failed left the queue held for a delivery the store had settled.
+        self._release(group, topic, [found.queue_id])
+        await self.durable(batch)
