@@ -157,6 +157,7 @@ _OTHERS: dict[str, Rule] = {
     **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},
     **{f"{USERS}/{m}": Rule(Who.SUPER) for m in ("CreateUser", "UpdateUser", "DeleteUser", "ListUsers")},
     f"{REPLICATION}/Follow": Rule(Who.INNER),
+    f"{REPLICATION}/Snapshot": Rule(Who.INNER),  # a copy of the store: the secret too (cluster/reseed.py)
     f"{NAMESRV}/Register": Rule(Who.INNER),
     f"{NAMESRV}/ListBrokers": Rule(Who.INNER),
 }
