@@ -105,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="keep batches for replicas; sync: a send waits for a replica (default off)")
     serve.add_argument("--replica-of", help="follow this primary (a broker name known to --namesrv, or HOST:PORT): "
                                             "serve reads only until promoted")
+    serve.add_argument("--force-primary", action="store_const", const=True, help=(
+        "a primary a replica followed takes writes at once after a restart, without confirming it is still the "
+        "primary (by default it waits for a name server or its replica): if a replica was promoted meanwhile, both "
+        "take writes and this one's are lost when it is fenced"))
     serve.add_argument("--max-attempts", type=int, help="default deliveries per message before the DLQ (17)")
     serve.add_argument("--default-queues", type=int, help="queues of an auto-created topic (8)")
     serve.add_argument("--max-topics", type=int, help="topics this broker holds at most, its groups' retry and "
@@ -282,7 +286,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     malloc_tuning.tune()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
-                                                "replication", "replica_of", "workers", "default_queues",
+                                                "replication", "replica_of", "force_primary", "workers", "default_queues",
                                                 "max_topics", "max_groups", "disk_reserve_mib",
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",

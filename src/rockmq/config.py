@@ -53,6 +53,9 @@ class Settings:
     # (and retries knowing the replica is missing) instead of timing out blind.
     replication_timeout_s: float = 2.0
     replica_of: str = ""
+    # A primary a replica followed restarts read-only until a name server or its replica confirms it
+    # is still the primary (broker/cluster/fencing.py); force_primary takes writes at once.
+    force_primary: bool = False
     # Broker shard processes `rockmq serve` runs on this machine, joined as a cluster (docs/cluster.md
     # "Every core"); 0: one per core (`--workers auto`). 1 is a single broker process.
     workers: int = 1

@@ -6,9 +6,7 @@ its former primary."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,9 +14,9 @@ import grpc
 from broker_process import BrokerProcess, NameServerProcess
 from chaos_scale import FULL
 from mqwire import Conn, message
+from sending import OfficialSending, Sending
 from waiting import wait_for
 
-from rockmq.client import AsyncProducer, Message
 from rockmq.protocol import namesrv, namesrv_grpc, pb, replication, replication_grpc
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
@@ -67,58 +65,6 @@ def _wait_following(primary: BrokerProcess, replica: BrokerProcess, body: str) -
     return sent
 
 
-class Sending:
-    """rockmq's producer sending one message after another through `endpoint`, in its own thread."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.acked: list[tuple[float, str]] = []  # (when, message id)
-        self.failed: list[tuple[float, str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=asyncio.run, args=(self._run(endpoint),))
-        self._thread.start()
-
-    async def _run(self, endpoint: str) -> None:
-        async with AsyncProducer(endpoint, request_timeout=2.0) as p:
-            i = 0
-            while not self._stop.is_set():
-                try:
-                    self.acked.append((time.monotonic(), (await p.send(Message(TOPIC, f"r{i}".encode()))).message_id))
-                except Exception as e:  # noqa: BLE001 - counted: the test judges when sends succeed again
-                    self.failed.append((time.monotonic(), repr(e)))
-                    await asyncio.sleep(0.05)
-                i += 1
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-
-class OfficialSending:
-    """The official Python producer sending one message after another through `endpoint`, in its own thread."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.acked: list[tuple[float, str]] = []
-        self.failed = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(endpoint,))
-        self._thread.start()
-
-    def _run(self, endpoint: str) -> None:
-        with producer(endpoint, TOPIC) as p:
-            i = 0
-            while not self._stop.is_set():
-                try:
-                    self.acked.append((time.monotonic(), send(p, TOPIC, f"o{i}".encode()).message_id))
-                except Exception:  # noqa: BLE001 - counted: the test judges when sends succeed again
-                    self.failed += 1
-                    time.sleep(0.2)
-                i += 1
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-
 def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp_path):
     ns = NameServerProcess("--broker-timeout", "2").start()
     primary = BrokerProcess(tmp_path / "b1", "--broker-name", "b1", "--namesrv", ns.endpoint, "--replication", "async",
@@ -148,9 +94,9 @@ def test_promotion_is_refused_while_the_primary_answers_and_forced_fences_it(tmp
         finally:
             rconn.close()
 
-        sending = Sending(primary.endpoint)
+        sending = Sending(primary.endpoint, TOPIC)
         wait_for(lambda: len(sending.acked) >= 5, 15, what="rockmq's producer sending to the primary")
-        official = OfficialSending(primary.endpoint) if FULL else None
+        official = OfficialSending(primary.endpoint, TOPIC) if FULL else None
         forced = replica.cli("broker", "promote", "--force")
         promoted_at = time.monotonic()
         assert forced.returncode == 0, forced.stdout + forced.stderr

@@ -13,11 +13,11 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from mqwire import META, RPC_TIMEOUT, Conn
+from mqwire import META, RPC_TIMEOUT, Conn, message
 from tls_certs import free_port
 from waiting import wait_for
 
-from rockmq.client import AsyncProducer, Message
+from rockmq.client import AsyncProducer, AsyncPullConsumer, Message
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import endpoints_of
 
@@ -165,3 +165,41 @@ def test_a_replicas_refusal_is_retried_on_the_primary(tmp_path):
         replica.kill()
         former.kill()
         primary.kill()
+
+
+def test_with_its_primary_gone_a_replica_routes_readers_to_itself(pair):
+    """The primary dead, the replica is what there is to read: its route lists its own queues for
+    reading only (READ: producers take no send there), and rockmq's pull consumer given only the
+    replica reads every message the primary acknowledged."""
+    primary, replica = pair
+    conn = Conn(primary.endpoint)
+    try:
+        sent = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(10)))}
+    finally:
+        conn.close()
+    wait_for(lambda: sent <= _stored_on(replica), 15, what="the replica to hold the messages")
+    primary.kill()
+    rconn = Conn(replica.endpoint)
+
+    def reads_here():
+        route = rconn.query_route(TOPIC)
+        return route if _ports(route.message_queues) == {replica.port} else None
+
+    try:
+        route = wait_for(reads_here, 10, what="the replica to route readers to itself")
+        assert {q.permission for q in route.message_queues} == {pb.READ}, route
+    finally:
+        rconn.close()
+
+    async def pull_everything() -> set[str]:
+        async with AsyncPullConsumer(replica.endpoint, "readers") as c:
+            return {m.message_id for q in await c.queues(TOPIC) for m in (await c.pull(q, 0)).messages}
+
+    assert asyncio.run(pull_everything()) == sent
+    primary.start()  # back: writers are routed to it again
+    rconn = Conn(replica.endpoint)
+    try:
+        wait_for(lambda: _ports(rconn.query_route(TOPIC).message_queues) == {primary.port}, 15,
+                 what="the replica to route to its primary again")
+    finally:
+        rconn.close()

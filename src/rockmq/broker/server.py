@@ -30,6 +30,7 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
+from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
@@ -100,6 +101,7 @@ class Broker:
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
         # cancels server streams their clients do not read, and bounds what the receives being written hold
         self.streams = StalledStreams(s.stream_send_timeout_s, s.stream_buffer_bytes, s.stream_buffer_total_bytes)
+        prepare(s.data_path)  # a re-seeded replica's copy swapped in (reseed.py), a checkpoint being sent removed
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
@@ -118,7 +120,7 @@ class Broker:
         self.port = s.port
         # A replica writes nothing of its own; it holds its primary's users and ACLs (handed on only with auth on).
         principals = Principals(self.users, self.access)
-        self.fence = Fence(store, s.broker_name)
+        self.fence = Fence(store, s.broker_name, s.force_primary)
         self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, self.streams,
                                       principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
@@ -128,7 +130,8 @@ class Broker:
             ctx.authorize_create = self.access.may_create
         self.cluster = Cluster(ctx, self.fence)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
-        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals)
+        self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
+        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set)
                          if following else None)
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
@@ -169,7 +172,7 @@ class Broker:
         self.server.add_generic_rpc_handlers((batch.handler(),))
         if self.follower is None:  # before the first call: a Follow stream may fence it at once
             self.fence.on_fenced = self._fenced
-            self.fence.guard()
+            self.fence.guard("a name server or its replica" if self.cluster.enabled else "its replica")
         await self.server.start()
         self._watching = asyncio.create_task(self.streams.run())  # as long as it serves, fenced or not
         if self.follower is not None:  # a replica writes nothing of its own
@@ -180,13 +183,23 @@ class Broker:
                                                                  self.settings))
         if self.fence.fenced:  # superseded before this start: it serves reads only
             return self.port
-        loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
-        self._tasks = [asyncio.create_task(t) for t in
-                       (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
-                        self.staging.run(), self.retention.run(), self.ctx.store.space.watch())]
+        self._tasks = [asyncio.create_task(self.ctx.store.space.watch())]
+        if self.fence.confirmed:
+            self._write()
+        else:  # a restarted primary of a replicated group: its writers wait until it is confirmed
+            self.fence.on_confirmed = self._write
         if self.cluster.enabled:
+            if not self.fence.confirmed:
+                await self.cluster.register_now()  # a name server confirms (or fences) it before it is ready
             self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
         return self.port
+
+    def _write(self) -> None:
+        """Start the background writers (timers, transactions, redeliveries, retention...)."""
+        loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
+        self._tasks += [asyncio.create_task(t) for t in
+                        (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
+                         self.staging.run(), self.retention.run())]
 
     def _fenced(self) -> None:
         """A promoted replica superseded this primary: its writers and registrations stop (the store
@@ -242,18 +255,23 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
     while True:
-        promoted = asyncio.create_task(broker.promoted.wait())
-        stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait((promoted, stopped), return_when=asyncio.FIRST_COMPLETED)
-        promoted.cancel()
-        stopped.cancel()
+        waits = [asyncio.create_task(e.wait()) for e in (broker.promoted, broker.reseeded, stop)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
         if stop.is_set():
             break
         # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
+        # Re-seeded: start over on the copy of the primary's store, swapped in before the store opens.
+        promoted = broker.promoted.is_set()
         await broker.stop()
         broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port))
         await broker.start()
-        log.warning("promoted: now a primary on port %d", port)
+        if promoted:
+            log.warning("promoted: now a primary on port %d", port)
+        else:
+            log.warning("re-seeded: following %s again from batch %d", settings.replica_of,
+                        broker.follower.applied if broker.follower is not None else 0)
     log.info("stopping")
     watching.cancel()
     await broker.stop()

@@ -196,7 +196,10 @@ class AsyncProducer:
 
     async def _query_route(self, topic: str) -> list[Queue]:
         try:
-            queues = await self.session.route(topic)
+            listed = await self.session.route(topic)
+            # Queues listed for readers only (a replica whose primary is gone) take no sends; with none
+            # writable, the broker's own (retriable) refusal says why.
+            queues = [q for q in listed if q.writable] or listed
             self._routes[topic] = (time.monotonic(), queues)
             return queues
         finally:

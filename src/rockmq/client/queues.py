@@ -13,6 +13,7 @@ class Queue:
     broker: str
     endpoint: str
     queue_id: int
+    writable: bool = True  # False: listed for readers only (a replica whose primary is out of reach)
 
 
 def queue_order(queue: Queue) -> tuple[str, str, int, str]:

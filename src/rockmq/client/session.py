@@ -22,6 +22,7 @@ from rockmq.protocol.endpoints import address_of, endpoints_of
 
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)
 _BATCH_OK_CODES = (*OK_CODES, pb.MESSAGE_NOT_FOUND)
+WRITABLE = (pb.WRITE, pb.READ_WRITE)  # a route's queue permissions that take sends
 
 Endpoints = str | Sequence[str]  # what clients take as `endpoint`: "host:port", "h1:p1,h2:p2" or a list
 
@@ -166,7 +167,8 @@ class Session:
         brokers it names become access points too."""
         reply = await self.ask("QueryRoute", lambda at: rpc.QueryRouteRequest(topic=pb.Resource(name=topic),
                                                                                endpoints=endpoints_of(at)))
-        queues = [Queue(topic, q.broker.name, address_of(q.broker.endpoints), q.id) for q in reply.message_queues]
+        queues = [Queue(topic, q.broker.name, address_of(q.broker.endpoints), q.id, q.permission in WRITABLE)
+                  for q in reply.message_queues]
         self.learn(q.endpoint for q in queues)
         return queues
 

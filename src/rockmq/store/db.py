@@ -27,6 +27,7 @@ from typing import Protocol
 from rocksdict import (
     BlockBasedOptions,
     Cache,
+    Checkpoint,
     ColumnFamily,
     CompactOptions,
     Options,
@@ -249,8 +250,9 @@ class Store:
     def batch(self) -> Batch:
         return Batch(self._handles, record=self._oplog is not None and self._oplog.recording)
 
-    def refuse_writes(self, refusal: Callable[[], Exception]) -> None:
-        """From now on every write raises `refusal()` and writes nothing (a fenced primary)."""
+    def refuse_writes(self, refusal: Callable[[], Exception] | None) -> None:
+        """From now on every write raises `refusal()` and writes nothing (a fenced primary); None:
+        writes are taken again (a restarted primary that confirmed it still is one)."""
         self._refusal = refusal
 
     @property
@@ -347,6 +349,13 @@ class Store:
         shared = CompactOptions()
         shared.set_exclusive_manual_compaction(False)
         await asyncio.to_thread(self._cf[family].compact_range, lower, upper, shared)
+
+    def checkpoint(self, path: Path) -> None:
+        """A consistent copy of the store in `path` (which must not exist), as of now: RocksDB flushes
+        the memtables and hard-links the table and blob files (so `path` must be on the store's file
+        system; copies only the live WAL). On the event loop, not a thread: rocksdict holds the GIL
+        meanwhile anyway, and the store cannot be closed under it."""
+        Checkpoint(self._db).create_checkpoint(str(path))
 
     def last_key_with_prefix(self, family: str, prefix: bytes) -> bytes | None:
         it = self._cf[family].iter()
@@ -527,6 +536,15 @@ class Batch:
         self.empty = False
         if self.ops is not None:
             self.ops.append((oplog.DELETE_RANGE, family, lower, upper))
+
+    def put_unshipped(self, family: str, key: bytes, value: bytes) -> None:
+        """Put that a replica never gets (what only this store needs: a primary's footprints)."""
+        self.wb.put(key, value, self._handles[family])
+        self.empty = False
+
+    def delete_range_unshipped(self, family: str, lower: bytes, upper: bytes) -> None:
+        self.wb.delete_range(lower, upper, self._handles[family])
+        self.empty = False
 
     def apply(self, ops: list[oplog.Op]) -> None:
         """Add operations shipped from another store."""

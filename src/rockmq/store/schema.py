@@ -46,6 +46,7 @@ class Family(StrEnum):
     TXNCHECKS = "txnchecks", 9  # transaction checks by deadline
     MATCHES = "matches", 10  # offsets a filtered subscription matched
     STAGING = "staging", 11  # the Spark sink's staged chunks, sinks and publish jobs (broker/staging.py)
+    FOOTPRINTS = "footprints", 12  # a primary's keys touched per replicated batch (store/footprints.py), never shipped
 
 
 assert len({f.id for f in Family}) == len(Family), "two families share an id"

@@ -154,7 +154,7 @@ def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
             return requested
         return endpoints_of(holder.endpoint_for(tls))
 
-    return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE,
+    return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE if h.writable else pb.READ,
                             broker=pb.Broker(name=h.broker, id=0, endpoints=endpoints(h)),
                             accept_message_types=h.message_types) for h, queue_id in queues]
 

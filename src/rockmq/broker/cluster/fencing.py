@@ -14,6 +14,12 @@ primary heard: `repl/former`). It then writes `repl/fenced` (it stays fenced acr
 restarts, until re-seeded from the new primary), refuses every write with HA_NOT_AVAILABLE (which
 clients retry, the official ones on another queue, rockmq's after refreshing the route), stops
 its background writers and registrations, and answers routes with the new primary.
+
+A primary that was down may have been superseded while nobody could tell it. So a primary a replica
+followed once (`repl/replicated`) restarts read-only, refusing writes with HA_NOT_AVAILABLE, until
+it has confirmed it is still the primary: a name server's reply to its registration naming no
+higher epoch, or a replica holding its secret following it at its own epoch. With no one to ask it
+stays read-only; `--force-primary` takes writes at once, at the risk of two primaries.
 """
 
 from __future__ import annotations
@@ -65,27 +71,67 @@ def next_epoch(store: Store, known: int) -> int:
 
 
 class Fence:
-    """A primary's epoch and whether a promoted replica superseded it. `on_fenced` runs once, when
-    it is (the broker stops its background writers and registrations)."""
+    """A primary's epoch, whether a promoted replica superseded it, and whether it has confirmed
+    it is still the primary since it started. `on_fenced` runs once, when it is superseded (the
+    broker stops its background writers and registrations); `on_confirmed` once, when it confirms
+    (the broker starts them)."""
 
-    def __init__(self, store: Store, broker_name: str) -> None:
+    def __init__(self, store: Store, broker_name: str, force_primary: bool = False) -> None:
         self.store = store
         self.broker_name = broker_name
         self.epoch = stored_epoch(store)
         self.superseded = _stored(store, keys.FENCED_KEY)  # the epoch that did (0: none)
+        self.confirmed = force_primary or store.get("meta", keys.REPLICATED_KEY) is None  # nothing to confirm
+        self.forced = force_primary
         self.on_fenced: Callable[[], None] = lambda: None
+        self.on_confirmed: Callable[[], None] = lambda: None
 
     @property
     def fenced(self) -> bool:
         return self.superseded > self.epoch
 
-    def guard(self) -> None:
-        """From now on (the broker's own start-up writes done), a fenced store refuses writes."""
+    def guard(self, asks: str) -> None:
+        """From now on (the broker's own start-up writes done), a fenced store refuses writes, and
+        so does one that has yet to confirm it is the primary; `asks`: whom it asks (for the line)."""
         if self.fenced:
             log.warning("this broker was superseded by a promoted replica (primary epoch %d above its %d): it "
                         "refuses writes and serves reads; re-seed it from the new primary to use it again",
                         self.superseded, self.epoch)
             self.store.refuse_writes(self.refusal)
+        elif not self.confirmed:
+            log.warning("this broker was the primary of a replicated group: it serves reads only until %s confirms "
+                        "it is still the primary (a replica may have been promoted while it was down); "
+                        "--force-primary takes writes at once", asks)
+            self.store.refuse_writes(self.unconfirmed)
+        elif self.forced and self.store.get("meta", keys.REPLICATED_KEY) is not None:
+            log.warning("--force-primary: taking writes without confirming this broker is still the primary; if a "
+                        "replica was promoted meanwhile, both take writes and what this one takes is lost when it "
+                        "is fenced")
+
+    def unconfirmed(self) -> BrokerError:
+        return BrokerError(pb.HA_NOT_AVAILABLE,
+                           f"broker {self.broker_name!r} here has not yet confirmed it is still the primary after a "
+                           f"restart (its name servers or its replica tell it); retry")
+
+    def confirm(self, source: str) -> None:
+        """`source` (a name server, a replica) knows of no primary epoch above this broker's."""
+        if self.confirmed or self.fenced:
+            return
+        self.confirmed = True
+        self.store.refuse_writes(None)
+        log.warning("%s confirmed this broker is still the primary (epoch %d): taking writes", source, self.epoch)
+        self.on_confirmed()
+
+    def followed(self) -> None:
+        """A replica follows: from now on a restart waits to confirm this broker is the primary."""
+        if self.store.get("meta", keys.REPLICATED_KEY) is not None:
+            return
+        batch = self.store.batch()
+        batch.put_unshipped("meta", keys.REPLICATED_KEY, b"1")  # the replica's own restarts have nothing to confirm
+        try:
+            self.store.write(batch)
+        except BrokerError:  # fenced or a full disk: it is marked at the next follow
+            pass
 
     def refusal(self) -> BrokerError:
         return BrokerError(pb.HA_NOT_AVAILABLE,

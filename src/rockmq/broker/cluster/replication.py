@@ -27,16 +27,18 @@ from rockmq.auth.inner import inner_credentials, signed
 from rockmq.auth.principals import Principals
 from rockmq.auth.users import UserError
 from rockmq.broker.cluster.fencing import Fence, epoch_proof, next_epoch, proven, stored_epoch
+from rockmq.broker.cluster.reseed import Reseeder, Snapshots, refuse_too_far_behind, too_far_behind
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext, load_metadata
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.stalled_streams import StalledStreams
-from rockmq.config import Settings, names_an_address
+from rockmq.config import MiB, Settings, names_an_address
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
-from rockmq.store import Store, keys, oplog
+from rockmq.store import Store, footprints, keys, oplog
 from rockmq.store.db import Batch
 from rockmq.store.disk_space import DiskFull
+from rockmq.store.schema import Family
 from rockmq.unparsed import UNPARSED, Unparsed
 
 log = logging.getLogger(__name__)
@@ -59,39 +61,68 @@ def stored_seq(store: Store) -> int:
 
 class OpLog:
     """A primary's batches as replicas get them: each numbered as it is written (the number is
-    stored with it), the recent ones kept in a ring bounded by bytes. The store takes it at
-    construction (store.db.OpLogSink); it records once the Replicator `start`s it, so a replica's
-    store, which writes the primary's numbers, never numbers its own."""
+    stored with it), the recent ones kept in a ring bounded by bytes, and the keys each touched
+    kept in the store (its footprint, store/footprints.py: what a replica behind the ring, or
+    behind a restart, is caught up from). The store takes it at construction (store.db.OpLogSink);
+    it records once the Replicator `start`s it, so a replica's store, which writes the primary's
+    numbers, never numbers its own."""
 
     def __init__(self, ring_bytes: int) -> None:
-        self.ring_bytes = ring_bytes
+        self.ring_bytes = ring_bytes  # the footprints kept are bounded alike
         self.recording = False
         self.seq = 0
         self.ring: deque[tuple[int, bytes]] = deque()
         self._held = 0
         self.grew = asyncio.Event()
+        self._footprints: deque[tuple[int, int]] = deque()  # (batch number, bytes) of those kept
+        self._footprint_bytes = 0
+        self._drop_below = 0  # footprints below this batch go with the next batch written
+        self._stamped = b""  # the batch being written, encoded
 
-    def start(self, seq: int) -> None:
-        """Number batches from the one after `seq` (the last stored)."""
-        self.seq = seq
+    def start(self, store: Store) -> None:
+        """Number batches from the one after the last stored."""
+        self.seq = stored_seq(store)
+        self._footprints.extend(footprints.kept(store))
+        self._footprint_bytes = sum(size for _, size in self._footprints)
+        self._trim_footprints()
         self.recording = True
 
     def stamp(self, batch: Batch) -> None:
         self.seq += 1
         batch.seq = self.seq
-        batch.put("meta", keys.REPLICATION_SEQ_KEY, keys.encode_u64(self.seq))
+        batch.put(Family.META, keys.REPLICATION_SEQ_KEY, keys.encode_u64(self.seq))
+        ops = batch.ops or []
+        self._stamped = oplog.encode(ops)
+        # the footprint spans what the ring would: it carries the batch's size
+        batch.put_unshipped(Family.FOOTPRINTS, footprints.key(self.seq),
+                            footprints.footprint(len(self._stamped), ops[:-1]))  # less the number, set last
+        if self._drop_below:
+            batch.delete_range_unshipped(Family.FOOTPRINTS, b"", footprints.key(self._drop_below))
 
     def unstamp(self, batch: Batch) -> None:
         """The stamped batch was not written (the disk is full): its number goes to the next one."""
         self.seq = batch.seq - 1
 
     def written(self, batch: Batch) -> None:
-        data = oplog.encode(batch.ops or [])
+        data = self._stamped
         self.ring.append((batch.seq, data))
         self._held += len(data)
         while self._held > self.ring_bytes and len(self.ring) > 1:
             self._held -= len(self.ring.popleft()[1])
+        self._drop_below = 0
+        self._footprints.append((batch.seq, len(data)))
+        self._footprint_bytes += len(data)
+        self._trim_footprints()
         self.grew.set()
+
+    def _trim_footprints(self) -> None:
+        """The footprints kept span the batches the ring would hold across a restart; past an eighth
+        above that, the oldest go (one range delete for many)."""
+        if self._footprint_bytes <= self.ring_bytes + self.ring_bytes // 8:
+            return
+        while self._footprint_bytes > self.ring_bytes and len(self._footprints) > 1:
+            self._footprint_bytes -= self._footprints.popleft()[1]
+        self._drop_below = self._footprints[0][0]
 
 
 class Replicator(replication_grpc.ReplicationServicer):
@@ -106,12 +137,14 @@ class Replicator(replication_grpc.ReplicationServicer):
         self.principals = principals
         self.fence = fence
         self.secret = secret
-        batches.start(stored_seq(store))
+        self.store = store
+        batches.start(store)
         # What a replica holds: nothing known until one follows (its first report says how far it
         # got). A batch written before a crash and never confirmed is not taken as confirmed.
         self.acked = 0
         self._acked_moved = asyncio.Event()
         self.followers = 0
+        self.snapshots = Snapshots(store, streams, lambda: fence.fenced)  # copies for replicas too far behind
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
         # and recall handles stay valid), the epoch (its sequence numbers start above ours) and the
         # primary epoch (it takes one above).
@@ -147,6 +180,23 @@ class Replicator(replication_grpc.ReplicationServicer):
             self.acked = seq
             self._acked_moved.set()
 
+    def _catch_up(self, applied: int) -> tuple[int, list[oplog.Op]] | tuple[()] | None:
+        """What a replica that applied batch `applied` needs before the ring's batches: nothing
+        (`()`: the ring holds the next), the sum of the batches the ring no longer holds (a restart
+        emptied it, or the replica fell behind it) as of the last batch written, or None: the
+        footprints do not reach back that far (store/footprints.py) — it must be re-seeded."""
+        ring = self.batches.ring
+        if applied >= self.batches.seq or (ring and ring[0][0] <= applied + 1):
+            return ()
+        ops = footprints.catch_up(self.store, applied, self.batches.seq, self.settings.replication_ring_bytes)
+        return None if ops is None else (self.batches.seq, ops)
+
+    async def _too_far_behind(self, context: grpc.aio.ServicerContext[Any, Any], applied: int) -> None:
+        """Refuse a replica whose next batch neither the ring nor the footprints hold: only a full
+        copy brings it back (the refusal is marked: the replica then re-seeds itself, reseed.py)."""
+        await refuse_too_far_behind(context, f"the replica is too far behind (applied {applied}, primary at "
+                                             f"{self.batches.seq}): re-seed it")
+
     # --- the Follow stream ---------------------------------------------------------------------
 
     async def Follow(self, requests: AsyncIterator[replication.FollowerState | Unparsed],
@@ -165,14 +215,16 @@ class Replicator(replication_grpc.ReplicationServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"this broker was superseded by a promoted replica (primary epoch {self.fence.superseded}): "
                                 f"follow the new primary")
+        if first.epoch == self.fence.epoch and proven(self.secret, first.epoch, first.epoch_proof):
+            self.fence.confirm("a replica")  # it follows this broker at its epoch: nobody was promoted
         start = first.applied_seq
-        oldest = self.batches.ring[0][0] if self.batches.ring else self.batches.seq + 1
         if start > self.batches.seq:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"the replica is ahead of this primary (applied {start}, primary at {self.batches.seq})")
-        if start < self.batches.seq and start + 1 < oldest:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"the replica is too far behind (applied {start}, oldest kept {oldest}): re-seed it")
+        catch_up = self._catch_up(start)
+        if catch_up is None:
+            await self._too_far_behind(context, start)
+        self.fence.followed()
         self.followers += 1
         self._confirmed(start)  # what it applied before (a restart of either side): it holds it
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
@@ -205,11 +257,17 @@ class Replicator(replication_grpc.ReplicationServicer):
                 if self.principals is not None and self.principals.version != handed:
                     handed = self.principals.version  # read first: a change while copying is sent again
                     yield replication.ReplicatedBatch(principals=self.principals.copy())
+                elif catch_up:
+                    sent, ops = catch_up  # before the yield, as below
+                    catch_up = ()
+                    yield replication.ReplicatedBatch(seq=sent, ops=oplog.encode(ops), catch_up=True)
                 elif self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
                     kept = self.batches.ring[0][0]
-                    if sent + 1 < kept:
-                        await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                            "the replica fell behind the buffer: re-seed it")
+                    if sent + 1 < kept:  # it fell behind the ring: caught up from the footprints instead
+                        catch_up = self._catch_up(sent)
+                        if catch_up is None:
+                            await self._too_far_behind(context, sent)
+                        continue
                     seq, data = self.batches.ring[sent + 1 - kept]
                     sent = seq  # before the yield: the replica may report it before this resumes
                     yield replication.ReplicatedBatch(seq=seq, ops=data)
@@ -227,6 +285,12 @@ class Replicator(replication_grpc.ReplicationServicer):
             self.followers -= 1
             log.info("a replica stopped following at batch %d", sent)
 
+    async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,
+                       context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.SnapshotChunk]:
+        """A copy of the store for a replica too far behind to follow (reseed.py)."""
+        async for chunk in self.snapshots.stream(request, context):
+            yield chunk
+
 
 class Follower:
     """The replica's side: applies the primary's batches in order and reports each one.
@@ -235,7 +299,7 @@ class Follower:
     the replica finds its primary wherever it restarts."""
 
     def __init__(self, ctx: BrokerContext, primary: str, cluster: Cluster, on_promoted: Callable[[], None],
-                 principals: Principals) -> None:
+                 principals: Principals, on_reseeded: Callable[[], None]) -> None:
         self.ctx = ctx
         self.principals = principals  # the primary's users and ACLs, kept as ours
         self.on_promoted = on_promoted  # restarts the broker as a primary
@@ -244,6 +308,8 @@ class Follower:
         self._inner = inner_credentials(ctx.settings)  # the primary answers only these with auth on
         self.applied = stored_seq(ctx.store)
         self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
+        # too far behind: a copy of the primary's store, swapped in by a restart (`on_reseeded`)
+        self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, self._inner, on_reseeded)
 
     async def _endpoint(self) -> str | None:
         return self.primary if names_an_address(self.primary) else await self.cluster.endpoint_of(self.primary)
@@ -259,13 +325,22 @@ class Follower:
                 await asyncio.sleep(RETRY_S)
                 continue
             channel = open_aio_channel(endpoint, self.ctx.settings.client_tls, REPLICATION_CHANNEL)
-            self.followed = endpoint
+            self.followed = self.cluster.primary.endpoint = endpoint
+            stub = replication_grpc.ReplicationStub(channel)
             try:
-                await self._follow(replication_grpc.ReplicationStub(channel))
+                await asyncio.wait_for(channel.channel_ready(), PROBE_S)
+                self.cluster.primary.up = True  # routes send writers there (broker/cluster/routes.py)
+                await self._follow(stub)
+            except TimeoutError:  # the primary is out of reach: routes send readers here meanwhile
+                pass
             except DiskFull:  # said once (store/disk_space.py): follow again from what is applied, once there is room
                 pass
+            except (RuntimeError, ValueError) as e:  # a gap, or a batch that does not decode: follow again from what is applied
+                log.error("following %s at %s stopped: %s; following again", self.primary, endpoint, e)
             except grpc.aio.AioRpcError as e:
-                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                if too_far_behind(e):  # said by the re-seed, not here every second
+                    await self.reseeder.reseed(stub, endpoint, self.applied)
+                elif e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                     log.error("replication refused by %s: %s", endpoint, e.details())
                 elif e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED) and not warned:
                     log.error("replication refused by %s: %s (both need the cluster's inner credentials)", endpoint,
@@ -277,6 +352,7 @@ class Follower:
                     log.warning("cannot follow %s at %s: %s", self.primary, endpoint, e.code().name)
                 warned = True
             finally:
+                self.cluster.primary.up = False
                 await channel.close()
             await asyncio.sleep(RETRY_S)
 
@@ -314,7 +390,7 @@ class Follower:
                 if shipped.HasField("principals"):
                     self._adopt(shipped.principals)
                     continue
-                if shipped.seq != self.applied + 1:
+                if shipped.seq != self.applied + 1 and not (shipped.catch_up and shipped.seq > self.applied):
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 self._apply(oplog.decode(shipped.ops))
                 self.applied = shipped.seq
@@ -322,6 +398,9 @@ class Follower:
         finally:
             acker.cancel()
             call.cancel()
+            if acks.full():
+                acks.get_nowait()
+            acks.put_nowait(None)  # ends the request stream's generator, which gRPC may still be reading
 
     async def promote(self, force: bool) -> tuple[int, int, bool]:
         """Stop following for good at the next primary epoch (stored, durably) -> (the primary's last

@@ -27,7 +27,6 @@ from rockmq.broker.cluster.fencing import Fence
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
-from rockmq.config import names_an_address
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
 from rockmq.protocol.channels import Metadata, open_aio_channel
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
@@ -48,6 +47,7 @@ class Holder:
     message_types: tuple[str, ...] = ()
     tls: bool = False
     plaintext_endpoint: str = ""  # with `tls`: its plaintext listener, if it has one
+    writable: bool = True  # False: a replica whose primary is out of reach, listed for readers only
 
     @classmethod
     def of(cls, info: namesrv.BrokerInfo, queues: int, message_types: tuple[str, ...]) -> Holder:
@@ -57,6 +57,16 @@ class Holder:
         """Where a client that came in over TLS (or in plaintext) reaches this broker: its listener
         of that kind, else the one it has."""
         return self.plaintext_endpoint if not tls and self.tls and self.plaintext_endpoint else self.endpoint
+
+
+@dataclass
+class PrimaryLink:
+    """A replica's primary as its Follower (replication.py) sees it now: where it follows it, and
+    whether the connection is up. Routes send writers there while it is, and readers to the replica
+    itself while it is not (the primary is gone: the replica is what there is to read)."""
+
+    endpoint: str = ""
+    up: bool = False
 
 
 def interleave(holders: list[Holder]) -> list[tuple[Holder, int]]:
@@ -87,6 +97,7 @@ class Cluster:
         self._services: dict[tuple[str, Callable[[grpc.aio.Channel], Any]], Any] = {}
         self._routes: dict[str, tuple[float, list[Holder]]] = {}
         self._unreachable: set[str] = set()
+        self.primary = PrimaryLink()  # a replica's, kept by its Follower
 
     @property
     def enabled(self) -> bool:
@@ -139,7 +150,8 @@ class Cluster:
                 log.warning("cannot register with name server %s: %s", address, e.code().name)
                 self._unreachable.add(address)
             return
-        self.fence.learn(reply.epoch, f"name server {address}")
+        if not self.fence.learn(reply.epoch, f"name server {address}"):
+            self.fence.confirm(f"name server {address}")
         if address in self._unreachable:
             log.info("registered with name server %s again", address)
             self._unreachable.discard(address)
@@ -198,17 +210,18 @@ class Cluster:
         others = await self._registered(topic_name) if self.enabled else []
         if local is None:
             return others
-        if self.writer:
-            return [Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
-                           s.plaintext_address), *others]
+        if self.writer or (self.ctx.read_only and not self.primary.up):
+            mine = Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
+                          s.plaintext_address, writable=self.writer)
+            return [mine, *(h for h in others if h.broker != self.name)]
         return [*self._primary(local, others), *others]
 
     def _primary(self, local: TopicConfig, registered: list[Holder]) -> list[Holder]:
-        """A replica's primary, which the name servers do not list (none, or not registered): at
-        --replica-of HOST:PORT, with the topic's queues as this replica holds them (its primary's).
+        """A replica's primary, which the name servers do not list (none, or not registered): where
+        the replica follows it, with the topic's queues as this replica holds them (its primary's).
         Listed, it is among `registered` already; a fenced primary's successor is known only there."""
-        primary = self.ctx.settings.replica_of
-        if not self.ctx.read_only or not names_an_address(primary) or any(h.broker == self.name for h in registered):
+        primary = self.primary.endpoint
+        if not self.ctx.read_only or not primary or any(h.broker == self.name for h in registered):
             return []
         return [Holder(self.name, primary, local.queues, tuple(local.message_types))]
 

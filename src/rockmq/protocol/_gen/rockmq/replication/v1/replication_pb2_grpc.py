@@ -39,6 +39,11 @@ class ReplicationStub:
                 request_serializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.FollowerState.SerializeToString,
                 response_deserializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.ReplicatedBatch.FromString,
                 _registered_method=True)
+        self.Snapshot = channel.unary_stream(
+                '/rockmq.replication.v1.Replication/Snapshot',
+                request_serializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.SnapshotRequest.SerializeToString,
+                response_deserializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.SnapshotChunk.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -50,6 +55,14 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Snapshot(self, request, context):
+        """One at a time per primary (RESOURCE_EXHAUSTED while another replica takes one); only the
+        cluster's inner credentials may call it with --auth, as Follow (it carries the secret).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -57,6 +70,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.Follow,
                     request_deserializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.FollowerState.FromString,
                     response_serializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.ReplicatedBatch.SerializeToString,
+            ),
+            'Snapshot': grpc.unary_stream_rpc_method_handler(
+                    servicer.Snapshot,
+                    request_deserializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.SnapshotRequest.FromString,
+                    response_serializer=rockmq_dot_replication_dot_v1_dot_replication__pb2.SnapshotChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -86,6 +104,33 @@ class Replication:
             '/rockmq.replication.v1.Replication/Follow',
             rockmq_dot_replication_dot_v1_dot_replication__pb2.FollowerState.SerializeToString,
             rockmq_dot_replication_dot_v1_dot_replication__pb2.ReplicatedBatch.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Snapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/rockmq.replication.v1.Replication/Snapshot',
+            rockmq_dot_replication_dot_v1_dot_replication__pb2.SnapshotRequest.SerializeToString,
+            rockmq_dot_replication_dot_v1_dot_replication__pb2.SnapshotChunk.FromString,
             options,
             channel_credentials,
             insecure,

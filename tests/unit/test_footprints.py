@@ -1,0 +1,95 @@
+"""A primary's footprints bring a replica from any batch it applied to the primary's present, with
+the in-memory ring gone (a restart): puts, overwrites, deletes and range deletes after the replica's
+batch end up exactly as on the primary (store/footprints.py, issue 33 §2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rockmq.broker.cluster.replication import OpLog
+from rockmq.store import Store, footprints, keys, oplog
+from rockmq.store.schema import Family
+
+SHIPPED = [f for f in Family if f is not Family.FOOTPRINTS]
+
+
+def _contents(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
+    return {f: list(store.scan(f, b"", b"\xff" * 64)) for f in SHIPPED}
+
+
+def _write_history(primary: Store) -> list[bytes]:
+    """Twelve batches of puts, overwrites, deletes and a range delete; -> each as shipped."""
+    shipped = []
+    for i in range(12):
+        batch = primary.batch()
+        batch.put(Family.LOG, b"q/%03d" % i, b"body %d" % i)
+        batch.put(Family.OFFSETS, b"g", b"%d" % i)  # overwritten by every batch
+        if i == 5:
+            batch.delete(Family.LOG, b"q/001")
+        if i == 8:
+            batch.delete_range(Family.LOG, b"q/002", b"q/005")
+        if i == 10:
+            batch.put(Family.LOG, b"q/003", b"back again")
+        primary.write(batch)
+        shipped.append(oplog.encode(batch.ops or []))
+    return shipped
+
+
+@pytest.mark.parametrize("applied", [0, 1, 4, 8, 11, 12])
+def test_catch_up_from_any_batch_gives_the_primary_state(tmp_path, applied):
+    log = OpLog(64 << 20)
+    primary = Store(tmp_path / "p", oplog=log)
+    replica = Store(tmp_path / "r")
+    try:
+        log.start(primary)
+        shipped = _write_history(primary)
+        for data in shipped[:applied]:
+            batch = replica.batch()
+            batch.apply(oplog.decode(data))
+            replica.write(batch)
+        ops = footprints.catch_up(primary, applied, log.seq, 64 << 20)
+        assert ops is not None
+        batch = replica.batch()
+        batch.apply(ops)
+        replica.write(batch)
+        assert _contents(replica) == _contents(primary)
+        assert replica.get(Family.META, keys.REPLICATION_SEQ_KEY) == keys.encode_u64(log.seq)
+    finally:
+        primary.close()
+        replica.close()
+
+
+def test_no_catch_up_past_what_is_kept(tmp_path):
+    log = OpLog(64 << 20)
+    store = Store(tmp_path / "p", oplog=log)
+    try:
+        log.start(store)
+        _write_history(store)
+        assert footprints.catch_up(store, 3, log.seq, 10) is None, "values over the limit: a full copy instead"
+        batch = store.batch()
+        batch.delete_range_unshipped(Family.FOOTPRINTS, b"", footprints.key(5))
+        store.write(batch)
+        assert footprints.catch_up(store, 3, log.seq, 64 << 20) is None, "batch 4's keys are gone"
+        assert footprints.catch_up(store, 4, log.seq, 64 << 20) is not None
+    finally:
+        store.close()
+
+
+def test_footprints_span_what_the_ring_holds_across_restarts(tmp_path):
+    """Bounded like the ring (by the batches' sizes), and the bound holds after a restart."""
+    log = OpLog(4096)
+    store = Store(tmp_path / "p", oplog=log)
+    log.start(store)
+    for i in range(200):
+        batch = store.batch()
+        batch.put(Family.LOG, b"k%d" % i, b"x" * 100)
+        store.write(batch)
+    store.close()
+    store = Store(tmp_path / "p", oplog=(again := OpLog(4096)))
+    try:
+        again.start(store)
+        held = footprints.kept(store)
+        assert held[-1][0] == 200 and sum(size for _, size in held) <= 4096 * 9 // 8
+        assert footprints.catch_up(store, held[0][0] - 1, 200, 64 << 20) is not None
+    finally:
+        store.close()
