@@ -20,9 +20,12 @@ CONFIRMED = "confirmed this broker is still the primary"
 
 
 def _ids(endpoint: str, topic: str, queues: int) -> set[str]:
+    """What the broker holds (nothing while it restarts)."""
     conn = Conn(endpoint)
     try:
         return {m.system_properties.message_id for q in range(queues) for m in conn.pull_all(topic, q)}
+    except grpc.RpcError:
+        return set()
     finally:
         conn.close()
 
@@ -151,3 +154,44 @@ def test_a_name_server_confirms_a_restarted_primary_before_it_is_ready(tmp_path)
         replica.kill()
         primary.kill()
         namesrv.kill()
+
+
+def _send_each(endpoint: str, topic: str, prefix: str, n: int) -> set[str]:
+    """`n` sends of one message each (a batch each on the primary); -> their ids."""
+    conn = Conn(endpoint)
+    try:
+        return {conn.send_ok(message(topic, f"{prefix}{i}"))[0].message_id for i in range(n)}
+    finally:
+        conn.close()
+
+
+def test_a_former_primary_following_its_successor_takes_its_history_not_its_own(tmp_path):
+    """An old primary wrote batches its replica never got; the replica was promoted and wrote its
+    own under the same numbers. Restarted as a replica of its successor, the old primary's numbers
+    name other batches there: it re-seeds, and ends holding exactly the new primary's messages."""
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "async", "--broker-name", "b1").start()
+    replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1",
+                            "--replication", "async").start()  # promoted, it keeps batches for replicas
+    try:
+        Conn(primary.endpoint).create_topic("t", queues=1)
+        shared = _send_each(primary.endpoint, "t", "shared", 5)
+        wait_for(lambda: shared <= _ids(replica.endpoint, "t", 1), 15, what="the replica to follow")
+        replica.kill()
+        _send_each(primary.endpoint, "t", "only-old", 10)  # never replicated
+        primary.kill()
+        replica.start()
+        assert replica.cli("broker", "promote").returncode == 0
+        wait_for(lambda: _send_code(replica.endpoint, "t") == pb.OK, 15, what="the promoted replica to take sends")
+        newer = _send_each(replica.endpoint, "t", "new", 30)
+        expected = _ids(replica.endpoint, "t", 1)
+        assert shared | newer <= expected
+
+        primary.extra_args[primary.extra_args.index("async") - 1:] = ["--replica-of", replica.endpoint,
+                                                                       "--broker-name", "b1"]
+        primary.start()
+        wait_for(lambda: _ids(primary.endpoint, "t", 1) == expected, 30,
+                 what="the former primary to hold the new primary's history")
+        assert any("re-seed" in line for line in primary.log), "\n".join(primary.log)
+    finally:
+        replica.kill()
+        primary.kill()

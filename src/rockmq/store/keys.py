@@ -56,6 +56,7 @@ PRIMARY_EPOCH_KEY = b"repl/epoch"  # the primary epoch: promotions so far (broke
 FENCED_KEY = b"repl/fenced"  # a primary superseded by a promoted replica: the epoch that did
 FORMER_PRIMARY_KEY = b"repl/former"  # a promoted replica: its former primary's endpoint, until that heard the epoch
 REPLICATED_KEY = b"repl/replicated"  # a primary a replica followed: restarted, it confirms it still is one
+EPOCH_BEGAN_PREFIX = b"repl/began/"  # · epoch:u64 -> the last batch before that primary epoch began (fencing.py)
 SCHEMA_VERSION_KEY = b"schema"  # the storage schema version of the data (store/schema.py)
 
 # --- log family: topic_id · queue_id · offset -> stored message ---------------------------

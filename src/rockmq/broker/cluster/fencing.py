@@ -38,6 +38,7 @@ from rockmq.config import Settings
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, keys
+from rockmq.store.db import Batch
 
 log = logging.getLogger(__name__)
 TELL_RETRY_S = 2.0  # how often a promoted replica tries to reach its former primary until it heard
@@ -154,6 +155,26 @@ class Fence:
         self.store.refuse_writes(self.refusal)
         self.on_fenced()
         return True
+
+
+def began(batch: Batch, epoch: int, after: int) -> None:
+    """Record in `batch` that primary epoch `epoch` began after batch `after`: batches above it
+    are the new primary's own, whatever the former primary wrote under the same numbers."""
+    batch.put("meta", keys.EPOCH_BEGAN_PREFIX + keys.encode_u64(epoch), keys.encode_u64(after))
+
+
+def epochs_began(store: Store) -> dict[int, int]:
+    """Every primary epoch this store's history went through (above 0) -> the batch it began after."""
+    prefix = keys.EPOCH_BEGAN_PREFIX
+    return {keys.decode_u64(k[len(prefix):]): keys.decode_u64(v) for k, v in store.scan_prefix("meta", prefix)}
+
+
+def diverged(store: Store, epoch: int, applied: int) -> bool:
+    """Whether a replica at primary epoch `epoch` that applied batch `applied` holds batches this
+    store's history does not: ones its primary wrote after the next epoch began (a former primary
+    following its successor, a second replica that got further than the one promoted). Its
+    numbers then name other batches here: only a full copy brings it back."""
+    return any(applied > after for e, after in epochs_began(store).items() if e > epoch)
 
 
 def former_primary(store: Store) -> str:

@@ -26,7 +26,16 @@ from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.inner import inner_credentials, signed
 from rockmq.auth.principals import Principals
 from rockmq.auth.users import UserError
-from rockmq.broker.cluster.fencing import Fence, epoch_proof, next_epoch, proven, stored_epoch
+from rockmq.broker.cluster.fencing import (
+    Fence,
+    began,
+    diverged,
+    epoch_proof,
+    epochs_began,
+    next_epoch,
+    proven,
+    stored_epoch,
+)
 from rockmq.broker.cluster.reseed import Reseeder, Snapshots, refuse_too_far_behind, too_far_behind
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext, load_metadata
@@ -152,6 +161,8 @@ class Replicator(replication_grpc.ReplicationServicer):
         batch.put("meta", keys.SECRET_KEY, secret)
         batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
         batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(fence.epoch))
+        for e, after in epochs_began(store).items():  # the history's turns, for replicas' replicas (`diverged`)
+            began(batch, e, after)
         store.write(batch)
 
     # --- sync replication ----------------------------------------------------------------------
@@ -218,6 +229,9 @@ class Replicator(replication_grpc.ReplicationServicer):
         if first.epoch == self.fence.epoch and proven(self.secret, first.epoch, first.epoch_proof):
             self.fence.confirm("a replica")  # it follows this broker at its epoch: nobody was promoted
         start = first.applied_seq
+        if diverged(self.store, first.epoch, start):
+            await refuse_too_far_behind(context, f"the replica's history left this primary's (applied {start} at primary "
+                                                 f"epoch {first.epoch}): re-seed it")
         if start > self.batches.seq:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"the replica is ahead of this primary (applied {start}, primary at {self.batches.seq})")
@@ -417,6 +431,7 @@ class Follower:
         if self.followed:  # told of the new epoch until it heard, across restarts of either (fencing.py)
             batch.put("meta", keys.FORMER_PRIMARY_KEY, self.followed.encode())
         batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(epoch))
+        began(batch, epoch, self.applied)  # batches above this one are its own
         batch.delete("meta", keys.FENCED_KEY)
         await self.ctx.store.commit(batch)
         log.warning("promoted by request%s after applying the primary's batch %d: primary epoch %d",
