@@ -9,6 +9,8 @@ import hashlib
 import socket
 import time
 
+import grpc
+
 from rockmq.protocol import admin, admin_grpc, batch_grpc, pb, rpc, svc
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol.channels import Tls, client_metadata, open_channel
@@ -192,6 +194,18 @@ class Conn:
 
     def query_route(self, topic: str) -> rpc.QueryRouteResponse:
         return self.mq.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name=topic)), metadata=META, timeout=RPC_TIMEOUT)
+
+
+def held_ids(endpoint: str, topic: str, queues: int) -> set[str]:
+    """The ids of every message a broker holds in the topic's first `queues` queues (none while it
+    does not answer: it restarts, or is gone)."""
+    conn = Conn(endpoint)
+    try:
+        return {m.system_properties.message_id for q in range(queues) for m in conn.pull_all(topic, q)}
+    except grpc.RpcError:
+        return set()
+    finally:
+        conn.close()
 
 
 def filter_expression(tag: str = "*", sql: str | None = None) -> pb.FilterExpression:

@@ -10,10 +10,38 @@ import threading
 import time
 from pathlib import Path
 
+import grpc
+from mqwire import Conn, message
+
 from rockmq.client import AsyncProducer, Message
+from rockmq.protocol import pb
 
 sys.path.insert(0, str(Path(__file__).parent / "compat"))
 from official_client import producer, send  # noqa: E402
+
+
+def send_batches(endpoint: str, topic: str, acked: list[str], stop: threading.Event,
+                 threads: int = 4) -> list[threading.Thread]:
+    """`threads` senders of 4 messages a request over the wire, each until `stop` or until the
+    broker is gone, the ids acknowledged added to `acked`; -> the started threads."""
+    def sender(n: int) -> None:
+        c = Conn(endpoint)
+        i = 0
+        try:
+            while not stop.is_set():
+                try:
+                    reply = c.send(*(message(topic, f"{n}-{i}-{j}") for j in range(4)))
+                except grpc.RpcError:
+                    return  # the broker is gone
+                acked.extend(e.message_id for e in reply.entries if e.status.code == pb.OK)
+                i += 1
+        finally:
+            c.close()
+
+    started = [threading.Thread(target=sender, args=(n,)) for n in range(threads)]
+    for t in started:
+        t.start()
+    return started
 
 
 class Sending:

@@ -7,26 +7,15 @@ from __future__ import annotations
 
 import time
 
-import grpc
 from broker_process import BrokerProcess
 from chaos_scale import scaled
-from mqwire import Conn, message
+from mqwire import Conn, held_ids, message
 from sending import OfficialSending, Sending
 from waiting import wait_for
 
 TOPIC = "outage"
 OUTAGE_S = scaled(5, 15)
 SETTLE_S = 0.5  # a send the replica confirmed just before it died may be answered this much later
-
-
-def _held(endpoint: str) -> set[str]:
-    conn = Conn(endpoint)
-    try:
-        return {m.system_properties.message_id for q in range(2) for m in conn.pull_all(TOPIC, q)}
-    except grpc.RpcError:
-        return set()
-    finally:
-        conn.close()
 
 
 def test_no_send_is_acknowledged_while_the_replica_is_down_and_none_is_lost_at_failover(tmp_path):
@@ -38,7 +27,7 @@ def test_no_send_is_acknowledged_while_the_replica_is_down_and_none_is_lost_at_f
         conn.create_topic(TOPIC, queues=2)
         first = conn.send_ok(message(TOPIC, "first"))[0].message_id
         conn.close()
-        wait_for(lambda: first in _held(replica.endpoint), 15, what="the replica to follow")
+        wait_for(lambda: first in held_ids(replica.endpoint, TOPIC, 2), 15, what="the replica to follow")
         producers = [Sending(primary.endpoint, TOPIC, request_timeout=3.0), OfficialSending(primary.endpoint, TOPIC)]
         wait_for(lambda: all(len(p.acked) >= 20 for p in producers), 30, what="both producers sending")
 
@@ -55,7 +44,7 @@ def test_no_send_is_acknowledged_while_the_replica_is_down_and_none_is_lost_at_f
         out = replica.cli("broker", "promote")
         assert out.returncode == 0, out.stdout + out.stderr
         acked = {mid for p in producers for _, mid in p.acked} | {first}
-        held = _held(replica.endpoint)
+        held = held_ids(replica.endpoint, TOPIC, 2)
         lost = acked - held
         assert not lost, f"{len(lost)} of {len(acked)} acknowledged messages are missing on the promoted replica"
         print(f"{len(acked)} acknowledged before the outage, all on the promoted replica; "

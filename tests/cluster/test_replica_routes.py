@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from mqwire import META, RPC_TIMEOUT, Conn, message
+from mqwire import META, RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
 
@@ -72,14 +72,6 @@ def _ports(queues) -> set[int]:
     return {q.broker.endpoints.addresses[0].port for q in queues}
 
 
-def _stored_on(broker: BrokerProcess) -> set[str]:
-    conn = Conn(broker.endpoint)
-    try:
-        return {m.system_properties.message_id for q in range(QUEUES) for m in conn.pull_all(TOPIC, q)}
-    finally:
-        conn.close()
-
-
 def test_a_replica_routes_writes_and_assignments_to_its_primary(pair):
     primary, replica = pair
     conn = Conn(replica.endpoint)
@@ -107,7 +99,7 @@ def test_rockmq_producer_given_the_replica_first_sends_to_the_primary(pair):
 
     sent = asyncio.run(run())
     assert len(set(sent)) == 20
-    assert set(sent) <= _stored_on(primary)
+    assert set(sent) <= held_ids(primary.endpoint, TOPIC, QUEUES)
 
 
 def test_official_producer_given_the_replica_first_sends_to_the_primary(pair):
@@ -116,7 +108,7 @@ def test_official_producer_given_the_replica_first_sends_to_the_primary(pair):
     primary, replica = pair
     with producer(f"{replica.endpoint};{primary.endpoint}", TOPIC) as p:
         sent = {send(p, TOPIC, f"o{i}".encode()).message_id for i in range(10)}
-    assert len(sent) == 10 and sent <= _stored_on(primary)
+    assert len(sent) == 10 and sent <= held_ids(primary.endpoint, TOPIC, QUEUES)
     conn = Conn(primary.endpoint)
     try:
         both = rpc.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=endpoints_of(replica.endpoint))
@@ -156,7 +148,7 @@ def test_a_replicas_refusal_is_retried_on_the_primary(tmp_path):
                 await asyncio.to_thread(_wait_holds_topic, replica)
                 receipts = [await p.send(Message(TOPIC, f"after-{i}".encode())) for i in range(5)]
                 assert not any(r.spooled for r in receipts), receipts
-                assert {r.message_id for r in receipts} <= await asyncio.to_thread(_stored_on, primary)
+                assert {r.message_id for r in receipts} <= await asyncio.to_thread(held_ids, primary.endpoint, TOPIC, QUEUES)
                 await asyncio.to_thread(primary.kill)
                 assert (await spooling.send(Message(TOPIC, b"while the primary is down"))).spooled
 
@@ -177,7 +169,7 @@ def test_with_its_primary_gone_a_replica_routes_readers_to_itself(pair):
         sent = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(10)))}
     finally:
         conn.close()
-    wait_for(lambda: sent <= _stored_on(replica), 15, what="the replica to hold the messages")
+    wait_for(lambda: sent <= held_ids(replica.endpoint, TOPIC, QUEUES), 15, what="the replica to hold the messages")
     primary.kill()
     rconn = Conn(replica.endpoint)
 

@@ -9,7 +9,8 @@ import time
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from mqwire import META, RPC_TIMEOUT, Conn, message
+from mqwire import META, RPC_TIMEOUT, Conn, held_ids, message
+from sending import send_batches
 from waiting import wait_for
 
 from rockmq.protocol import pb, rpc
@@ -25,14 +26,6 @@ def pair(tmp_path):
     primary.kill()
 
 
-def _all_ids(endpoint: str, topic: str, queues: int) -> set[str]:
-    conn = Conn(endpoint)
-    try:
-        return {m.system_properties.message_id for q in range(queues) for m in conn.pull_all(topic, q)}
-    finally:
-        conn.close()
-
-
 def test_replica_follows_and_serves_reads_only(pair):
     primary, replica = pair
     conn = Conn(primary.endpoint)
@@ -44,7 +37,7 @@ def test_replica_follows_and_serves_reads_only(pair):
 
     def caught_up() -> bool:
         try:
-            return _all_ids(replica.endpoint, "r", 2) == sent
+            return held_ids(replica.endpoint, "r", 2) == sent
         except (grpc.RpcError, AssertionError):
             return False
 
@@ -67,31 +60,14 @@ def test_every_acknowledged_send_survives_on_the_replica_and_promotion(pair):
     conn.create_topic("sync", queues=4)
     acked: list[str] = []
     stop = threading.Event()
-
-    def sender(n: int) -> None:
-        c = Conn(primary.endpoint)
-        i = 0
-        try:
-            while not stop.is_set():
-                try:
-                    reply = c.send(*(message("sync", f"{n}-{i}-{j}") for j in range(4)))
-                except grpc.RpcError:
-                    return  # the primary is gone
-                acked.extend(e.message_id for e in reply.entries if e.status.code == pb.OK)
-                i += 1
-        finally:
-            c.close()
-
-    threads = [threading.Thread(target=sender, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
+    threads = send_batches(primary.endpoint, "sync", acked, stop)
     wait_for(lambda: len(acked) >= 400, 15, what="400 sends acknowledged")  # then kill it mid-stream
     primary.kill()
     stop.set()
     for t in threads:
         t.join(20)
     conn.close()
-    held = _all_ids(replica.endpoint, "sync", 4)
+    held = held_ids(replica.endpoint, "sync", 4)
     lost = set(acked) - held
     assert not lost, f"{len(lost)} of {len(acked)} acknowledged messages are not on the replica"
 

@@ -11,23 +11,13 @@ import time
 import grpc
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
-from mqwire import Conn, message
+from mqwire import Conn, held_ids, message
+from sending import send_batches
 from waiting import wait_for
 
 from rockmq.protocol import pb
 
 CONFIRMED = "confirmed this broker is still the primary"
-
-
-def _ids(endpoint: str, topic: str, queues: int) -> set[str]:
-    """What the broker holds (nothing while it restarts)."""
-    conn = Conn(endpoint)
-    try:
-        return {m.system_properties.message_id for q in range(queues) for m in conn.pull_all(topic, q)}
-    except grpc.RpcError:
-        return set()
-    finally:
-        conn.close()
 
 
 def _send_code(endpoint: str, topic: str, body: str = "x") -> int:
@@ -40,27 +30,6 @@ def _send_code(endpoint: str, topic: str, body: str = "x") -> int:
         conn.close()
 
 
-def _load(endpoint: str, topic: str, acked: list[str], stop: threading.Event) -> list[threading.Thread]:
-    def sender(n: int) -> None:
-        c = Conn(endpoint)
-        i = 0
-        try:
-            while not stop.is_set():
-                try:
-                    reply = c.send(*(message(topic, f"{n}-{i}-{j}") for j in range(4)))
-                except grpc.RpcError:
-                    return  # the primary is gone
-                acked.extend(e.message_id for e in reply.entries if e.status.code == pb.OK)
-                i += 1
-        finally:
-            c.close()
-
-    threads = [threading.Thread(target=sender, args=(n,)) for n in range(3)]
-    for t in threads:
-        t.start()
-    return threads
-
-
 def test_a_primary_killed_under_load_and_restarted_is_followed_again(tmp_path):
     primary = BrokerProcess(tmp_path / "primary", "--replication", "sync", "--broker-name", "b1").start()
     replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1").start()
@@ -68,7 +37,7 @@ def test_a_primary_killed_under_load_and_restarted_is_followed_again(tmp_path):
         Conn(primary.endpoint).create_topic("load", queues=4)
         acked: list[str] = []
         stop = threading.Event()
-        threads = _load(primary.endpoint, "load", acked, stop)
+        threads = send_batches(primary.endpoint, "load", acked, stop, threads=3)
         wait_for(lambda: len(acked) >= 400, 20, what="400 sends acknowledged")
         primary.kill()
         stop.set()
@@ -82,9 +51,9 @@ def test_a_primary_killed_under_load_and_restarted_is_followed_again(tmp_path):
               f"after the restart")
         assert not [line for line in replica.log if "too far behind" in line], "\n".join(replica.log)
         assert any(CONFIRMED in line for line in primary.log), "\n".join(primary.log)
-        wait_for(lambda: _ids(replica.endpoint, "load", 4) == _ids(primary.endpoint, "load", 4), 20,
+        wait_for(lambda: held_ids(replica.endpoint, "load", 4) == held_ids(primary.endpoint, "load", 4), 20,
                  what="the replica to hold everything the primary holds")
-        lost = set(acked) - _ids(replica.endpoint, "load", 4)
+        lost = set(acked) - held_ids(replica.endpoint, "load", 4)
         assert not lost, f"{len(lost)} of {len(acked)} acknowledged messages are not on the replica"
     finally:
         replica.kill()
@@ -98,7 +67,7 @@ def promoted_away(tmp_path):
     primary = BrokerProcess(tmp_path / "primary", "--replication", "async", "--broker-name", "b1").start()
     replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1").start()
     Conn(primary.endpoint).create_topic("t", queues=1)
-    wait_for(lambda: _ids(replica.endpoint, "t", 1) if _send_code(primary.endpoint, "t") == pb.OK else False, 15,
+    wait_for(lambda: held_ids(replica.endpoint, "t", 1) if _send_code(primary.endpoint, "t") == pb.OK else False, 15,
              what="the replica to follow")
     primary.kill()
     assert replica.cli("broker", "promote").returncode == 0
@@ -115,7 +84,7 @@ def test_a_restarted_old_primary_stays_read_only_with_no_one_to_ask(promoted_awa
     assert _send_code(primary.endpoint, "t") == pb.HA_NOT_AVAILABLE
     said = [line for line in primary.log if "serves reads only until its replica confirms" in line]
     assert len(said) == 1, "\n".join(primary.log)
-    assert len(_ids(primary.endpoint, "t", 1)) >= 1, "reads are served meanwhile"
+    assert len(held_ids(primary.endpoint, "t", 1)) >= 1, "reads are served meanwhile"
     until = time.monotonic() + 3  # a registration interval and more: nobody confirms it
     while time.monotonic() < until:
         assert _send_code(primary.endpoint, "t") == pb.HA_NOT_AVAILABLE
@@ -143,7 +112,7 @@ def test_a_name_server_confirms_a_restarted_primary_before_it_is_ready(tmp_path)
                             "--namesrv", namesrv.endpoint).start()
     try:
         Conn(primary.endpoint).create_topic("t", queues=1)
-        wait_for(lambda: _ids(replica.endpoint, "t", 1) if _send_code(primary.endpoint, "t") == pb.OK else False, 15,
+        wait_for(lambda: held_ids(replica.endpoint, "t", 1) if _send_code(primary.endpoint, "t") == pb.OK else False, 15,
                  what="the replica to follow")
         replica.kill()
         primary.kill()
@@ -175,7 +144,7 @@ def test_a_former_primary_following_its_successor_takes_its_history_not_its_own(
     try:
         Conn(primary.endpoint).create_topic("t", queues=1)
         shared = _send_each(primary.endpoint, "t", "shared", 5)
-        wait_for(lambda: shared <= _ids(replica.endpoint, "t", 1), 15, what="the replica to follow")
+        wait_for(lambda: shared <= held_ids(replica.endpoint, "t", 1), 15, what="the replica to follow")
         replica.kill()
         _send_each(primary.endpoint, "t", "only-old", 10)  # never replicated
         primary.kill()
@@ -183,13 +152,13 @@ def test_a_former_primary_following_its_successor_takes_its_history_not_its_own(
         assert replica.cli("broker", "promote").returncode == 0
         wait_for(lambda: _send_code(replica.endpoint, "t") == pb.OK, 15, what="the promoted replica to take sends")
         newer = _send_each(replica.endpoint, "t", "new", 30)
-        expected = _ids(replica.endpoint, "t", 1)
+        expected = held_ids(replica.endpoint, "t", 1)
         assert shared | newer <= expected
 
         primary.extra_args[primary.extra_args.index("async") - 1:] = ["--replica-of", replica.endpoint,
                                                                        "--broker-name", "b1"]
         primary.start()
-        wait_for(lambda: _ids(primary.endpoint, "t", 1) == expected, 30,
+        wait_for(lambda: held_ids(primary.endpoint, "t", 1) == expected, 30,
                  what="the former primary to hold the new primary's history")
         assert any("re-seed" in line for line in primary.log), "\n".join(primary.log)
     finally:

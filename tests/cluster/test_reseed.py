@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 from broker_process import BrokerProcess
-from mqwire import META, Conn, message
+from mqwire import META, Conn, held_ids, message
 from test_control_plane import AS_ADMIN, AS_INNER, AUTH_ARGS, _refused
 from waiting import wait_for
 
@@ -25,18 +25,10 @@ SMALL_RING = {"ROCKMQ_REPLICATION_RING_BYTES": str(64 * 1024), "ROCKMQ_REPLICATI
 BODY = 256 * 1024
 
 
-def _ids(endpoint: str, topic: str, queues: int) -> set[str]:
-    conn = Conn(endpoint)
-    try:
-        return {m.system_properties.message_id for q in range(queues) for m in conn.pull_all(topic, q)}
-    finally:
-        conn.close()
-
-
 def _holds(endpoint: str, topic: str, queues: int, ids: set[str]) -> bool:
     try:
-        return ids <= _ids(endpoint, topic, queues)
-    except (grpc.RpcError, AssertionError):  # restarting on the copy
+        return ids <= held_ids(endpoint, topic, queues)  # none while it restarts on the copy
+    except AssertionError:
         return False
 
 
@@ -74,10 +66,7 @@ class ReadsDuringCopy:
     def _run(self) -> None:
         while not self.stop.is_set():
             if self._downloading():
-                try:
-                    held = _ids(self.endpoint, self.topic, 1)
-                except grpc.RpcError:
-                    continue
+                held = held_ids(self.endpoint, self.topic, 1)
                 if self._downloading() and self.expected <= held:
                     self.served += 1
             time.sleep(0.002)

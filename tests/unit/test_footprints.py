@@ -93,3 +93,11 @@ def test_footprints_span_what_the_ring_holds_across_restarts(tmp_path):
         assert footprints.catch_up(store, held[0][0] - 1, 200, 64 << 20) is not None
     finally:
         store.close()
+
+
+def test_a_batch_and_its_keys_are_encoded_in_one_pass_as_apart():
+    ops = [(oplog.PUT, Family.LOG, b"k1", b"v" * 300), (oplog.DELETE, Family.DEDUP, b"k2", b""),
+           (oplog.DELETE_RANGE, Family.META, b"a", b"b"), (oplog.PUT, Family.OFFSETS, b"", b"")]
+    data, touched = oplog.encode_with_keys(ops)
+    assert data == oplog.encode(ops)
+    assert touched == oplog.encode([op if op[0] == oplog.DELETE_RANGE else (*op[:3], b"") for op in ops])

@@ -12,7 +12,6 @@ the batches but their sum, applied in one batch, which is all a replica needs.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rockmq.store import keys, oplog
@@ -32,10 +31,10 @@ def key(seq: int) -> bytes:
     return keys.encode_u64(seq)
 
 
-def footprint(batch_size: int, ops: Iterable[Op]) -> bytes:
-    """A batch's operations without their values (a range delete keeps its upper bound)."""
-    return _SIZE.pack(min(batch_size, 0xFFFFFFFF)) + oplog.encode(
-        [op if op[0] == DELETE_RANGE else (op[0], op[1], op[2], b"") for op in ops])
+def footprint(batch_size: int, touched: bytes) -> bytes:
+    """A batch's footprint: its size and its operations without their values (`touched`, from
+    `oplog.encode_with_keys`)."""
+    return _SIZE.pack(min(batch_size, 0xFFFFFFFF)) + touched
 
 
 def kept(store: Store) -> list[tuple[int, int]]:

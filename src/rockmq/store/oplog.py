@@ -31,6 +31,27 @@ def encode(ops: list[Op]) -> bytes:
     return bytes(out)
 
 
+def encode_with_keys(ops: list[Op]) -> tuple[bytes, bytes]:
+    """`encode(ops)`, and the same without values (a range delete keeps its upper bound): a batch
+    as shipped and the keys it touched (store/footprints.py), in one pass."""
+    out = bytearray()
+    touched = bytearray()
+    empty = _LEN.pack(0)
+    for kind, family, key, value in ops:
+        head = _HEAD.pack(kind, _ID[family], len(key)) + key
+        length = _LEN.pack(len(value))
+        out += head
+        out += length
+        out += value
+        touched += head
+        if kind == DELETE_RANGE:
+            touched += length
+            touched += value
+        else:
+            touched += empty
+    return bytes(out), bytes(touched)
+
+
 def decode(data: bytes) -> list[Op]:
     """Raises ValueError on anything `encode` did not produce."""
     ops: list[Op] = []

@@ -99,12 +99,12 @@ class OpLog:
     def stamp(self, batch: Batch) -> None:
         self.seq += 1
         batch.seq = self.seq
-        batch.put(Family.META, keys.REPLICATION_SEQ_KEY, keys.encode_u64(self.seq))
-        ops = batch.ops or []
-        self._stamped = oplog.encode(ops)
+        data, touched = oplog.encode_with_keys(batch.ops or [])  # the footprint: less the number, put last
+        number = keys.encode_u64(self.seq)
+        batch.put(Family.META, keys.REPLICATION_SEQ_KEY, number)
+        self._stamped = data + oplog.encode([(oplog.PUT, Family.META, keys.REPLICATION_SEQ_KEY, number)])
         # the footprint spans what the ring would: it carries the batch's size
-        batch.put_unshipped(Family.FOOTPRINTS, footprints.key(self.seq),
-                            footprints.footprint(len(self._stamped), ops[:-1]))  # less the number, set last
+        batch.put_unshipped(Family.FOOTPRINTS, footprints.key(self.seq), footprints.footprint(len(self._stamped), touched))
         if self._drop_below:
             batch.delete_range_unshipped(Family.FOOTPRINTS, b"", footprints.key(self._drop_below))
 
