@@ -209,6 +209,31 @@ def test_pop_mode_acks_and_retries(broker, unique, conn: Conn):
     assert calls["m7"] == 2 and all(v == 1 for k, v in calls.items() if k != "m7")
 
 
+def test_pop_mode_with_slow_handlers_delivers_each_message_once(broker, unique, conn: Conn):
+    """A receive takes `batch_size` (32) messages, two receive loops run, and only `concurrency`
+    (4) handlers: 64 messages at 0.25 s each keep the last one waiting ~4 s, twice the invisible
+    time, and a batch is acked only once its last handler is done. What waits (for a handler, or
+    for its batch's ack) must not come back: each message is handled once and none is lost."""
+    topic, group = unique("push-pop-slow"), unique("push-pop-slow-g")
+    conn.create_topic(topic, queues=2)
+    calls: Counter[str] = Counter()
+
+    async def handler(m):
+        calls[m.body.decode()] += 1
+        await asyncio.sleep(0.25)
+
+    async def scenario():
+        await _send(broker.endpoint, topic, 64)
+        async with AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, mode="pop", concurrency=4,
+                                     invisible_s=2.0, **FAST):
+            await async_wait_for(lambda: len(calls) == 64, UNTIL_S, what="all 64 messages")
+            await asyncio.sleep(2.5)  # past an invisible time: anything not acked comes again
+
+    asyncio.run(scenario())
+    assert set(calls) == {f"m{i}" for i in range(64)}
+    assert {k: v for k, v in calls.items() if v > 1} == {}, "delivered more than once"
+
+
 def test_lanes_stay_isolated_and_fall_back_to_the_base_lane(broker, unique, conn: Conn):
     topic, group = unique("push-lane"), unique("push-lane-g")
     conn.create_topic(topic, queues=2)

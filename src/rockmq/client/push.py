@@ -13,6 +13,10 @@
   failing message is retried in place up to `max_attempts` times, then logged and skipped.
 - `pop`: no rebalance. Messages are received with POP and acked; a failed one comes back after its
   backoff; a member that hangs loses its messages to the others once their invisible time ends.
+  A receive takes `batch_size` messages while only `concurrency` handlers run, and a batch is acked
+  in one request once its last handler is done, so a message may wait longer than its invisible
+  time: every half invisible time a batch still held acks what finished and renews the invisible
+  time of the rest (`_Held`), so nothing that waits here comes back as a duplicate.
 
 `orderly=True` processes one message at a time per queue, in offset order (retrying a failed one
 in place before moving on); otherwise up to `concurrency` handlers run at once. Handlers are async
@@ -71,6 +75,7 @@ Handler = Callable[[ReceivedMessage], Any]
 MODES = ("clustering", "broadcast", "pop")
 PAUSE_S = 1.0  # longest sleep of a paused puller, and the wait after a failed pull
 INTERNAL_PROPERTIES = (ORIGIN_TOPIC, ORIGIN_MESSAGE_ID, RECONSUME_TIMES)
+RENEW_AT = 0.5  # POP: a batch still held settles and renews when this share of the invisible time has passed
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,52 @@ class _Owned:
 
     def commit_point(self) -> int:
         return self.window.committable() if self.window.in_flight else self.position  # type: ignore[return-value]
+
+
+class _Held:
+    """One POP receive, from the receive until each of its messages is acked or sent back.
+
+    The broker hides a message for the invisible time from the receive on, but here it may wait
+    for a free handler (a receive brings `batch_size`, two loops receive, and `concurrency` handlers
+    run) and, finished, for the rest of its batch (one ack request for the batch: the fast path).
+    So while a batch is held, a round every `invisible_s * RENEW_AT` (`AsyncPushConsumer._round`)
+    acks what finished and renews the rest: what waits for a handler, and what runs, for its first
+    `invisible_s` in the handler (one stuck longer loses its message to the group, as before). A
+    batch that finishes before the first round (fast handlers) costs a timer and nothing else."""
+
+    __slots__ = ("done", "messages", "round", "settled", "started", "timer", "verdicts")
+
+    def __init__(self, messages: list[ReceivedMessage]) -> None:
+        n = len(messages)
+        self.messages = messages  # with their latest receipt handles
+        self.started = [0.0] * n  # when its handler began (monotonic); 0.0 while it waits for one
+        self.verdicts: list[bool | None] = [None] * n  # its handler's verdict, once finished
+        self.settled = [False] * n  # acked or sent back by a round
+        self.timer: asyncio.TimerHandle | None = None  # the next round
+        self.round: asyncio.Task[None] | None = None  # the last round started
+        self.done = False  # every handler finished: no more rounds
+
+    def take_finished(self) -> tuple[list[ReceivedMessage], list[ReceivedMessage]]:
+        """The finished messages not yet settled, (successes, failures), now counted as settled."""
+        ok: list[ReceivedMessage] = []
+        failed: list[ReceivedMessage] = []
+        for i, verdict in enumerate(self.verdicts):
+            if verdict is not None and not self.settled[i]:
+                self.settled[i] = True
+                (ok if verdict else failed).append(self.messages[i])
+        return ok, failed
+
+    def to_renew(self, now: float, longest_run_s: float) -> list[int]:
+        """The unfinished messages whose invisible time to extend: waiting, or in a handler for
+        less than `longest_run_s`."""
+        return [i for i, started in enumerate(self.started)
+                if self.verdicts[i] is None and (not started or now - started < longest_run_s)]
+
+    def stop(self) -> None:
+        """No more rounds (a round already running finishes: await `round`)."""
+        self.done = True
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 def presented(message: ReceivedMessage) -> ReceivedMessage:
@@ -504,22 +555,29 @@ class AsyncPushConsumer:
 
     # -- processing --------------------------------------------------------------------------
 
-    async def _run(self, message: ReceivedMessage) -> bool:
-        """The handler's verdict: True unless it raised."""
+    async def _run(self, message: ReceivedMessage, held: _Held | None = None, i: int = 0) -> bool:
+        """The handler's verdict: True unless it raised. Message `i` of a held POP batch also notes
+        there when its handler began and its verdict, for the batch's renewal rounds (here, not in
+        a wrapper: a coroutine more per message is a measurable share of a fast handler's cost)."""
         assert self._slots is not None
         async with self._slots:
+            if held is not None:
+                held.started[i] = time.monotonic()
             try:
                 if self._is_async:
                     await self.handler(message)
                 else:
                     await asyncio.get_running_loop().run_in_executor(self._executor, self.handler, message)
-                return True
+                ok = True
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("handler failed on message %s (attempt %d) of %s", message.message_id,
                               message.delivery_attempt, message.topic)
-                return False
+                ok = False
+            if held is not None:
+                held.verdicts[i] = ok
+            return ok
 
     def _backoff_s(self, failures: int) -> float:
         return self.retry_backoff_s[min(failures, len(self.retry_backoff_s)) - 1]
@@ -620,18 +678,65 @@ class AsyncPushConsumer:
                 continue
             finally:
                 self._receiving.discard(me)
-            if not received:
-                continue
-            verdicts = await asyncio.gather(*(self._run(m) for m in received))
-            done = [m for m, ok in zip(received, verdicts, strict=True) if ok]
-            failed = [m for m, ok in zip(received, verdicts, strict=True) if not ok]
-            try:
-                refused = await simple.ack_many(done)
-                await asyncio.gather(*(simple.change_invisible_duration(m, self._backoff_s(m.delivery_attempt))
-                                       for m in failed))
-            except RockmqError as e:  # they come back when their invisible time ends
-                log.warning("group %s: settling %d messages failed: %s", self.group, len(received), e)
-                continue
-            for m, error in refused:
-                log.warning("group %s: ack of %s refused (%s): it outlived its invisible time and comes again",
-                            self.group, m.message_id, error)
+            if received:
+                await self._consume_held(simple, _Held(received))
+
+    async def _consume_held(self, simple: AsyncSimpleConsumer, held: _Held) -> None:
+        """Run a received batch's handlers, with renewal rounds while it is held, then settle it."""
+        held.timer = asyncio.get_running_loop().call_later(self.invisible_s * RENEW_AT, self._start_round, simple, held)
+        try:
+            await asyncio.gather(*(self._run(m, held, i) for i, m in enumerate(held.messages)))
+        except asyncio.CancelledError:  # closing: what is unsettled comes back after its invisible time
+            held.stop()
+            if held.round is not None:
+                held.round.cancel()
+            raise
+        held.stop()
+        if held.round is not None:  # a round in flight renews handles: ack with the new ones
+            await held.round
+        await self._settle_held(simple, held)
+
+    def _start_round(self, simple: AsyncSimpleConsumer, held: _Held) -> None:
+        held.round = asyncio.create_task(self._round(simple, held), name="rockmq-pop-renew")
+
+    async def _round(self, simple: AsyncSimpleConsumer, held: _Held) -> None:
+        """Half an invisible time into holding a batch (and every half one after): renew what has not
+        finished, ack what had, and come again unless the batch is done. Renewal first: a message
+        that finishes meanwhile was renewed already (acked with the new handle at the next round)."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await self._renew(simple, held)
+        await self._settle_held(simple, held)
+        if not held.done:
+            held.timer = loop.call_at(began + self.invisible_s * RENEW_AT, self._start_round, simple, held)
+
+    async def _renew(self, simple: AsyncSimpleConsumer, held: _Held) -> None:
+        """Extend the invisible time of the held messages not finished (each its own request: only
+        messages that waited half an invisible time pay for it)."""
+        renew = held.to_renew(time.monotonic(), self.invisible_s)
+        replies = await asyncio.gather(*(simple.change_invisible_duration(held.messages[i], self.invisible_s)
+                                         for i in renew), return_exceptions=True)
+        for i, reply in zip(renew, replies, strict=True):
+            if isinstance(reply, ReceivedMessage):
+                held.messages[i] = reply
+            elif isinstance(reply, RockmqError):  # too late, or the broker is gone: it comes again
+                log.warning("group %s: cannot renew the invisible time of %s: %s", self.group,
+                            held.messages[i].message_id, reply)
+            else:
+                raise reply
+
+    async def _settle_held(self, simple: AsyncSimpleConsumer, held: _Held) -> None:
+        """Ack the finished successes in one request; send the failures back after their backoff."""
+        done, failed = held.take_finished()
+        if not done and not failed:
+            return
+        try:
+            refused = await simple.ack_many(done)
+            await asyncio.gather(*(simple.change_invisible_duration(m, self._backoff_s(m.delivery_attempt))
+                                   for m in failed))
+        except RockmqError as e:  # they come back when their invisible time ends
+            log.warning("group %s: settling %d messages failed: %s", self.group, len(done) + len(failed), e)
+            return
+        for m, error in refused:
+            log.warning("group %s: ack of %s refused (%s): it outlived its invisible time and comes again",
+                        self.group, m.message_id, error)
