@@ -39,13 +39,14 @@ def test_users_lifecycle(auth_broker, unique):
     assert rockmq(auth_broker, "topic", "list", *as_alice).returncode == 0
     one_line_refusal(rockmq(auth_broker, "user", "list", *as_alice), "needs a super user")
     assert rockmq(auth_broker, "user", "update", name, "--disable", *AS_ADMIN).returncode == 0
-    one_line_refusal(rockmq(auth_broker, "topic", "list", *as_alice), f"user {name!r} is disabled")
+    one_line_refusal(rockmq(auth_broker, "topic", "list", *as_alice), "authentication failed")  # why: the audit log only
     assert rockmq(auth_broker, "user", "update", name, "--enable", "--secret", "new-pw", *AS_ADMIN).returncode == 0
-    one_line_refusal(rockmq(auth_broker, "topic", "list", *as_alice), "does not match")
+    one_line_refusal(rockmq(auth_broker, "topic", "list", *as_alice), "authentication failed")
     assert rockmq(auth_broker, "topic", "list", "--access-key", name, "--secret-key", "new-pw").returncode == 0
     assert rockmq(auth_broker, "user", "delete", name, *AS_ADMIN).stdout == f"deleted user {name}\n"
     one_line_refusal(rockmq(auth_broker, "user", "delete", name, *AS_ADMIN), "no user")
-    one_line_refusal(rockmq(auth_broker, "topic", "list", "--access-key", name, "--secret-key", "new-pw"), "unknown user")
+    deleted = ("--access-key", name, "--secret-key", "new-pw")
+    one_line_refusal(rockmq(auth_broker, "topic", "list", *deleted), "authentication failed")
     log = "\n".join(auth_broker.log)
     assert f"user-change who={ADMIN} from 127.0.0.1 what=create user {name} result=ok" in log
     assert "alice-pw" not in log and "new-pw" not in log and SECRET not in log

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rockmq.auth import signature
-from rockmq.auth.authenticate import Authenticator, AuthFailed
+from rockmq.auth.authenticate import FAILED, Authenticator, AuthFailed
 from rockmq.auth.credentials import Credentials, credentials_from
 from rockmq.auth.identity import source_ip
 from rockmq.auth.users import UserError, Users
@@ -51,11 +51,14 @@ def _header(user, secret, date="20261125T000000Z"):
     return signature.authorization(user, secret, date), date
 
 
-@pytest.mark.parametrize("user, secret, says", [
-    ("alice", "wrong", "does not match"), ("bob", "x", "unknown user 'bob'"), ("", "x", "no credentials")])
-def test_authenticator_refuses(users, user, secret, says):
-    with pytest.raises(AuthFailed, match=says):
+@pytest.mark.parametrize("user, secret, says, answer", [
+    ("alice", "wrong", "does not match", FAILED), ("bob", "x", "unknown user 'bob'", FAILED),
+    ("", "x", "no credentials", "no credentials: sign the request with an access key and secret key")])
+def test_authenticator_refuses(users, user, secret, says, answer):
+    """The reason (for the audit log) says which; the answer (for the client) says nothing of who exists."""
+    with pytest.raises(AuthFailed, match=says) as refused:
         Authenticator(users).authenticate(*_header(user, secret))
+    assert refused.value.message == answer
 
 
 def test_authenticator_forgets_what_it_checked_when_a_user_changes(users):

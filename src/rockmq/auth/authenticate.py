@@ -20,13 +20,22 @@ class UserLookup(Protocol):
     def get(self, name: str) -> User | None: ...
 
 
-class AuthFailed(Exception):
-    """The request is not authenticated; the message says why and names the user, never a secret."""
+FAILED = "authentication failed"  # all a client learns when its user is unknown or disabled or its secret wrong
+_NOBODY = "\0no user"  # the secret an unknown user's signature is checked against: every name costs one HMAC
 
-    def __init__(self, message: str, user: str = "") -> None:
-        super().__init__(message)
-        self.message = message
+
+class AuthFailed(Exception):
+    """The request is not authenticated. `reason` says why and names the user, never a secret: it
+    goes to the audit log. `message` is what the client is told: the reason itself when it says
+    nothing of who exists (no credentials, a malformed header), else FAILED for an unknown user, a
+    disabled one and a wrong secret alike — different answers would tell a stranger which user
+    names exist and which are enabled (issue 32 §9)."""
+
+    def __init__(self, reason: str, user: str = "", message: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
         self.user = user
+        self.message = message or reason
 
 
 class Authenticator:
@@ -57,14 +66,15 @@ class Authenticator:
         if not name:
             raise AuthFailed("no credentials: sign the request with an access key and secret key")
         if not NAME.fullmatch(name):  # nobody's name: kept out of the audit line's `who` (it could forge its fields)
-            raise AuthFailed(f"unknown user {name[:64]!r}")
+            raise AuthFailed(f"unknown user {name[:64]!r}", message=FAILED)
         if not date:
             raise AuthFailed(f"user {name!r}: the {signature.DATE_HEADER} header is missing", name)
         user = self.users.get(name)
+        signed = signature.verify(_NOBODY if user is None else user.secret, date, digest)  # the same work whoever it is
         if user is None:
-            raise AuthFailed(f"unknown user {name!r}", name)
+            raise AuthFailed(f"unknown user {name!r}", name, FAILED)
         if not user.enabled:
-            raise AuthFailed(f"user {name!r} is disabled", name)
-        if not signature.verify(user.secret, date, digest):
-            raise AuthFailed(f"user {name!r}: the signature does not match (wrong secret key?)", name)
+            raise AuthFailed(f"user {name!r} is disabled", name, FAILED)
+        if not signed:
+            raise AuthFailed(f"user {name!r}: the signature does not match (wrong secret key?)", name, FAILED)
         return user

@@ -141,7 +141,7 @@ class AuthSeam(grpc.aio.ServerInterceptor):
             user = self.authenticator.authenticate(authorization, date)
         except AuthFailed as e:
             audit.record("authentication-failed", str(describe(context, e.user, client_id=client_id)),
-                         f"{service}/{method}", e.message)
+                         f"{service}/{method}", e.reason)  # why, for the operator; the client gets e.message
             return unauthorized(e.message)
         who = describe(context, user.name, user.super_user, client_id, inner=user.name == self.inner_user)
         _current.set(who)
