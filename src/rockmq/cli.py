@@ -152,6 +152,8 @@ def _parser() -> argparse.ArgumentParser:
                             "accepted (default: from the open-files limit, raised to its hard limit)")
         server.add_argument("--idle-connection-timeout", dest="idle_connection_timeout_s", type=float, metavar="SECONDS",
                             help="close a connection with no call for this long (default 300)")
+        server.add_argument("--audit-format", choices=["text", "json"], help="audit lines as text (fields in a fixed "
+                            "order, values quoted and escaped) or one JSON object a line (default text)")
 
     def with_endpoint(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--endpoint", type=_endpoint, default=DEFAULT_ENDPOINT,
@@ -291,10 +293,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
                                                 "inner_access_key", "inner_secret_key", "max_connections",
-                                                "idle_connection_timeout_s", "stream_send_timeout_s")}
+                                                "idle_connection_timeout_s", "stream_send_timeout_s", "audit_format")}
     settings = load_settings(args.config, overrides)
     _check_tls_files(settings.tls_cert, settings.tls_key, settings.tls_ca)
-    _log_at(settings.log_level)
+    _log_at(settings.log_level, settings.audit_format)
     if settings.shards > 1:
         from rockmq.shards.supervisor import serve as serve_shards
 
@@ -334,14 +336,18 @@ def _check_tls_files(cert: str, key: str, ca: str = "") -> None:
         raise CliError(str(e), EXIT_USAGE) from None
 
 
-def _log_at(level: str) -> None:
-    """A server's log on stderr from `level` up, each kind of line at most once a second (log_limit.py)."""
+def _log_at(level: str, audit_format: str = "text") -> None:
+    """A server's log on stderr from `level` up: each line escaped, cut and on one line, audit lines
+    as `audit_format` says (log_escape.py); each kind of line rate-limited per user and source, with a
+    count of those left out (log_limit.py)."""
+    from rockmq.log_escape import escape_handlers
     from rockmq.log_limit import limit_handlers
 
     try:
         logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     except ValueError:
         raise CliError(f"unknown log level {level!r}: DEBUG, INFO, WARNING or ERROR", EXIT_USAGE) from None
+    escape_handlers(logging.getLogger(), audit_format)
     limit_handlers(logging.getLogger())
 
 
@@ -357,13 +363,14 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     _check_tls_files(args.tls_cert, args.tls_key)
     # The inner credentials and connection limits as a broker reads them (flags, else ROCKMQ_* variables; checked once).
     settings = load_settings(overrides={k: getattr(args, k) for k in ("inner_access_key", "inner_secret_key",
-                                                                        "max_connections", "idle_connection_timeout_s")})
+                                                                        "max_connections", "idle_connection_timeout_s",
+                                                                        "audit_format")})
     inner = inner_user(settings)
     try:
         check_can_listen(args.host, args.port)
     except CannotStart as e:
         raise CliError(str(e)) from None
-    _log_at(args.log_level)
+    _log_at(args.log_level, settings.audit_format)
     asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), settings.connection_limits, args.ready_file,
                       args.tls_cert or "", args.tls_key or "", inner))
     return 0

@@ -19,6 +19,7 @@ from typing import Any, get_type_hints
 
 from rockmq.auth.users import NAME as USER_NAME
 from rockmq.connection_limits import MAX_TIMEOUT_S, ConnectionLimits
+from rockmq.log_escape import AUDIT_FORMATS
 from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 
@@ -119,6 +120,9 @@ class Settings:
     idle_connection_timeout_s: float = 300.0
     connection_handshake_timeout_s: float = 10.0
     log_level: str = "INFO"
+    # How audit lines are written (log_escape.py): text, fields in a fixed order with quoted, escaped
+    # values; or json, one JSON object a line.
+    audit_format: str = "text"
     # Authentication and authorization (docs/security.md): every request signed by a known user.
     # The first super user, made when the broker starts with auth on and has no users yet.
     auth_enabled: bool = False
@@ -190,6 +194,8 @@ class Settings:
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.audit_format not in AUDIT_FORMATS:
+            raise ConfigError(f"audit_format must be 'text' or 'json', not {self.audit_format!r}")
         if self.replication not in ("off", "async", "sync"):
             raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
         if self.retention_s < 1 or self.retention_bytes < 0 or self.retention_check_s <= 0:

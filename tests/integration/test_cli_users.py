@@ -48,7 +48,7 @@ def test_users_lifecycle(auth_broker, unique):
     deleted = ("--access-key", name, "--secret-key", "new-pw")
     one_line_refusal(rockmq(auth_broker, "topic", "list", *deleted), "authentication failed")
     log = "\n".join(auth_broker.log)
-    assert f"user-change who={ADMIN} from 127.0.0.1 what=create user {name} result=ok" in log
+    assert f'user-change who="{ADMIN}" from="127.0.0.1" what="create user {name}" result="ok"' in log
     assert "alice-pw" not in log and "new-pw" not in log and SECRET not in log
 
 

@@ -135,4 +135,4 @@ def test_a_credential_cannot_forge_audit_fields(auth_broker):
             metadata=(*META, ("x-mq-date-time", "20261124T170205Z"), ("authorization", header)), timeout=RPC_TIMEOUT)
     assert (reply.status.code, reply.status.message) == (pb.UNAUTHORIZED, "authentication failed")
     lines = [line for line in auth_broker.log if "authentication-failed" in line and "10.9.9.9" in line]
-    assert lines and all("who=anonymous from 127.0.0.1 what=" in line for line in lines), lines
+    assert lines and all('who="anonymous" from="127.0.0.1" what=' in line for line in lines), lines
