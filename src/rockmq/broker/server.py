@@ -15,6 +15,7 @@ from rockmq.auth.access import AccessControl
 from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import inner_user
+from rockmq.auth.plaintext import TlsOnlyControlPlane
 from rockmq.auth.principals import Principals
 from rockmq.auth.serving import AuthSetupError, open_users, seam
 from rockmq.auth.users import Users
@@ -74,9 +75,13 @@ def _listen(s: Settings, following: bool, users: Users | None,
     """The broker's gRPC server, bound -> (it, the settings with the ports it got); with `users`, every
     request is authenticated (auth/seam.py; the control plane with the inner credentials, auth/inner.py)
     and, with `access`, authorized (auth/access.py); a replica's refuses writes. With a certificate,
-    `port` is TLS and `plaintext_port` (if any) plaintext."""
+    `port` is TLS and `plaintext_port` (if any) plaintext, serving the client data plane only
+    (auth/plaintext.py)."""
     authorize = access.authorize if access is not None else None
-    interceptors: list[grpc.aio.ServerInterceptor] = [seam(users, inner_user(s), authorize)] if users is not None else []
+    tls_only = TlsOnlyControlPlane() if s.tls_cert and s.plaintext_port >= 0 else None
+    interceptors: list[grpc.aio.ServerInterceptor] = [tls_only] if tls_only is not None else []  # first: before auth
+    if users is not None:
+        interceptors.append(seam(users, inner_user(s), authorize))
     if following:
         interceptors.append(ReadOnly(s.replica_of))
     server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
@@ -87,6 +92,8 @@ def _listen(s: Settings, following: bool, users: Users | None,
     port = add_port(server, f"{s.host}:{s.port}", server_credentials(s.tls_cert, s.tls_key))
     if port == 0:
         raise CannotStart(f"cannot listen on {s.host}:{s.port}")
+    if tls_only is not None:
+        tls_only.tls_address = f"{s.host}:{port}"
     plaintext = s.plaintext_port
     if plaintext >= 0 and (plaintext := add_port(server, f"{s.host}:{s.plaintext_port}", None)) == 0:
         raise CannotStart(f"cannot listen on {s.host}:{s.plaintext_port} (--plaintext-port)")

@@ -1,0 +1,82 @@
+"""The plaintext listener beside a TLS one (--plaintext-port) serves the client data plane only.
+
+It exists for clients that cannot speak TLS (sends, receives, acks); what travels on it can be read
+and replayed by anyone on the path. So everything else — Admin, Users, Acls, replication, a name
+server's calls — is refused there before authentication or the handler runs, with one status that
+says to use the TLS port: a captured header or a secret in a CreateUser must never cross in clear.
+Installed only when the broker has both listeners (the transport is the call's, not the server's).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeAlias
+
+import grpc
+
+from rockmq.broker.api.batch import SERVICE as BATCH_SERVICE
+from rockmq.broker.api.messaging import SERVICE as MESSAGING_SERVICE
+from rockmq.tls import is_tls
+
+DATA_PLANE = frozenset({MESSAGING_SERVICE, BATCH_SERVICE})  # what a plaintext client may call
+REFUSAL = grpc.StatusCode.PERMISSION_DENIED
+
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
+Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
+
+
+def refusal(service: str, tls_address: str) -> str:
+    """The one line a plaintext caller of a control-plane service gets."""
+    return (f"{service} is served on the TLS port only ({tls_address}): this is the plaintext listener "
+            f"(--plaintext-port), which serves the client data plane only")
+
+
+async def _result(result: Any) -> Any:
+    return await result if inspect.isawaitable(result) else result
+
+
+class TlsOnlyControlPlane(grpc.aio.ServerInterceptor):
+    """Refuses every service but the data plane's on a call that did not come over TLS."""
+
+    def __init__(self) -> None:
+        self.tls_address = ""  # HOST:PORT of the TLS listener, set once it is bound (for the refusal)
+        self._guarded: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its guarded twin)
+
+    async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
+        handler = await continuation(details)
+        service = details.method.lstrip("/").rpartition("/")[0]
+        if handler is None or service in DATA_PLANE:
+            return handler
+        known = self._guarded.get(details.method)
+        if known is None or known[0] is not handler:
+            known = self._guarded[details.method] = (handler, _guard(handler, refusal(service, self.tls_address)))
+        return known[1]
+
+
+def _guard(h: Handler, message: str) -> Handler:
+    """`h`, answering PERMISSION_DENIED with `message` first when the call is not over TLS."""
+
+    async def check(context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        if not is_tls(context):
+            await context.abort(REFUSAL, message)
+
+    field = next(f for f in ("unary_unary", "stream_unary", "unary_stream", "stream_stream") if getattr(h, f) is not None)
+    inner: Any = getattr(h, field)
+    wrapped: Any
+    if field in ("unary_unary", "stream_unary") or inspect.iscoroutinefunction(inner):
+
+        async def one(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            await check(context)
+            return await _result(inner(request, context))
+
+        wrapped = one
+    else:
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+            await check(context)
+            async for reply in inner(request, context):
+                yield reply
+
+        wrapped = stream
+    return h._replace(**{field: wrapped})  # type: ignore[attr-defined,no-any-return]
