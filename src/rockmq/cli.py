@@ -287,6 +287,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rockmq.store.schema import SchemaError
 
     malloc_tuning.tune()
+    _private_files()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of", "force_primary", "workers", "default_queues",
                                                 "max_topics", "max_groups", "disk_reserve_mib",
@@ -323,6 +324,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _private_files() -> None:
+    """A server's files are its user's alone (umask 077): the data directory is made 0700 and every
+    file 0600 — RocksDB's (message bodies, the receipt-handle secret), users.json, acl.json, the
+    ready file — and RocksDB's threads and the shards of --workers inherit it (issue 32 §12)."""
+    os.umask(0o077)
+
+
 def _check_tls_files(cert: str, key: str, ca: str = "") -> None:
     """A server's TLS files read and fitting together before anything starts (exit 2 if not)."""
     from rockmq.tls import TlsError, check_ca, check_files
@@ -356,6 +364,7 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     from rockmq.broker.startup import CannotStart, check_can_listen
     from rockmq.namesrv.server import serve
 
+    _private_files()
     if not 0 < args.broker_timeout < math.inf or not 0 <= args.port <= 65535:  # NaN too
         raise CliError("--broker-timeout must be a number above 0 and --port in 0..65535", EXIT_USAGE)
     if bool(args.tls_cert) != bool(args.tls_key):

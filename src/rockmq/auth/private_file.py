@@ -1,8 +1,9 @@
 """Files only the broker's user may read (users' secrets, grants): mode 0600, replaced whole.
 
-A write goes to a temporary file beside the target (created 0600), is fsync'ed, renamed over the
-target and the directory fsync'ed: a crash leaves the old file or the new one, never half of one,
-and the secret is never readable by others, not even for a moment.
+A write goes to a temporary file beside the target (whole_file.py: an unguessable name, created
+0600 without following links), is fsync'ed, renamed over the target and the directory fsync'ed:
+a crash leaves the old file or the new one, never half of one, and the secret is never readable
+by others, not even for a moment.
 """
 
 from __future__ import annotations
@@ -10,25 +11,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rockmq.whole_file import replace_whole
+
 MODE = 0o600
+DIRECTORY_MODE = 0o700  # a data directory made here is its user's alone, as `rockmq serve` makes it
 
 
 def write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, MODE)
-    try:
-        os.fchmod(fd, MODE)  # an old leftover may have had another mode
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(partial, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)
+    replace_whole(path, data, durable=True)
 
 
 def read_private(path: Path) -> bytes | None:

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import socket
 from pathlib import Path
+
+from rockmq.auth.private_file import DIRECTORY_MODE
+
+log = logging.getLogger(__name__)
 
 
 class CannotStart(Exception):
@@ -40,10 +45,13 @@ def check_can_listen(host: str, port: int) -> None:
 
 
 def check_data_dir(path: Path) -> None:
-    """The data directory is a directory (or does not exist yet) that no other process holds.
-    RocksDB holds its directory with an fcntl lock on the file LOCK: we test that lock the same way."""
+    """The data directory is a directory (or does not exist yet) that no other process holds, and
+    its user's alone (keep_private). RocksDB holds its directory with an fcntl lock on the file
+    LOCK: we test that lock the same way."""
     if path.exists() and not path.is_dir():
         raise CannotStart(f"the data directory {path} is a file, not a directory")
+    if path.is_dir():
+        keep_private(path)
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -67,11 +75,11 @@ def hold_data_dir(path: Path) -> int:
     keeps no store in it itself (`rockmq serve --workers N`) -> the descriptor to keep open.
     Refusals are worded as a single broker's (store/db.py), each naming the directory and the cause."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)
     except OSError as e:
         raise CannotStart(f"cannot make the data directory {path}: {e.strerror}") from None
     try:
-        fd = os.open(path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as e:
         raise CannotStart(f"cannot open the store in {path}: {e.strerror}") from None
     try:
@@ -80,6 +88,27 @@ def hold_data_dir(path: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def keep_private(path: Path) -> None:
+    """Take the group's and others' bits off an existing data directory (0755 -> 0700), saying so in one line.
+
+    It holds every message body, the receipt-handle secret, users.json and acl.json. A broker now
+    makes it 0700 and its files 0600 (umask 077, cli.py), but one made before (0755, RocksDB's
+    files 0644) would stay open to every local user: tightening the directory closes all of it at
+    once (nobody else can enter it to reach the files). A directory the broker may not chmod (not
+    its own) is left as it is, with a warning: starting matters more than the mode."""
+    mode = path.stat().st_mode & 0o777
+    private = mode & DIRECTORY_MODE  # the owner's bits as they were: a read-only directory stays read-only
+    if mode == private:
+        return
+    try:
+        path.chmod(private)
+    except OSError as e:
+        log.warning("the data directory %s is mode %o, so other local users may read it; cannot make it %o: %s",
+                    path, mode, private, e.strerror)
+        return
+    log.warning("the data directory %s was mode %o, so other local users could read it: made it %o", path, mode, private)
 
 
 def _lock(fd: int, path: Path) -> None:

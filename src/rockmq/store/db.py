@@ -37,6 +37,7 @@ from rocksdict import (
     WriteOptions,
 )
 
+from rockmq.auth.private_file import DIRECTORY_MODE
 from rockmq.config import MiB, Settings
 from rockmq.store import keys, oplog
 from rockmq.store.disk_space import DiskSpace, free_bytes, no_space
@@ -171,7 +172,7 @@ def _open(path: Path, new: bool, memory: Memory, cache: Cache) -> Rdict:
     """Open (or make) the database at `path`, every family it has (one an older version left is
     opened too), or say in one line why not."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)  # the store's user's alone (private_file.py)
     except OSError as e:
         raise CannotOpenStore(f"cannot make the data directory {path}: {e.strerror}") from None
     try:

@@ -1,0 +1,45 @@
+"""A file replaced whole, never through a link someone planted (the ready file, users.json, acl.json).
+
+The new content goes to a temporary file beside the target, made by `tempfile.mkstemp`: a name
+nobody can guess, opened O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600, so a symlink or file planted
+there is never followed, truncated or written. It is then renamed over the target (a rename
+replaces a link at the target itself, not what the link points to): a reader sees the old file
+or the new one, never half of one. Issue 32 §12: the ready file used to be written at a name known
+in advance (`.NAME.PID.tmp`) opened without O_EXCL, and a local user's symlink there made the
+server overwrite any file its user could write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def replace_whole(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """Write `data` as `path` (mode 0600). `durable`: the file and its directory are fsync'ed before
+    it returns, so a crash cannot leave an empty or half-written file where the old one was."""
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+    if durable:
+        _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in `directory` durable (the directory's entry, not only the file's bytes)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
