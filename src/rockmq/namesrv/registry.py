@@ -10,14 +10,42 @@ small while tolerating a broker paused by a long fsync or a GC.
 
 Of two live registrations under one broker name, the one with the higher primary epoch holds the
 name: a primary superseded by a promoted replica (broker/cluster/fencing.py) is not taken back,
-and the reply to its registration tells it the epoch that superseded it.
+and the reply to its registration tells it the epoch that superseded it, with the epoch's proof.
+
+The proof is an HMAC under the group's secret, which a name server does not hold: it cannot check a
+proof, only compare hashes. So each registration also carries `successor`, the hash of the proof of
+the next epoch, and a higher registration takes a live holder's name only if its proof hashes to
+the holder's `successor` — what a replica promoted from that holder sends, and a stranger cannot.
+The commitment is the first holder's of an epoch: a stranger re-registering the name at the same
+epoch (which an open name server allows) moves its routes until the holder's next registration,
+but cannot plant a commitment of its own. A higher registration that does not check is kept out
+(logged once) and changes nothing; a name nobody holds is taken by any registration (the primary
+then checks the proof it hears, fencing.py, so a stranger's epoch fences nothing); a promotion to
+an epoch other than the next is routed once the old holder, fenced by its replica, went silent.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import logging
 from dataclasses import dataclass
 
 from rockmq.protocol import namesrv
+
+log = logging.getLogger(__name__)
+_LOGGED_MAX = 1_024  # names whose refused claim was logged (then forgotten, so bounded)
+
+
+def commitment(proof: bytes) -> bytes:
+    """What a registration at epoch E sends as `successor`: the hash of the proof of epoch E + 1."""
+    return hashlib.sha256(proof).digest()
+
+
+def succeeds(claim: namesrv.BrokerInfo, holder: namesrv.BrokerInfo) -> bool:
+    """Whether `claim` is the promotion `holder` committed to: one epoch above, its proof hashing to the holder's successor."""
+    return (claim.epoch == holder.epoch + 1 and bool(holder.successor)
+            and hmac.compare_digest(commitment(claim.epoch_proof), holder.successor))
 
 
 @dataclass
@@ -30,16 +58,36 @@ class Registry:
     def __init__(self, timeout_ms: int) -> None:
         self.timeout_ms = timeout_ms
         self._brokers: dict[str, Entry] = {}
+        self._refused: dict[str, int] = {}  # name -> the last unproven epoch logged for it
 
-    def register(self, info: namesrv.BrokerInfo, now_ms: int) -> int:
-        """Take a registration unless a live one of a higher epoch holds its name; -> the epoch that does."""
+    def register(self, info: namesrv.BrokerInfo, now_ms: int) -> namesrv.BrokerInfo:
+        """Take a registration unless a live holder of its name keeps it (`_keeps`); -> the entry
+        that holds the name (its epoch and proof go back in the reply)."""
         if not info.name or not info.endpoint:
             raise ValueError("a registration needs the broker's name and endpoint")
         held = self._brokers.get(info.name)
-        if held is not None and held.info.epoch > info.epoch and now_ms - held.last_seen_ms <= self.timeout_ms:
-            return held.info.epoch
+        if held is not None and now_ms - held.last_seen_ms <= self.timeout_ms:
+            if self._keeps(held.info, info):
+                return held.info
+            if info.epoch == held.info.epoch:  # the epoch's first commitment stays (see the module's docstring)
+                info.successor = held.info.successor
         self._brokers[info.name] = Entry(info, now_ms)
-        return info.epoch
+        return info
+
+    def _keeps(self, held: namesrv.BrokerInfo, info: namesrv.BrokerInfo) -> bool:
+        """Whether the live holder `held` keeps its name from `info`: a lower epoch (a superseded
+        primary), or a higher one it did not commit to (logged once per name and epoch)."""
+        if info.epoch < held.epoch:
+            return True
+        if info.epoch == held.epoch or succeeds(info, held):
+            return False
+        if self._refused.get(info.name) != info.epoch:
+            if len(self._refused) >= _LOGGED_MAX:
+                self._refused.clear()
+            self._refused[info.name] = info.epoch
+            log.warning("registration of broker %.100r at %.100r claims primary epoch %d above the live holder's %d "
+                        "without the proof its replicas give: ignored", info.name, info.endpoint, info.epoch, held.epoch)
+        return True
 
     def expire(self, now_ms: int) -> list[str]:
         """Drop brokers not heard from within the timeout; -> their names."""

@@ -38,11 +38,12 @@ class NameServer(namesrv_grpc.NameServerServicer):
     async def Register(self, request: namesrv.RegisterRequest,
                        context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.RegisterResponse:
         try:
-            epoch = self.registry.register(request.broker, _now_ms())
+            held = self.registry.register(request.broker, _now_ms())
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         self._expire()
-        return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms, epoch=epoch)
+        return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms, epoch=held.epoch,
+                                        epoch_proof=held.epoch_proof)
 
     async def ListBrokers(self, request: namesrv.ListBrokersRequest,
                           context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.ListBrokersResponse:

@@ -10,7 +10,9 @@ A primary learns of a higher epoch from a name server's reply to its registratio
 keeps the highest registration of each broker name, so routes name the new primary) or from a
 replica's Follow stream (a promoted replica opens one on its former primary to tell it, which
 also covers clusters without name servers, and goes on across restarts of either until the former
-primary heard: `repl/former`). It then writes `repl/fenced` (it stays fenced across
+primary heard: `repl/former`). Either way only with the epoch's proof (`epoch_proof`, under the
+group's secret): anyone may register at an open name server, so an epoch a name server hands back
+without a proof that checks fences nothing (logged once). It then writes `repl/fenced` (it stays fenced across
 restarts, until re-seeded from the new primary), refuses every write with HA_NOT_AVAILABLE (which
 clients retry, the official ones on another queue, rockmq's after refreshing the route), stops
 its background writers and registrations, and answers routes with the new primary.
@@ -35,6 +37,7 @@ import grpc
 from rockmq.auth.inner import inner_credentials, signed
 from rockmq.broker.errors import BrokerError
 from rockmq.config import Settings
+from rockmq.namesrv.registry import commitment
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, keys
@@ -58,6 +61,12 @@ def epoch_proof(secret: bytes, epoch: int) -> bytes:
 
 def proven(secret: bytes, epoch: int, proof: bytes) -> bool:
     return hmac.compare_digest(proof, epoch_proof(secret, epoch))
+
+
+def successor(secret: bytes, epoch: int) -> bytes:
+    """What a primary at `epoch` registers beside its proof: the hash of its successor's proof, which a
+    name server (holding no secret) checks a promoted replica's registration against (namesrv/registry.py)."""
+    return commitment(epoch_proof(secret, epoch + 1))
 
 
 def stored_epoch(store: Store) -> int:
@@ -86,6 +95,7 @@ class Fence:
         self.forced = force_primary
         self.on_fenced: Callable[[], None] = lambda: None
         self.on_confirmed: Callable[[], None] = lambda: None
+        self._unproven = 0  # the last unproven epoch logged (each is logged once)
 
     @property
     def fenced(self) -> bool:
@@ -138,6 +148,18 @@ class Fence:
         return BrokerError(pb.HA_NOT_AVAILABLE,
                            f"broker {self.broker_name!r} here is no longer the primary: a replica was promoted "
                            f"(primary epoch {self.superseded}); retry, routes name the new primary")
+
+    def learn_proven(self, epoch: int, proof: bytes, secret: bytes, source: str) -> bool:
+        """A primary epoch `source` holds, with its proof; -> whether this broker is fenced. A higher
+        epoch without a proof that checks under `secret` (the group's) is a stranger's claim: it
+        changes nothing, and is logged once."""
+        if epoch <= self.epoch or self.fenced or proven(secret, epoch, proof):
+            return self.learn(epoch, source)
+        if epoch != self._unproven:
+            self._unproven = epoch
+            log.warning("%s holds primary epoch %d, above this broker's %d, without the proof its replicas give: "
+                        "ignored (not a promotion of this broker's replica)", source, epoch, self.epoch)
+        return False
 
     def learn(self, epoch: int, source: str) -> bool:
         """A primary epoch heard from `source`; -> whether this broker is fenced (now or before)."""

@@ -5,7 +5,7 @@ by broker and id). A route lists every broker's queues interleaved — b1:0, b2:
 so a client that retries on the next queue lands on another broker. Without name servers the
 broker is a cluster of one and routes name only itself. Only the broker that takes its name's
 writes names itself: a replica, and a primary a promoted replica superseded (fencing.py, learnt from
-a registration reply), route clients to the primary of their name instead, so that a client given
+a registration reply carrying the new epoch's proof), route clients to the primary of their name instead, so that a client given
 any member of a group (official clients "replica;primary") sends where sends are taken.
 """
 
@@ -23,7 +23,7 @@ import grpc
 
 from rockmq.auth.inner import inner_credentials, signed
 from rockmq.broker import validate
-from rockmq.broker.cluster.fencing import Fence
+from rockmq.broker.cluster.fencing import Fence, epoch_proof, successor
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
@@ -125,8 +125,10 @@ class Cluster:
 
     def _me(self) -> namesrv.BrokerInfo:
         s = self.ctx.settings
+        epoch = self.fence.epoch
         info = namesrv.BrokerInfo(name=self.name, endpoint=self.endpoint, tls=bool(s.tls_cert),
-                                  plaintext_endpoint=s.plaintext_address, epoch=self.fence.epoch)
+                                  plaintext_endpoint=s.plaintext_address, epoch=epoch,
+                                  epoch_proof=epoch_proof(self.ctx.secret, epoch), successor=successor(self.ctx.secret, epoch))
         for t in self.ctx.meta.topics.values():
             info.topics.add(topic=t.name, queue_count=t.queues, message_types=t.message_types)
         return info
@@ -150,7 +152,7 @@ class Cluster:
                 log.warning("cannot register with name server %s: %s", address, e.code().name)
                 self._unreachable.add(address)
             return
-        if not self.fence.learn(reply.epoch, f"name server {address}"):
+        if not self.fence.learn_proven(reply.epoch, reply.epoch_proof, self.ctx.secret, f"name server {address}"):
             self.fence.confirm(f"name server {address}")
         if address in self._unreachable:
             log.info("registered with name server %s again", address)

@@ -17,7 +17,7 @@ class TopicQueues(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BrokerInfo(_message.Message):
-    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint", "epoch")
+    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint", "epoch", "epoch_proof", "successor")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,8 @@ class BrokerInfo(_message.Message):
     TLS_FIELD_NUMBER: _ClassVar[int]
     PLAINTEXT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_PROOF_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     endpoint: str
     topics: _containers.RepeatedCompositeFieldContainer[TopicQueues]
@@ -32,7 +34,9 @@ class BrokerInfo(_message.Message):
     tls: bool
     plaintext_endpoint: str
     epoch: int
-    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    epoch_proof: bytes
+    successor: bytes
+    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ..., successor: _Optional[bytes] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("broker",)
@@ -41,12 +45,14 @@ class RegisterRequest(_message.Message):
     def __init__(self, broker: _Optional[_Union[BrokerInfo, _Mapping]] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
-    __slots__ = ("timeout_ms", "epoch")
+    __slots__ = ("timeout_ms", "epoch", "epoch_proof")
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_PROOF_FIELD_NUMBER: _ClassVar[int]
     timeout_ms: int
     epoch: int
-    def __init__(self, timeout_ms: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+    epoch_proof: bytes
+    def __init__(self, timeout_ms: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ...) -> None: ...
 
 class ListBrokersRequest(_message.Message):
     __slots__ = ("topic",)
