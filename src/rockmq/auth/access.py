@@ -11,7 +11,7 @@ one parse of the hot path's bytes), and auto-creating a topic where it would be 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from rockmq.auth.authorizer import Authorizer
 from rockmq.auth.identity import Identity
 from rockmq.auth.permissions import MESSAGING, Who, create_check, publishing, rule, telemetry_checks
 from rockmq.auth.seam import Refused, current_identity, forbidden, super_users_only
+from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 from rockmq.unparsed import UNPARSED
@@ -43,12 +44,17 @@ class AccessControl:
         elif r.checks is not None and request is not None and request is not UNPARSED:  # UNPARSED: refused next
             self._check(who, r.checks(request), method)
 
-    def _check(self, who: Identity, checks: Iterable[Check], method: str) -> None:
-        refused = self.authorizer.refused(who.user, who.super_user, checks, who.source_ip or None)
+    def _check(self, who: Identity, checks: Sequence[Check], method: str) -> None:
+        """Refuse what `who` may not do; an illegal name is refused as such (ILLEGAL_TOPIC,
+        ILLEGAL_CONSUMER_GROUP) before it is authorized, cached or logged."""
+        try:
+            refused = self.authorizer.refused(who.user, who.super_user, checks, who.source_ip or None)
+        except BrokerError as e:
+            raise Refused(e.code, e.message) from None
         if refused is not None:
             raise forbidden(f"user {who.user!r} may not {refused} ({method})")
 
-    def _check_in_handler(self, checks: Iterable[Check], method: str, service: str = MESSAGING) -> None:
+    def _check_in_handler(self, checks: Sequence[Check], method: str, service: str = MESSAGING) -> None:
         """A check a handler asks (the seam is past): of the request's identity, audited here."""
         who = current_identity()
         if who is None:  # auth off, or the broker acting by itself

@@ -52,8 +52,9 @@ class Refused(BrokerError):
 
     @property
     def grpc_code(self) -> grpc.StatusCode:
-        """What rockmq's own services answer it with."""
-        return _GRPC_CODE[self.code]
+        """What rockmq's own services answer it with (INVALID_ARGUMENT: an illegal name, refused
+        before it was authorized)."""
+        return _GRPC_CODE.get(self.code, grpc.StatusCode.INVALID_ARGUMENT)
 
 
 def unauthorized(message: str) -> Refused:

@@ -48,10 +48,12 @@ MAX_QUEUES = 1024  # of a topic, on one broker
 
 
 def check_name(kind: str, name: str) -> None:
+    """Refuse an illegal topic or group name; the refusal quotes at most one character past the
+    limit of an overlong one (it is answered, and may be logged)."""
     longest = 127 if kind == "topic" else MAX_GROUP_NAME
-    if not NAME_RE.match(name or "") or len(name) > longest:
+    if len(name) > longest or not NAME_RE.match(name or ""):
         code = pb.ILLEGAL_TOPIC if kind == "topic" else pb.ILLEGAL_CONSUMER_GROUP
-        raise BrokerError(code, f"illegal {kind} name {name!r}: use 1-{longest} of [A-Za-z0-9_%-]")
+        raise BrokerError(code, f"illegal {kind} name {name[:longest + 1]!r}: use 1-{longest} of [A-Za-z0-9_%-]")
 
 
 def check_queue_count(queues: int, brokers: int = 1) -> None:

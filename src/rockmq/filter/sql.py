@@ -57,11 +57,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
-from rockmq.filter.tags import IllegalExpression
+from rockmq.filter.tags import MAX_LENGTH, IllegalExpression, check_size
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "TAGS", "IllegalExpression", "SqlFilter", "compile_sql"]
 
-MAX_LENGTH = 4096  # characters of one expression
 MAX_DEPTH = 64  # nesting of parentheses, prefixes and chained comparisons: evaluation recurses this deep
 TAGS = "TAGS"
 
@@ -1303,8 +1302,7 @@ def compile_sql(expression: str) -> SqlFilter:
 
 def _compile_sql(expression: str, fast: bool) -> SqlFilter:
     """fast=False skips the specialised closures: the tests check both paths agree."""
-    if len(expression) > MAX_LENGTH:
-        raise IllegalExpression(f"expression is {len(expression)} characters long; the limit is {MAX_LENGTH}")
+    check_size(expression, tags=False)
     tokens = _tokenize(expression)
     if tokens[0][0] == "EOF":
         raise IllegalExpression("empty expression")
