@@ -187,7 +187,7 @@ def test_telemetry_settings_are_checked_as_they_come(auth_broker):
 
 def test_a_staged_chunk_is_its_stagers_to_publish_or_discard(auth_broker):
     """Stage handles are guessable (expiry bucket, sequence): only the user who staged a chunk may
-    publish or discard it; a sink id is the first publishing user's."""
+    publish or discard it; a sink id is each user's own (tests/integration/test_sink_and_group_scope.py)."""
     import hashlib
 
     from rockmq.protocol import batch, batch_grpc
@@ -214,8 +214,8 @@ def test_a_staged_chunk_is_its_stagers_to_publish_or_discard(auth_broker):
                                   metadata=signed("alice"), timeout=RPC_TIMEOUT)
         assert mine.status.code == pb.OK and mine.published == 1, mine
         poison = stub.PublishStaged(batch.PublishStagedRequest(sink_id="alices", batch_id=99), metadata=signed("bob"),
-                                    timeout=RPC_TIMEOUT)  # alice's next batches would be taken for duplicates
-        assert poison.status.code == pb.FORBIDDEN and "another user's sink" in poison.status.message, poison.status
+                                    timeout=RPC_TIMEOUT)  # no chunk, so no topic to need Pub on: refused
+        assert poison.status.code == pb.BAD_REQUEST and "names no staged chunk" in poison.status.message, poison.status
 
 
 @pytest.mark.parametrize("method", ["AckMessage", "QueryRoute", "SendMessage", "ChangeInvisibleDuration"])

@@ -273,9 +273,49 @@ def test_unpublished_chunks_and_batch_jobs_are_forgotten(tmp_path):
             request = batch_pb.StageRequest.FromString(stage_request(encode(topic, [b"y"]), 0, False))
             kept, _ = s.stage(request.system_properties, request.contents, 0, False)
             assert await s.publish("job", 0, [(kept, 1)], 60_000) == (False, 1, 0)
-            assert await s.publish("stream", 4, [], 0) == (False, 0, 0)
+            request = batch_pb.StageRequest.FromString(stage_request(encode(topic, [b"z"]), 0, False))
+            streamed, _ = s.stage(request.system_properties, request.contents, 0, False)
+            assert await s.publish("stream", 4, [(streamed, 1)], 0) == (False, 1, 0)
             s.sweep(now + 120_000)
             assert s.last_batch("job") is None and s.last_batch("stream") == 4
+        finally:
+            b.ctx.store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_users_sink_recorded_before_sinks_were_scoped_keeps_its_last_batch(tmp_path):
+    """A sink an authenticated user published to before sink ids were scoped to users was kept
+    under its bare id, its owner beside it: the owner's replay of its last batch is still a
+    duplicate (an upgrade must not publish a batch twice), and the next publish moves it under the
+    user's name. Another user's, or one kept without an owner, is not taken over."""
+    from rockmq.broker import staging
+    from rockmq.broker.server import Broker
+    from rockmq.config import Settings
+    from rockmq.store import keys
+
+    def chunk(s: staging.StagingService, body: bytes) -> list[tuple[bytes, int]]:
+        request = batch_pb.StageRequest.FromString(stage_request(encode("scoped", [body]), 0, False))
+        return [(s.stage(request.system_properties, request.contents, 0, False, "alice")[0], 1)]
+
+    async def scenario():
+        b = Broker(Settings(data_dir=str(tmp_path / "data"), port=0))
+        try:
+            s, store = b.staging, b.ctx.store
+            legacy = keys.SINK_STATE + b"q1"
+            write = store.batch()
+            write.put("staging", legacy, b"S" + staging._SINK_STATE.pack(5, 0) + b"alice")
+            write.put("staging", keys.SINK_STATE + b"q2", b"S" + staging._SINK_STATE.pack(5, 0))  # no owner
+            store.write(write)
+            assert s.last_batch("q1", "alice") == 5 and s.last_batch("q1", "bob") is None
+            assert s.last_batch("q2", "alice") is None and s.last_batch("q2") == 5
+            assert await s.publish("q1", 5, chunk(s, b"replayed"), 0, "alice") == (True, 0, 0)
+            assert await s.publish("q1", 6, chunk(s, b"next"), 0, "alice") == (False, 1, 0)
+            assert store.get("staging", legacy) is None
+            assert store.get("staging", keys.SINK_STATE + staging.sink_ref("q1", "alice").encode()) is not None
+            assert s.last_batch("q1", "alice") == 6
+            with pytest.raises(staging.BrokerError, match="control character"):
+                await s.publish("a\x00b", 0, chunk(s, b"x"), 0)
         finally:
             b.ctx.store.close()
 

@@ -2,10 +2,11 @@
 the request table (permissions), and the changes the admin calls make (audited).
 
 `authorize` is the seam's hook (seam.py): it runs once per request, after authentication, and
-raises `forbidden(...)` naming the user, the resource and the action. Three checks are asked by
+raises `forbidden(...)` naming the user, the resource and the action. Four checks are asked by
 handlers instead, reading the request's identity from the seam: Telemetry's settings as they come
 (`check_settings`), SendMessage's topics once its handler has read the messages (`check_sends`:
-one parse of the hot path's bytes), and auto-creating a topic where it would be created
+one parse of the hot path's bytes), PublishStaged's on the topics of the chunks it names
+(`check_publish_staged`), and auto-creating a topic where it would be created
 (`may_create`). None of this runs with authentication off.
 """
 
@@ -20,7 +21,7 @@ from rockmq.auth.acl import Check, Entry, Resource
 from rockmq.auth.acl_store import Acls, AclStore
 from rockmq.auth.authorizer import Authorizer
 from rockmq.auth.identity import Identity
-from rockmq.auth.permissions import MESSAGING, Who, create_check, publishing, rule, telemetry_checks
+from rockmq.auth.permissions import BATCH, MESSAGING, Who, create_check, publishing, rule, telemetry_checks
 from rockmq.auth.seam import Refused, current_identity, forbidden, super_users_only
 from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
@@ -72,6 +73,11 @@ class AccessControl:
     def check_sends(self, topics: Iterable[str]) -> None:
         """SendMessage's messages, as its handler read them: each one's topic · Pub."""
         self._check_in_handler(publishing(topics), "SendMessage")
+
+    def check_publish_staged(self, topics: Iterable[str]) -> None:
+        """PublishStaged: each staged chunk's topic · Pub, read from the chunks themselves (Stage
+        checked it too, but a grant may have gone since, and the request names no topic)."""
+        self._check_in_handler(publishing(topics), "PublishStaged", BATCH)
 
     def may_create(self, topic: str) -> None:
         """A request is about to auto-create `topic`: its user needs Topic·Create on it. A group's

@@ -5,7 +5,8 @@ checked as (resource, actions): it needs any one of `actions` on the resource (Q
 Pub or Sub). Super users pass. Of the entries that match (resource, one of the actions or All,
 source IP), the most specific decides: a typed resource beats `*`; a literal name beats a prefix,
 which beats any name of the type; a longer prefix beats a shorter; Deny wins a tie. No matching
-entry means deny. Group names lose their %RETRY% / %DLQ% prefix (`group_check`, `topic_check`), as in Apache.
+entry means deny. Group names lose their %RETRY% / %DLQ% prefix (`group_check`), as in Apache; a retry
+topic counts as its group, a dead-letter topic as a topic of its own (`topic_check`).
 """
 
 from __future__ import annotations
@@ -187,9 +188,13 @@ def _actions(actions: tuple[Action, ...]) -> frozenset[Action]:
 
 
 def topic_check(topic: str, *actions: Action) -> Check:
-    """`actions` on a topic; a group's retry or dead-letter topic is its group's."""
-    if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
-        return Check(Kind.GROUP, strip_group(topic), _actions(actions))
+    """`actions` on a topic. A group's retry topic is its group's, and sending to it (a consumer's
+    send-back) needs Sub there, as in Apache: the group's own consumers use it. A dead-letter
+    topic is a topic of its own (`Topic:%DLQ%g1`): it holds the dead letters of every topic the
+    group consumed, so Sub on the group must not read them."""
+    if topic.startswith(RETRY_PREFIX):
+        wanted = tuple(Action.SUB if a is Action.PUB else a for a in actions)
+        return Check(Kind.GROUP, topic[len(RETRY_PREFIX):], _actions(wanted))
     return Check(Kind.TOPIC, topic, _actions(actions))
 
 

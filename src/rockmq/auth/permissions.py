@@ -6,7 +6,8 @@ only (`Who.SUPER`: promote, users, ACLs), or the cluster's inner credentials (`W
 replication, name-server registration). The v2 part follows Apache RocketMQ's mapping
 (security-notes.md), with Pull and the offsets mapped too; rockmq's own services map the same way.
 Telemetry's checks are per settings command (`telemetry_checks`) and SendMessage's per message
-(`publishing`: its handler reads the request's bytes once, then asks); auto-creating a topic (on
+(`publishing`: its handler reads the request's bytes once, then asks), PublishStaged's on the
+topics of the staged chunks it names (read from the store by its handler); auto-creating a topic (on
 QueryRoute, SendMessage, Stage) needs `create_check` too, asked where the topic is created.
 """
 
@@ -136,8 +137,9 @@ _BATCH: dict[str, Rule] = {
     "Pull": Rule(Who.USER, _batch_pair),
     "Fetch": Rule(Who.USER, lambda r: [topic_check(r.topic, SUB)]),
     "Stage": Rule(Who.USER, lambda r: [topic_check(t, PUB) for t in staged_topics(r)]),
-    # The chunks' topics were checked when they were staged; a chunk is its stager's to publish or
-    # discard (StagingService.check_owner: its handle is guessable).
+    # A chunk is its stager's to publish or discard (StagingService.check_owner: its handle is
+    # guessable); publishing asks Pub on the chunks' topics, which only the store knows (its handler
+    # reads them: AccessControl.check_publish_staged), and a sink id is scoped to its user.
     "PublishStaged": Rule(Who.USER),
     "DiscardStaged": Rule(Who.USER),
 }

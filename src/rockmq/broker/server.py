@@ -175,7 +175,8 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, guarding)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
         users_grpc.add_UsersServicer_to_server(users, guarding)
-        batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging)
+        batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging,
+                              self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         if self.follower is None:  # before the first call: a Follow stream may fence it at once
             self.fence.on_fenced = self._fenced

@@ -16,9 +16,17 @@ stage, and the driver decides once per batch:
   that also deletes the chunk, and the call answers once all of it is durable. A job is retried
   until it is done, and a broker killed midway resumes its jobs at start (a chunk that is gone
   was moved). A batch id at or below the last one is a replay: its chunks are dropped and
-  nothing is published.
+  nothing is published. A new batch must name chunks (an empty one would record a batch id
+  and publish nothing: it names no topic to need Pub on), and must be at most
+  `MAX_BATCH_STEP` past the sink's last (below).
 - Chunks never published (a failed task attempt, a driver that died before deciding) expire:
   their keys start with their expiry bucket, so expiry is one range delete per bucket.
+
+Who: with authentication on, a chunk is its stager's alone to publish or discard (handles are
+guessable), publishing needs Pub on its topics then and there (a grant may have gone since the
+Stage), and a sink id is the user's own: `alice`'s sink `q1` and `bob`'s are two sinks (`sink_ref`),
+so nobody can claim, advance or read another user's sink. Without authentication the sink id is
+the only name there is.
 
 A chunk staged with `deduplicate` (application-chosen message ids) is also checked against, and
 recorded in, the producer de-duplication table at publish, as SendMessage would.
@@ -66,6 +74,23 @@ MAX_TTL_MS = 7 * 24 * 3_600_000
 SWEEP_S = 10.0
 SINK_SWEEP_MS = 60_000
 MAX_SINK_ID = 256
+# How far past a sink's last batch id a new one may be. Spark numbers micro-batches one by one and
+# the sink publishes every batch that staged anything, so a live query jumps only over batches that
+# wrote nothing: a million of those back to back is 11.6 days at one a second. A batch id past it
+# is a mistake or an attack (one publish of batch 2**62 would make every later batch of the sink a
+# silent duplicate): it is refused, loudly, and one stray publish shadows at most this many ids.
+MAX_BATCH_STEP = 1_000_000
+
+
+def sink_ref(sink_id: str, owner: str) -> str:
+    """The name a sink is kept under: its id without authentication, else scoped to its user (a
+    user name has no NUL, a sink id no control character: the two kinds never meet)."""
+    return f"\x00{owner}\x00{sink_id}" if owner else sink_id
+
+
+def _check_sink_id(sink_id: str) -> None:
+    if not sink_id or len(sink_id) > MAX_SINK_ID or any(c < " " or c == "\x7f" for c in sink_id):
+        raise BrokerError(pb.BAD_REQUEST, f"sink_id must be 1-{MAX_SINK_ID} characters, none of them a control character")
 
 
 def _chunk_entries(raw: bytes) -> list[tuple[int, int, bytes, bytes]]:
@@ -164,19 +189,22 @@ class StagingService:
         self._count(handle, 1)
         return handle, len(contents)
 
-    def check_owner(self, handles: Sequence[bytes], user: str, sink_id: str = "") -> None:
-        """Refuses (FORBIDDEN) `user` a chunk another user staged, or a sink id another user
-        published with (its next batches would be taken for duplicates); one made without
-        authentication, or gone, is anyone's."""
+    def check_owner(self, handles: Sequence[bytes], user: str) -> None:
+        """Refuses (FORBIDDEN) `user` a chunk another user staged; one staged without
+        authentication, or gone, is anyone's. (Sinks need no such check: each user has its own.)"""
         found = self.ctx.store.get_many("staging", [_index_key(h) for h in handles if len(h) == _HANDLE.size])
         for i, raw in enumerate(found):
             owner = raw[_OWNER_AT:].decode() if raw is not None else ""
             if owner and owner != user:
                 raise BrokerError(pb.FORBIDDEN, f"user {user!r} may not use staged chunk {i + 1}: another user staged it")
-        raw = self.ctx.store.get("staging", _SINK + sink_id.encode()) if sink_id else None
-        owner = raw[_SINK_OWNER_AT:].decode() if raw is not None else ""
-        if owner and owner != user:
-            raise BrokerError(pb.FORBIDDEN, f"user {user!r} may not publish as sink {sink_id!r}: another user's sink")
+
+    def chunk_topics(self, handles: Sequence[bytes]) -> list[str]:
+        """The topics the staged chunks would publish to (what publishing them needs Pub on); a chunk
+        that is gone, or a topic deleted since, names none (publishing it then adds nothing there)."""
+        found = self.ctx.store.get_many("staging", [_chunk_key(h) for h in handles if len(h) == _HANDLE.size])
+        ids = dict.fromkeys(topic_id for raw in found if raw is not None for topic_id, _, _, _ in _chunk_entries(raw))
+        topics = self.ctx.meta.topics_by_id
+        return [topics[i].name for i in ids if i in topics]
 
     def discard(self, handles: Iterable[bytes]) -> None:
         """Drop chunks that will never be published; unknown ones and those being moved are left."""
@@ -192,16 +220,40 @@ class StagingService:
 
     # --- publish -------------------------------------------------------------------------------
 
-    def last_batch(self, sink_id: str) -> int | None:
-        raw = self.ctx.store.get("staging", _SINK + sink_id.encode())
-        return None if raw is None else _SINK_STATE.unpack_from(raw, 1)[0]
+    def last_batch(self, sink_id: str, owner: str = "") -> int | None:
+        return self._sink_state(sink_id, owner)[0]
+
+    def _sink_state(self, sink_id: str, owner: str) -> tuple[int | None, bytes | None]:
+        """The sink's last batch id and, when it is still kept under its unscoped name (recorded by
+        `owner` before sinks were scoped to users), that key: the next publish moves it, so an
+        upgrade loses no sink's last batch (a replay after it would publish twice)."""
+        raw = self.ctx.store.get("staging", _SINK + sink_ref(sink_id, owner).encode())
+        if raw is not None:
+            return _SINK_STATE.unpack_from(raw, 1)[0], None
+        if not owner:
+            return None, None
+        legacy = _SINK + sink_id.encode()
+        raw = self.ctx.store.get("staging", legacy)
+        if raw is None or raw[_SINK_OWNER_AT:].decode() != owner:
+            return None, None
+        return _SINK_STATE.unpack_from(raw, 1)[0], legacy
+
+    @staticmethod
+    def _check_step(sink_id: str, batch_id: int, last: int | None, chunks: int) -> None:
+        """A new batch names chunks, and is at most MAX_BATCH_STEP past the sink's last."""
+        if not chunks:
+            raise BrokerError(pb.BAD_REQUEST, f"batch {batch_id} of sink {sink_id!r} names no staged chunk: a batch with "
+                                              f"nothing to publish is not recorded (nor needs to be)")
+        if last is not None and batch_id - last > MAX_BATCH_STEP:
+            raise BrokerError(pb.BAD_REQUEST, f"batch {batch_id} of sink {sink_id!r} is more than {MAX_BATCH_STEP:,} past "
+                                              f"its last batch, {last}: refused (it would make the batches between "
+                                              f"look like duplicates); number batches one by one, or use a new sink id")
 
     async def publish(self, sink_id: str, batch_id: int, chunks: list[tuple[bytes, int]],
                       retain_ms: int, owner: str = "") -> tuple[bool, int, int]:
         """-> (duplicate, published, de-duplicated). Durable when it returns. `owner`: the user
-        publishing (auth on): a sink id, like a chunk, is then that user's alone (check_owner)."""
-        if not sink_id or len(sink_id) > MAX_SINK_ID:
-            raise BrokerError(pb.BAD_REQUEST, f"sink_id must be 1-{MAX_SINK_ID} characters")
+        publishing (auth on): the sink is that user's own (`sink_ref`)."""
+        _check_sink_id(sink_id)
         if batch_id < 0 or retain_ms < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_id and retain_ms must not be negative")
         handles = [h for h, _ in chunks]
@@ -210,12 +262,14 @@ class StagingService:
         self.resume()  # a job a previous run decided must count before anything is compared with it
         # From here to registering the job nothing awaits: the check and the decision are one
         # step of the event loop, so concurrent publishes of one sink cannot both pass.
-        last = self.last_batch(sink_id)
+        ref = sink_ref(sink_id, owner)
+        last, legacy = self._sink_state(sink_id, owner)
         if last is not None and batch_id <= last:
-            await self._settled(sink_id)  # a retried call answers once the first one's work is done
+            await self._settled(ref)  # a retried call answers once the first one's work is done
             await self.committer.durable()  # ... and held by the replica (a restart ran it unconfirmed)
             self.discard(handles)
             return True, 0, 0
+        self._check_step(sink_id, batch_id, last, len(handles))
         store = self.ctx.store
         found = store.get_many("staging", [_index_key(h) for h in handles])
         for i, ((_, count), raw) in enumerate(zip(chunks, found, strict=True)):
@@ -228,11 +282,13 @@ class StagingService:
         seq = next(self._seq)
         batch = store.batch()
         forget = now_ms() + retain_ms if retain_ms else 0
-        batch.put("staging", _SINK + sink_id.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget) + owner.encode())
-        batch.put("staging", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(sink_id.encode())) + sink_id.encode()
+        batch.put("staging", _SINK + ref.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget) + owner.encode())
+        if legacy is not None:
+            batch.delete("staging", legacy)
+        batch.put("staging", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(ref.encode())) + ref.encode()
                   + b"".join(handles))
         store.write(batch)
-        published, deduplicated = await asyncio.shield(self._start(seq, sink_id, handles, batch))  # a cancelled call
+        published, deduplicated = await asyncio.shield(self._start(seq, ref, handles, batch))  # a cancelled call
         return False, published, deduplicated                                                # leaves it running
 
     def _start(self, seq: int, sink_id: str, handles: list[bytes],
@@ -343,7 +399,7 @@ class StagingService:
             sink_id = value[start:start + n].decode()
             rest = value[start + n:]
             handles = [rest[i:i + _HANDLE.size] for i in range(0, len(rest), _HANDLE.size)]
-            log.info("resuming the publish of staged batch for sink %s (%d chunks)", sink_id, len(handles))
+            log.info("resuming the publish of staged batch for sink %r (%d chunks)", sink_id, len(handles))
             self._start(seq, sink_id, handles)
 
     async def run(self) -> None:

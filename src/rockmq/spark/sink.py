@@ -22,14 +22,18 @@ nothing a task sends is visible until the driver decides, once per batch:
    and the handles in one durable write (the decision), moves the chunks into their queues
    (delayed messages into the timers) and answers once all of it is durable; a broker killed
    midway finishes the job when it starts again. At or below it: the batch was published
-   already, and its chunks are dropped.
+   already, and its chunks are dropped. A batch that staged nothing is not published at all:
+   replayed, it stages nothing again.
 
 The sink id is the streaming query's id (kept in the checkpoint, so it survives restarts) and
 the batch id Spark's; a batch job gets a fresh sink id and batch 0, so a retried PublishStaged
 call is a no-op. Inside `foreachBatch`, pass options `sinkId` and `batchId` to make the batch
 writes of a streaming query exactly-once the same way. Correctness depends neither on a replay
 rebuilding identical rows nor on a time window; it assumes the sink id's record stays on the
-broker (a streaming sink's is kept for ever, a batch job's for a day: `retainSeconds`).
+broker (a streaming sink's is kept for ever, a batch job's for a day: `retainSeconds`). With
+authentication on, a sink id is the user's (`accessKey`): another user's sink of the same id is
+another sink, and publishing needs Pub on the topics written. A batch id more than a million past
+the sink's last is refused (broker/staging.py MAX_BATCH_STEP): Spark's count up one by one.
 
 A batch job run again is a new job: without `sinkId` it gets another fresh sink id and sends
 every row again (50,000 rows run twice: 100,000 messages). Nothing in a rerun tells it from new
@@ -325,8 +329,8 @@ class _Sink:
         chunks = [batch_pb.StagedChunk(handle=h, count=c) for m in ours for h, c in zip(m.handles, m.counts, strict=True)]
         if sink_id is None:
             sink_id = next((m.sink_id for m in ours), None)
-        if sink_id is None or (not chunks and self.options.sink_id is None):
-            return None  # nothing was written: nothing to decide
+        if sink_id is None or not chunks:
+            return None  # nothing was written: nothing to decide (the broker records no empty batch)
         request = batch_pb.PublishStagedRequest(sink_id=sink_id, batch_id=batch_id, chunks=chunks, retain_ms=retain_s * 1000)
         reply: batch_pb.PublishStagedResponse = _call(self.options, "publish", request, self.options.publish_timeout_s)
         if reply.status.code != pb.OK:

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
+from rockmq.auth.access import AccessControl
 from rockmq.auth.seam import identity
 from rockmq.broker.api.replies import OK, entry_results, found_status, serialized, unary
 from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
@@ -42,12 +43,13 @@ SERIALIZED: dict[str, type[Message]] = {
 
 class BatchServicer(batch_grpc.BatchMessagingServicer):
     def __init__(self, ctx: BrokerContext, clients: Clients, pop: PopService, pull: PullService,
-                 staging: StagingService | None = None) -> None:
+                 staging: StagingService | None = None, access: AccessControl | None = None) -> None:
         self.ctx = ctx
         self.clients = clients
         self.pop = pop
         self.puller = pull
         self.staging = staging  # staged writes (the Spark sink); None: refused
+        self.access = access  # auth on: PublishStaged's Pub on the chunks' topics (auth/access.py)
 
     def _poll_seconds(self, request: batch.ReceiveRequest | batch.PullRequest, context: Context) -> float:
         return poll_seconds(max(request.long_polling_timeout_ms, 0) / 1000, self.ctx.settings.max_long_polling_s, context)
@@ -108,9 +110,14 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
 
     @unary(batch.PublishStagedResponse)
     async def PublishStaged(self, request: batch.PublishStagedRequest, context: Context) -> batch.PublishStagedResponse:
+        """Only the chunks' stager may publish them, with Pub on their topics, as its own sink."""
         user = identity(context).user
-        self._staging().check_owner([c.handle for c in request.chunks], user, request.sink_id)
-        duplicate, published, deduplicated = await self._staging().publish(
+        staging = self._staging()
+        handles = [c.handle for c in request.chunks]
+        staging.check_owner(handles, user)
+        if self.access is not None:
+            self.access.check_publish_staged(staging.chunk_topics(handles))
+        duplicate, published, deduplicated = await staging.publish(
             request.sink_id, request.batch_id, [(c.handle, c.count) for c in request.chunks], request.retain_ms, user)
         return batch.PublishStagedResponse(status=OK, duplicate=duplicate, published=published, deduplicated=deduplicated)
 
