@@ -33,12 +33,12 @@ def replace_whole(path: Path, data: bytes, *, durable: bool = False) -> None:
             os.unlink(partial)
         raise
     if durable:
-        _fsync_directory(path.parent)
+        fsync_path(path.parent)
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename in `directory` durable (the directory's entry, not only the file's bytes)."""
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a directory: its entries (files made, renamed or removed) made durable."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

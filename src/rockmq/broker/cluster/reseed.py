@@ -43,6 +43,7 @@ from rockmq.store.db import CannotOpenStore
 from rockmq.store.disk_space import free_bytes
 from rockmq.store.schema import Family, SchemaError
 from rockmq.unparsed import UNPARSED, Unparsed
+from rockmq.whole_file import fsync_path
 
 log = logging.getLogger(__name__)
 
@@ -306,26 +307,13 @@ def commit(staging: Path, seq: int, primary: str, total_bytes: int, seconds: flo
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, staging / MANIFEST)
-    _sync_dir(staging)
+    fsync_path(staging)
 
 
 def _sync_files(directory: Path, names: list[str]) -> None:
     for name in names:
-        fd = os.open(directory / name, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    _sync_dir(directory)
-
-
-def _sync_dir(directory: Path) -> None:
-    """Make the directory's entries (files made, renamed or removed) durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fsync_path(directory / name)
+    fsync_path(directory)
 
 
 # --- the swap, before the store opens -----------------------------------------------------------
@@ -365,7 +353,7 @@ def swap_steps(data: Path, staging: Path, manifest: Manifest) -> Iterator[str]:
         if (staging / name).exists():
             os.replace(staging / name, data / name)
             yield f"moved {name}"
-    _sync_dir(data)
+    fsync_path(data)
     (staging / MANIFEST).unlink()
     yield "committed"
     shutil.rmtree(staging)
