@@ -24,7 +24,8 @@ endpoint, topic = sys.argv[1:]
 pid = os.fork()
 with Producer(endpoint, timeout=10) as p:
     receipt = p.send(Message(topic, b"child" if pid == 0 else b"parent"))
-print("child" if pid == 0 else "parent", receipt.message_id, flush=True)
+# One write(2) per line: a pipe keeps writes under PIPE_BUF whole, print() may split them.
+os.write(1, f"{'child' if pid == 0 else 'parent'} {receipt.message_id}\\n".encode())
 if pid:
     _, status = os.waitpid(pid, 0)
     sys.exit(os.waitstatus_to_exitcode(status))
