@@ -1,14 +1,22 @@
-"""What authentication costs (issue 19 §1: at most 5 % of produce-batch): `rockmq bench --scenario
-produce-batch` against two brokers of this tree, one run with `--auth` (the bench signing every
-request) and one without, in the same run, rounds interleaved.
+"""What authentication costs (issue 19 §1, issue 32: at most 5 % of produce-batch), A/B in one run:
+`rockmq bench --scenario produce-batch` against two brokers of this tree, one run with `--auth` (the
+bench signing every request) and one without, rounds interleaved. With `--base REF` also against a
+third broker with `--auth`, of the commit REF, so a change to the per-request auth path (this tree's
+auth against the base's) is measured in the same run, on the same machine's noise.
 
-    PYTHONPATH=$PWD/src python bench/auth_bench.py [--rounds 5] [--duration 8] [--batch 32] [--size 1024] [--normal-user]
+    python bench/auth_bench.py [--base REF] [--rounds 5] [--duration 8] [--batch 32] [--size 1024] [--normal-user]
+
+`--base` checks REF out in a temporary git worktree (`git worktree add --detach`), builds its compiled
+data path there as this tree's was built (`python setup.py build_ext --inplace`; both sides must run
+the same way, see src/rockmq/compiled.py) and removes the worktree afterwards, on failure too. Each
+broker runs with PYTHONPATH=<its tree>/src; the load generator and the CLI calls are this tree's for
+all three brokers, so only the broker differs. Each round runs every broker once, the order rotated.
 
 The bench signs as the broker's super user (authentication only: a super user passes authorization
 unchecked), or with `--normal-user` as a user granted Pub and Create on the topic (authentication
 and the ACL decision of every request). Prints, per broker, the medians of the rounds' messages per
-second and of the broker's CPU µs per message (the steadier figure on a shared machine), and auth's
-cost in each.
+second and of the broker's CPU µs per message (the steadier figure on a shared machine), auth's cost
+on this tree, and this tree's auth against the base's as a ratio.
 """
 
 from __future__ import annotations
@@ -27,71 +35,129 @@ from typing import Any
 ADMIN, SECRET = "bench-admin", "bench-secret"
 USER, USER_SECRET = "bench-user", "bench-user-secret"
 TOPIC = "auth-bench"
+HERE = Path(__file__).resolve().parent.parent
+FIGURES = ("messages_per_s", "broker_cpu_us_per_msg")
 
 
-def start(data_dir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    ready = data_dir.with_suffix(".ready")
-    proc = subprocess.Popen([sys.executable, "-m", "rockmq", "serve", "--port", "0", "--data-dir", str(data_dir),
-                             "--ready-file", str(ready), "--log-level", "WARNING", *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def tree_env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree / "src")}
+
+
+def rockmq(*args: str) -> str:
+    """This tree's CLI (the same client for every broker)."""
+    done = subprocess.run([sys.executable, "-m", "rockmq", *args], env=tree_env(HERE), capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"rockmq {args[0]} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def start(tree: Path, data_dir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    ready, log = data_dir.with_suffix(".ready"), data_dir.with_suffix(".log")
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rockmq", "serve", "--port", "0", "--data-dir", str(data_dir),
+                                 "--ready-file", str(ready), "--log-level", "WARNING", *extra],
+                                env=tree_env(tree), stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the broker in {data_dir} did not start")
+            proc.kill()
+            raise SystemExit(f"the broker of {tree} did not start:\n{log.read_text()[-2000:]}")
         time.sleep(0.05)
     return proc, ready.read_text().strip()
 
 
 def bench(endpoint: str, args: argparse.Namespace, *extra: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "rockmq", "bench", "--endpoint", endpoint, "--scenario", "produce-batch",
-                          "--duration", str(args.duration), "--batch", str(args.batch), "--size", str(args.size),
-                          "--topic", TOPIC, "--no-ceiling", "--json", *extra], capture_output=True, text=True,
-                         check=True).stdout
+    out = rockmq("bench", "--endpoint", endpoint, "--scenario", "produce-batch", "--duration", str(args.duration),
+                 "--batch", str(args.batch), "--size", str(args.size), "--topic", TOPIC, "--no-ceiling", "--json", *extra)
     figures: dict[str, Any] = json.loads(out)["scenarios"]["produce-batch"]
     return figures
 
 
+def checkout(ref: str, worktree: Path) -> None:
+    """REF in `worktree`, its data path compiled (with ROCKMQ_PURE_PYTHON=1 set: nothing, and every tree runs as Python)."""
+    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(worktree), ref], check=True)
+    print(f"base {ref}: building in {worktree} ...", flush=True)
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=worktree, capture_output=True,
+                           text=True)
+    if build.returncode:
+        raise SystemExit(f"base {ref}: the build failed:\n{build.stderr[-2000:]}")
+
+
+def data_path(tree: Path) -> str:
+    out = subprocess.run([sys.executable, "-m", "rockmq", "--version"], env=tree_env(tree), capture_output=True,
+                         text=True, check=True).stdout.strip()
+    return out.partition(", ")[2] or out
+
+
+def measure(args: argparse.Namespace, tmp: Path, base: Path | None) -> dict[str, list[dict[str, Any]]]:
+    auth = ("--auth", "--admin-user", ADMIN, "--admin-secret", SECRET)
+    trees: dict[str, tuple[Path, tuple[str, ...]]] = {"plain": (HERE, ()), "auth": (HERE, auth)}
+    if base:
+        trees["base auth"] = (base, auth)
+    paths = {name: data_path(tree) for name, (tree, _) in trees.items()}
+    for name, path in paths.items():
+        print(f"{name}: {trees[name][0]}, {path}", flush=True)
+    if len(set(paths.values())) > 1:
+        print("WARNING: the brokers do not run the same data path (compiled / Python): the comparison is unfair")
+    brokers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    try:
+        for name, (tree, extra) in trees.items():
+            brokers[name] = start(tree, tmp / name.replace(" ", "-"), *extra)
+        signer = ("--access-key", ADMIN, "--secret-key", SECRET)
+        if args.normal_user:
+            for name in trees.keys() - {"plain"}:
+                rockmq("user", "create", USER, "--secret", USER_SECRET, "--endpoint", brokers[name][1], *signer)
+                rockmq("acl", "grant", USER, "--resource", f"Topic:{TOPIC}", "--actions", "Pub,Create",
+                       "--endpoint", brokers[name][1], *signer)
+            signer = ("--access-key", USER, "--secret-key", USER_SECRET)
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        names = list(trees)
+        for r in range(args.rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                figures = bench(brokers[name][1], args, *(signer if name != "plain" else ()))
+                if figures.get("errors"):
+                    raise SystemExit(f"{name}: {figures['errors']} errors: {figures.get('error_kinds')}")
+                runs[name].append(figures)
+                print(f"round {r + 1} {name:9}: {figures['messages_per_s']:8,.0f} msg/s, "
+                      f"{figures['broker_cpu_us_per_msg']:6.1f} µs CPU/msg", flush=True)
+        return runs
+    finally:
+        for proc, _ in brokers.values():
+            proc.terminate()
+            proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", metavar="REF", help="a commit whose broker (with --auth) runs in the same rounds")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--normal-user", action="store_true", help="sign as a user with grants, not the super user")
     args = parser.parse_args()
-    runs: dict[str, list[dict[str, Any]]] = {"plain": [], "auth": []}
     with tempfile.TemporaryDirectory(prefix="rockmq-auth-bench-") as tmp:
-        plain, plain_at = start(Path(tmp) / "plain")
-        auth, auth_at = start(Path(tmp) / "auth", "--auth", "--admin-user", ADMIN, "--admin-secret", SECRET)
-        signer = ("--access-key", ADMIN, "--secret-key", SECRET)
+        base = Path(tmp) / "base" if args.base else None
         try:
-            if args.normal_user:
-                for command in (("user", "create", USER, "--secret", USER_SECRET),
-                                ("acl", "grant", USER, "--resource", f"Topic:{TOPIC}", "--actions", "Pub,Create")):
-                    subprocess.run([sys.executable, "-m", "rockmq", *command, "--endpoint", auth_at, *signer], check=True,
-                                   capture_output=True)
-                signer = ("--access-key", USER, "--secret-key", USER_SECRET)
-            for r in range(args.rounds):
-                for name in (("plain", "auth") if r % 2 == 0 else ("auth", "plain")):
-                    extra = signer if name == "auth" else ()
-                    figures = bench(auth_at if name == "auth" else plain_at, args, *extra)
-                    if figures.get("errors"):
-                        raise SystemExit(f"{name}: {figures['errors']} errors: {figures.get('error_kinds')}")
-                    runs[name].append(figures)
-                    print(f"round {r + 1} {name}: {figures['messages_per_s']:,.0f} msg/s, "
-                          f"{figures['broker_cpu_us_per_msg']:.1f} us CPU/msg", flush=True)
+            if base:
+                checkout(args.base, base)
+            runs = measure(args, Path(tmp), base)
         finally:
-            for proc in (plain, auth):
-                proc.terminate()
-                proc.wait()
-    med = {name: {k: statistics.median(f[k] for f in fs) for k in ("messages_per_s", "broker_cpu_us_per_msg")}
-           for name, fs in runs.items()}
+            if base:
+                subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(base)], capture_output=True)
+    med = {name: {k: statistics.median(f[k] for f in fs) for k in FIGURES} for name, fs in runs.items()}
     for name, m in med.items():
-        print(f"{name}: {m['messages_per_s']:,.0f} msg/s, broker {m['broker_cpu_us_per_msg']:.2f} us CPU/msg (medians)")
+        print(f"{name:9} median: {m['messages_per_s']:8,.0f} msg/s, {m['broker_cpu_us_per_msg']:6.2f} µs broker CPU/msg")
     rate = 1 - med["auth"]["messages_per_s"] / med["plain"]["messages_per_s"]
     cpu = med["auth"]["broker_cpu_us_per_msg"] / med["plain"]["broker_cpu_us_per_msg"] - 1
     print(f"auth ({'a normal user with grants' if args.normal_user else 'the super user'}) costs {rate:+.1%} of the rate "
           f"and {cpu:+.1%} broker CPU per message (batch {args.batch}, {args.size} B, {os.cpu_count()} cores)")
+    if base:
+        this, was = med["auth"], med["base auth"]
+        rounds = [t["broker_cpu_us_per_msg"] / b["broker_cpu_us_per_msg"] for t, b in zip(runs["auth"], runs["base auth"])]
+        print(f"auth, this tree / base {args.base}: msg/s {this['messages_per_s'] / was['messages_per_s']:.3f}, "
+              f"broker CPU/msg {this['broker_cpu_us_per_msg'] / was['broker_cpu_us_per_msg']:.3f} "
+              f"(per round: {', '.join(f'{x:.3f}' for x in rounds)})")
 
 
 if __name__ == "__main__":
