@@ -11,6 +11,8 @@ import time
 
 import grpc
 
+from rockmq.auth.inner_signature import NONCE_HEADER, authorization, new_nonce
+from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER, date_now
 from rockmq.protocol import admin, admin_grpc, batch_grpc, pb, rpc, svc
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol.channels import Tls, client_metadata, open_channel
@@ -245,3 +247,11 @@ def staged_parts(msg: pb.Message) -> tuple[bytes, bytes]:
 
 def code_name(code: int) -> str:
     return pb.Code.Name(code)
+
+
+def inner_signed(method: str, access_key: str, secret: str, *, nonce: str = "") -> tuple[tuple[str, str], ...]:
+    """The headers of one control-plane call to `method` (/package.Service/Method) as a broker signs
+    it with the cluster's inner credentials (auth/inner_signature.py): good for that one call."""
+    date, nonce = date_now(), nonce or new_nonce()
+    return (*META, (DATE_HEADER, date), (NONCE_HEADER, nonce),
+            (AUTHORIZATION_HEADER, authorization(access_key, secret, date, method, nonce)))

@@ -114,6 +114,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-topics", type=int, help="topics this broker holds at most, its groups' retry and "
                                                       "dead-letter topics aside (100000)")
     serve.add_argument("--max-groups", type=int, help="consumer groups this broker holds at most (100000)")
+    serve.add_argument("--max-sessions-per-user", type=int, metavar="N", help="with --auth: client sessions one user "
+                       "holds at most; past it its own longest silent one goes (10000)")
+    serve.add_argument("--max-streams-per-user", type=int, metavar="N", help="with --auth: streaming calls (Telemetry, "
+                       "receives) one user has open at once; past it they are refused (2000)")
     serve.add_argument("--disk-reserve-mib", type=int, metavar="MIB", help="free disk space kept beside the memtables' "
                        "next flush: below it sends are refused, 'disk full' (32)")
     serve.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_const", const=False,
@@ -290,7 +294,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _private_files()
     overrides = {k: getattr(args, k) for k in ("host", "port", "data_dir", "flush", "broker_name", "namesrv", "max_attempts",
                                                 "replication", "replica_of", "force_primary", "workers", "default_queues",
-                                                "max_topics", "max_groups", "disk_reserve_mib",
+                                                "max_topics", "max_groups", "max_sessions_per_user",
+                                                "max_streams_per_user", "disk_reserve_mib",
                                                 "auto_create_topics", "log_level", "auth_enabled", "admin_user",
                                                 "admin_secret", "tls_cert", "tls_key", "tls_ca", "plaintext_port",
                                                 "inner_access_key", "inner_secret_key", "max_connections",

@@ -26,6 +26,7 @@ from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 MiB = 1024 * 1024
 REPLY_OVERHEAD = 64 * 1024  # framing and the fields of a reply besides its messages, generously
 MIN_STORE_MEMORY_MIB = 16  # below it the bookkeeping families' memtables would be tiny
+MAX_CLOCK_SKEW_S = 86400.0  # auth_max_clock_skew_s: more would let a captured header live for days
 
 
 class ConfigError(ValueError):
@@ -128,6 +129,9 @@ class Settings:
     auth_enabled: bool = False
     admin_user: str = ""
     admin_secret: str = field(default="", repr=False)
+    # How far a signed request's date may be from the broker's clock, beyond any time zone's offset
+    # (the official Python client signs local time labelled Z): a captured header ages out after it.
+    auth_max_clock_skew_s: float = 300.0
     # TLS (docs/security.md). With tls_cert and tls_key (PEM files, re-read when they change) the `port`
     # listener is TLS only; plaintext_port adds a plaintext one beside it (-1: none; 0: any free port).
     # This broker's own clients (to other brokers, name servers, its primary) speak TLS when it serves
@@ -150,7 +154,12 @@ class Settings:
     pull_scan_limit: int = 4096  # the same for one pull
     revive_batch: int = 1000  # expired deliveries revived per step
     revive_dlq_bytes: int = 16 * MiB  # ... and dead-letter copies written per step
-    max_clients: int = 100_000  # client sessions remembered (the longest silent one goes first)
+    max_clients: int = 100_000  # client sessions remembered (the longest silent one of the same user goes first)
+    # With auth on, one user's share (docs/security.md): its sessions (past it, its own longest silent
+    # one goes), and its streaming calls open at once (past it, refused TOO_MANY_REQUESTS; super users'
+    # are not counted). The last call of max_concurrent_rpcs is kept for super users' admin calls.
+    max_sessions_per_user: int = 10_000
+    max_streams_per_user: int = 2_000
     # Tables keyed by what clients send (docs/protocol.md "Limits"): past each, what would add an
     # entry is refused with TOO_MANY_REQUESTS naming the setting (Admin: RESOURCE_EXHAUSTED).
     max_topics: int = 100_000  # topics, besides the %RETRY%/%DLQ% topics of existing groups (bounded by max_groups)
@@ -185,7 +194,8 @@ class Settings:
                         "idle_group_matches_s",
                         "max_delay_s", "flush_interval_ms", "max_waiting_receives", "max_concurrent_rpcs", "max_invisible_ms",
                         "max_receive_batch", "max_reply_bytes", "pop_scan_limit", "pull_scan_limit", "revive_batch",
-                        "revive_dlq_bytes", "max_clients", "max_renewals", "fetch_records", "fetch_bytes",
+                        "revive_dlq_bytes", "max_clients", "max_sessions_per_user", "max_streams_per_user", "max_renewals",
+                        "fetch_records", "fetch_bytes",
                         "max_fetch_records", "max_fetch_bytes", "timer_move_batch", "timer_move_bytes",
                         "staging_move_batch", "txn_check_batch", "replication_ring_bytes", "receive_batch",
                         "max_topics", "max_groups", "max_subscriptions_per_group", "max_client_topics",
@@ -194,6 +204,9 @@ class Settings:
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.auth_enabled and self.user_call_slots < 1:
+            raise ConfigError(f"with auth_enabled, max_concurrent_rpcs ({self.max_concurrent_rpcs}) must leave users a "
+                              "call besides the one kept for super users' admin calls")
         if self.audit_format not in AUDIT_FORMATS:
             raise ConfigError(f"audit_format must be 'text' or 'json', not {self.audit_format!r}")
         if self.replication not in ("off", "async", "sync"):
@@ -221,6 +234,9 @@ class Settings:
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
         if bool(self.admin_user) != bool(self.admin_secret):
             raise ConfigError("admin_user and admin_secret (--admin-user, --admin-secret) go together")
+        if not 0 < self.auth_max_clock_skew_s <= MAX_CLOCK_SKEW_S:
+            raise ConfigError(f"auth_max_clock_skew_s must be above 0 and at most {MAX_CLOCK_SKEW_S:.0f} (a day), "
+                              f"not {self.auth_max_clock_skew_s}")
         if bool(self.inner_access_key) != bool(self.inner_secret_key):
             raise ConfigError("inner_access_key and inner_secret_key (--inner-access-key, --inner-secret-key) go together")
         if self.inner_access_key and not USER_NAME.fullmatch(self.inner_access_key):  # it is a header's Credential
@@ -258,6 +274,12 @@ class Settings:
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
+
+    @property
+    def user_call_slots(self) -> int:
+        """With auth on, the calls served at once besides super users' admin calls: one is kept for
+        them, so that no load of other calls keeps an operator out (auth/slots.py)."""
+        return self.max_concurrent_rpcs - 1
 
     @property
     def shards(self) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
-from mqwire import META, message
+from mqwire import META, inner_signed, message
 from shard_set import ShardSet
 from tls_certs import CertFiles, make_certs
 from waiting import wait_for
@@ -31,8 +31,13 @@ def signed(user: str, secret: str) -> tuple[tuple[str, str], ...]:
     return (*META, *Credentials(user, secret).headers())
 
 
-AS_ADMIN, AS_INNER = signed(ADMIN, ADMIN_SECRET), signed(INNER, INNER_SECRET)
+AS_ADMIN = signed(ADMIN, ADMIN_SECRET)
 WRONG_INNER = signed(INNER, "not-the-secret")
+LIST_BROKERS, DESCRIBE_TOPIC = "/rockmq.namesrv.v1.NameServer/ListBrokers", "/rockmq.admin.v1.Admin/DescribeTopic"
+
+
+def as_inner(method: str) -> tuple[tuple[str, str], ...]:
+    return inner_signed(method, INNER, INNER_SECRET)
 
 
 @pytest.fixture
@@ -59,7 +64,7 @@ def secured_cluster(tmp_path: Path, certs: CertFiles) -> Iterator[tuple[NameServ
     try:
         for name in ("b1", "b2"):
             brokers[name] = _broker(tmp_path / name, certs, "--broker-name", name, "--namesrv", ns.endpoint)
-        wait_for(lambda: {b.name for b in _live(ns, tls, AS_INNER)} == {"b1", "b2"}, 15, 0.1, what="both brokers")
+        wait_for(lambda: {b.name for b in _live(ns, tls)} == {"b1", "b2"}, 15, 0.1, what="both brokers")
         yield ns, brokers, tls
     finally:
         for b in brokers.values():
@@ -67,10 +72,10 @@ def secured_cluster(tmp_path: Path, certs: CertFiles) -> Iterator[tuple[NameServ
         ns.kill()
 
 
-def _live(ns: NameServerProcess, tls: Tls, metadata) -> list[namesrv.BrokerInfo]:
+def _live(ns: NameServerProcess, tls: Tls) -> list[namesrv.BrokerInfo]:
     with open_channel(ns.endpoint, tls) as ch:
-        return list(namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), metadata=metadata,
-                                                                  timeout=5).brokers)
+        return list(namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(),
+                                                                  metadata=as_inner(LIST_BROKERS), timeout=5).brokers)
 
 
 def test_name_server_answers_only_the_inner_credentials(secured_cluster):
@@ -84,7 +89,7 @@ def test_name_server_answers_only_the_inner_credentials(secured_cluster):
             _refused(lambda m=metadata: stub.ListBrokers(namesrv.ListBrokersRequest(), metadata=m, timeout=5),
                      grpc.StatusCode.UNAUTHENTICATED, says)
     # The forged registrations changed nothing: b1 is still where it registered itself.
-    assert {b.name: b.endpoint for b in _live(ns, tls, AS_INNER)}["b1"] == brokers["b1"].endpoint
+    assert {b.name: b.endpoint for b in _live(ns, tls)}["b1"] == brokers["b1"].endpoint
     assert INNER_SECRET not in "\n".join(ns.log)
 
 
@@ -100,7 +105,7 @@ def test_brokers_fan_admin_calls_out_with_the_inner_credentials(secured_cluster)
                  grpc.StatusCode.UNAUTHENTICATED, "no credentials")
         _refused(lambda: stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=WRONG_INNER,
                                             timeout=5), grpc.StatusCode.UNAUTHENTICATED)
-        assert stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=AS_INNER,
+        assert stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=as_inner(DESCRIBE_TOPIC),
                                   timeout=5).queue_count == 2
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 from broker_process import BrokerProcess
 from mqwire import META, Conn, held_ids, message
-from test_control_plane import AS_ADMIN, AS_INNER, AUTH_ARGS, _refused
+from test_control_plane import AS_ADMIN, AUTH_ARGS, _refused, as_inner
 from waiting import wait_for
 
 from rockmq.broker.cluster import reseed
@@ -23,6 +23,7 @@ from rockmq.protocol import admin, admin_grpc, pb, replication, replication_grpc
 # is too far behind; sync sends without a replica fail fast.
 SMALL_RING = {"ROCKMQ_REPLICATION_RING_BYTES": str(64 * 1024), "ROCKMQ_REPLICATION_TIMEOUT_S": "0.2"}
 BODY = 256 * 1024
+SNAPSHOT = "/rockmq.replication.v1.Replication/Snapshot"
 
 
 def _holds(endpoint: str, topic: str, queues: int, ids: set[str]) -> bool:
@@ -143,15 +144,15 @@ def test_only_the_inner_credentials_take_a_copy_one_at_a_time_removed_however_it
             _refused(lambda: header(AS_ADMIN), grpc.StatusCode.PERMISSION_DENIED, "inner credentials")  # a super user too
             assert not checkpoints()
 
-            call = snapshot(replication.SnapshotRequest(), metadata=AS_INNER, timeout=30)
+            call = snapshot(replication.SnapshotRequest(), metadata=as_inner(SNAPSHOT), timeout=30)
             listed = next(call).header
             assert listed.total_bytes > 16 << 20 and listed.total_bytes == sum(f.size for f in listed.files)
             assert checkpoints()
-            _refused(lambda: header(AS_INNER), grpc.StatusCode.RESOURCE_EXHAUSTED, "another replica")
+            _refused(lambda: header(as_inner(SNAPSHOT)), grpc.StatusCode.RESOURCE_EXHAUSTED, "another replica")
             call.cancel()  # the replica went away mid-copy
             wait_for(lambda: not checkpoints(), 10, what="the checkpoint to be removed")
 
-            first, *chunks = snapshot(replication.SnapshotRequest(), metadata=AS_INNER, timeout=60)
+            first, *chunks = snapshot(replication.SnapshotRequest(), metadata=as_inner(SNAPSHOT), timeout=60)
             got: dict[str, int] = {}
             for c in chunks:
                 assert c.ByteSize() <= 1 << 20

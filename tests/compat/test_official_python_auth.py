@@ -6,6 +6,7 @@ route lookup logs before failing the send)."""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 from broker_process import AUTH_ADMIN as ADMIN
@@ -36,3 +37,23 @@ def test_refused_with_unauthorized(auth_broker, unique, creds, caplog):
     assert any("40100" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
     log = "\n".join(auth_broker.log)
     assert "authentication-failed" in log and SECRET not in log
+
+
+@pytest.fixture
+def china_time(monkeypatch):
+    """This process's local time zone UTC+8 (POSIX spelling: CST-8), as a client in Shanghai runs."""
+    monkeypatch.setenv("TZ", "CST-8")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_client_in_utc_plus_8_signs_local_time_and_still_gets_in(auth_broker, unique, china_time):
+    """Issue 32 §2: 5.1.2 labels its local time Z, 8 h ahead of the broker's UTC clock: within the
+    date window, which allows any zone's offset."""
+    assert time.strftime("%z") == "+0800"
+    topic = unique("auth-py-tz")
+    with producer(auth_broker.endpoint, topic, credentials=Credentials(ADMIN, SECRET)) as p:
+        sent = send(p, topic, b"from utc+8")
+    assert sent.message_id

@@ -10,6 +10,7 @@ import grpc
 from broker_process import AUTH_ARGS, BrokerProcess
 from mqwire import META, RPC_TIMEOUT
 
+from rockmq.auth.signature import date_now
 from rockmq.log_limit import BURST, SUMMARY_S
 from rockmq.protocol import pb, rpc, svc
 
@@ -19,7 +20,7 @@ IN_FLIGHT = 200
 
 def test_malformed_requests_write_a_bounded_log(tmp_path):
     broker = BrokerProcess(tmp_path / "data", *AUTH_ARGS).start()
-    forged = (*META, ("x-mq-date-time", "20261124T170205Z"),
+    forged = (*META, ("x-mq-date-time", date_now()),
               ("authorization", "MQv2-HMAC-SHA1 Credential=nobody, SignedHeaders=x-mq-date-time, Signature=00"))
     try:
         with grpc.insecure_channel(broker.endpoint) as channel:

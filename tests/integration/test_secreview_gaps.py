@@ -24,6 +24,7 @@ from acl_setup import ADMIN, SECRETS, TOPIC, signed, start_acl_broker
 from broker_process import BrokerProcess
 from mqwire import META, RPC_TIMEOUT, message
 
+from rockmq.auth.signature import date_now
 from rockmq.protocol import acl, acl_grpc, batch, batch_grpc, pb, rpc, svc, users, users_grpc
 from rockmq.protocol.channels import CLIENT_ID_HEADER, open_channel
 
@@ -132,7 +133,7 @@ def test_a_credential_cannot_forge_audit_fields(auth_broker):
     with open_channel(auth_broker.endpoint) as ch:
         reply = svc.MessagingServiceStub(ch).QueryRoute(
             rpc.QueryRouteRequest(topic=pb.Resource(name=TOPIC)),
-            metadata=(*META, ("x-mq-date-time", "20261124T170205Z"), ("authorization", header)), timeout=RPC_TIMEOUT)
+            metadata=(*META, ("x-mq-date-time", date_now()), ("authorization", header)), timeout=RPC_TIMEOUT)
     assert (reply.status.code, reply.status.message) == (pb.UNAUTHORIZED, "authentication failed")
     lines = [line for line in auth_broker.log if "authentication-failed" in line and "10.9.9.9" in line]
     assert lines and all('who="anonymous" from="127.0.0.1" what=' in line for line in lines), lines

@@ -47,8 +47,16 @@ def users(tmp_path):
     return u
 
 
-def _header(user, secret, date="20261125T000000Z"):
+DATE = "20261125T000000Z"
+AT = signature.date_seconds(DATE)  # the clock of these authenticators: the headers' date
+
+
+def _header(user, secret, date=DATE):
     return signature.authorization(user, secret, date), date
+
+
+def _authenticator(users):
+    return Authenticator(users, 300, clock=lambda: AT)
 
 
 @pytest.mark.parametrize("user, secret, says, answer", [
@@ -57,12 +65,12 @@ def _header(user, secret, date="20261125T000000Z"):
 def test_authenticator_refuses(users, user, secret, says, answer):
     """The reason (for the audit log) says which; the answer (for the client) says nothing of who exists."""
     with pytest.raises(AuthFailed, match=says) as refused:
-        Authenticator(users).authenticate(*_header(user, secret))
+        _authenticator(users).authenticate(*_header(user, secret))
     assert refused.value.message == answer
 
 
 def test_authenticator_forgets_what_it_checked_when_a_user_changes(users):
-    auth = Authenticator(users)
+    auth = _authenticator(users)
     header = _header("alice", "alice-secret")
     assert auth.authenticate(*header).name == "alice"
     assert auth.authenticate(*header).name == "alice"  # cached

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from rockmq.auth.exposure import is_loopback, warn_if_open
-from rockmq.auth.inner import INNER_ONLY, WithInner, inner_credentials, inner_user
+from rockmq.auth.inner import INNER_ONLY, inner_credentials, inner_user
 from rockmq.auth.users import User
 from rockmq.broker.transactions import half_value, read_half
 from rockmq.config import ConfigError, Settings
@@ -42,17 +42,6 @@ def test_inner_credentials_sign_and_authenticate_as_a_super_user():
     assert inner == User("cluster", "s3cret", super_user=True)
     headers = dict(inner_credentials(s).headers())
     assert headers["authorization"].startswith("MQv2-HMAC-SHA1 Credential=cluster,")
-    alice = User("alice", "a")
-    lookup = WithInner(inner, {"alice": alice, "cluster": alice})  # type: ignore[arg-type]
-    assert lookup.get("cluster") is inner and lookup.get("bob") is None
-
-
-class _Users(dict):
-    generation = 7
-
-
-def test_with_inner_follows_the_users_generation():
-    assert WithInner(None, _Users()).generation == 7 and WithInner(None).generation == 0
 
 
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True),

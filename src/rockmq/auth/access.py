@@ -21,7 +21,16 @@ from rockmq.auth.acl import Check, Entry, Resource
 from rockmq.auth.acl_store import Acls, AclStore
 from rockmq.auth.authorizer import Authorizer
 from rockmq.auth.identity import Identity
-from rockmq.auth.permissions import BATCH, MESSAGING, Who, create_check, publishing, rule, telemetry_checks
+from rockmq.auth.permissions import (
+    BATCH,
+    MESSAGING,
+    SESSION_GRANT,
+    Who,
+    create_check,
+    publishing,
+    rule,
+    telemetry_checks,
+)
 from rockmq.auth.seam import Refused, current_identity, forbidden, super_users_only
 from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
@@ -67,8 +76,16 @@ class AccessControl:
             raise
 
     def check_settings(self, settings: pb.Settings) -> None:
-        """A Telemetry settings command: its publishing topics, or its group and subscribed topics."""
-        self._check_in_handler(telemetry_checks(settings), "Telemetry")
+        """A Telemetry settings command: its publishing topics, or its group and subscribed topics.
+        Settings naming none would make a session using no grant: refused (issue 32 §7)."""
+        checks = telemetry_checks(settings)
+        who = current_identity()
+        if who is not None and not checks:
+            refused = forbidden(f"user {who.user!r} may not make a session with settings naming no topic or group: "
+                                f"{SESSION_GRANT}")
+            audit.record("authorization-refused", str(who), f"{MESSAGING}/Telemetry", refused.message)
+            raise refused
+        self._check_in_handler(checks, "Telemetry")
 
     def check_sends(self, topics: Iterable[str]) -> None:
         """SendMessage's messages, as its handler read them: each one's topic · Pub."""

@@ -3,22 +3,27 @@ cluster share (`--inner-access-key` / `--inner-secret-key`, settings `inner_acce
 `inner_secret_key`).
 
 With authentication on, the control plane answers only requests signed with it: replication
-(`Follow` hands out the broker's receipt-handle secret) and every name-server call (`Register`
-would let anyone redirect clients' traffic). A broker signs its own outgoing calls with it — to
-name servers, to its primary, to other brokers' admin services — exactly as a client signs with a
-user's key (auth/credentials.py), so the seam authenticates it as one more user: a super user
-(admin fan-out passes every authorization) marked `inner` on its Identity.
+(`Follow` hands out the broker's receipt-handle secret and its users) and every name-server call
+(`Register` would let anyone redirect clients' traffic). A broker signs its own calls — to name
+servers, to its primary, to other brokers' admin services — over the method, the date and a
+single-use nonce (inner_signature.py, issue 32 §2), and sends them only to endpoints that proved
+they hold the same credentials (`Prover` here answers that handshake; inner_calls.py asks it). The
+seam authenticates such a call as the inner user: a super user marked `inner` on its Identity.
 """
 
 from __future__ import annotations
 
-from rockmq.auth.authenticate import Authenticator, UserLookup
+from typing import Any
+
+import grpc
+
+from rockmq.auth.authenticate import Authenticator, InnerAuthenticator, NoUsers, UserLookup
 from rockmq.auth.credentials import Credentials
+from rockmq.auth.inner_signature import CHALLENGE_MAX, CHALLENGE_MIN, proof
 from rockmq.auth.seam import Authorize, AuthSeam
 from rockmq.auth.users import User
 from rockmq.config import Settings
-from rockmq.protocol import namesrv, replication
-from rockmq.protocol.channels import Metadata
+from rockmq.protocol import inner, inner_grpc, namesrv, replication
 
 
 def _methods(module: object, service: str) -> frozenset[str]:
@@ -30,16 +35,12 @@ def _methods(module: object, service: str) -> frozenset[str]:
 REPLICATION_METHODS = _methods(replication, "Replication")
 NAMESRV_METHODS = _methods(namesrv, "NameServer")
 INNER_ONLY = REPLICATION_METHODS | NAMESRV_METHODS  # a broker serves no name-server method; listed for one table
+OPEN = _methods(inner, "Inner")  # the handshake: anyone may ask, the answer proves the server
 
 
 def inner_credentials(settings: Settings) -> Credentials | None:
     """What this broker signs its own calls with (None: no inner credentials, calls unsigned)."""
     return Credentials(settings.inner_access_key, settings.inner_secret_key) if settings.inner_access_key else None
-
-
-def signed(credentials: Credentials | None) -> Metadata | None:
-    """The metadata of one of a broker's own calls: its inner credentials' headers (None: unsigned)."""
-    return credentials.headers() if credentials is not None else None
 
 
 def inner_user(settings: Settings) -> User | None:
@@ -49,27 +50,27 @@ def inner_user(settings: Settings) -> User | None:
     return User(settings.inner_access_key, settings.inner_secret_key, super_user=True)
 
 
-class WithInner:
-    """A UserLookup: the inner user (if any) beside `users` (it shadows a user of the same name)."""
+class Prover(inner_grpc.InnerServicer):
+    """Answers `Inner.Prove`: this server holds the inner credentials (a broker's or name server's)."""
 
-    def __init__(self, inner: User | None, users: UserLookup | None = None) -> None:
-        self.inner = inner
-        self.users = users
+    def __init__(self, inner_user: User | None) -> None:
+        self.inner_user = inner_user
 
-    @property
-    def generation(self) -> int:
-        return self.users.generation if self.users is not None else 0
+    async def Prove(self, request: inner.ProveRequest, context: grpc.aio.ServicerContext[Any, Any]) -> inner.ProveResponse:
+        if self.inner_user is None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "this server has no inner credentials "
+                                "(--inner-access-key / --inner-secret-key)")
+        if not CHALLENGE_MIN <= len(request.challenge) <= CHALLENGE_MAX:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"a challenge is {CHALLENGE_MIN} to {CHALLENGE_MAX} bytes, not {len(request.challenge)}")
+        return inner.ProveResponse(proof=proof(self.inner_user.secret, request.challenge))
 
-    def get(self, name: str) -> User | None:
-        if self.inner is not None and name == self.inner.name:
-            return self.inner
-        return self.users.get(name) if self.users is not None else None
 
-
-def inner_seam(inner: User | None, users: UserLookup | None = None, super_only: frozenset[str] = frozenset(),
-               authorize: Authorize | None = None) -> AuthSeam:
+def inner_seam(inner_user: User | None, max_skew_s: float, users: UserLookup | None = None,
+               super_only: frozenset[str] = frozenset(), authorize: Authorize | None = None) -> AuthSeam:
     """A seam whose control-plane methods need the inner credentials: a broker's (with its `users`
     and their grants, `authorize`; without inner credentials nobody may follow it) or a name
     server's (the inner credentials alone: every call to it is a broker's)."""
-    return AuthSeam(Authenticator(WithInner(inner, users)), authorize, super_only=super_only,
-                    inner_user=inner.name if inner is not None else "", inner_methods=INNER_ONLY)
+    return AuthSeam(Authenticator(users if users is not None else NoUsers(), max_skew_s), authorize,
+                    super_only=super_only, inner=InnerAuthenticator(inner_user) if inner_user is not None else None,
+                    inner_methods=INNER_ONLY, open_methods=OPEN)

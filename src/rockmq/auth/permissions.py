@@ -178,6 +178,10 @@ def rule(method: str) -> Rule:
     return RULES.get(method, SUPER_ONLY)
 
 
+# Why a request that would make a client session using no grant is refused (issue 32 §7).
+SESSION_GRANT = "a session needs a grant it can use: Sub on its group, or Pub on a topic it names"
+
+
 def telemetry_checks(settings: pb.Settings) -> list[Check]:
     """A Telemetry settings command: each publishing topic · Pub; the group · Sub and each subscribed topic · Sub."""
     if settings.HasField("publishing"):

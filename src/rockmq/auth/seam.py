@@ -25,9 +25,11 @@ import grpc
 from google.protobuf.message import Message
 
 from rockmq.auth import audit
-from rockmq.auth.authenticate import Authenticator, AuthFailed
+from rockmq.auth.authenticate import Authenticator, AuthFailed, InnerAuthenticator
 from rockmq.auth.identity import Identity, source_ip
+from rockmq.auth.inner_signature import NONCE_HEADER
 from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER
+from rockmq.auth.users import User
 from rockmq.broker.api.requests import Context
 from rockmq.broker.errors import BrokerError, status
 from rockmq.protocol import pb, rpc
@@ -36,7 +38,8 @@ from rockmq.tls import is_tls
 
 TYPED_SERVICE = "apache.rocketmq.v2.MessagingService"  # answers refusals inside its typed replies
 _GRPC_CODE: dict[int, grpc.StatusCode] = {pb.UNAUTHORIZED: grpc.StatusCode.UNAUTHENTICATED,
-                                          pb.FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED}
+                                          pb.FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
+                                          pb.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
 Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
@@ -48,7 +51,8 @@ _current: ContextVar[Identity] = ContextVar("rockmq_identity")
 
 
 class Refused(BrokerError):
-    """A request refused by the seam: not authenticated (UNAUTHORIZED) or not allowed (FORBIDDEN)."""
+    """A request refused by the seam: not authenticated (UNAUTHORIZED) or not allowed (FORBIDDEN);
+    or past its user's share of the call slots (TOO_MANY_REQUESTS, auth/slots.py)."""
 
     @property
     def grpc_code(self) -> grpc.StatusCode:
@@ -104,22 +108,24 @@ def inner_only(who: Identity, service: str, method: str) -> None:
 
 class AuthSeam(grpc.aio.ServerInterceptor):
     def __init__(self, authenticator: Authenticator, authorize: Authorize | None = None,
-                 super_only: frozenset[str] = frozenset(), inner_user: str = "",
-                 inner_methods: frozenset[str] = frozenset()) -> None:
+                 super_only: frozenset[str] = frozenset(), inner: InnerAuthenticator | None = None,
+                 inner_methods: frozenset[str] = frozenset(), open_methods: frozenset[str] = frozenset()) -> None:
         """`super_only`: the methods (service/Method, no leading '/') only super users may call,
-        before `authorize` is asked; `inner_methods`: those only `inner_user` (the cluster's inner
-        access key, auth/inner.py) may call."""
+        before `authorize` is asked; `inner_methods`: those only the cluster's inner credentials
+        may call, authenticated by `inner` (auth/inner.py; None: nobody may); `open_methods`: those
+        anyone may call (the inner handshake, whose answer is its own proof)."""
         self.authenticator = authenticator
         self.authorize = authorize
         self.super_only = super_only
-        self.inner_user = inner_user
+        self.inner = inner
         self.inner_methods = inner_methods
+        self.open_methods = open_methods
         self._guarded: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its guarded twin)
 
     async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
         handler = await continuation(details)
-        if handler is None:
-            return None
+        if handler is None or details.method.lstrip("/") in self.open_methods:
+            return handler
         known = self._guarded.get(details.method)
         if known is not None and known[0] is handler:
             return known[1]
@@ -130,7 +136,7 @@ class AuthSeam(grpc.aio.ServerInterceptor):
     def admit(self, context: Context, service: str, method: str, request: Any) -> Refused | None:
         """Authenticate (and authorize) one request: None, the identity set for its handler, or the
         refusal to answer (audited)."""
-        authorization = date = client_id = ""
+        authorization = date = client_id = nonce = ""
         for key, value in context.invocation_metadata() or ():
             if key == AUTHORIZATION_HEADER:
                 authorization = str(value)
@@ -138,13 +144,15 @@ class AuthSeam(grpc.aio.ServerInterceptor):
                 date = str(value)
             elif key == CLIENT_ID_HEADER:
                 client_id = str(value)
+            elif key == NONCE_HEADER:
+                nonce = str(value)
         try:
-            user = self.authenticator.authenticate(authorization, date)
+            user = self._authenticate(authorization, date, f"/{service}/{method}", nonce)
         except AuthFailed as e:
             audit.record("authentication-failed", str(describe(context, e.user, client_id=client_id)),
                          f"{service}/{method}", e.reason)  # why, for the operator; the client gets e.message
             return unauthorized(e.message)
-        who = describe(context, user.name, user.super_user, client_id, inner=user.name == self.inner_user)
+        who = describe(context, user.name, user.super_user, client_id, inner=bool(nonce))
         _current.set(who)
         try:
             path = f"{service}/{method}"
@@ -159,9 +167,18 @@ class AuthSeam(grpc.aio.ServerInterceptor):
             return e
         return None
 
+    def _authenticate(self, authorization: str, date: str, path: str, nonce: str) -> User:
+        """A control-plane call (it carries a nonce) by the inner credentials' rules, else a user's."""
+        if not nonce:
+            return self.authenticator.authenticate(authorization, date)
+        if self.inner is None:
+            raise AuthFailed("a control-plane call to a server without the cluster's inner credentials "
+                             "(--inner-access-key / --inner-secret-key)")
+        return self.inner.authenticate(authorization, date, path, nonce)
+
     def _guard(self, path: str, h: Handler) -> Handler:
         service, _, method = path.lstrip("/").rpartition("/")
-        answer = _Answer(service, method, h)
+        answer = Answer(service, method, h)
         admit = self.admit
         if h.unary_unary is not None or h.stream_unary is not None:  # one reply
             streams = h.unary_unary is None
@@ -171,7 +188,7 @@ class AuthSeam(grpc.aio.ServerInterceptor):
                 refused = admit(context, service, method, None if streams else request)
                 if refused is not None:
                     return await answer.one(refused, context)
-                return await _result(inner_one(request, context))
+                return await result(inner_one(request, context))
 
             return h._replace(**{"stream_unary" if streams else "unary_unary": one})  # type: ignore[attr-defined,no-any-return]
         streaming_requests = h.stream_stream is not None
@@ -194,6 +211,10 @@ class AuthSeam(grpc.aio.ServerInterceptor):
                     yield await answer.one(refused, context)
                     return
                 if not streaming_requests:
+                    async for reply in inner(request, context):
+                        yield reply
+                    return
+                if identity(context).inner:  # the inner credentials do not change while a broker runs (and its nonce is spent)
                     async for reply in inner(request, context):
                         yield reply
                     return
@@ -221,11 +242,12 @@ async def _still_admitted(requests: AsyncIterator[Any], admit: Callable[[], Refu
         yield request
 
 
-async def _result(result: Any) -> Any:
-    return await result if inspect.isawaitable(result) else result
+async def result(outcome: Any) -> Any:
+    """What a handler returned, awaited if it is awaitable."""
+    return await outcome if inspect.isawaitable(outcome) else outcome
 
 
-class _Answer:
+class Answer:
     """How one method answers a refusal: a typed reply (MessagingService) or a gRPC status."""
 
     def __init__(self, service: str, method: str, h: Handler) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from rockmq.auth.inner import inner_seam
+from rockmq.auth.inner import inner_seam, inner_user
 from rockmq.auth.seam import Authorize, AuthSeam
-from rockmq.auth.users import User, UserError, Users
+from rockmq.auth.users import UserError, Users
 from rockmq.config import Settings
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def open_users(settings: Settings) -> Users:
     return users
 
 
-def seam(users: Users, inner: User | None = None, authorize: Authorize | None = None) -> AuthSeam:
-    """The broker's seam: its users, the cluster's `inner` credentials for the control plane, and
+def seam(users: Users, settings: Settings, authorize: Authorize | None = None) -> AuthSeam:
+    """The broker's seam: its users, the cluster's inner credentials for the control plane, and
     `authorize` (auth/access.py) deciding what each may do."""
-    return inner_seam(inner, users, SUPER_ONLY, authorize)
+    return inner_seam(inner_user(settings), settings.auth_max_clock_skew_s, users, SUPER_ONLY, authorize)

@@ -1,13 +1,17 @@
 """The RocketMQ 5 request signature, as the official clients compute it (pure, no I/O).
 
 `authorization: MQv2-HMAC-SHA1 Credential=<access key>, SignedHeaders=x-mq-date-time, Signature=<hex>`,
-the signature being hex(HMAC-SHA1(secret, the `x-mq-date-time` value)). Only the date is signed and
-no clock skew is checked (the official clients send local time labelled Z): a signature can be
-replayed, which is what TLS is for. docs/shared security-notes.md records the clients' exact bytes.
+the signature being hex(HMAC-SHA1(secret, the `x-mq-date-time` value)). Only the date is signed, so
+a captured header can be replayed for any call while its date is accepted: within the clock-skew
+window (`within_skew`), widened by every time zone's offset because the official Python client sends
+its local time labelled Z. Only TLS keeps a header from being captured. docs/shared
+security-notes.md records the clients' exact bytes; rockmq's own control-plane calls sign more
+(inner_signature.py).
 """
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import hmac
 import time
@@ -17,6 +21,11 @@ DATE_HEADER = "x-mq-date-time"
 ALGORITHM = "MQv2-HMAC-SHA1"
 CREDENTIAL, SIGNED_HEADERS, SIGNATURE = "Credential", "SignedHeaders", "Signature"
 DATE_FORMAT = "%Y%m%dT%H%M%SZ"
+DATE_LENGTH = 16  # len("20261129T093000Z")
+# Every UTC offset in use, in minutes east (the half and three-quarter hours included): what a client
+# that labels local time as UTC can be off by, besides its clock's skew.
+ZONE_OFFSETS_S = tuple(60 * m for m in (
+    0, *(60 * h for h in range(-12, 15) if h), -570, -210, 210, 270, 330, 345, 390, 525, 570, 630, 765, 825))
 
 
 class BadSignature(ValueError):
@@ -36,6 +45,22 @@ def authorization(access_key: str, secret: str, date: str) -> str:
 def date_now(now_s: float | None = None) -> str:
     """The `x-mq-date-time` value for now, in UTC (as the Node client sends it)."""
     return time.strftime(DATE_FORMAT, time.gmtime(time.time() if now_s is None else now_s))
+
+
+def date_seconds(date: str) -> int | None:
+    """An `x-mq-date-time` value as seconds since the epoch (None: not a date of DATE_FORMAT)."""
+    if len(date) != DATE_LENGTH:
+        return None
+    try:
+        return calendar.timegm(time.strptime(date, DATE_FORMAT))
+    except ValueError:
+        return None
+
+
+def within_skew(signed_s: float, now_s: float, skew_s: float) -> bool:
+    """Whether a date signed at `signed_s` is within `skew_s` of now, or of now in some time zone."""
+    ahead = signed_s - now_s
+    return any(abs(ahead - zone) <= skew_s for zone in ZONE_OFFSETS_S)
 
 
 def parse(value: str) -> tuple[str, bytes]:

@@ -7,8 +7,14 @@ producer that publishes the transaction's topic.
 
 With authentication on, a session belongs to the user whose request made it (`Session.user`): a
 client acts only for itself, so another user may not open its Telemetry stream, heartbeat as it or
-end it (FORBIDDEN), and a transaction check goes only to its own user's producers. Without
-authentication the client id alone says who a client is.
+end it (FORBIDDEN), and a transaction check goes only to its own user's producers. A session is
+made only by a request that used a grant (issue 32 §7): Telemetry settings that name a topic or a
+group (auth/access.py), a Heartbeat naming its group (Sub on it), a receive; a Heartbeat without
+a group keeps its client's session alive but makes none. And a user's load never evicts another's
+live session: past `max_sessions_per_user`, or with `max_clients` held, the user's own longest
+silent session goes; a session of another user only once silent past client_silence_s (its client
+is gone), and with none to spare the new one is refused (TOO_MANY_REQUESTS). Without
+authentication the client id alone says who a client is, and the longest silent session goes.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rockmq.auth import audit
+from rockmq.auth.permissions import SESSION_GRANT
 from rockmq.auth.seam import Refused, current_identity, forbidden
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import OK, over_limit
 from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
+from rockmq.broker.metadata import check_name
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group
@@ -47,7 +55,8 @@ def requester() -> str:
 
 
 def not_yours(what: str, message: str) -> Refused:
-    """The refusal of a request about another user's session or transaction (audited)."""
+    """The refusal (FORBIDDEN, audited) of a request about another user's session or transaction, or
+    of one that would make a session using no grant."""
     audit.record("authorization-refused", str(current_identity()), what, message)
     return forbidden(message)
 
@@ -76,14 +85,16 @@ def _ms(seconds: float) -> int:
 
 
 class Clients:
-    """The sessions, at most `max_clients` of them: the one silent longest goes first. They are kept in
-    the order they were last heard from, so hearing from a client and evicting one are O(1)."""
+    """The sessions, at most `max_clients` of them, at most `max_sessions_per_user` of one user: the
+    user's own silent longest goes first. They are kept in the order they were last heard from, all
+    and each user's, so hearing from a client and evicting one are O(1)."""
 
     def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget) -> None:
         self.ctx = ctx
         self.subscriptions = subscriptions
         self.renewals = renewals
         self.sessions: OrderedDict[str, Session] = OrderedDict()  # the one heard from last, last
+        self._of_user: dict[str, OrderedDict[str, Session]] = {}  # user -> its sessions, in the same order
         self._groups: dict[str, dict[str, Session]] = {}  # group -> its sessions, by client id
         self._publishers: dict[str, set[str]] = {}  # topic -> client ids of producers publishing it
         self._turn = itertools.count()
@@ -92,6 +103,7 @@ class Clients:
     def _heard(self, s: Session) -> None:
         s.last_seen = time.monotonic()
         self.sessions.move_to_end(s.client_id)
+        self._of_user[s.user].move_to_end(s.client_id)
 
     def touch(self, client_id: str) -> Session | None:
         s = self.sessions.get(client_id)
@@ -109,14 +121,34 @@ class Clients:
         return sorted((s for s in self._groups.get(group, {}).values() if s.last_seen >= since
                        and s.client_type in CONSUMER_TYPES), key=lambda s: s.client_id)
 
-    def register(self, client_id: str) -> Session:
+    def register(self, client_id: str, what: str = "receive") -> Session:
+        """The session of a client's own request (`what`: Telemetry, Heartbeat, receive), made for
+        the requesting user if new; another user's is refused (FORBIDDEN)."""
+        self.own(client_id, what)
         s = self.sessions.get(client_id)
         if s is None:
-            if len(self.sessions) >= self.ctx.settings.max_clients:
-                self.drop(next(iter(self.sessions)))  # the one silent longest
-            s = self.sessions[client_id] = Session(client_id, requester())
+            user = requester()
+            self._make_room(user)
+            s = self.sessions[client_id] = Session(client_id, user)
+            self._of_user.setdefault(user, OrderedDict())[client_id] = s
         self._heard(s)
         return s
+
+    def _make_room(self, user: str) -> None:
+        """Room for one more session of `user`: at its share, or with the table full, its own silent
+        longest goes; else another user's silent past client_silence_s; else it is refused."""
+        s = self.ctx.settings
+        mine = self._of_user.get(user)
+        share = s.max_sessions_per_user if user else s.max_clients  # without auth every session is one user's
+        full = len(self.sessions) >= s.max_clients
+        if mine and (full or len(mine) >= share):
+            self.drop(next(iter(mine)))
+        elif full:
+            oldest = next(iter(self.sessions.values()))
+            if oldest.last_seen >= time.monotonic() - s.client_silence_s:
+                raise over_limit(f"a new session of user {user!r}", "max_clients", s.max_clients,
+                                 "every session held is another user's and alive; retry later")
+            self.drop(oldest.client_id)
 
     def _join(self, session: Session, group: str) -> None:
         """The session's group is `group` from now on (the index `members` reads)."""
@@ -135,21 +167,20 @@ class Clients:
                 del self._groups[session.group]
                 self._laned.discard(session.group)
 
-    def claim(self, client_id: str, what: str) -> Session:
-        """The session of a client's own request (`what`: Telemetry, Heartbeat), made for the
-        requesting user; another user's is refused (FORBIDDEN)."""
-        self._own(client_id, what)
-        return self.register(client_id)
-
-    def _own(self, client_id: str, what: str) -> None:
+    def own(self, client_id: str, what: str) -> None:
+        """Refuse (FORBIDDEN) a request about another user's session."""
         s = self.sessions.get(client_id)
         user = requester()
         if s is not None and s.user != user:
             raise not_yours(what, f"user {user!r} may not {what} for client {client_id!r}: it is another user's")
 
     def heartbeat(self, client_id: str, client_type: int, group: str | None, lane: str) -> None:
-        """A client's heartbeat: it is alive, of this type (if given), in this group (if given), on this lane."""
-        session = self.claim(client_id, "Heartbeat")
+        """A client's heartbeat: it is alive, of this type (if given), in this group (if given), on this lane.
+        With authentication on, one naming no group used no grant: it makes no session."""
+        if not group and client_id not in self.sessions and current_identity() is not None:
+            raise not_yours("Heartbeat", f"user {requester()!r} may not Heartbeat for client {client_id!r} naming no "
+                                         f"group: {SESSION_GRANT}")
+        session = self.register(client_id, "Heartbeat")
         session.client_type = client_type or session.client_type
         if group is not None:
             self._join(session, group)
@@ -196,13 +227,17 @@ class Clients:
     def drop(self, client_id: str) -> None:
         s = self.sessions.pop(client_id, None)
         if s is not None:
+            mine = self._of_user[s.user]
+            del mine[client_id]
+            if not mine:
+                del self._of_user[s.user]
             self._set_publishing(s, ())
             self._leave(s)
 
     def terminated(self, client_id: str) -> None:
         """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it
         received. Only its own user may say it."""
-        self._own(client_id, "NotifyClientTermination")
+        self.own(client_id, "NotifyClientTermination")
         self.drop(client_id)
         self.renewals.forget(client_id)
 
@@ -237,6 +272,7 @@ class Clients:
         if named > self.ctx.settings.max_client_topics:
             raise over_limit(f"settings naming {named:,} topics", "max_client_topics", self.ctx.settings.max_client_topics,
                              "a client publishes or subscribes to at most that many topics (use more clients)")
+        _check_names(given)
         session.client_type = given.client_type
         if given.HasField("publishing"):
             self._set_publishing(session, tuple(t.name for t in given.publishing.topics))
@@ -278,3 +314,12 @@ class Clients:
             for s in ladder:
                 policy.customized_backoff.next.add().FromMilliseconds(_ms(s))
         return out
+
+
+def _check_names(given: pb.Settings) -> None:
+    """Refuse (ILLEGAL_TOPIC, ILLEGAL_CONSUMER_GROUP) settings naming an illegal topic or group before
+    any name is recorded: without authentication nothing else has looked at them."""
+    for name in (*(t.name for t in given.publishing.topics), *(e.topic.name for e in given.subscription.subscriptions)):
+        check_name("topic", name)
+    if given.subscription.group.name:
+        check_name("group", given.subscription.group.name)

@@ -14,10 +14,11 @@ from rockmq import compiled
 from rockmq.auth.access import AccessControl
 from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.exposure import warn_if_open
-from rockmq.auth.inner import inner_user
+from rockmq.auth.inner import Prover, inner_user
 from rockmq.auth.plaintext import TlsOnlyControlPlane
 from rockmq.auth.principals import Principals
 from rockmq.auth.serving import AuthSetupError, open_users, seam
+from rockmq.auth.slots import CallSlots
 from rockmq.auth.users import Users
 from rockmq.broker.api.acls import AclsServicer
 from rockmq.broker.api.admin import AdminServicer
@@ -54,7 +55,7 @@ from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
 from rockmq.connection_limits import raise_fd_limit, watch
-from rockmq.protocol import acl_grpc, admin_grpc, replication_grpc, users_grpc
+from rockmq.protocol import acl_grpc, admin_grpc, inner_grpc, replication_grpc, users_grpc
 from rockmq.protocol.channels import CHANNEL_OPTIONS
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
@@ -81,7 +82,8 @@ def _listen(s: Settings, following: bool, users: Users | None,
     tls_only = TlsOnlyControlPlane() if s.tls_cert and s.plaintext_port >= 0 else None
     interceptors: list[grpc.aio.ServerInterceptor] = [tls_only] if tls_only is not None else []  # first: before auth
     if users is not None:
-        interceptors.append(seam(users, inner_user(s), authorize))
+        interceptors.append(seam(users, s, authorize))
+        interceptors.append(CallSlots(s.user_call_slots, s.max_streams_per_user))  # after the seam: who it admitted
     if following:
         interceptors.append(ReadOnly(s.replica_of))
     server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
@@ -175,6 +177,7 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, guarding)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
         users_grpc.add_UsersServicer_to_server(users, guarding)
+        inner_grpc.add_InnerServicer_to_server(Prover(inner_user(self.settings)), guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging,
                               self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((batch.handler(),))

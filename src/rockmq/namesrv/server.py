@@ -10,11 +10,12 @@ from typing import Any
 import grpc
 
 from rockmq.auth.exposure import warn_if_open
-from rockmq.auth.inner import inner_seam
+from rockmq.auth.inner import Prover, inner_seam
 from rockmq.auth.users import User
+from rockmq.config import Settings
 from rockmq.connection_limits import ConnectionLimits, raise_fd_limit, watch
 from rockmq.namesrv.registry import Registry
-from rockmq.protocol import namesrv, namesrv_grpc
+from rockmq.protocol import inner_grpc, namesrv, namesrv_grpc
 from rockmq.ready_file import write_ready_file
 from rockmq.stop_signals import stop_event
 from rockmq.tls import add_port, server_credentials
@@ -56,9 +57,12 @@ async def start(service: NameServer, host: str, port: int, limits: ConnectionLim
     """`service` serving on `host:port` (TLS with `credentials`), its connections held to `limits` ->
     (its gRPC server, the port it got); with `inner` (the cluster's inner credentials) it answers only
     calls signed with them. `rockmq serve --workers N` embeds a name server this way to join its shards."""
-    interceptors = [inner_seam(inner)] if inner is not None else []
+    # Only brokers call a name server, and brokers sign with a nonce: the users' date window never applies.
+    interceptors = [inner_seam(inner, Settings.auth_max_clock_skew_s)] if inner is not None else []
     server = grpc.aio.server(options=[*limits.server_options(), ("grpc.so_reuseport", 0)], interceptors=interceptors)
-    namesrv_grpc.add_NameServerServicer_to_server(service, Guarding(server))
+    guarding = Guarding(server)
+    namesrv_grpc.add_NameServerServicer_to_server(service, guarding)
+    inner_grpc.add_InnerServicer_to_server(Prover(inner), guarding)
     bound = add_port(server, f"{host}:{port}", credentials)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")

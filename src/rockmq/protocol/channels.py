@@ -20,7 +20,7 @@ import socket
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -90,11 +90,12 @@ def open_channel(endpoint: str, tls: Tls | None = None) -> grpc.Channel:
     return grpc.secure_channel(endpoint, tls.credentials(), options=CHANNEL_OPTIONS)
 
 
-def open_aio_channel(endpoint: str, tls: Tls | None = None, options: ChannelOptions = CHANNEL_OPTIONS) -> grpc.aio.Channel:
+def open_aio_channel(endpoint: str, tls: Tls | None = None, options: ChannelOptions = CHANNEL_OPTIONS,
+                     interceptors: Sequence[grpc.aio.ClientInterceptor] = ()) -> grpc.aio.Channel:
     """A new asyncio channel with rockmq's options, or `options` (bound to the running event loop)."""
     if tls is None:
-        return grpc.aio.insecure_channel(endpoint, options=options)
-    return grpc.aio.secure_channel(endpoint, tls.credentials(), options=options)
+        return grpc.aio.insecure_channel(endpoint, options=options, interceptors=interceptors)
+    return grpc.aio.secure_channel(endpoint, tls.credentials(), options=options, interceptors=interceptors)
 
 
 _caches: weakref.WeakSet[ChannelCache[object, object]] = weakref.WeakSet()

@@ -29,7 +29,7 @@ from rockmq.broker.api.replies import (
     unary,
 )
 from rockmq.broker.api.requests import Context, client_id, header, poll_seconds, timestamp_ms
-from rockmq.broker.clients import Clients
+from rockmq.broker.clients import Clients, Session
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
@@ -134,22 +134,22 @@ class MessagingServicer:
             yield rpc.TelemetryCommand(status=status(pb.CLIENT_ID_REQUIRED, f"the {CLIENT_ID_HEADER} header is required"))
             return
         try:
-            session = self.clients.claim(cid, "Telemetry")
+            self.clients.own(cid, "Telemetry")
         except BrokerError as e:
             yield rpc.TelemetryCommand(status=status_of(e))
             return
         replies: asyncio.Queue[rpc.TelemetryCommand | None] = asyncio.Queue(TELEMETRY_BACKLOG)
-        session.outbox = replies  # the broker's own commands (transaction checks) go here too
+        session: Session | None = None  # made by the first settings command that passes
 
         async def read() -> None:
+            nonlocal session
             try:
                 async for command in requests:
                     self.clients.touch(cid)
                     try:  # a command whose bytes do not parse (UNPARSED, rockmq/unparsed.py) is refused here too
                         if not command.HasField("settings"):
                             continue
-                        if self.access is not None:
-                            self.access.check_settings(command.settings)
+                        session = self._settle(cid, command.settings, replies)
                         settings = self.clients.complete_settings(session, command.settings)
                         reply = rpc.TelemetryCommand(status=OK, settings=settings)
                     except BrokerError as e:
@@ -169,8 +169,18 @@ class MessagingServicer:
         finally:
             self.streams.close(writes)
             reader.cancel()
-            if session.outbox is replies:
+            if session is not None and session.outbox is replies:
                 session.outbox = None
+
+    def _settle(self, cid: str, settings: pb.Settings, replies: asyncio.Queue[rpc.TelemetryCommand | None]) -> Session:
+        """The session a settings command is for: with authentication on, only settings that use a
+        grant make one (auth/access.py); its stream then carries the broker's own commands too
+        (transaction checks)."""
+        if self.access is not None:
+            self.access.check_settings(settings)
+        session = self.clients.register(cid, "Telemetry")
+        session.outbox = replies
+        return session
 
     # --- sending ---------------------------------------------------------------------------
 

@@ -91,7 +91,7 @@ class AdminFanout:
                 created = await here(part)
             else:
                 call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(endpoint), method)
-                created = await call(part, timeout=RPC_TIMEOUT_S, metadata=self.cluster.signed())
+                created = await call(part, timeout=RPC_TIMEOUT_S)
         except AlreadyExists as e:
             raise AlreadyExists(f"on broker {broker}: {e.message}{note}") from None
         except BrokerError as e:
@@ -119,8 +119,7 @@ class AdminFanout:
             if broker == self.cluster.name:
                 continue
             try:
-                await self.cluster.admin(endpoint).DeleteTopic(admin.TopicRequest(name=name, local=True),
-                                                               timeout=RPC_TIMEOUT_S, metadata=self.cluster.signed())
+                await self.cluster.admin(endpoint).DeleteTopic(admin.TopicRequest(name=name, local=True), timeout=RPC_TIMEOUT_S)
             except grpc.aio.AioRpcError as e:
                 if e.code() in _UNREACHABLE:
                     unreachable.append(broker)
@@ -176,7 +175,7 @@ class AdminFanout:
                     parts.append(here())
                 else:
                     call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(live[broker]), method)
-                    parts.append(await call(request, timeout=RPC_TIMEOUT_S, metadata=self.cluster.signed()))
+                    parts.append(await call(request, timeout=RPC_TIMEOUT_S))
             except BrokerError as e:
                 if not e.not_found:
                     raise

@@ -31,7 +31,7 @@ async def hand_on(cluster: Cluster | None, stub: Callable[[grpc.aio.Channel], An
         if broker == cluster.name:
             continue
         try:
-            await getattr(cluster.service(endpoint, stub), method)(request, timeout=RPC_TIMEOUT_S, metadata=cluster.signed())
+            await getattr(cluster.service(endpoint, stub), method)(request, timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
             if e.code() in _UNREACHABLE:
                 unreachable.append(broker)

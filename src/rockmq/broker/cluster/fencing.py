@@ -34,12 +34,12 @@ from collections.abc import Callable
 
 import grpc
 
-from rockmq.auth.inner import inner_credentials, signed
+from rockmq.auth.inner import inner_credentials
+from rockmq.auth.inner_calls import inner_channel
 from rockmq.broker.errors import BrokerError
 from rockmq.config import Settings
 from rockmq.namesrv.registry import commitment
 from rockmq.protocol import pb, replication, replication_grpc
-from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 
@@ -220,13 +220,13 @@ async def tell_former_primary(store: Store, epoch: int, secret: bytes, settings:
     was down for hears it when it is started again, even after this broker restarted."""
     endpoint = former_primary(store)
     warned = False
-    inner = signed(inner_credentials(settings))
+    inner = inner_credentials(settings)
     while True:
-        channel = open_aio_channel(endpoint, settings.client_tls)
+        channel = inner_channel(endpoint, settings.client_tls, inner)
         try:
             call = replication_grpc.ReplicationStub(channel).Follow(
                 iter([replication.FollowerState(applied_seq=0, epoch=epoch, epoch_proof=epoch_proof(secret, epoch))]),
-                metadata=inner, timeout=5)
+                timeout=5)
             async for _ in call:
                 break  # a primary that sends batches did not take the epoch (an older rockmq): nothing more to do
             log.info("told the former primary at %s of primary epoch %d", endpoint, epoch)

@@ -23,7 +23,8 @@ from typing import Any
 import grpc
 
 from rockmq.auth.acl_store import AclStoreError
-from rockmq.auth.inner import inner_credentials, signed
+from rockmq.auth.inner import inner_credentials
+from rockmq.auth.inner_calls import inner_channel
 from rockmq.auth.principals import Principals
 from rockmq.auth.users import UserError
 from rockmq.broker.cluster.fencing import (
@@ -319,11 +320,11 @@ class Follower:
         self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary
         self.cluster = cluster
-        self._inner = inner_credentials(ctx.settings)  # the primary answers only these with auth on
+        self._inner = inner_credentials(ctx.settings)  # the primary answers only these with auth on (inner_calls.py)
         self.applied = stored_seq(ctx.store)
         self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
         # too far behind: a copy of the primary's store, swapped in by a restart (`on_reseeded`)
-        self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, self._inner, on_reseeded)
+        self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, on_reseeded)
 
     async def _endpoint(self) -> str | None:
         return self.primary if names_an_address(self.primary) else await self.cluster.endpoint_of(self.primary)
@@ -338,7 +339,7 @@ class Follower:
                     warned = True
                 await asyncio.sleep(RETRY_S)
                 continue
-            channel = open_aio_channel(endpoint, self.ctx.settings.client_tls, REPLICATION_CHANNEL)
+            channel = inner_channel(endpoint, self.ctx.settings.client_tls, self._inner, REPLICATION_CHANNEL)
             self.followed = self.cluster.primary.endpoint = endpoint
             stub = replication_grpc.ReplicationStub(channel)
             try:
@@ -397,7 +398,7 @@ class Follower:
                     acks.put_nowait(replication.FollowerState(applied_seq=target))
                     reported = target
 
-        call = stub.Follow(states(), metadata=signed(self._inner))
+        call = stub.Follow(states())
         acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:

@@ -32,8 +32,6 @@ from typing import Any, NoReturn
 
 import grpc
 
-from rockmq.auth.credentials import Credentials
-from rockmq.auth.inner import signed
 from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.broker.startup import CannotStart
 from rockmq.config import MiB
@@ -180,11 +178,9 @@ class Reseeder:
     serving, make it the replica's, commit it with the manifest, and ask for the restart that swaps
     it in (`on_copied`). At most one copy per broker run; failures are retried after a pause."""
 
-    def __init__(self, data: Path, reserve_bytes: int, credentials: Credentials | None,
-                 on_copied: Callable[[], None]) -> None:
+    def __init__(self, data: Path, reserve_bytes: int, on_copied: Callable[[], None]) -> None:
         self.data = data
         self.reserve = reserve_bytes
-        self.credentials = credentials
         self.on_copied = on_copied
         self.copied = False
         self._not_before = 0.0  # monotonic: no new attempt before this
@@ -195,7 +191,7 @@ class Reseeder:
         if self.copied or time.monotonic() < self._not_before:
             return
         request = replication.SnapshotRequest(applied_seq=applied)
-        call: SnapshotCall = stub.Snapshot(request, metadata=signed(self.credentials), timeout=SNAPSHOT_TIMEOUT_S)
+        call: SnapshotCall = stub.Snapshot(request, timeout=SNAPSHOT_TIMEOUT_S)
         staging = self.data / STAGING
         try:
             first = await call.read()

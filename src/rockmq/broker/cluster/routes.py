@@ -21,14 +21,14 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from rockmq.auth.inner import inner_credentials, signed
+from rockmq.auth.inner import inner_credentials
+from rockmq.auth.inner_calls import NotProven, inner_channel
 from rockmq.broker import validate
 from rockmq.broker.cluster.fencing import Fence, epoch_proof, successor
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig, check_name
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
-from rockmq.protocol.channels import Metadata, open_aio_channel
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
 
 S = TypeVar("S")  # a service stub
@@ -90,8 +90,10 @@ class Cluster:
         self.name = ctx.settings.broker_name
         self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
         self.tls = ctx.settings.client_tls  # how this broker reaches name servers and other brokers
-        self._stubs = [namesrv_grpc.NameServerStub(open_aio_channel(a, self.tls)) for a in self.namesrv]
+        # Every call to name servers and other brokers is signed with the inner credentials (if any),
+        # and goes only to those that proved they hold them (auth/inner_calls.py).
         self._inner = inner_credentials(ctx.settings)
+        self._stubs = [namesrv_grpc.NameServerStub(inner_channel(a, self.tls, self._inner)) for a in self.namesrv]
         self._channels: dict[str, grpc.aio.Channel] = {}  # to other brokers
         self._admins: dict[str, admin_grpc.AdminStub] = {}
         self._services: dict[tuple[str, Callable[[grpc.aio.Channel], Any]], Any] = {}
@@ -102,11 +104,6 @@ class Cluster:
     @property
     def enabled(self) -> bool:
         return bool(self.namesrv)
-
-    def signed(self) -> Metadata | None:
-        """The metadata of this broker's own calls (to name servers and other brokers): signed with
-        the cluster's inner credentials, if it has them (auth/inner.py)."""
-        return signed(self._inner)
 
     @property
     def endpoint(self) -> str:
@@ -146,9 +143,9 @@ class Cluster:
 
     async def _register(self, address: str, stub: namesrv_grpc.NameServerStub, me: namesrv.BrokerInfo) -> None:
         try:
-            reply = await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S, metadata=self.signed())
+            reply = await stub.Register(namesrv.RegisterRequest(broker=me), timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
-            if address not in self._unreachable:
+            if address not in self._unreachable and not isinstance(e, NotProven):  # that one said why (inner_calls.py)
                 log.warning("cannot register with name server %s: %s", address, e.code().name)
                 self._unreachable.add(address)
             return
@@ -162,8 +159,7 @@ class Cluster:
         """Live brokers (holding `topic`, if given) by the first name server that answers."""
         for address, stub in zip(self.namesrv, self._stubs):
             try:
-                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(topic=topic), timeout=RPC_TIMEOUT_S,
-                                                metadata=self.signed())
+                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(topic=topic), timeout=RPC_TIMEOUT_S)
                 return list(reply.brokers)
             except grpc.aio.AioRpcError as e:
                 log.debug("name server %s: %s", address, e.code().name)
@@ -200,7 +196,7 @@ class Cluster:
     def _channel(self, endpoint: str) -> grpc.aio.Channel:
         channel = self._channels.get(endpoint)
         if channel is None:
-            channel = self._channels[endpoint] = open_aio_channel(endpoint, self.tls)
+            channel = self._channels[endpoint] = inner_channel(endpoint, self.tls, self._inner)
         return channel
 
     async def holders(self, topic_name: str) -> list[Holder]:
@@ -272,7 +268,7 @@ class Cluster:
                 continue
             request = admin.CreateTopicRequest(name=topic_name, queue_count=count, local=True)
             try:
-                await self.admin(live[broker]).CreateTopic(request, timeout=RPC_TIMEOUT_S, metadata=self.signed())
+                await self.admin(live[broker]).CreateTopic(request, timeout=RPC_TIMEOUT_S)
             except grpc.aio.AioRpcError as e:
                 if e.code() != grpc.StatusCode.ALREADY_EXISTS:
                     log.warning("auto-creating topic %r: broker %s: %s", topic_name, broker, e.details())
