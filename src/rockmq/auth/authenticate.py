@@ -107,11 +107,11 @@ class Authenticator:
 
     def _check_date(self, date: str, user: str) -> None:
         """AuthFailed unless `date` is a date within the skew window (a replayed header ages out)."""
-        if date not in self._dates:
+        signed = self._dates.get(date, -1)
+        if signed == -1:
             if len(self._dates) >= DATES_CACHED:
                 self._dates = {}
-            self._dates[date] = signature.date_seconds(date)
-        signed = self._dates[date]
+            signed = self._dates[date] = signature.date_seconds(date)
         if signed is None:
             raise _bad_date(date, user)
         now = self.clock()

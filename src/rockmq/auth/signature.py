@@ -60,7 +60,7 @@ def date_seconds(date: str) -> int | None:
 def within_skew(signed_s: float, now_s: float, skew_s: float) -> bool:
     """Whether a date signed at `signed_s` is within `skew_s` of now, or of now in some time zone."""
     ahead = signed_s - now_s
-    return any(abs(ahead - zone) <= skew_s for zone in ZONE_OFFSETS_S)
+    return -skew_s <= ahead <= skew_s or any(abs(ahead - zone) <= skew_s for zone in ZONE_OFFSETS_S)
 
 
 def parse(value: str) -> tuple[str, bytes]:
