@@ -47,20 +47,20 @@ def _census(data: Path) -> tuple[dict[str, int], dict[str, int]]:
     compaction (to the bottom level: what deletes hid is gone); read offline (the broker stopped)."""
     store = Store(data)
     try:
-        counts = {f.value: sum(1 for _ in store.scan(f.value, b"", b"\xff" * 64)) for f in Family}
+        counts = {str(f): sum(1 for _ in store.scan(f, b"", b"\xff" * 64)) for f in Family}
         for name, kind in STAGED.items():
             counts[name] = sum(1 for _ in store.scan_prefix("staging", kind))
     finally:
         store.close()
-    db = Rdict(str(data), options=Options(raw_mode=True), column_families={f.value: Options(raw_mode=True) for f in Family})
+    db = Rdict(str(data), options=Options(raw_mode=True), column_families={str(f): Options(raw_mode=True) for f in Family})
     try:
         full = CompactOptions()
         full.set_bottommost_level_compaction(BottommostLevelCompaction.force())
         sizes = {}
         for f in Family:
-            family = db.get_column_family(f.value)
+            family = db.get_column_family(f)
             family.compact_range(None, None, full)
-            sizes[f.value] = sum(family.property_int_value(f"rocksdb.{name}") or 0 for name in FILE_SIZES)
+            sizes[str(f)] = sum(family.property_int_value(f"rocksdb.{name}") or 0 for name in FILE_SIZES)
         return counts, sizes
     finally:
         db.close()

@@ -13,6 +13,7 @@ from rockmq.broker.queues import AppendIndex, QueueLogs
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.store import Store, keys
+from rockmq.store.schema import Family
 
 UNSTORED_GROUP_ID = 0  # of a group served to a read and never stored (ids allocated start at 1)
 
@@ -21,13 +22,13 @@ def start_epoch(store: Store) -> tuple[bytes, int]:
     """A start of the broker on this store -> (its secret, made on the first start and stable
     after it: it signs receipt and recall handles; this start's epoch), both stored."""
     batch = store.batch()
-    secret = store.get("meta", keys.SECRET_KEY)
+    secret = store.get(Family.META, keys.SECRET_KEY)
     if secret is None:
         secret = os.urandom(32)
-        batch.put("meta", keys.SECRET_KEY, secret)
-    raw = store.get("meta", keys.EPOCH_KEY)
+        batch.put(Family.META, keys.SECRET_KEY, secret)
+    raw = store.get(Family.META, keys.EPOCH_KEY)
     epoch = (keys.decode_u64(raw) if raw else 0) + 1
-    batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
+    batch.put(Family.META, keys.EPOCH_KEY, keys.encode_u64(epoch))
     store.write(batch)
     return secret, epoch
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from rockmq.broker.clock import now_ms
 from rockmq.store import Store, keys
 from rockmq.store.disk_space import log_failure
+from rockmq.store.schema import FamilyName
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,11 @@ class DeadlineLoop:
             self._next = deadline_ms
             self._wake.set()
 
-    def due(self, store: Store, family: str, now: int, limit: int) -> Iterator[tuple[bytes, bytes]]:
+    def due(self, store: Store, family: FamilyName, now: int, limit: int) -> Iterator[tuple[bytes, bytes]]:
         """The family's entries due at `now`, earliest first (for the step)."""
         return store.scan(family, self._floor, keys.deadline_bound(now + 1), limit)
 
-    def earliest(self, store: Store, family: str) -> int | None:
+    def earliest(self, store: Store, family: FamilyName) -> int | None:
         """The earliest deadline left in the family. The step calls it after writing its batch:
         everything below the key found is gone, so the floor moves up to it."""
         key = store.first_key(family, self._floor)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 
 class Previous(NamedTuple):
@@ -46,7 +47,7 @@ class Dedup:
                 pair = prefixes[tid] = (keys.dedup_key(bucket, tid, ""), keys.dedup_key(bucket - 1, tid, ""))
             encoded = mid.encode()
             wanted += (pair[0] + encoded, pair[1] + encoded)
-        found = self.store.get_many("dedup", wanted)
+        found = self.store.get_many(Family.DEDUP, wanted)
         out: list[Previous | None] = []
         for i in range(0, len(found), 2):
             raw = found[i] or found[i + 1]
@@ -56,7 +57,7 @@ class Dedup:
     def record(self, batch: Batch, bucket: int, topic_id: int, message_id: str, queue_id: int, offset: int,
                transaction_id: str = "", recall_handle: str = "") -> None:
         """Put a first send's entry into `batch` (`queue_id` -1: not in a queue yet)."""
-        batch.put("dedup", keys.dedup_key(bucket, topic_id, message_id),
+        batch.put(Family.DEDUP, keys.dedup_key(bucket, topic_id, message_id),
                   keys.dedup_value(queue_id & 0xFFFFFFFF, offset, transaction_id, recall_handle))
 
     def expire(self, now_ms: int) -> bool:
@@ -66,7 +67,7 @@ class Dedup:
         if oldest_kept == self._expired_below:
             return False
         batch = self.store.batch()
-        batch.delete_range("dedup", b"", keys.dedup_bucket_start(oldest_kept))
+        batch.delete_range(Family.DEDUP, b"", keys.dedup_bucket_start(oldest_kept))
         self.store.write(batch)
         self._expired_below = oldest_kept
         return True

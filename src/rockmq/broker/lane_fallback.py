@@ -32,6 +32,7 @@ from rockmq.broker.lanes import Route
 from rockmq.protocol.conventions import LANE_GROUP_SEPARATOR
 from rockmq.store import keys
 from rockmq.store.db import Store
+from rockmq.store.schema import Family
 
 TAKEN = b"f"  # offsets-family kind: ranges the base took in fallback
 MAX_RANGES = 64
@@ -157,7 +158,7 @@ class TakenLedger:
         self.store = store
 
     def ranges(self, lane_group_id: int, topic_id: int, queue_id: int) -> Ranges:
-        return decode(self.store.get("offsets", keys.offset_key(lane_group_id, topic_id, queue_id, TAKEN)))
+        return decode(self.store.get(Family.OFFSETS, keys.offset_key(lane_group_id, topic_id, queue_id, TAKEN)))
 
     def update(self, changes: list[tuple[int, int, int, Ranges]]) -> None:
         """Store (lane group id, topic id, queue id, ranges) in one write; empty ranges: none left."""
@@ -165,9 +166,9 @@ class TakenLedger:
         for gid, tid, qid, ranges in changes:
             key = keys.offset_key(gid, tid, qid, TAKEN)
             if ranges:
-                batch.put("offsets", key, encode(ranges))
+                batch.put(Family.OFFSETS, key, encode(ranges))
             else:
-                batch.delete("offsets", key)
+                batch.delete(Family.OFFSETS, key)
         self.store.write(batch)
 
 

@@ -16,6 +16,7 @@ from rockmq.filter.sql import TAGS, compile_sql
 from rockmq.protocol import pb, records
 from rockmq.store import keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 
 class MatchIndex:
@@ -51,4 +52,4 @@ class MatchIndex:
             sql = self._sql_count[topic_id]  # protobuf parses the memoryview as it is: no copy
             props = pb.Message.FromString(view.rest).user_properties if sql else {}  # type: ignore[arg-type]
         for group_id in index.match(props, view.tag):
-            batch.put("matches", keys.match_key(cast(int, group_id), topic_id, queue_id, offset), b"")
+            batch.put(Family.MATCHES, keys.match_key(cast(int, group_id), topic_id, queue_id, offset), b"")

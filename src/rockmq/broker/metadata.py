@@ -16,6 +16,7 @@ from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, NAME_RE, RETRY_PREFIX
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
 
@@ -92,11 +93,11 @@ class Metadata:
         self.groups_by_id: dict[int, GroupConfig] = {}
         self._of_groups: set[str] = set()  # retry and dead-letter topics of existing groups: bounded by max_groups
         self.generation = 0  # the last change of the names (a listing's sorted names stay good until the next)
-        for _, raw in store.scan_prefix("meta", keys.GROUP_META_PREFIX):  # first: a topic may be a group's own
+        for _, raw in store.scan_prefix(Family.META, keys.GROUP_META_PREFIX):  # first: a topic may be a group's own
             self._add_group(GroupConfig(**json.loads(raw)))
-        for _, raw in store.scan_prefix("meta", keys.TOPIC_META_PREFIX):
+        for _, raw in store.scan_prefix(Family.META, keys.TOPIC_META_PREFIX):
             self._add_topic(TopicConfig(**json.loads(raw)))
-        next_id = store.get("meta", keys.NEXT_ID_KEY)
+        next_id = store.get(Family.META, keys.NEXT_ID_KEY)
         self._next_id = keys.decode_u64(next_id) if next_id else 1
 
     def _add_topic(self, t: TopicConfig) -> None:
@@ -114,7 +115,7 @@ class Metadata:
     def _allocate_id(self, batch: Batch) -> int:
         new_id = self._next_id
         self._next_id += 1
-        batch.put("meta", keys.NEXT_ID_KEY, keys.encode_u64(self._next_id))
+        batch.put(Family.META, keys.NEXT_ID_KEY, keys.encode_u64(self._next_id))
         return new_id
 
     def create_topic(self, name: str, queues: int, types: list[str] | None = None) -> TopicConfig:
@@ -127,7 +128,7 @@ class Metadata:
                              "delete topics (rockmq topic delete) or raise max_topics (rockmq serve --max-topics)")
         batch = self.store.batch()
         topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=parse_types(types))
-        batch.put("meta", keys.topic_meta(name), json.dumps(asdict(topic)).encode())
+        batch.put(Family.META, keys.topic_meta(name), json.dumps(asdict(topic)).encode())
         self.store.write(batch)
         self._add_topic(topic)
         return topic
@@ -135,12 +136,12 @@ class Metadata:
     def delete_topic(self, name: str) -> TopicConfig:
         topic = self.topic(name)
         batch = self.store.batch()
-        batch.delete("meta", keys.topic_meta(name))
+        batch.delete(Family.META, keys.topic_meta(name))
         prefix = keys.topic_prefix(topic.id)
-        batch.delete_range("log", prefix, keys.prefix_end(prefix))
+        batch.delete_range(Family.LOG, prefix, keys.prefix_end(prefix))
         for group in self.groups.values():  # their positions on it: the topic id is never used again
             positions = keys.group_prefix(group.id) + prefix
-            batch.delete_range("offsets", positions, keys.prefix_end(positions))
+            batch.delete_range(Family.OFFSETS, positions, keys.prefix_end(positions))
         self.store.write(batch)
         del self.topics[name]
         del self.topics_by_id[topic.id]
@@ -183,7 +184,7 @@ class Metadata:
 
     @staticmethod
     def _put_group(batch: Batch, group: GroupConfig) -> None:
-        batch.put("meta", keys.group_meta(group.name), json.dumps(asdict(group)).encode())
+        batch.put(Family.META, keys.group_meta(group.name), json.dumps(asdict(group)).encode())
 
     def set_consume_mode(self, group: GroupConfig, mode: str) -> None:
         """Store how the group consumes from now on (broker/consume_mode.py decides)."""

@@ -9,6 +9,7 @@ from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.store import keys
+from rockmq.store.schema import Family
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Positions:
         """Every queue of every topic the group has a position on, by topic id and queue."""
         inflight = self.pop.inflight_count(group.id)
         tids = {tid for (tid, _) in inflight}
-        for key, _ in self.ctx.store.scan_prefix("offsets", keys.group_prefix(group.id)):
+        for key, _ in self.ctx.store.scan_prefix(Family.OFFSETS, keys.group_prefix(group.id)):
             tids.add(keys.parse_offset_key(key)[1])
         out = []
         for tid in sorted(tids):

@@ -37,6 +37,7 @@ from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import base_group, lane_group
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
+from rockmq.store.schema import Family
 
 FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
 
@@ -136,7 +137,7 @@ class PullService:
         if not 0 <= offset <= hi:
             raise BrokerError(pb.ILLEGAL_OFFSET, f"offset {offset} is outside [0, {hi}]")
         batch = self.ctx.store.batch()
-        batch.put("offsets", keys.offset_key(group.id, topic.id, queue_id, COMMITTED), keys.encode_u64(offset))
+        batch.put(Family.OFFSETS, keys.offset_key(group.id, topic.id, queue_id, COMMITTED), keys.encode_u64(offset))
         self.ctx.store.write(batch)
         lanes = self._lanes_of(base_group(group.name))
         if lanes:
@@ -221,7 +222,7 @@ class PullService:
 
     def committed(self, group_id: int, topic_id: int, queue_id: int) -> int:
         """The group's committed offset on a queue; -1: none."""
-        raw = self.ctx.store.get("offsets", keys.offset_key(group_id, topic_id, queue_id, COMMITTED))
+        raw = self.ctx.store.get(Family.OFFSETS, keys.offset_key(group_id, topic_id, queue_id, COMMITTED))
         return keys.decode_u64(raw) if raw is not None else -1
 
     def get_offset(self, group_name: str, topic: TopicConfig, queue_id: int) -> int:
@@ -285,7 +286,7 @@ class PullService:
         values: list[bytes] = []
         size = 0
         first = last = b""
-        scan = self.ctx.store.scan("log", keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit)
+        scan = self.ctx.store.scan(Family.LOG, keys.log_key(topic.id, qid, start), keys.log_key(topic.id, qid, end), limit)
         for i, (key, value) in enumerate(scan, 1):  # the iterator reads a snapshot: pausing in between is safe
             if values and size + len(value) > max_bytes:
                 break

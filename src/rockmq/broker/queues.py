@@ -18,6 +18,7 @@ from rockmq.protocol import pb, records
 from rockmq.protocol.send_request import SentMessage
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 
 class AppendIndex(Protocol):
@@ -54,14 +55,14 @@ class QueueLogs:
         key = (topic_id, queue_id)
         nxt = self._next.get(key)
         if nxt is None:
-            last = self.store.last_key_with_prefix("log", keys.queue_prefix(topic_id, queue_id))
+            last = self.store.last_key_with_prefix(Family.LOG, keys.queue_prefix(topic_id, queue_id))
             nxt = keys.parse_log_key(last)[2] + 1 if last else 0
             self._next[key] = nxt
         return nxt
 
     def min_offset(self, topic_id: int, queue_id: int) -> int:
         """The oldest offset still stored (retention removes older ones)."""
-        first = self.store.first_key("log", keys.queue_prefix(topic_id, queue_id),
+        first = self.store.first_key(Family.LOG, keys.queue_prefix(topic_id, queue_id),
                                      keys.prefix_end(keys.queue_prefix(topic_id, queue_id)))
         return keys.parse_log_key(first)[2] if first else self.max_offset(topic_id, queue_id)
 
@@ -117,7 +118,7 @@ class QueueLogs:
 
     def _put(self, batch: Batch, topic_id: int, queue_id: int, offset: int, record: bytes,
              props: Mapping[str, str] | None) -> None:
-        batch.put("log", keys.log_key(topic_id, queue_id, offset), record)
+        batch.put(Family.LOG, keys.log_key(topic_id, queue_id, offset), record)
         if topic_id in self.arrivals.tag_watched:
             self._arrived_tags.setdefault(topic_id, set()).add(records.view(record).tag)
         if topic_id in self._indexed:
@@ -142,10 +143,10 @@ class QueueLogs:
             self.arrivals.appended(topic_id, [q for t, q in allocated if t == topic_id], arrived.pop(topic_id, None))
 
     def read(self, topic_id: int, queue_id: int, offset: int) -> bytes | None:
-        return self.store.get("log", keys.log_key(topic_id, queue_id, offset))
+        return self.store.get(Family.LOG, keys.log_key(topic_id, queue_id, offset))
 
     def read_many(self, topic_id: int, queue_id: int, offsets: list[int]) -> list[bytes | None]:
-        return self.store.get_many("log", [keys.log_key(topic_id, queue_id, o) for o in offsets])
+        return self.store.get_many(Family.LOG, [keys.log_key(topic_id, queue_id, o) for o in offsets])
 
     def scan(self, topic_id: int, queue_id: int, start: int, limit: int) -> Iterator[tuple[int, bytes]]:
         return by_offset(self.scan_keyed(topic_id, queue_id, start, limit))
@@ -154,7 +155,7 @@ class QueueLogs:
         """`scan` with each record's log key as it is (`keys.log_offset` reads its offset): no step of
         Python between the store and a compiled reader (records.frame_run)."""
         end = keys.prefix_end(keys.queue_prefix(topic_id, queue_id))
-        return self.store.scan("log", keys.log_key(topic_id, queue_id, start), end, limit)
+        return self.store.scan(Family.LOG, keys.log_key(topic_id, queue_id, start), end, limit)
 
     def forget_offsets(self) -> None:
         """Drop the cached next offsets (a replica's store changed underneath)."""

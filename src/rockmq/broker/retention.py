@@ -37,6 +37,7 @@ from rockmq.protocol import records
 from rockmq.store import keys
 from rockmq.store.db import Batch
 from rockmq.store.disk_space import log_failure
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 RETRY_SCAN = 10_000  # retry entries a sweep looks at, at most (the family is small unless groups idle)
@@ -108,7 +109,7 @@ class RetentionService:
         if s.retention_bytes:
             heads = [self._stored_at(tid, qid)(lo) for tid, qid, lo, _ in queues]
             oldest = min((h for h in heads if h is not None), default=now)
-            by_size = size_cut_ms(oldest, now, ctx.store.size("log"), s.retention_bytes)
+            by_size = size_cut_ms(oldest, now, ctx.store.size(Family.LOG), s.retention_bytes)
             if by_size is not None:
                 keep_from = max(keep_from, by_size)
         cuts = []
@@ -125,7 +126,8 @@ class RetentionService:
         floors = {(tid, qid): lo for tid, qid, lo, _ in queues} | {(c.topic_id, c.queue_id): c.end for c in cuts}
         batch = self.ctx.store.batch()
         for c in cuts:
-            batch.delete_range("log", keys.log_key(c.topic_id, c.queue_id, c.start), keys.log_key(c.topic_id, c.queue_id, c.end))
+            batch.delete_range(Family.LOG, keys.log_key(c.topic_id, c.queue_id, c.start),
+                               keys.log_key(c.topic_id, c.queue_id, c.end))
         self._free_matches(batch, cuts)
         freed = self._free_retries(batch, floors)
         if batch.empty:
@@ -140,7 +142,7 @@ class RetentionService:
         self.removed += removed
         log.info("retention removed %d messages from %d queues", removed, len(cuts))
         bounds = [keys.log_key(c.topic_id, c.queue_id, c.start) for c in cuts]
-        await self.ctx.store.compact("log", min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
+        await self.ctx.store.compact(Family.LOG, min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
         return removed
 
     def _free_matches(self, batch: Batch, cuts: list[Cut]) -> None:
@@ -149,7 +151,7 @@ class RetentionService:
         registered = self.subscriptions.groups_by_topic()
         for c in cuts:
             for gid in registered.get(c.topic_id, ()):
-                batch.delete_range("matches", keys.match_key(gid, c.topic_id, c.queue_id, 0),
+                batch.delete_range(Family.MATCHES, keys.match_key(gid, c.topic_id, c.queue_id, 0),
                                    keys.match_key(gid, c.topic_id, c.queue_id, c.end))
 
     def _free_retries(self, batch: Batch, floors: dict[tuple[int, int], int]) -> int:
@@ -158,13 +160,13 @@ class RetentionService:
         topics = self.ctx.meta.topics_by_id
         scanned = freed = 0
         last = b""
-        for key, value in self.ctx.store.scan("retry", self._retry_from, _RETRY_END, RETRY_SCAN):
+        for key, value in self.ctx.store.scan(Family.RETRY, self._retry_from, _RETRY_END, RETRY_SCAN):
             scanned += 1
             last = key
             tid = keys.parse_retry_key(key)[1]
             qid, offset, _ = keys.parse_retry_value(value)
             if tid not in topics or offset < floors.get((tid, qid), 0):
-                batch.delete("retry", key)
+                batch.delete(Family.RETRY, key)
                 freed += 1
         self._retry_from = last + b"\x00" if scanned == RETRY_SCAN else b""  # at the end: from the start next time
         return freed

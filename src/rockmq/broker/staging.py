@@ -57,6 +57,7 @@ from rockmq.protocol.staged import staged_message
 from rockmq.store import framing, keys
 from rockmq.store.db import Batch
 from rockmq.store.disk_space import log_failure
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ class StagingService:
         self._sinks_swept = -1
         self._resumed = False
         self._staged: dict[int, int] = {}  # expiry bucket -> chunks staged and not yet gone (max_staged_chunks in all)
-        for key, _ in ctx.store.scan_prefix("staging", _INDEX):
+        for key, _ in ctx.store.scan_prefix(Family.STAGING, _INDEX):
             self._count(key[len(_INDEX):], 1)
 
     def _count(self, handle: bytes, delta: int) -> None:
@@ -183,8 +184,8 @@ class StagingService:
             parts += sealed
         handle = _HANDLE.pack((now_ms() + ttl) // BUCKET_MS + 1, next(self._seq))
         batch = self.ctx.store.batch()
-        batch.put("staging", _chunk_key(handle), b"".join(parts))
-        batch.put("staging", _index_key(handle), _VALUE + _LEN.pack(len(contents)) + owner.encode())
+        batch.put(Family.STAGING, _chunk_key(handle), b"".join(parts))
+        batch.put(Family.STAGING, _index_key(handle), _VALUE + _LEN.pack(len(contents)) + owner.encode())
         self.ctx.store.write(batch)
         self._count(handle, 1)
         return handle, len(contents)
@@ -192,7 +193,7 @@ class StagingService:
     def check_owner(self, handles: Sequence[bytes], user: str) -> None:
         """Refuses (FORBIDDEN) `user` a chunk another user staged; one staged without
         authentication, or gone, is anyone's. (Sinks need no such check: each user has its own.)"""
-        found = self.ctx.store.get_many("staging", [_index_key(h) for h in handles if len(h) == _HANDLE.size])
+        found = self.ctx.store.get_many(Family.STAGING, [_index_key(h) for h in handles if len(h) == _HANDLE.size])
         for i, raw in enumerate(found):
             owner = raw[_OWNER_AT:].decode() if raw is not None else ""
             if owner and owner != user:
@@ -201,7 +202,7 @@ class StagingService:
     def chunk_topics(self, handles: Sequence[bytes]) -> list[str]:
         """The topics the staged chunks would publish to (what publishing them needs Pub on); a chunk
         that is gone, or a topic deleted since, names none (publishing it then adds nothing there)."""
-        found = self.ctx.store.get_many("staging", [_chunk_key(h) for h in handles if len(h) == _HANDLE.size])
+        found = self.ctx.store.get_many(Family.STAGING, [_chunk_key(h) for h in handles if len(h) == _HANDLE.size])
         ids = dict.fromkeys(topic_id for raw in found if raw is not None for topic_id, _, _, _ in _chunk_entries(raw))
         topics = self.ctx.meta.topics_by_id
         return [topics[i].name for i in ids if i in topics]
@@ -209,12 +210,12 @@ class StagingService:
     def discard(self, handles: Iterable[bytes]) -> None:
         """Drop chunks that will never be published; unknown ones and those being moved are left."""
         dropped = list(dict.fromkeys(h for h in handles if len(h) == _HANDLE.size and h not in self._moving))
-        found = self.ctx.store.get_many("staging", [_index_key(h) for h in dropped])
+        found = self.ctx.store.get_many(Family.STAGING, [_index_key(h) for h in dropped])
         batch = self.ctx.store.batch()
         for h, raw in zip(dropped, found, strict=True):
             if raw is not None:
-                batch.delete("staging", _chunk_key(h))
-                batch.delete("staging", _index_key(h))
+                batch.delete(Family.STAGING, _chunk_key(h))
+                batch.delete(Family.STAGING, _index_key(h))
                 self._count(h, -1)
         self.ctx.store.write(batch)
 
@@ -227,13 +228,13 @@ class StagingService:
         """The sink's last batch id and, when it is still kept under its unscoped name (recorded by
         `owner` before sinks were scoped to users), that key: the next publish moves it, so an
         upgrade loses no sink's last batch (a replay after it would publish twice)."""
-        raw = self.ctx.store.get("staging", _SINK + sink_ref(sink_id, owner).encode())
+        raw = self.ctx.store.get(Family.STAGING, _SINK + sink_ref(sink_id, owner).encode())
         if raw is not None:
             return _SINK_STATE.unpack_from(raw, 1)[0], None
         if not owner:
             return None, None
         legacy = _SINK + sink_id.encode()
-        raw = self.ctx.store.get("staging", legacy)
+        raw = self.ctx.store.get(Family.STAGING, legacy)
         if raw is None or raw[_SINK_OWNER_AT:].decode() != owner:
             return None, None
         return _SINK_STATE.unpack_from(raw, 1)[0], legacy
@@ -271,7 +272,7 @@ class StagingService:
             return True, 0, 0
         self._check_step(sink_id, batch_id, last, len(handles))
         store = self.ctx.store
-        found = store.get_many("staging", [_index_key(h) for h in handles])
+        found = store.get_many(Family.STAGING, [_index_key(h) for h in handles])
         for i, ((_, count), raw) in enumerate(zip(chunks, found, strict=True)):
             if raw is None:
                 raise BrokerError(pb.NOT_FOUND, f"staged chunk {i + 1} of {len(chunks)} is gone (its ttl ran out, or it "
@@ -282,10 +283,10 @@ class StagingService:
         seq = next(self._seq)
         batch = store.batch()
         forget = now_ms() + retain_ms if retain_ms else 0
-        batch.put("staging", _SINK + ref.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget) + owner.encode())
+        batch.put(Family.STAGING, _SINK + ref.encode(), _VALUE + _SINK_STATE.pack(batch_id, forget) + owner.encode())
         if legacy is not None:
-            batch.delete("staging", legacy)
-        batch.put("staging", _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(ref.encode())) + ref.encode()
+            batch.delete(Family.STAGING, legacy)
+        batch.put(Family.STAGING, _JOB + keys.encode_u64(seq), _VALUE + _JOB_HEAD.pack(len(ref.encode())) + ref.encode()
                   + b"".join(handles))
         store.write(batch)
         published, deduplicated = await asyncio.shield(self._start(seq, ref, handles, batch))  # a cancelled call
@@ -331,15 +332,15 @@ class StagingService:
         touched: set[int] = set()
         allocated: dict[tuple[int, int], int] = {}
         for h in handles:
-            raw = store.get("staging", _chunk_key(h))
+            raw = store.get(Family.STAGING, _chunk_key(h))
             if raw is None:  # moved before a restart
                 continue
             if raw[1] and pending:  # its lookups must see the dedup entries written so far
                 self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
             moved, skipped = self._move(batch, raw, bool(raw[1]), allocated, touched)
-            batch.delete("staging", _chunk_key(h))
-            batch.delete("staging", _index_key(h))
+            batch.delete(Family.STAGING, _chunk_key(h))
+            batch.delete(Family.STAGING, _index_key(h))
             self._count(h, -1)
             published += moved
             deduplicated += skipped
@@ -348,7 +349,7 @@ class StagingService:
                 self.ctx.logs.write_appends(batch, allocated, touched)
                 batch, pending, allocated, touched = store.batch(), 0, {}, set()
                 await asyncio.sleep(0)
-        batch.delete("staging", _JOB + keys.encode_u64(seq))
+        batch.delete(Family.STAGING, _JOB + keys.encode_u64(seq))
         await self.committer.commit(batch, allocated, touched)
         return published, deduplicated
 
@@ -392,7 +393,7 @@ class StagingService:
         if self._resumed:
             return
         self._resumed = True
-        for key, value in list(self.ctx.store.scan_prefix("staging", _JOB)):
+        for key, value in list(self.ctx.store.scan_prefix(Family.STAGING, _JOB)):
             seq = keys.decode_u64(key[len(_JOB):])
             (n,) = _JOB_HEAD.unpack_from(value, 1)
             start = 1 + _JOB_HEAD.size
@@ -424,14 +425,14 @@ class StagingService:
         batch = self.ctx.store.batch()
         if floor > self._swept:  # one range tombstone per bucket (each lookup pays for them)
             for ns in (_CHUNK, _INDEX):
-                batch.delete_range("staging", ns, ns + floor.to_bytes(4, "big"))
+                batch.delete_range(Family.STAGING, ns, ns + floor.to_bytes(4, "big"))
             self._swept = floor
             for bucket in [b for b in self._staged if b < floor]:
                 del self._staged[bucket]
         if now // SINK_SWEEP_MS != self._sinks_swept:  # forgotten sinks: once a minute is plenty
             self._sinks_swept = now // SINK_SWEEP_MS
-            for key, value in self.ctx.store.scan_prefix("staging", _SINK):
+            for key, value in self.ctx.store.scan_prefix(Family.STAGING, _SINK):
                 forget = _SINK_STATE.unpack_from(value, 1)[1]
                 if forget and forget < now and key[len(_SINK):].decode() not in self._job_sink.values():
-                    batch.delete("staging", key)
+                    batch.delete(Family.STAGING, key)
         self.ctx.store.write(batch)

@@ -39,6 +39,7 @@ from rockmq.filter.tags import MAX_LENGTH, check_size
 from rockmq.protocol import pb
 from rockmq.store import keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 UNINDEXED = 2**63  # `indexed_from` of a queue nothing is indexed for: scan and evaluate it all
@@ -104,7 +105,7 @@ class Subscriptions:
         self._trimmed: dict[tuple[int, int, int], int] = {}  # (group, topic, queue) -> matches dropped below
         # (group, topic) -> its POP positions when `trim` last saw them move, and when (monotonic s)
         self._moved: dict[tuple[int, int], tuple[tuple[int, ...], float]] = {}
-        for _, raw in ctx.store.scan_prefix("meta", keys.SUBSCRIPTION_PREFIX):
+        for _, raw in ctx.store.scan_prefix(Family.META, keys.SUBSCRIPTION_PREFIX):
             data = json.loads(raw)
             try:
                 accept = _compiled(data["expression"], data["sql"])
@@ -148,7 +149,7 @@ class Subscriptions:
         if current is not None:
             self._remove(current)
             _drop_matches(batch, group.id, topic.id)
-        batch.put("meta", keys.subscription_meta(group.id, topic.id), json.dumps({
+        batch.put(Family.META, keys.subscription_meta(group.id, topic.id), json.dumps({
             "group_id": group.id, "topic_id": topic.id, "sql": sub.sql, "expression": sub.expression,
             "indexed_from": indexed_from}).encode())
         self.ctx.store.write(batch)
@@ -167,7 +168,7 @@ class Subscriptions:
         self.ctx.store.write(batch)
 
     def _retire(self, batch: Batch, sub: Subscription) -> None:
-        batch.delete("meta", keys.subscription_meta(sub.group_id, sub.topic_id))
+        batch.delete(Family.META, keys.subscription_meta(sub.group_id, sub.topic_id))
         _drop_matches(batch, sub.group_id, sub.topic_id)
         self._remove(sub)
 
@@ -202,7 +203,7 @@ class Subscriptions:
             if moved is None or moved[0] != positions:
                 self._moved[key] = (positions, now)
             elif now - moved[1] >= idle_s:
-                if self.ctx.store.first_key("matches", *_match_range(*key)) is None:
+                if self.ctx.store.first_key(Family.MATCHES, *_match_range(*key)) is None:
                     self._moved[key] = (positions, now)  # idle, but nothing to free: it stays
                     continue
                 group, topic = self.ctx.meta.groups_by_id.get(sub.group_id), self.ctx.meta.topics_by_id.get(sub.topic_id)
@@ -213,7 +214,7 @@ class Subscriptions:
                 continue
             for qid, upto in enumerate(positions):
                 if upto > self._trimmed.get((sub.group_id, sub.topic_id, qid), 0):
-                    batch.delete_range("matches", keys.match_key(sub.group_id, sub.topic_id, qid, 0),
+                    batch.delete_range(Family.MATCHES, keys.match_key(sub.group_id, sub.topic_id, qid, 0),
                                        keys.match_key(sub.group_id, sub.topic_id, qid, upto))
                     self._trimmed[(sub.group_id, sub.topic_id, qid)] = upto
         self.ctx.store.write(batch)
@@ -226,4 +227,4 @@ def _match_range(group_id: int, topic_id: int) -> tuple[bytes, bytes]:
 
 
 def _drop_matches(batch: Batch, group_id: int, topic_id: int) -> None:
-    batch.delete_range("matches", *_match_range(group_id, topic_id))
+    batch.delete_range(Family.MATCHES, *_match_range(group_id, topic_id))

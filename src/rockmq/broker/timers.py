@@ -25,6 +25,7 @@ from rockmq.protocol import pb, records, tokens
 from rockmq.store import keys
 from rockmq.store.counts import StoredCount
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 _RECALL = struct.Struct(">QQ")
@@ -54,7 +55,7 @@ class TimerService:
         self.lateness = Lateness()
         self.moved = 0
         self.pending = StoredCount(ctx.store, keys.TIMER_COUNT_KEY,
-                                   lambda: sum(1 for _ in ctx.store.scan("timers", b"", b"\xff" * 17)))
+                                   lambda: sum(1 for _ in ctx.store.scan(Family.TIMERS, b"", b"\xff" * 17)))
 
     def schedule(self, batch: Batch, topic: TopicConfig, msg: pb.Message, due_ms: int, queue_id: int = -1) -> str:
         """Put a delayed message into `batch` (consumes `msg`); -> its recall handle. `queue_id`:
@@ -64,7 +65,7 @@ class TimerService:
     def schedule_record(self, batch: Batch, topic: TopicConfig, sealed: bytes, due_ms: int) -> str:
         """Put a sealed record into `batch`, due at `due_ms`; -> its recall handle."""
         self._seq += 1
-        batch.put("timers", keys.timer_key(due_ms, self._seq), topic.id.to_bytes(4, "big") + sealed)
+        batch.put(Family.TIMERS, keys.timer_key(due_ms, self._seq), topic.id.to_bytes(4, "big") + sealed)
         self.pending.add(batch, 1)
         self.loop.note(due_ms)
         return tokens.seal(_RECALL.pack(due_ms, self._seq), self.ctx.secret)
@@ -78,13 +79,13 @@ class TimerService:
         except tokens.InvalidToken as e:
             raise BrokerError(pb.BAD_REQUEST, f"invalid recall handle: {e}") from None
         key = keys.timer_key(due_ms, seq)
-        raw = self.ctx.store.get("timers", key)
+        raw = self.ctx.store.get(Family.TIMERS, key)
         if raw is None or int.from_bytes(raw[:4], "big") != topic_id:
             await self.durable()  # a recall that found it gone (recalled before) answers once the replica agrees
             raise BrokerError(pb.NOT_FOUND, f"no pending delayed message of topic {topic!r} for this recall handle "
                                             "(delivered or recalled)")
         batch = self.ctx.store.batch()
-        batch.delete("timers", key)
+        batch.delete(Family.TIMERS, key)
         self.pending.add(batch, -1)
         await self.commit(batch)
         return records.message_id(raw[4:])
@@ -100,11 +101,11 @@ class TimerService:
         allocated: dict[tuple[int, int], int] = {}
         size = 0
         due: Counter[int] = Counter()  # due time -> messages: lateness is counted once per due time
-        for key, value in self.loop.due(ctx.store, "timers", now, ctx.settings.timer_move_batch):
+        for key, value in self.loop.due(ctx.store, Family.TIMERS, now, ctx.settings.timer_move_batch):
             if size >= ctx.settings.timer_move_bytes:  # the rest is due too: the loop comes straight back for it
                 break
             size += len(value)
-            batch.delete("timers", key)
+            batch.delete(Family.TIMERS, key)
             due[keys.deadline_of(key)] += 1
             topic = topics.get(int.from_bytes(value[:4], "big"))
             if topic is None:  # the topic was deleted meanwhile
@@ -119,7 +120,7 @@ class TimerService:
             self.pending.add(batch, -moved)
             logs.write_appends(batch, allocated, touched)  # and wakes the long polls they serve
             self.moved += moved
-        return moved, self.loop.earliest(ctx.store, "timers")
+        return moved, self.loop.earliest(ctx.store, Family.TIMERS)
 
     def next_due(self) -> int | None:
-        return self.loop.earliest(self.ctx.store, "timers")
+        return self.loop.earliest(self.ctx.store, Family.TIMERS)

@@ -37,6 +37,7 @@ from rockmq.protocol import pb, records, rpc
 from rockmq.store import keys
 from rockmq.store.counts import StoredCount
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class TransactionService:
         self.publishers = publishers
         self.loop = DeadlineLoop("transaction checks", self.check_due, ctx.settings.txn_check_batch)
         self.pending = StoredCount(ctx.store, keys.HALF_COUNT_KEY, lambda: sum(
-            1 for _, v in ctx.store.scan("txn", b"", b"\xff" * 33) if v[:1] in (_PENDING, _OWNED)))
+            1 for _, v in ctx.store.scan(Family.TXN, b"", b"\xff" * 33) if v[:1] in (_PENDING, _OWNED)))
 
     def check_room(self) -> None:
         """Refuses (TOO_MANY_REQUESTS) a transactional message while max_transaction_checks
@@ -105,8 +106,8 @@ class TransactionService:
             first_delay_ms = int(self.ctx.settings.txn_check_first_s * 1000)
         first_check = now_ms() + first_delay_ms
         sealed = self.ctx.logs.seal(topic, msg, queue_id)
-        batch.put("txn", txn_id.encode(), half_value((topic.id, due_ms, first_check, 0), requester(), sealed))
-        batch.put("txnchecks", keys.txn_check_key(first_check, txn_id), b"")
+        batch.put(Family.TXN, txn_id.encode(), half_value((topic.id, due_ms, first_check, 0), requester(), sealed))
+        batch.put(Family.TXNCHECKS, keys.txn_check_key(first_check, txn_id), b"")
         self.pending.add(batch, 1)
         self.loop.note(first_check)
         return txn_id
@@ -119,7 +120,7 @@ class TransactionService:
         ctx = self.ctx
         if not transaction_id:
             raise BrokerError(pb.INVALID_TRANSACTION_ID, "transaction_id is empty")
-        raw = ctx.store.get("txn", transaction_id.encode())
+        raw = ctx.store.get(Family.TXN, transaction_id.encode())
         if raw is None:
             raise BrokerError(pb.INVALID_TRANSACTION_ID, f"no pending transaction {transaction_id!r}")
         outcome = COMMITTED if commit else ROLLED_BACK
@@ -140,7 +141,7 @@ class TransactionService:
             raise BrokerError(pb.INVALID_TRANSACTION_ID,
                               f"transaction {transaction_id!r} is not message {message_id!r} of topic {topic_name!r}")
         batch = ctx.store.batch()
-        batch.delete("txnchecks", keys.txn_check_key(next_check, transaction_id))
+        batch.delete(Family.TXNCHECKS, keys.txn_check_key(next_check, transaction_id))
         self._resolve(batch, transaction_id, outcome)
         allocated: dict[tuple[int, int], int] = {}
         touched: list[int] = []
@@ -155,10 +156,10 @@ class TransactionService:
 
     def _resolve(self, batch: Batch, transaction_id: str, outcome: bytes) -> None:
         """Replace the half message by its outcome marker, which expires after the dedup window."""
-        batch.put("txn", transaction_id.encode(), outcome)
+        batch.put(Family.TXN, transaction_id.encode(), outcome)
         self.pending.add(batch, -1)
         expiry = now_ms() + self.ctx.settings.dedup_window_s * 1000
-        batch.put("txnchecks", keys.txn_check_key(expiry, transaction_id), b"")
+        batch.put(Family.TXNCHECKS, keys.txn_check_key(expiry, transaction_id), b"")
         self.loop.note(expiry)
 
     def check_due(self) -> tuple[int, int | None]:
@@ -169,16 +170,16 @@ class TransactionService:
         batch = ctx.store.batch()
         checks: list[tuple[str, rpc.TelemetryCommand, str]] = []
         handled = 0
-        for key, _ in self.loop.due(ctx.store, "txnchecks", now, s.txn_check_batch):
+        for key, _ in self.loop.due(ctx.store, Family.TXNCHECKS, now, s.txn_check_batch):
             handled += 1
-            batch.delete("txnchecks", key)
+            batch.delete(Family.TXNCHECKS, key)
             _, txn_id = keys.parse_txn_check_key(key)
-            raw = ctx.store.get("txn", txn_id.encode())
+            raw = ctx.store.get(Family.TXN, txn_id.encode())
             if raw is None:
                 continue
             half = read_half(raw)
             if half is None:  # an outcome marker whose time is up
-                batch.delete("txn", txn_id.encode())
+                batch.delete(Family.TXN, txn_id.encode())
                 continue
             (topic_id, due_ms, _, sent), owner, sealed = half
             topic = ctx.meta.topics_by_id.get(topic_id)
@@ -188,15 +189,15 @@ class TransactionService:
                 self._resolve(batch, txn_id, ROLLED_BACK)
                 continue
             nxt = now + int(s.txn_check_interval_s * 1000)
-            batch.put("txn", txn_id.encode(), half_value((topic_id, due_ms, nxt, sent + 1), owner, sealed))
-            batch.put("txnchecks", keys.txn_check_key(nxt, txn_id), b"")
+            batch.put(Family.TXN, txn_id.encode(), half_value((topic_id, due_ms, nxt, sent + 1), owner, sealed))
+            batch.put(Family.TXNCHECKS, keys.txn_check_key(nxt, txn_id), b"")
             checks.append((topic.name, check_command(sealed, txn_id), owner))
         ctx.store.write(batch)
         for topic_name, command, owner in checks:
             if not self.publishers.push_to_publisher(topic_name, command, owner):
                 log.debug("no producer of %s connected to check transaction %s", topic_name,
                           command.recover_orphaned_transaction_command.transaction_id)
-        return handled, self.loop.earliest(ctx.store, "txnchecks")
+        return handled, self.loop.earliest(ctx.store, Family.TXNCHECKS)
 
 
 def check_command(sealed: bytes, transaction_id: str) -> rpc.TelemetryCommand:

@@ -8,15 +8,16 @@ from collections.abc import Callable
 
 from rockmq.store import keys
 from rockmq.store.db import Batch, Store
+from rockmq.store.schema import Family
 
 
 class StoredCount:
     def __init__(self, store: Store, key: bytes, recount: Callable[[], int]) -> None:
         """`recount` counts the slow way, for a store written before the count was kept."""
         self._key = key
-        raw = store.get("meta", key)
+        raw = store.get(Family.META, key)
         self.value = keys.decode_u64(raw) if raw is not None else recount()
 
     def add(self, batch: Batch, delta: int) -> None:
         self.value += delta
-        batch.put("meta", self._key, keys.encode_u64(self.value))
+        batch.put(Family.META, self._key, keys.encode_u64(self.value))

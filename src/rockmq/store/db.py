@@ -42,7 +42,7 @@ from rockmq.config import MiB, Settings
 from rockmq.store import keys, oplog
 from rockmq.store.disk_space import DiskSpace, free_bytes, no_space
 from rockmq.store.keys import prefix_end
-from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, SchemaError
+from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, FamilyName, SchemaError
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +102,11 @@ class Memory:
     def block_cache(self) -> int:
         return self.total - self.memtables
 
-    def memtable(self, family: str) -> int:
+    def memtable(self, family: FamilyName) -> int:
         return self.memtables // (4 if family in BIG_MEMTABLE_FAMILIES else 16)
 
 
-def _options(memory: Memory, cache: Cache, family: str | None = None) -> Options:
+def _options(memory: Memory, cache: Cache, family: FamilyName | None = None) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
@@ -205,8 +205,8 @@ class Store:
         new = not (path / "CURRENT").exists()
         self._db = _open(path, new, memory, cache)
         # Keyed by plain str (the names callers pass): the fast dict lookup of str-only keys.
-        self._cf: dict[str, Rdict] = {f.value: self._db.get_column_family(f.value) for f in Family}
-        self._handles: dict[str, ColumnFamily] = {f.value: self._db.get_column_family_handle(f.value) for f in Family}
+        self._cf: dict[str, Rdict] = {str(f): self._db.get_column_family(f) for f in Family}
+        self._handles: dict[str, ColumnFamily] = {str(f): self._db.get_column_family_handle(f) for f in Family}
         self._nosync = WriteOptions()
         self._nosync.sync = False
         # Sends stop while the disk is under the reserve plus what the memtables' next flush writes.
@@ -300,17 +300,17 @@ class Store:
 
     # --- reads -------------------------------------------------------------------------------
 
-    def get(self, family: str, key: bytes) -> bytes | None:
+    def get(self, family: FamilyName, key: bytes) -> bytes | None:
         value: bytes | None = self._cf[family].get(key)
         return value
 
-    def get_many(self, family: str, keys: list[bytes]) -> list[bytes | None]:
+    def get_many(self, family: FamilyName, keys: list[bytes]) -> list[bytes | None]:
         """One multi-get: cheaper than a get per key."""
         if not keys:
             return []
         return self._cf[family].get(keys)  # type: ignore[arg-type, return-value]  # the stub takes a list[str | bytes ...]
 
-    def scan(self, family: str, lower: bytes, upper: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+    def scan(self, family: FamilyName, lower: bytes, upper: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Entries with lower <= key < upper, in key order."""
         # With the bounds, RocksDB skips files outside them and never steps (or fetches a blob)
         # past the range.
@@ -321,10 +321,10 @@ class Store:
         # A generator, so `bounds` lives as long as the iteration: the iterator does not own it.
         yield from items if limit is None else itertools.islice(items, limit)
 
-    def scan_prefix(self, family: str, prefix: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+    def scan_prefix(self, family: FamilyName, prefix: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         return self.scan(family, prefix, prefix_end(prefix), limit)
 
-    def first_key(self, family: str, lower: bytes = b"", upper: bytes | None = None) -> bytes | None:
+    def first_key(self, family: FamilyName, lower: bytes = b"", upper: bytes | None = None) -> bytes | None:
         for key, _ in self.scan(family, lower, upper if upper is not None else b"\xff" * 64, 1):
             return key
         return None
@@ -333,17 +333,17 @@ class Store:
         """Bytes in the memtables: what their next flushes write to disk."""
         return sum(self.property(f, "cur-size-all-mem-tables") for f in Family)
 
-    def property(self, family: str, name: str) -> int:
+    def property(self, family: FamilyName, name: str) -> int:
         """One of RocksDB's integer properties of a family (`rocksdb.<name>`); 0 if it has none."""
         return self._cf[family].property_int_value(f"rocksdb.{name}") or 0
 
-    def size(self, family: str) -> int:
+    def size(self, family: FamilyName) -> int:
         """Bytes the family holds: its live table and blob files plus its memtables (estimate)."""
         return sum(self.property(family, name) for name in ("live-sst-files-size", "live-blob-file-size",
                                                              "cur-size-all-mem-tables")) \
             - self.property(family, "live-blob-file-garbage-size")
 
-    async def compact(self, family: str, lower: bytes, upper: bytes) -> None:
+    async def compact(self, family: FamilyName, lower: bytes, upper: bytes) -> None:
         """Compact a key range on a worker thread (RocksDB releases the GIL meanwhile): what a
         range delete hid is then gone from disk too. Not exclusive: the automatic compactions go
         on beside it, so flushed tables do not pile up in level 0 (and stall writes) while it runs."""
@@ -358,7 +358,7 @@ class Store:
         meanwhile anyway, and the store cannot be closed under it."""
         Checkpoint(self._db).create_checkpoint(str(path))
 
-    def last_key_with_prefix(self, family: str, prefix: bytes) -> bytes | None:
+    def last_key_with_prefix(self, family: FamilyName, prefix: bytes) -> bytes | None:
         it = self._cf[family].iter()
         it.seek(prefix_end(prefix))
         if it.valid():
@@ -520,30 +520,30 @@ class Batch:
         self.ops: list[oplog.Op] | None = [] if record else None
         self.seq = 0
 
-    def put(self, family: str, key: bytes, value: bytes) -> None:
+    def put(self, family: FamilyName, key: bytes, value: bytes) -> None:
         self.wb.put(key, value, self._handles[family])
         self.empty = False
         if self.ops is not None:
             self.ops.append((oplog.PUT, family, key, value))
 
-    def delete(self, family: str, key: bytes) -> None:
+    def delete(self, family: FamilyName, key: bytes) -> None:
         self.wb.delete(key, self._handles[family])
         self.empty = False
         if self.ops is not None:
             self.ops.append((oplog.DELETE, family, key, b""))
 
-    def delete_range(self, family: str, lower: bytes, upper: bytes) -> None:
+    def delete_range(self, family: FamilyName, lower: bytes, upper: bytes) -> None:
         self.wb.delete_range(lower, upper, self._handles[family])
         self.empty = False
         if self.ops is not None:
             self.ops.append((oplog.DELETE_RANGE, family, lower, upper))
 
-    def put_unshipped(self, family: str, key: bytes, value: bytes) -> None:
+    def put_unshipped(self, family: FamilyName, key: bytes, value: bytes) -> None:
         """Put that a replica never gets (what only this store needs: a primary's footprints)."""
         self.wb.put(key, value, self._handles[family])
         self.empty = False
 
-    def delete_range_unshipped(self, family: str, lower: bytes, upper: bytes) -> None:
+    def delete_range_unshipped(self, family: FamilyName, lower: bytes, upper: bytes) -> None:
         self.wb.delete_range(lower, upper, self._handles[family])
         self.empty = False
 

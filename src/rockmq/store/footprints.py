@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rockmq.store import keys, oplog
 from rockmq.store.oplog import DELETE, DELETE_RANGE, PUT, Op
-from rockmq.store.schema import Family
+from rockmq.store.schema import Family, FamilyName
 
 if TYPE_CHECKING:
     from rockmq.store.db import Store
@@ -50,7 +50,7 @@ def catch_up(store: Store, after: int, upto: int, limit: int) -> list[Op] | None
     if first is None or keys.decode_u64(first) > after + 1:
         return None
     ranges: list[Op] = []
-    touched: dict[str, dict[bytes, None]] = {}  # by family, in the order first touched
+    touched: dict[FamilyName, dict[bytes, None]] = {}  # by family, in the order first touched
     for _, raw in store.scan(Family.FOOTPRINTS, key(after + 1), key(upto + 1)):
         for op in oplog.decode(raw[_SIZE.size:]):
             if op[0] == DELETE_RANGE:

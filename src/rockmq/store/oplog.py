@@ -11,14 +11,14 @@ from __future__ import annotations
 import struct
 
 from rockmq.store import framing
-from rockmq.store.schema import Family
+from rockmq.store.schema import Family, FamilyName
 
 PUT, DELETE, DELETE_RANGE = 0, 1, 2
-Op = tuple[int, str, bytes, bytes]
+Op = tuple[int, FamilyName, bytes, bytes]
 _HEAD = struct.Struct(">BBI")
 _LEN = framing.LEN
-_ID = {f.value: f.id for f in Family}  # by name: Batch records family names as given
-_NAME = {f.id: f.value for f in Family}
+_ID = {str(f): f.id for f in Family}  # by name: Batch records family names as given
+_NAME = {f.id: f for f in Family}
 
 
 def encode(ops: list[Op]) -> bytes:

@@ -42,13 +42,14 @@ from rockmq.namesrv.registry import commitment
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 TELL_RETRY_S = 2.0  # how often a promoted replica tries to reach its former primary until it heard
 
 
 def _stored(store: Store, key: bytes) -> int:
-    raw = store.get("meta", key)
+    raw = store.get(Family.META, key)
     return keys.decode_u64(raw) if raw is not None else 0
 
 
@@ -91,7 +92,7 @@ class Fence:
         self.broker_name = broker_name
         self.epoch = stored_epoch(store)
         self.superseded = _stored(store, keys.FENCED_KEY)  # the epoch that did (0: none)
-        self.confirmed = force_primary or store.get("meta", keys.REPLICATED_KEY) is None  # nothing to confirm
+        self.confirmed = force_primary or store.get(Family.META, keys.REPLICATED_KEY) is None  # nothing to confirm
         self.forced = force_primary
         self.on_fenced: Callable[[], None] = lambda: None
         self.on_confirmed: Callable[[], None] = lambda: None
@@ -114,7 +115,7 @@ class Fence:
                         "it is still the primary (a replica may have been promoted while it was down); "
                         "--force-primary takes writes at once", asks)
             self.store.refuse_writes(self.unconfirmed)
-        elif self.forced and self.store.get("meta", keys.REPLICATED_KEY) is not None:
+        elif self.forced and self.store.get(Family.META, keys.REPLICATED_KEY) is not None:
             log.warning("--force-primary: taking writes without confirming this broker is still the primary; if a "
                         "replica was promoted meanwhile, both take writes and what this one takes is lost when it "
                         "is fenced")
@@ -135,10 +136,10 @@ class Fence:
 
     def followed(self) -> None:
         """A replica follows: from now on a restart waits to confirm this broker is the primary."""
-        if self.store.get("meta", keys.REPLICATED_KEY) is not None:
+        if self.store.get(Family.META, keys.REPLICATED_KEY) is not None:
             return
         batch = self.store.batch()
-        batch.put_unshipped("meta", keys.REPLICATED_KEY, b"1")  # the replica's own restarts have nothing to confirm
+        batch.put_unshipped(Family.META, keys.REPLICATED_KEY, b"1")  # the replica's own restarts have nothing to confirm
         try:
             self.store.write(batch)
         except BrokerError:  # fenced or a full disk: it is marked at the next follow
@@ -166,7 +167,7 @@ class Fence:
         if epoch <= self.epoch or self.fenced:
             return self.fenced
         batch = self.store.batch()
-        batch.put("meta", keys.FENCED_KEY, keys.encode_u64(epoch))
+        batch.put(Family.META, keys.FENCED_KEY, keys.encode_u64(epoch))
         try:
             self.store.write(batch)
         except BrokerError as e:  # a full disk: fenced all the same; after a restart it hears the epoch again
@@ -182,13 +183,13 @@ class Fence:
 def began(batch: Batch, epoch: int, after: int) -> None:
     """Record in `batch` that primary epoch `epoch` began after batch `after`: batches above it
     are the new primary's own, whatever the former primary wrote under the same numbers."""
-    batch.put("meta", keys.EPOCH_BEGAN_PREFIX + keys.encode_u64(epoch), keys.encode_u64(after))
+    batch.put(Family.META, keys.EPOCH_BEGAN_PREFIX + keys.encode_u64(epoch), keys.encode_u64(after))
 
 
 def epochs_began(store: Store) -> dict[int, int]:
     """Every primary epoch this store's history went through (above 0) -> the batch it began after."""
     prefix = keys.EPOCH_BEGAN_PREFIX
-    return {keys.decode_u64(k[len(prefix):]): keys.decode_u64(v) for k, v in store.scan_prefix("meta", prefix)}
+    return {keys.decode_u64(k[len(prefix):]): keys.decode_u64(v) for k, v in store.scan_prefix(Family.META, prefix)}
 
 
 def diverged(store: Store, epoch: int, applied: int) -> bool:
@@ -201,13 +202,13 @@ def diverged(store: Store, epoch: int, applied: int) -> bool:
 
 def former_primary(store: Store) -> str:
     """The endpoint of the primary a promoted replica has yet to tell of its epoch ("": none)."""
-    raw = store.get("meta", keys.FORMER_PRIMARY_KEY)
+    raw = store.get(Family.META, keys.FORMER_PRIMARY_KEY)
     return raw.decode() if raw is not None else ""
 
 
 def _heard(store: Store) -> None:
     batch = store.batch()
-    batch.delete("meta", keys.FORMER_PRIMARY_KEY)
+    batch.delete(Family.META, keys.FORMER_PRIMARY_KEY)
     try:
         store.write(batch)
     except BrokerError:  # fenced itself meanwhile, or a full disk: telling it again later is harmless

@@ -61,11 +61,11 @@ REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20),)
 
 def was_promoted(store: Store) -> bool:
     """A replica promoted once never follows again (its data went its own way)."""
-    return store.get("meta", keys.PROMOTED_KEY) is not None
+    return store.get(Family.META, keys.PROMOTED_KEY) is not None
 
 
 def stored_seq(store: Store) -> int:
-    raw = store.get("meta", keys.REPLICATION_SEQ_KEY)
+    raw = store.get(Family.META, keys.REPLICATION_SEQ_KEY)
     return keys.decode_u64(raw) if raw is not None else 0
 
 
@@ -159,9 +159,9 @@ class Replicator(replication_grpc.ReplicationServicer):
         # and recall handles stay valid), the epoch (its sequence numbers start above ours) and the
         # primary epoch (it takes one above).
         batch = store.batch()
-        batch.put("meta", keys.SECRET_KEY, secret)
-        batch.put("meta", keys.EPOCH_KEY, keys.encode_u64(epoch))
-        batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(fence.epoch))
+        batch.put(Family.META, keys.SECRET_KEY, secret)
+        batch.put(Family.META, keys.EPOCH_KEY, keys.encode_u64(epoch))
+        batch.put(Family.META, keys.PRIMARY_EPOCH_KEY, keys.encode_u64(fence.epoch))
         for e, after in epochs_began(store).items():  # the history's turns, for replicas' replicas (`diverged`)
             began(batch, e, after)
         store.write(batch)
@@ -374,7 +374,7 @@ class Follower:
     async def _follow(self, stub: replication_grpc.ReplicationStub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
         epoch = stored_epoch(self.ctx.store)
-        secret = self.ctx.store.get("meta", keys.SECRET_KEY) or b""  # the primary's, once its first batch came
+        secret = self.ctx.store.get(Family.META, keys.SECRET_KEY) or b""  # the primary's, once its first batch came
         await acks.put(replication.FollowerState(applied_seq=self.applied, epoch=epoch, epoch_proof=epoch_proof(secret, epoch)))
         progress = asyncio.Event()
 
@@ -428,12 +428,12 @@ class Follower:
                               f"with --force (it is fenced; acknowledged writes not applied here are lost)")
         epoch = next_epoch(self.ctx.store, await self.cluster.epoch_of(self.cluster.name))
         batch = self.ctx.store.batch()
-        batch.put("meta", keys.PROMOTED_KEY, b"1")
+        batch.put(Family.META, keys.PROMOTED_KEY, b"1")
         if self.followed:  # told of the new epoch until it heard, across restarts of either (fencing.py)
-            batch.put("meta", keys.FORMER_PRIMARY_KEY, self.followed.encode())
-        batch.put("meta", keys.PRIMARY_EPOCH_KEY, keys.encode_u64(epoch))
+            batch.put(Family.META, keys.FORMER_PRIMARY_KEY, self.followed.encode())
+        batch.put(Family.META, keys.PRIMARY_EPOCH_KEY, keys.encode_u64(epoch))
         began(batch, epoch, self.applied)  # batches above this one are its own
-        batch.delete("meta", keys.FENCED_KEY)
+        batch.delete(Family.META, keys.FENCED_KEY)
         await self.ctx.store.commit(batch)
         log.warning("promoted by request%s after applying the primary's batch %d: primary epoch %d",
                     " (forced: the primary still answered)" if answered else "", self.applied, epoch)
@@ -468,5 +468,5 @@ class Follower:
         self.ctx.store.write(batch)
         self.ctx.logs.forget_offsets()  # reads see the new entries' offsets
         config = (keys.TOPIC_META_PREFIX, keys.GROUP_META_PREFIX)
-        if any(family == "meta" and key.startswith(config) for _, family, key, _ in ops):
+        if any(family == Family.META and key.startswith(config) for _, family, key, _ in ops):
             self.ctx.meta = load_metadata(self.ctx.store, self.ctx.settings)

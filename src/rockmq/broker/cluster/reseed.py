@@ -285,7 +285,7 @@ def _make_own(staging: Path) -> int:
         for family in PRIMARY_ONLY_FAMILIES:
             batch.delete_range(family, b"", b"\xff" * 64)
         store.write(batch)
-        raw = store.get("meta", keys.REPLICATION_SEQ_KEY)
+        raw = store.get(Family.META, keys.REPLICATION_SEQ_KEY)
         return keys.decode_u64(raw) if raw is not None else 0
     finally:
         store.close()

@@ -22,6 +22,7 @@ from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb, receipt
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 _HEAD = keys.CHECKPOINT_HEAD
 _ENTRY = keys.CHECKPOINT_ENTRY
@@ -92,8 +93,8 @@ class Issue:
     def write(self, batch: Batch) -> None:
         """Put the checkpoint in `batch` (nothing if nothing was handed out)."""
         if self._entries:
-            batch.put("checkpoints", self.key, b"".join((_HEAD.pack(self.deadline, len(self._entries)), *self._entries)))
-            batch.put("inflight", keys.inflight_key(self.deadline, self.group_id, self.topic_id, self.checkpoint_id), b"")
+            batch.put(Family.CHECKPOINTS, self.key, b"".join((_HEAD.pack(self.deadline, len(self._entries)), *self._entries)))
+            batch.put(Family.INFLIGHT, keys.inflight_key(self.deadline, self.group_id, self.topic_id, self.checkpoint_id), b"")
 
 
 def _named(named: tuple[int, int, int], group_id: int, topic_id: int) -> BrokerError | None:
@@ -162,7 +163,7 @@ class Checkpoints:
         for d in deliveries:
             by_checkpoint.setdefault((d.group_id, d.topic_id, d.checkpoint_id), []).append(d)
         for (gid, tid, cid), settled in by_checkpoint.items():
-            raw = self.store.get("checkpoints", keys.checkpoint_key(gid, tid, cid))
+            raw = self.store.get(Family.CHECKPOINTS, keys.checkpoint_key(gid, tid, cid))
             if raw is None:
                 continue
             value = bytearray(raw)
@@ -179,12 +180,12 @@ class Checkpoints:
             self._drop(batch, key, deadline, gid, tid, cid)
         else:
             _HEAD.pack_into(value, 0, deadline, live - settled)
-            batch.put("checkpoints", key, bytes(value))
+            batch.put(Family.CHECKPOINTS, key, bytes(value))
 
     @staticmethod
     def _drop(batch: Batch, key: bytes, deadline: int, gid: int, tid: int, cid: int) -> None:
-        batch.delete("checkpoints", key)
-        batch.delete("inflight", keys.inflight_key(deadline, gid, tid, cid))
+        batch.delete(Family.CHECKPOINTS, key)
+        batch.delete(Family.INFLIGHT, keys.inflight_key(deadline, gid, tid, cid))
 
     def move(self, batch: Batch, d: Delivery, new_deadline: int) -> str:
         """Move a delivery to a checkpoint of its own due at `new_deadline` -> its new handle
@@ -197,15 +198,15 @@ class Checkpoints:
 
     def reschedule(self, key: bytes, new_deadline: int) -> bool:
         """Move a whole checkpoint to `new_deadline` (its handles stay valid); False if it is gone."""
-        raw = self.store.get("checkpoints", key)
+        raw = self.store.get(Family.CHECKPOINTS, key)
         if raw is None:
             return False
         deadline, live = _HEAD.unpack_from(raw)
         gid, tid, cid = keys.parse_checkpoint_key(key)
         batch = self.store.batch()
-        batch.delete("inflight", keys.inflight_key(deadline, gid, tid, cid))
-        batch.put("inflight", keys.inflight_key(new_deadline, gid, tid, cid), b"")
-        batch.put("checkpoints", key, _HEAD.pack(new_deadline, live) + raw[_HEAD.size:])
+        batch.delete(Family.INFLIGHT, keys.inflight_key(deadline, gid, tid, cid))
+        batch.put(Family.INFLIGHT, keys.inflight_key(new_deadline, gid, tid, cid), b"")
+        batch.put(Family.CHECKPOINTS, key, _HEAD.pack(new_deadline, live) + raw[_HEAD.size:])
         self.store.write(batch)
         return True
 
@@ -218,7 +219,7 @@ class Checkpoints:
         """Auto-renew: push a live checkpoint's deadline to now + invisible_ms when it is due
         within ahead_ms. The handles the client holds stay valid (a delivery it nacked moved to
         a checkpoint of its own, not renewed). False once it is gone or expired."""
-        raw = self.store.get("checkpoints", renew_key)
+        raw = self.store.get(Family.CHECKPOINTS, renew_key)
         if raw is None:
             return False
         deadline = _HEAD.unpack_from(raw)[0]
@@ -321,20 +322,20 @@ class Checkpoints:
     def _read(self, group_id: int, topic_id: int, decoded: list[tuple[int, int] | BrokerError]) -> dict[int, bytes | None]:
         """The checkpoints `decoded` names, by id: one multi-get."""
         ids = list({r[0]: None for r in decoded if not isinstance(r, BrokerError)})
-        return dict(zip(ids, self.store.get_many("checkpoints", [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
+        return dict(zip(ids, self.store.get_many(Family.CHECKPOINTS, [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
 
     def in_flight(self, group_id: int) -> Iterator[tuple[int, int]]:
         """(topic id, queue id) of each of a group's deliveries in flight."""
-        for key, raw in self.store.scan_prefix("checkpoints", keys.group_prefix(group_id)):
+        for key, raw in self.store.scan_prefix(Family.CHECKPOINTS, keys.group_prefix(group_id)):
             tid = keys.parse_checkpoint_key(key)[1]
             for qid, _, _ in _entries(raw):
                 yield tid, qid
 
     def expired(self, loop: DeadlineLoop, now: int, limit: int) -> Iterator[Expired]:
         """Checkpoints due at `now`, earliest first (for revive)."""
-        for key, _ in loop.due(self.store, "inflight", now, limit):
+        for key, _ in loop.due(self.store, Family.INFLIGHT, now, limit):
             deadline, gid, tid, cid = keys.parse_inflight_key(key)
-            raw = self.store.get("checkpoints", keys.checkpoint_key(gid, tid, cid))
+            raw = self.store.get(Family.CHECKPOINTS, keys.checkpoint_key(gid, tid, cid))
             yield Expired(deadline, gid, tid, cid, list(_entries(raw)) if raw else None)
 
     def drop(self, batch: Batch, e: Expired) -> None:
@@ -350,4 +351,4 @@ class Checkpoints:
 
     def earliest(self, loop: DeadlineLoop) -> int | None:
         """The earliest deadline in flight (after revive wrote its batch)."""
-        return loop.earliest(self.store, "inflight")
+        return loop.earliest(self.store, Family.INFLIGHT)

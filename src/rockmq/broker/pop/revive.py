@@ -22,6 +22,7 @@ from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.protocol import records
 from rockmq.store import keys
 from rockmq.store.db import Batch
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ class Reviver:
     def requeue(self, batch: Batch, gid: int, tid: int, qid: int, offset: int, attempts: int) -> None:
         """Queue a message in `batch` for the group's next receives (delivered as attempt `attempts` + 1)."""
         self._retry_seq += 1
-        batch.put("retry", keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempts))
+        batch.put(Family.RETRY, keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempts))
 
     def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> int:
         """Copy a message to the group's dead-letter topic in `batch`; -> bytes copied."""

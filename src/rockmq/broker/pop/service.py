@@ -36,6 +36,7 @@ from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.receipt import MAX_ACK_ENTRIES
 from rockmq.store import keys
 from rockmq.store.keys import POPPED
+from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class PopService:
             prefix = keys.group_prefix(group.id)
             for tid, qid in self.checkpoints.in_flight(group.id):
                 self.fifo.delivered((group.id, tid, qid), first_time=True)
-            for key, value in self.ctx.store.scan_prefix("retry", prefix):
+            for key, value in self.ctx.store.scan_prefix(Family.RETRY, prefix):
                 gid, tid, _ = keys.parse_retry_key(key)
                 qid = keys.parse_retry_value(value)[0]
                 self.fifo.delivered((gid, tid, qid), first_time=True)
@@ -97,7 +98,7 @@ class PopService:
         k = (group_id, topic_id, queue_id)
         off = self._pop_offsets.get(k)
         if off is None:
-            raw = self.ctx.store.get("offsets", keys.offset_key(group_id, topic_id, queue_id, POPPED))
+            raw = self.ctx.store.get(Family.OFFSETS, keys.offset_key(group_id, topic_id, queue_id, POPPED))
             # A new group starts at the earliest retained message.
             off = keys.decode_u64(raw) if raw else self.ctx.logs.min_offset(topic_id, queue_id)
             self._pop_offsets[k] = off
@@ -113,7 +114,7 @@ class PopService:
         counts: dict[tuple[int, int], int] = {}
         for tid, qid in self.checkpoints.in_flight(group_id):
             counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
-        for key, value in self.ctx.store.scan_prefix("retry", keys.group_prefix(group_id)):
+        for key, value in self.ctx.store.scan_prefix(Family.RETRY, keys.group_prefix(group_id)):
             tid = keys.parse_retry_key(key)[1]
             qid = keys.parse_retry_value(value)[0]
             counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
@@ -240,7 +241,7 @@ class PopService:
 
         # 1. Messages whose invisible time ran out (or left by another lane) come back first.
         scan = None if fifo else 4 * batch_size if lanes is None else ctx.settings.pop_scan_limit
-        retries = list(ctx.store.scan_prefix("retry", keys.retry_prefix(gid, tid), scan))
+        retries = list(ctx.store.scan_prefix(Family.RETRY, keys.retry_prefix(gid, tid), scan))
         if fifo is not None:  # per queue, in offset order, only once nothing of the queue is in flight
             retries = [r for r in retries if fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
             retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
@@ -253,7 +254,7 @@ class PopService:
             view = records.view(record) if record is not None else None
             if view is not None and lanes is not None and not lanes.takes(view):
                 continue  # another lane's: it stays
-            batch.delete("retry", key)
+            batch.delete(Family.RETRY, key)
             taken = True
             if view is None or not accept(view):  # removed by retention, or no longer subscribed
                 if fifo is not None:
@@ -280,7 +281,7 @@ class PopService:
             if begin >= indexed_from:  # read the group's matches: every other entry is filtered out
                 room = batch_size - len(out)
                 found = [keys.match_offset(k) for k, _ in ctx.store.scan(
-                    "matches", keys.match_key(gid, tid, qid, begin), keys.match_key(gid, tid, qid, end), room + 1)]
+                    Family.MATCHES, keys.match_key(gid, tid, qid, begin), keys.match_key(gid, tid, qid, end), room + 1)]
                 position = found[room] if len(found) > room else end
                 for offset, record in zip(found[:room], ctx.logs.read_many(tid, qid, found[:room])):
                     if full():
@@ -322,7 +323,7 @@ class PopService:
                         leave(qid, offset)
             if position != begin:
                 positions[(gid, tid, qid)] = position
-                batch.put("offsets", keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
+                batch.put(Family.OFFSETS, keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
         issue.write(batch)
         ctx.store.write(batch)
         self._pop_offsets.update(positions)
