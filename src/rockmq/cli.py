@@ -304,7 +304,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _check_tls_files(settings.tls_cert, settings.tls_key, settings.tls_ca)
     _log_at(settings.log_level, settings.audit_format)
     if settings.shards > 1:
-        from rockmq.shards.supervisor import serve as serve_shards
+        from rockmq.workers.supervisor import serve as serve_shards
 
         try:
             asyncio.run(serve_shards(settings, args.ready_file))

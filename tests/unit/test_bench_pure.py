@@ -121,8 +121,8 @@ def fake_process(proc: Path, pid: int, ppid: int, *argv: str) -> None:
 def test_family_is_a_process_and_everything_below_it(tmp_path: Path) -> None:
     fake_process(tmp_path, 10, 1, "bash")
     fake_process(tmp_path, 20, 10, "/venv/bin/python", "/venv/bin/rockmq", "serve", "--workers", "2")
-    fake_process(tmp_path, 30, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve")
-    fake_process(tmp_path, 31, 20, "/venv/bin/python", "-m", "rockmq.shards.shard", "20", "serve")
+    fake_process(tmp_path, 30, 20, "/venv/bin/python", "-m", "rockmq.workers.shard", "20", "serve")
+    fake_process(tmp_path, 31, 20, "/venv/bin/python", "-m", "rockmq.workers.shard", "20", "serve")
     fake_process(tmp_path, 40, 10, "/venv/bin/python", "-m", "rockmq", "serve")
     assert family(20, tmp_path) == {20, 30, 31}
     assert family(10, tmp_path) == {10, 20, 30, 31, 40}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rockmq.shards.restarts import CAP_S, FIRST_S, MAX_FAILED_STARTS, STABLE_S, GiveUp, Restarts
+from rockmq.workers.restarts import CAP_S, FIRST_S, MAX_FAILED_STARTS, STABLE_S, GiveUp, Restarts
 
 
 def test_a_first_death_restarts_at_once_then_backs_off_doubling_to_the_cap():

@@ -37,9 +37,9 @@ from rockmq.connection_limits import raise_fd_limit
 from rockmq.namesrv.registry import Registry
 from rockmq.namesrv.server import NameServer, start
 from rockmq.ready_file import write_ready_file
-from rockmq.shards.restarts import GiveUp, Restarts
 from rockmq.stop_signals import stop_event
 from rockmq.tls import server_credentials
+from rockmq.workers.restarts import GiveUp, Restarts
 
 log = logging.getLogger(__name__)
 STOP_S = 30.0  # a shard asked to stop gets this long before it is killed
@@ -109,7 +109,7 @@ class Supervisor:
         # for shard 0, any free port for the others (routes name them).
         plaintext = self.settings.plaintext_port
         beside = ["--plaintext-port", str(plaintext if shard.index == 0 else 0)] if plaintext >= 0 else []
-        return [sys.executable, "-m", "rockmq.shards.shard", str(os.getpid()), "serve", "--workers", "1",
+        return [sys.executable, "-m", "rockmq.workers.shard", str(os.getpid()), "serve", "--workers", "1",
                 "--host", self.settings.host, "--port", str(port), "--data-dir", str(shard.data_dir), "--broker-name", shard.name,
                 "--namesrv", self.namesrv, "--ready-file", str(shard.ready_file), *beside]
 

@@ -1,4 +1,4 @@
-"""A shard's process: `python -m rockmq.shards.shard SUPERVISOR_PID serve ...` is `rockmq serve ...`
+"""A shard's process: `python -m rockmq.workers.shard SUPERVISOR_PID serve ...` is `rockmq serve ...`
 that stops (SIGTERM, a clean stop) when its supervisor dies, however it dies.
 
 The supervisor starts shards with posix_spawn, which runs no code between fork and exec (the
