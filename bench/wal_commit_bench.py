@@ -29,8 +29,9 @@ from pathlib import Path
 from rocksdict import Cache, Rdict, WriteOptions
 
 from rockmq.bench.report import PERCENTILES, with_percentiles
-from rockmq.config import MiB, Settings
+from rockmq.config import Settings
 from rockmq.store.db import GroupCommit, Memory, _options
+from rockmq.units import MiB
 
 BODY = 1100
 FILLER_MIB = 40  # written and flushed away so that a WAL file of this size waits to be recycled

@@ -22,10 +22,10 @@ from rockmq.connection_limits import MAX_TIMEOUT_S, ConnectionLimits
 from rockmq.log_escape import AUDIT_FORMATS
 from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
+from rockmq.store.db import DISK_RESERVE_MIB, MEMORY_MIB, MIN_MEMORY_MIB
+from rockmq.units import MiB
 
-MiB = 1024 * 1024
 REPLY_OVERHEAD = 64 * 1024  # framing and the fields of a reply besides its messages, generously
-MIN_STORE_MEMORY_MIB = 16  # below it the bookkeeping families' memtables would be tiny
 MAX_CLOCK_SKEW_S = 86400.0  # auth_max_clock_skew_s: more would let a captured header live for days
 
 
@@ -84,11 +84,11 @@ class Settings:
     idle_group_matches_s: int = 24 * 3600
     # RocksDB's memory, in MiB: two thirds for memtables, a third for the block cache
     # (docs/storage.md). The default, 192, keeps a broker under 300 MB RSS under load; the
-    # shards of `--workers N` share it, each taking 1/N (at least MIN_STORE_MEMORY_MIB).
-    store_memory_mib: int = 192
+    # shards of `--workers N` share it, each taking 1/N (at least MIN_MEMORY_MIB).
+    store_memory_mib: int = MEMORY_MIB
     # Free disk space kept beside what the memtables' next flush writes: below it sends are refused
     # (TOO_MANY_REQUESTS, "disk full"); receives, acks and reads go on (docs/storage.md "A full disk").
-    disk_reserve_mib: int = 32
+    disk_reserve_mib: int = DISK_RESERVE_MIB
     max_delay_s: int = 365 * 24 * 3600
     # User properties that filtered subscriptions are indexed on, besides the tag (comma
     # separated), e.g. "MessageType": `MessageType = 'x' AND ...` then costs one lookup.
@@ -213,8 +213,8 @@ class Settings:
             raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
         if self.retention_s < 1 or self.retention_bytes < 0 or self.retention_check_s <= 0:
             raise ConfigError("retention_s must be at least 1, retention_bytes at least 0, retention_check_s above 0")
-        if self.store_memory_mib < MIN_STORE_MEMORY_MIB:
-            raise ConfigError(f"store_memory_mib must be at least {MIN_STORE_MEMORY_MIB}, not {self.store_memory_mib}")
+        if self.store_memory_mib < MIN_MEMORY_MIB:
+            raise ConfigError(f"store_memory_mib must be at least {MIN_MEMORY_MIB}, not {self.store_memory_mib}")
         if self.disk_reserve_mib < 0:
             raise ConfigError(f"disk_reserve_mib must be at least 0, not {self.disk_reserve_mib}")
         if self.workers < 0:
@@ -303,7 +303,7 @@ class Settings:
 
     def shard_settings(self) -> Settings:
         """What each of the `shards` processes runs with: its share of the store's memory."""
-        return dataclasses.replace(self, store_memory_mib=max(MIN_STORE_MEMORY_MIB, self.store_memory_mib // self.shards))
+        return dataclasses.replace(self, store_memory_mib=max(MIN_MEMORY_MIB, self.store_memory_mib // self.shards))
 
 
 def names_an_address(primary: str) -> bool:

@@ -22,7 +22,7 @@ import ctypes
 import ctypes.util
 import logging
 
-from rockmq.config import MiB
+from rockmq.units import MiB
 
 log = logging.getLogger(__name__)
 

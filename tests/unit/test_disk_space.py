@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rockmq.config import MiB
 from rockmq.protocol import pb
 from rockmq.store import disk_space
 from rockmq.store.disk_space import DiskFull, DiskSpace
+from rockmq.units import MiB
 
 
 class Disk:

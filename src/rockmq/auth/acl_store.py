@@ -1,6 +1,6 @@
 """The broker's ACLs on disk: `acl.json` in the data directory, replaced whole on every change.
 
-A change is written by private_file.write_private (mode 0600, beside the file, fsync'ed, renamed
+A change is written by whole_file.write_private (mode 0600, beside the file, fsync'ed, renamed
 over it, the directory fsync'ed): the file is always the old ACLs or the new ones, never half of
 either. One entry per (user, resource): granting a resource again replaces its entry (actions,
 source IPs, decision).
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rockmq.auth.acl import AclError, Entry, Resource, parse_actions, parse_decision, parse_networks
-from rockmq.auth.private_file import write_private
+from rockmq.whole_file import write_private
 
 FILE_NAME = "acl.json"
 VERSION = 1

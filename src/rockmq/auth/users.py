@@ -1,6 +1,6 @@
 """The broker's users (ACL 2.0's model): name, secret, super or normal, enabled or disabled.
 
-Kept in `users.json` under the data directory (mode 0600, replaced whole: private_file.py). The
+Kept in `users.json` under the data directory (mode 0600, replaced whole: whole_file.py). The
 secret is stored as given, because the broker must compute HMAC-SHA1 with it to check a
 signature. `generation` counts changes, so caches of verified signatures know when to forget.
 """
@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from rockmq.auth.private_file import read_private, write_private
+from rockmq.whole_file import read_private, write_private
 
 FILE_NAME = "users.json"
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")  # no '/', ',' or '=': a name must survive the authorization header

@@ -11,7 +11,7 @@ import os
 import socket
 from pathlib import Path
 
-from rockmq.auth.private_file import DIRECTORY_MODE
+from rockmq.whole_file import DIRECTORY_MODE
 
 log = logging.getLogger(__name__)
 

@@ -37,12 +37,12 @@ from rocksdict import (
     WriteOptions,
 )
 
-from rockmq.auth.private_file import DIRECTORY_MODE
-from rockmq.config import MiB, Settings
 from rockmq.store import keys, oplog
 from rockmq.store.disk_space import DiskSpace, free_bytes, no_space
 from rockmq.store.keys import prefix_end
 from rockmq.store.schema import LEGACY_VERSION, MIGRATIONS, SCHEMA_VERSION, Family, FamilyName, SchemaError
+from rockmq.units import MiB
+from rockmq.whole_file import DIRECTORY_MODE
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,9 @@ BLOB_GC_FAMILIES = (Family.TIMERS,)
 BLOOM_FAMILIES = (Family.DEDUP, Family.CHECKPOINTS)
 MEMTABLE_BLOOM_RATIO = 0.1  # of the memtable's size, for its bloom filter
 MAX_TOTAL_WAL = 256 * MiB
+MEMORY_MIB = 192  # the default budget (store_memory_mib): keeps a broker under 300 MB RSS under load
+MIN_MEMORY_MIB = 16  # below it the bookkeeping families' memtables would be tiny
+DISK_RESERVE_MIB = 32  # free disk kept beside the next flush by default (disk_reserve_mib)
 RECYCLED_WALS = 4  # WAL files kept for reuse
 # Families read by long in-order scans (due timers are moved thousands at a time) get big
 # blocks: one read per block instead of one per few entries.
@@ -88,7 +91,7 @@ DEFAULT_L0_COMPACTION_TRIGGER = 4  # RocksDB's
 
 @dataclass(frozen=True)
 class Memory:
-    """How the store's memory budget (`Settings.store_memory_mib`) splits: two thirds for all
+    """How the store's memory budget (`memory_mib`, setting `store_memory_mib`) splits: two thirds for all
     memtables together, a third for the one block cache every block read goes through (index
     and filter blocks included, so memory does not grow with the data)."""
 
@@ -172,7 +175,7 @@ def _open(path: Path, new: bool, memory: Memory, cache: Cache) -> Rdict:
     """Open (or make) the database at `path`, every family it has (one an older version left is
     opened too), or say in one line why not."""
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)  # the store's user's alone (private_file.py)
+        path.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)  # the store's user's alone (whole_file.py)
     except OSError as e:
         raise CannotOpenStore(f"cannot make the data directory {path}: {e.strerror}") from None
     try:
@@ -196,8 +199,8 @@ class Store:
     """One RocksDB database per broker. Use from the event loop thread only."""
 
     def __init__(self, path: Path, flush: str = "sync", flush_interval_ms: int = 100,
-                 oplog: OpLogSink | None = None, memory_mib: int = Settings.store_memory_mib,
-                 disk_reserve_mib: int = Settings.disk_reserve_mib) -> None:
+                 oplog: OpLogSink | None = None, memory_mib: int = MEMORY_MIB,
+                 disk_reserve_mib: int = DISK_RESERVE_MIB) -> None:
         self.path = path
         self.flush_policy = flush
         memory = Memory(memory_mib * MiB)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rockmq.broker.errors import BrokerError
-from rockmq.config import MiB
 from rockmq.protocol import pb
+from rockmq.units import MiB
 
 log = logging.getLogger(__name__)
 

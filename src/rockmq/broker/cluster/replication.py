@@ -42,13 +42,14 @@ from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext, load_metadata
 from rockmq.broker.errors import BrokerError
 from rockmq.broker.stalled_streams import StalledStreams
-from rockmq.config import MiB, Settings, names_an_address
+from rockmq.config import Settings, names_an_address
 from rockmq.protocol import pb, replication, replication_grpc
 from rockmq.protocol.channels import open_aio_channel
 from rockmq.store import Store, footprints, keys, oplog
 from rockmq.store.db import Batch
 from rockmq.store.disk_space import DiskFull
 from rockmq.store.schema import Family
+from rockmq.units import MiB
 from rockmq.unparsed import UNPARSED, Unparsed
 
 log = logging.getLogger(__name__)
