@@ -8,6 +8,7 @@ heartbeat then got FORBIDDEN); 60 of her Telemetry streams filled max_concurrent
 admin's calls failed with RESOURCE_EXHAUSTED. Now a session needs a grant it can use, another
 user's load never evicts a live session (a user's own go first), a user holds at most
 max_streams_per_user streams, and the last slot of max_concurrent_rpcs is a super user's admin call's.
+Without auth, Telemetry settings' names are validated before they are recorded.
 """
 
 from __future__ import annotations
@@ -174,9 +175,11 @@ def test_one_users_streams_leave_the_last_slot_to_super_users_admin_calls(slots_
 @pytest.mark.parametrize("settings, refused", [
     (pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name="x" * 5000)])),
      pb.ILLEGAL_TOPIC),
-    (pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(group=pb.Resource(name="g\nforged"))),
-     pb.ILLEGAL_CONSUMER_GROUP),
-])
+    (pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name="slots-legal"), subscriptions=[pb.SubscriptionEntry(
+            topic=pb.Resource(name="t\nforged"), expression=pb.FilterExpression(type=pb.TAG, expression="*"))])),
+     pb.ILLEGAL_TOPIC),
+], ids=["publishing", "subscription"])
 def test_without_auth_telemetry_settings_name_only_legal_names(broker, settings, refused):
     """The names are validated before any is recorded (the session's topics, the group's members)."""
     with open_channel(broker.endpoint) as ch, contextlib.closing(

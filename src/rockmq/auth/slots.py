@@ -10,6 +10,7 @@ the seam, whose identity it reads (seam.py), and counts the calls the seam admit
 - past `Settings.user_call_slots` calls at once, only super users' admin calls (Admin, Users, Acls)
   are served: the last slot of max_concurrent_rpcs is theirs.
 
+gRPC's own bound is raised above max_concurrent_rpcs for refusals in flight (`grpc_call_limit`).
 A refusal is TOO_MANY_REQUESTS in MessagingService's typed replies, RESOURCE_EXHAUSTED from
 rockmq's own services (seam.Answer), naming the setting. Nothing here runs with authentication off.
 """
@@ -127,6 +128,13 @@ class CallSlots(grpc.aio.ServerInterceptor):
                 give_back(who, streaming)
 
         return h._replace(**{field: stream})  # type: ignore[attr-defined,no-any-return]
+
+
+def grpc_call_limit(max_concurrent_rpcs: int) -> int:
+    """gRPC's own bound on calls at once where CallSlots bounds the calls served: as many again for
+    calls being refused (not authenticated, not allowed, past a share), each answered at once, so
+    that refusals still in flight never take the slot kept for super users' admin calls."""
+    return 2 * max_concurrent_rpcs
 
 
 def _quota(refused: str, setting: str, limit: int, remedy: str) -> Refused:

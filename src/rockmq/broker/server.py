@@ -18,7 +18,7 @@ from rockmq.auth.inner import Prover, inner_user
 from rockmq.auth.plaintext import TlsOnlyControlPlane
 from rockmq.auth.principals import Principals
 from rockmq.auth.serving import AuthSetupError, open_users, seam
-from rockmq.auth.slots import CallSlots
+from rockmq.auth.slots import CallSlots, grpc_call_limit
 from rockmq.auth.users import Users
 from rockmq.broker.api.acls import AclsServicer
 from rockmq.broker.api.admin import AdminServicer
@@ -86,7 +86,8 @@ def _listen(s: Settings, following: bool, users: Users | None,
         interceptors.append(CallSlots(s.user_call_slots, s.max_streams_per_user))  # after the seam: who it admitted
     if following:
         interceptors.append(ReadOnly(s.replica_of))
-    server = grpc.aio.server(maximum_concurrent_rpcs=s.max_concurrent_rpcs, interceptors=interceptors, options=[
+    calls = grpc_call_limit(s.max_concurrent_rpcs) if users is not None else s.max_concurrent_rpcs
+    server = grpc.aio.server(maximum_concurrent_rpcs=calls, interceptors=interceptors, options=[
         *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
         *s.connection_limits.server_options(),
         ("grpc.so_reuseport", 0),
