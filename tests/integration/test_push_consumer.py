@@ -245,7 +245,8 @@ def test_lanes_stay_isolated_and_fall_back_to_the_base_lane(broker, unique, conn
 
     async def scenario():
         async with consumer(None) as base, consumer("dev1"), consumer("dev2"):
-            await async_wait_for(lambda: base._live_lanes == {"dev1", "dev2"}, UNTIL_S, what="the base consumer sees both lanes")
+            await async_wait_for(lambda: base._membership.live_lanes == {"dev1", "dev2"}, UNTIL_S,
+                                 what="the base consumer sees both lanes")
             await asyncio.sleep(FAST["poll_s"] + 0.2)  # a long poll begun before they joined uses the old filter
             for lane in ("dev1", "dev2", None):
                 await _send(broker.endpoint, topic, 10, lane=lane)
@@ -253,7 +254,7 @@ def test_lanes_stay_isolated_and_fall_back_to_the_base_lane(broker, unique, conn
             await asyncio.sleep(0.5)
         assert all(len(v) == 10 for v in got.values()), {k: len(v) for k, v in got.items()}
         async with consumer(None) as base:  # dev2 has nobody now: its messages fall back to the base lane
-            await async_wait_for(lambda: not base._live_lanes, UNTIL_S, what="no live lanes")
+            await async_wait_for(lambda: not base._membership.live_lanes, UNTIL_S, what="no live lanes")
             await _send(broker.endpoint, topic, 5, lane="dev2")
             await async_wait_for(lambda: len(got["base"]) == 15, UNTIL_S, what="dev2's messages at the base consumer")
 
