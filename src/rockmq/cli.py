@@ -332,7 +332,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _private_files() -> None:
     """A server's files are its user's alone (umask 077): the data directory is made 0700 and every
     file 0600 — RocksDB's (message bodies, the receipt-handle secret), users.json, acl.json, the
-    ready file — and RocksDB's threads and the shards of --workers inherit it (issue 32 §12)."""
+    ready file — and RocksDB's threads and the shards of --workers inherit it (docs/security.md)."""
     os.umask(0o077)
 
 

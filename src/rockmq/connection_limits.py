@@ -1,5 +1,5 @@
 """How many connections a server holds, and for how long: bounded, so idle or half-open sockets
-cannot use up its file descriptors (issue 20 §2.2).
+cannot use up its file descriptors (docs/architecture.md §14).
 
 gRPC core enforces all three limits (channel args), at accept and on its timers, so neither the
 data path nor the event loop pays anything in Python:

@@ -1,4 +1,4 @@
-"""Nothing a client sends can shape a server's log (issue 32 §6): a topic name, a user name or an
+"""Nothing a client sends can shape a server's log (docs/security.md): a topic name, a user name or an
 exception message carrying a newline and a made-up line would otherwise write a line of its own
 that reads like a real one (`... rockmq.audit: acl-grant who=admin ... result=ok`).
 

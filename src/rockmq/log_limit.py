@@ -3,7 +3,7 @@
 Each kind of line (its logger, level and message template) is written at most `BURST` times a
 second per user and source (an audit line's `who` and `from`; log_escape.AUDIT_FIELDS), and at
 most `SOURCE_BURST` times a second per source whatever users it names: fifty failures of one
-stranger leave another user's failure (and the stranger's own first few) in the log (issue 32 §13).
+stranger leave another user's failure (and the stranger's own first few) in the log (docs/security.md).
 What is left out is counted, and every `SUMMARY_S` one line per source says how many lines were
 left out and of which event and user, without waiting for more traffic to carry the count.
 Installed on the log handlers of `rockmq serve` and `rockmq namesrv`, so it covers every logger

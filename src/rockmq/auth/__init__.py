@@ -1,1 +1,1 @@
-"""Authentication and authorization (issue 19): pure rules apart from the stores and the gRPC seam."""
+"""Authentication and authorization (docs/security.md): pure rules apart from the stores and the gRPC seam."""

@@ -77,7 +77,7 @@ class AccessControl:
 
     def check_settings(self, settings: pb.Settings) -> None:
         """A Telemetry settings command: its publishing topics, or its group and subscribed topics.
-        Settings naming none would make a session using no grant: refused (issue 32 §7)."""
+        Settings naming none would make a session using no grant: refused (docs/security.md)."""
         checks = telemetry_checks(settings)
         who = current_identity()
         if who is not None and not checks:

@@ -1,6 +1,6 @@
 """Authentication of a request from its `authorization` and `x-mq-date-time` headers (no I/O but
 the clock): Apache RocketMQ's rules (security-notes.md), with a bounded cache of signatures already
-checked, and a date that must be near the broker's clock (issue 32 §2); rockmq's own control-plane
+checked, and a date that must be near the broker's clock (docs/security.md); rockmq's own control-plane
 calls by their stricter signature (`InnerAuthenticator`, inner_signature.py)."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class AuthFailed(Exception):
     goes to the audit log. `message` is what the client is told: the reason itself when it says
     nothing of who exists (no credentials, a malformed header), else FAILED for an unknown user, a
     disabled one and a wrong secret alike — different answers would tell a stranger which user
-    names exist and which are enabled (issue 32 §9)."""
+    names exist and which are enabled."""
 
     def __init__(self, reason: str, user: str = "", message: str = "") -> None:
         super().__init__(reason)

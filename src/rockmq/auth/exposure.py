@@ -1,5 +1,5 @@
 """The one warning of a server anyone on the network can use: listening beyond loopback without
-authentication (issue 19 §4)."""
+authentication (docs/security.md)."""
 
 from __future__ import annotations
 

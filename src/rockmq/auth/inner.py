@@ -1,4 +1,4 @@
-"""The cluster's inner credentials (issue 19 §4): the key pair brokers and name servers of one
+"""The cluster's inner credentials (docs/security.md, "The control plane"): the key pair brokers and name servers of one
 cluster share (`--inner-access-key` / `--inner-secret-key`, settings `inner_access_key` /
 `inner_secret_key`).
 
@@ -6,7 +6,7 @@ With authentication on, the control plane answers only requests signed with it: 
 (`Follow` hands out the broker's receipt-handle secret and its users) and every name-server call
 (`Register` would let anyone redirect clients' traffic). A broker signs its own calls — to name
 servers, to its primary, to other brokers' admin services — over the method, the date and a
-single-use nonce (inner_signature.py, issue 32 §2), and sends them only to endpoints that proved
+single-use nonce (inner_signature.py), and sends them only to endpoints that proved
 they hold the same credentials (`Prover` here answers that handshake; inner_calls.py asks it). The
 seam authenticates such a call as the inner user: a super user marked `inner` on its Identity.
 """

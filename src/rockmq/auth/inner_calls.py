@@ -1,4 +1,4 @@
-"""The client side of rockmq's control plane (issue 32 §1, §2): channels on which a broker calls
+"""The client side of rockmq's control plane (docs/security.md, "The control plane"): channels on which a broker calls
 name servers and other brokers, signing every call with the cluster's inner credentials over its
 method and a fresh nonce (inner_signature.py) — and only once the endpoint has proved, by the
 `Inner.Prove` handshake, that it holds the same credentials. An endpoint that cannot prove it (a

@@ -1,5 +1,5 @@
 """How rockmq's own control-plane calls are signed, and how an endpoint proves it holds the
-cluster's inner credentials (issue 32 §1, §2). Pure: no I/O, no clock (callers pass `now`).
+cluster's inner credentials (docs/security.md, "The control plane"). Pure: no I/O, no clock (callers pass `now`).
 
 The official clients' signature covers the date only, so a captured header signs any call for as
 long as its date is accepted. Brokers and name servers sign their own calls with the inner

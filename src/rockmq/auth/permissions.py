@@ -178,7 +178,7 @@ def rule(method: str) -> Rule:
     return RULES.get(method, SUPER_ONLY)
 
 
-# Why a request that would make a client session using no grant is refused (issue 32 §7).
+# Why a request that would make a client session using no grant is refused (docs/security.md).
 SESSION_GRANT = "a session needs a grant it can use: Sub on its group, or Pub on a topic it names"
 
 

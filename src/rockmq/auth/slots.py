@@ -1,4 +1,4 @@
-"""Who may take the broker's call slots (issue 32 §7), with authentication on.
+"""Who may take the broker's call slots, with authentication on.
 
 gRPC's `maximum_concurrent_rpcs` counts every call alike: one user's long-lived calls (a Telemetry
 stream is open for a client's life, a receive long-polls) could fill it, and then every other call,

@@ -15,7 +15,7 @@ SCENARIOS = ("produce-batch", "produce-single", "consume", "consume-batch", "lat
 ALONE = ("soak", "ceiling")  # chosen by name only, never by 'all'
 DEFAULT_CONCURRENCY = {"produce-batch": 64, "produce-single": 64, "consume": 8, "consume-batch": 4, "consume-own": 2,
                        "producer-own": 256}
-OWN_BATCH = 256  # consume-own, pull-own: messages per receive or pull (issue 18 §2.2)
+OWN_BATCH = 256  # consume-own, pull-own: messages per receive or pull (docs/benchmarks.md, consume-own)
 SEND_BATCH = 64  # producer-own: send_batch's size, compared with as many single sends in flight
 
 

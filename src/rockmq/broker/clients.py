@@ -8,7 +8,7 @@ producer that publishes the transaction's topic.
 With authentication on, a session belongs to the user whose request made it (`Session.user`): a
 client acts only for itself, so another user may not open its Telemetry stream, heartbeat as it or
 end it (FORBIDDEN), and a transaction check goes only to its own user's producers. A session is
-made only by a request that used a grant (issue 32 §7): Telemetry settings that name a topic or a
+made only by a request that used a grant (docs/security.md): Telemetry settings that name a topic or a
 group (auth/access.py), a Heartbeat naming its group (Sub on it), a receive; a Heartbeat without
 a group keeps its client's session alive but makes none. And a user's load never evicts another's
 live session: past `max_sessions_per_user`, or with `max_clients` held, the user's own longest

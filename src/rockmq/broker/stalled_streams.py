@@ -1,4 +1,4 @@
-"""Server streams whose client stopped reading are cancelled after `stream_send_timeout_s` (issue 20 §2.1).
+"""Server streams whose client stopped reading are cancelled after `stream_send_timeout_s` (docs/architecture.md §14).
 
 grpc.aio writes a stream's frames one at a time, each write waiting for HTTP/2 flow control: a
 client that never reads holds its stream's handler at a write for as long as it likes, and with it

@@ -1,4 +1,4 @@
-"""Broker fault-latency avoidance (origins 001, RocketMQ's MQFaultStrategy). Pure, clock injected.
+"""Broker fault-latency avoidance (RocketMQ's MQFaultStrategy; docs/client.md, "Producing"). Pure, clock injected.
 
 Each send's latency to a broker maps to a pause through two tables: a latency at or above
 latency_ms[i] makes the broker unavailable for pause_ms[i]; a failure counts as the worst

@@ -18,7 +18,7 @@ class OffsetWindow:
     Messages are handed to processing in offset order (`add`) but finish in any order (`done`). Committing
     the highest finished offset would skip a slow or failed message on restart, so the commit point is
     the smallest offset still in process -- a window that slides forward only as its oldest message
-    finishes (origins 004, "the sliding door"). Offsets may have gaps (filtered messages are never
+    finishes (docs/client.md, "Push consumer"). Offsets may have gaps (filtered messages are never
     added); a gap below the window is skipped, which is what we want on restart.
 
     Cost: amortised O(1) per operation (a deque of added offsets plus a set of unfinished ones; finished

@@ -49,7 +49,7 @@ def by_index(queues: Sequence[Queue], message: Message, arg: Any = None) -> Queu
 
 
 def by_environment(index: int, queues_per_environment: int = 1) -> Selector:
-    """Environment isolation on one topic (origins 000): environment `index` (1-based) sends only to
+    """Environment isolation on one topic (docs/client.md, "Environment lanes"): environment `index` (1-based) sends only to
     its own queues, the ones `allocation.by_environment(index, ...)` gives its consumers."""
     environment_slice(index, queues_per_environment)
     turn = itertools.count()
