@@ -1,6 +1,7 @@
 """The push consumer's parts, each alone and without a broker: a queue's cache accounting, the
 fetcher's flow control, settlement (retries, send-backs, skips), commits, the rebalance's taking
-and handing over, a held POP batch's bookkeeping and the retry topic's conventions."""
+and handing over, the group's members, a held POP batch's bookkeeping and the retry topic's
+conventions."""
 
 from __future__ import annotations
 
@@ -21,12 +22,13 @@ from rockmq.client.push.dispatch import Dispatcher
 from rockmq.client.push.fetcher import Fetcher
 from rockmq.client.push.handler import HandlerRunner
 from rockmq.client.push.held import Held
+from rockmq.client.push.membership import Membership
 from rockmq.client.push.owned import OwnedQueue
 from rockmq.client.push.retries import backoff_s, presented, send_back_copy
 from rockmq.client.push.settlement import Settlement
 from rockmq.client.queues import queue_order
 from rockmq.client.session import Session
-from rockmq.protocol import pb, rpc
+from rockmq.protocol import admin, pb, rpc
 from rockmq.protocol.conventions import ORIGIN_TOPIC, RECONSUME_TIMES
 
 Q = Queue("orders", "b0", "127.0.0.1:9000", 0)
@@ -85,7 +87,7 @@ class FakePull:
 
 def _fetcher(pull: FakePull, dispatch: Callable[[OwnedQueue, ReceivedMessage], None], **limits: Any) -> Fetcher:
     options = {"batch_size": 32, "max_cached_messages": 1000, "max_cached_bytes": 1 << 20, **limits}
-    return Fetcher(pull, dispatch, group="g", subscriptions={"orders": Filter.tag("paid")}, lane=None,  # type: ignore[arg-type]
+    return Fetcher(pull, dispatch, group="g", subscriptions={"orders": Filter.tag("paid")}, lane=None,
                    lane_fallback=True, poll_s=0.0, **options)
 
 
@@ -299,10 +301,10 @@ def _moved(queue: Queue, start: int, to: int) -> OwnedQueue:
 def test_only_moved_commit_points_are_committed_and_a_failed_commit_keeps_the_old_one():
     still, moved = _moved(Q, 3, 3), _moved(Queue("orders", "b0", "127.0.0.1:9000", 1), 3, 9)
     pull = CommitPull()
-    asyncio.run(Committer(pull, group="g", offset_file=None, interval_s=5).commit_all([still, moved]))  # type: ignore[arg-type]
+    asyncio.run(Committer(pull, group="g", offset_file=None, interval_s=5).commit_all([still, moved]))
     assert pull.commits == [(moved.queue, 9)] and moved.committed == 9
     failing = _moved(Q, 3, 5)
-    asyncio.run(Committer(CommitPull(fail=True), group="g", offset_file=None, interval_s=5).commit_all([failing]))  # type: ignore[arg-type]
+    asyncio.run(Committer(CommitPull(fail=True), group="g", offset_file=None, interval_s=5).commit_all([failing]))
     assert failing.committed == 3
 
 
@@ -310,9 +312,9 @@ def test_broadcast_offsets_go_to_the_local_file_and_come_back_from_it(tmp_path):
     path = str(tmp_path / "offsets.json")
 
     async def scenario() -> tuple[int | None, int | None]:
-        committer = Committer(CommitPull(), group="g", offset_file=path, interval_s=5)  # type: ignore[arg-type]
+        committer = Committer(CommitPull(), group="g", offset_file=path, interval_s=5)
         await committer.commit_all([_moved(Q, 0, 12)])
-        reopened = Committer(CommitPull(), group="g", offset_file=path, interval_s=5)  # type: ignore[arg-type]
+        reopened = Committer(CommitPull(), group="g", offset_file=path, interval_s=5)
         await reopened.load()
         return await reopened.committed(Q), await reopened.committed(Queue("orders", "b0", "127.0.0.1:9000", 1))
     assert asyncio.run(scenario()) == (12, None)
@@ -362,8 +364,8 @@ def _queues(n: int, topic: str = "orders") -> list[Queue]:
 
 def _assignment(routes: Routes, group: Group, **options: Any) -> tuple[Assignment, Attached]:
     pulls = Attached()
-    assignment = Assignment(routes, group, Committer(CommitPull(), group="g", offset_file=None, interval_s=5),  # type: ignore[arg-type]
-                            pulls, Attached(), group="g", mode=options.get("mode", "clustering"),  # type: ignore[arg-type]
+    assignment = Assignment(routes, group, Committer(CommitPull(), group="g", offset_file=None, interval_s=5),
+                            pulls, Attached(), group="g", mode=options.get("mode", "clustering"),
                             topics=options.get("topics", ["orders"]), strategy=average, start_from="earliest",
                             handover_s=0.01, release_grace_s=0.01)
     return assignment, pulls
@@ -383,7 +385,7 @@ def test_a_new_share_is_taken_after_the_handover_and_a_lost_queue_is_let_go_at_o
         assignment, _ = _assignment(Routes({"orders": queues}), Group("me", "other"))
         seen = []
         for group in (Group("me", "other"), Group("alpha", "me", "other")):  # then alpha joins
-            assignment._membership = group  # type: ignore[assignment]
+            assignment._membership = group
             await assignment.rebalance()
             seen.append(sorted(assignment.owned, key=queue_order))  # right after
             await asyncio.sleep(0.05)
@@ -400,6 +402,38 @@ def test_a_topic_without_a_route_keeps_its_queues_and_broadcast_takes_them_all()
     del routes.routes["refunds"]
     asyncio.run(assignment.rebalance())
     assert len(assignment.owned) == 4
+
+
+# -- membership --------------------------------------------------------------------------------
+
+def _members(answer: Callable[[Call], object], lane: str | None = None) -> Membership:
+    session = Session("127.0.0.1:8081", 1.0, client_id="me", transport=MockTransport(answer))
+
+    async def no_routes(topic: str) -> list[Queue]:
+        raise RockmqError("no route")
+    return Membership(session, no_routes, group="g", lane=lane, heartbeat_s=10, rebalance_s=20)
+
+
+def test_members_are_this_lanes_and_live_lanes_are_every_lane_with_a_member():
+    reply = admin.ListMembersResponse(members=[admin.GroupMember(client_id=c, lane=lane) for c, lane in
+                                               [("b", ""), ("a", "dev1"), ("c", "dev1"), ("d", "dev2")]])
+    base, dev1 = _members(lambda call: reply), _members(lambda call: reply, lane="dev1")
+    asyncio.run(base.fetch_members())
+    asyncio.run(dev1.fetch_members())
+    assert (base.members, dev1.members, base.live_lanes) == (("b", "me"), ("a", "c", "me"), {"dev1", "dev2"})
+
+
+def test_a_heartbeat_fails_only_when_every_broker_fails():
+    def answer(call: Call) -> object:
+        if call.endpoint.endswith(":9001"):
+            raise RockmqError("gone")
+        return rpc.HeartbeatResponse(status=pb.Status(code=pb.OK))
+    membership = _members(answer)
+    membership.saw([Queue("orders", "b1", "127.0.0.1:9001", 0)])
+    asyncio.run(membership.heartbeat())  # one of two answered
+    membership.endpoints = {"127.0.0.1:9001"}
+    with pytest.raises(RockmqError):
+        asyncio.run(membership.heartbeat())
 
 
 # -- a held POP batch, and the retry topic's conventions ---------------------------------------

@@ -71,6 +71,7 @@ class Assignment:
                 await self._acquire_all(new)
 
     async def _share(self) -> set[Queue]:
+        """This member's queues of every topic it reads."""
         wanted: set[Queue] = set()
         for topic in self._topics:
             wanted.update(await self._share_of(topic))
@@ -93,12 +94,14 @@ class Assignment:
             return []
 
     async def _acquire_later(self, queues: list[Queue]) -> None:
+        """Take `queues` after the handover time, those of them still this member's then."""
         await asyncio.sleep(self._handover_s)
         async with self._lock:
             if not self._shut:
                 await self._acquire_all([q for q in queues if q in self._wanted and q not in self.owned])
 
     async def _acquire_all(self, queues: list[Queue]) -> None:
+        """Take each queue; one that cannot be read yet is tried again at the next rebalance."""
         for queue in queues:
             try:
                 await self._acquire(queue)
@@ -107,6 +110,7 @@ class Assignment:
                             queue.queue_id, e)
 
     async def _acquire(self, queue: Queue) -> None:
+        """Start reading `queue` where the group left it (new to the group: at `start_from`)."""
         start = await self._committer.committed(queue)
         if start is None:
             start = await self._pull.offset_at(queue, self._start_from)

@@ -35,6 +35,7 @@ class Dispatcher:
             owned.worker = asyncio.create_task(self._orderly_loop(owned), name="rockmq-orderly")
 
     async def close(self) -> None:
+        """Stop the pool (after the queues were stopped: what a worker still runs is abandoned)."""
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)

@@ -40,6 +40,7 @@ class PopLoops:
         self._shut = False
 
     def start(self) -> None:
+        """The receive loops (made on start: they need the running event loop)."""
         self._loops = [asyncio.create_task(self._loop(), name="rockmq-pop") for _ in range(self._count)]
 
     def shut(self) -> None:

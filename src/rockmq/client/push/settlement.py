@@ -46,6 +46,7 @@ class Settlement:
         self._host = socket.gethostname()
 
     def backoff_s(self, failures: int) -> float:
+        """The wait after a message's `failures`-th failure (its step of `retry_backoff_s`)."""
         return backoff_s(self._ladder, failures)
 
     async def resolve_max_attempts(self) -> int | None:
