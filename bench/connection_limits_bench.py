@@ -2,7 +2,7 @@
 
     PYTHONPATH=$PWD/src python bench/connection_limits_bench.py [--rounds 5] [--calls 20000]
 
-gRPC core enforces the limits (rockmq/connection_limits.py): the idle timer is a filter on the
+gRPC core enforces the limits (rockmq/plumbing/connection_limits.py): the idle timer is a filter on the
 server's channel stack that every call passes through, the count a check at accept. Each round runs
 a grpc.aio server with an echo method twice, once with the broker's default limits' channel args
 and once without, in child processes, a client in the same child driving `--concurrency` calls in

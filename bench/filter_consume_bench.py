@@ -26,8 +26,8 @@ import time
 import uuid
 
 from rockmq.bench.probe import broker_sample
+from rockmq.plumbing.channels import client_metadata, new_client_id, open_aio_channel
 from rockmq.protocol import admin, admin_grpc, batch, batch_grpc, pb, rpc, svc
-from rockmq.protocol.channels import client_metadata, new_client_id, open_aio_channel
 
 OK, NOT_FOUND = pb.OK, pb.MESSAGE_NOT_FOUND
 RPC_TIMEOUT = 30.0

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rockmq.plumbing.channels import open_channel
 from rockmq.protocol import pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 READY_S = 60.0
 

@@ -9,10 +9,10 @@ import grpc
 from broker_process import BrokerProcess
 from mqwire import META, RPC_TIMEOUT
 
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.users import Users
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import acl, acl_grpc, admin, admin_grpc
-from rockmq.protocol.channels import open_channel
 
 ADMIN = "admin"
 SECRETS = {ADMIN: "s3cret-admin", "alice": "alice-secret", "bob": "bob-secret"}

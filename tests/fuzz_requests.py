@@ -32,9 +32,9 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import CLIENT_ID_HEADER
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import acl, admin, admin_grpc, batch, batch_grpc, namesrv, pb, receipt, replication, rpc, svc, users
-from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.conventions import LANE_HEADER, QUEUE_CHOICE_HEADER
 from rockmq.protocol.message_id import new_message_id
 

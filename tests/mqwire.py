@@ -12,10 +12,10 @@ import time
 import grpc
 
 from rockmq.auth.inner_signature import NONCE_HEADER, authorization, new_nonce
-from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER, date_now
+from rockmq.plumbing.channels import Tls, client_metadata, open_channel
+from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER, date_now
 from rockmq.protocol import admin, admin_grpc, batch_grpc, pb, rpc, svc
 from rockmq.protocol import batch as batch_pb
-from rockmq.protocol.channels import Tls, client_metadata, open_channel
 from rockmq.protocol.message_id import new_message_id
 
 CLIENT_ID = "rockmq-tests@" + socket.gethostname()

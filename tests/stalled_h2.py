@@ -13,7 +13,7 @@ import socket
 import struct
 from collections.abc import Iterator
 
-from rockmq.protocol.channels import Metadata
+from rockmq.plumbing.channels import Metadata
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7, 0x8

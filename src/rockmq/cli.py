@@ -26,10 +26,10 @@ from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError, load_settings
 
 if TYPE_CHECKING:
-    from rockmq.auth.credentials import Credentials
     from rockmq.client import Message
+    from rockmq.plumbing.channels import Tls
+    from rockmq.plumbing.credentials import Credentials
     from rockmq.protocol import admin_grpc
-    from rockmq.protocol.channels import Tls
 
 DEFAULT_ENDPOINT = os.environ.get("ROCKMQ_ENDPOINT") or "127.0.0.1:8081"
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
@@ -338,7 +338,7 @@ def _private_files() -> None:
 
 def _check_tls_files(cert: str, key: str, ca: str = "") -> None:
     """A server's TLS files read and fitting together before anything starts (exit 2 if not)."""
-    from rockmq.tls import TlsError, check_ca, check_files
+    from rockmq.plumbing.tls import TlsError, check_ca, check_files
 
     try:
         if cert:
@@ -352,9 +352,9 @@ def _check_tls_files(cert: str, key: str, ca: str = "") -> None:
 def _log_at(level: str, audit_format: str = "text") -> None:
     """A server's log on stderr from `level` up: each line escaped, cut and on one line, audit lines
     as `audit_format` says (log_escape.py); each kind of line rate-limited per user and source, with a
-    count of those left out (log_limit.py)."""
+    count of those left out (plumbing/log_limit.py)."""
     from rockmq.log_escape import escape_handlers
-    from rockmq.log_limit import limit_handlers
+    from rockmq.plumbing.log_limit import limit_handlers
 
     try:
         logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -392,7 +392,7 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
 
 def _tls(args: argparse.Namespace) -> Tls | None:
     """`--tls [--tls-ca FILE]` of a command that talks to a broker (None: plaintext)."""
-    from rockmq.protocol.channels import tls_of
+    from rockmq.plumbing.channels import tls_of
 
     tls = tls_of(getattr(args, "tls", False), getattr(args, "tls_ca", None))
     if tls is not None and tls.ca_file and not os.access(tls.ca_file, os.R_OK):
@@ -401,14 +401,14 @@ def _tls(args: argparse.Namespace) -> Tls | None:
 
 
 def _channel(args: argparse.Namespace) -> grpc.Channel:
-    from rockmq.protocol.channels import open_channel
+    from rockmq.plumbing.channels import open_channel
 
     return open_channel(args.endpoint, _tls(args))
 
 
 def _credentials(args: argparse.Namespace) -> Credentials | None:
     """The credentials --access-key / --secret-key (or ROCKMQ_ACCESS_KEY / ROCKMQ_SECRET_KEY) give."""
-    from rockmq.auth.credentials import credentials_from
+    from rockmq.plumbing.credentials import credentials_from
 
     try:
         return credentials_from(args.access_key, args.secret_key)
@@ -418,7 +418,7 @@ def _credentials(args: argparse.Namespace) -> Credentials | None:
 
 def _signed_channel(args: argparse.Namespace) -> grpc.Channel:
     """A channel to --endpoint signing every call with the command's credentials."""
-    from rockmq.auth.credentials import signed
+    from rockmq.plumbing.credentials import signed
 
     return signed(_channel(args), _credentials(args))
 

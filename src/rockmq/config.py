@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from rockmq.auth.users import NAME as USER_NAME
-from rockmq.connection_limits import MAX_TIMEOUT_S, ConnectionLimits
 from rockmq.log_escape import AUDIT_FORMATS
-from rockmq.protocol.channels import MAX_MESSAGE, Tls
+from rockmq.plumbing.channels import MAX_MESSAGE, Tls
+from rockmq.plumbing.connection_limits import MAX_TIMEOUT_S, ConnectionLimits
+from rockmq.plumbing.credentials import USER_NAME
 from rockmq.protocol.conventions import DEFAULT_MAX_ATTEMPTS, RETRY_LADDER_S
 from rockmq.store.db import DISK_RESERVE_MIB, MEMORY_MIB, MIN_MEMORY_MIB
 from rockmq.units import MiB
@@ -113,7 +113,7 @@ class Settings:
     stream_send_timeout_s: float = 30.0
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
-    # Connections (connection_limits.py): past max_connections a new one is closed as it is accepted
+    # Connections (plumbing/connection_limits.py): past max_connections a new one is closed as it is accepted
     # (0: sized from the open-files limit, raised to its hard limit at start); one with no call for
     # idle_connection_timeout_s is closed (its client reconnects on its next call), and a socket
     # that has not sent the HTTP/2 preface within connection_handshake_timeout_s too.

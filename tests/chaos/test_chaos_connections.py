@@ -27,8 +27,8 @@ from chaos_scale import FULL, scaled
 from mqwire import META, Conn, message
 from waiting import wait_for
 
+from rockmq.plumbing.channels import CHANNEL_OPTIONS
 from rockmq.protocol import namesrv, namesrv_grpc, pb, rpc, svc
-from rockmq.protocol.channels import CHANNEL_OPTIONS
 
 HOLDER = Path(__file__).with_name("idle_connections.py")
 PER_HOLDER = 5000  # connections one holder process opens (each stays well under its open-files limit)

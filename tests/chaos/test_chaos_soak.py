@@ -24,8 +24,8 @@ from broker_process import BrokerProcess  # tests/ is on sys.path (tests/conftes
 from chaos_scale import FULL, scaled
 from mqwire import message
 
+from rockmq.plumbing.channels import client_metadata, open_aio_channel
 from rockmq.protocol import batch, batch_grpc, pb, rpc, svc
-from rockmq.protocol.channels import client_metadata, open_aio_channel
 
 TOPIC, GROUP, STALLED_GROUP = "chaos-soak", "chaos-soak-consumers", "chaos-soak-stalled"
 QUEUES = 4

@@ -19,9 +19,9 @@ from chaos_scale import scaled
 from mqwire import META, RPC_TIMEOUT, Conn, code_name, message
 from telemetry_stream import TelemetryStream
 
+from rockmq.plumbing.channels import client_metadata
 from rockmq.protocol import admin, pb, rpc
 from rockmq.protocol import batch as batch_pb
-from rockmq.protocol.channels import client_metadata
 
 WINDOW = 200  # admin calls in flight at once while filling a table
 

@@ -15,8 +15,8 @@ import time
 import grpc
 from mqwire import message
 
+from rockmq.plumbing.channels import client_metadata
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import client_metadata
 
 META = client_metadata("chaos-kill9@" + socket.gethostname())
 TOPIC = "chaos-kill9"

@@ -16,9 +16,9 @@ from shard_set import ShardSet
 from tls_certs import CertFiles, make_certs
 from waiting import wait_for
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import Tls, open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb, replication, replication_grpc, rpc, svc
-from rockmq.protocol.channels import Tls, open_channel
 
 ENV = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}
 ADMIN, ADMIN_SECRET = "admin", "admin-secret-1"

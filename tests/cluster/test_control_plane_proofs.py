@@ -27,9 +27,9 @@ from mqwire import META, inner_signed
 from test_control_plane import AS_ADMIN, AUTH_ARGS, INNER, INNER_SECRET, _refused
 from waiting import wait_for
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import namesrv, namesrv_grpc, replication, replication_grpc, users, users_grpc
-from rockmq.protocol.channels import open_channel
 
 ENV = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}
 REGISTER, LIST_BROKERS = "/rockmq.namesrv.v1.NameServer/Register", "/rockmq.namesrv.v1.NameServer/ListBrokers"

@@ -12,9 +12,9 @@ import pytest
 from mqwire import META, RPC_TIMEOUT
 from shard_set import ShardSet
 
-from rockmq.auth.credentials import Credentials
-from rockmq.broker.api.replies import relayed
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc, users, users_grpc
+from rockmq.protocol.errors import relayed
 
 
 @pytest.fixture(scope="module")

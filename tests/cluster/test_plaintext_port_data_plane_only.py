@@ -15,9 +15,9 @@ from broker_process import AUTH_SECRET as SECRET
 from mqwire import META, RPC_TIMEOUT, message
 from tls_certs import free_port, make_certs
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import Tls, open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import acl, acl_grpc, admin, admin_grpc, pb, rpc, svc, users, users_grpc
-from rockmq.protocol.channels import Tls, open_channel
 
 TOPIC = "plain-orders"
 

@@ -10,7 +10,7 @@ from broker_process import BrokerProcess
 from mqwire import Conn, message
 from tls_certs import make_certs
 
-from rockmq.protocol.channels import Tls
+from rockmq.plumbing.channels import Tls
 
 
 def test_replica_refuses_a_primary_its_ca_did_not_sign(tmp_path):

@@ -14,8 +14,8 @@ from mqwire import META, Conn, message
 from tls_certs import CertFiles, free_port, make_certs
 from waiting import wait_for
 
+from rockmq.plumbing.channels import Tls, open_channel
 from rockmq.protocol import namesrv, namesrv_grpc, pb, rpc, svc
-from rockmq.protocol.channels import Tls, open_channel
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
 ENV = {"ROCKMQ_NAMESRV_INTERVAL_S": "0.3"}

@@ -15,9 +15,9 @@ import pytest
 from mqwire import META
 from shard_set import ShardSet
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 ADMIN, SECRET = "admin", "shards-admin-secret"
 

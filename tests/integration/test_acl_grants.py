@@ -18,8 +18,8 @@ from mqwire import RPC_TIMEOUT
 
 from rockmq.client import Credentials, Message, Producer, SimpleConsumer
 from rockmq.client.errors import BrokerRefused
+from rockmq.plumbing.channels import open_channel
 from rockmq.protocol import acl, acl_grpc, pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 
 def creds(user: str) -> Credentials:
@@ -163,8 +163,8 @@ def test_telemetry_settings_are_checked_as_they_come(auth_broker):
     the group and subscribed topics · Sub), refused in a TelemetryCommand with FORBIDDEN."""
     from telemetry_stream import TelemetryStream, producer_settings
 
-    from rockmq.auth.credentials import Credentials as Signer
-    from rockmq.protocol.channels import client_metadata
+    from rockmq.plumbing.channels import client_metadata
+    from rockmq.plumbing.credentials import Credentials as Signer
 
     consumer = pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
         group=pb.Resource(name=GROUP), subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name=TOPIC))]))

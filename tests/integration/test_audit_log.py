@@ -12,9 +12,9 @@ from acl_setup import TOPIC, signed, start_acl_broker
 from broker_process import AUTH_ARGS, BrokerProcess
 from mqwire import META, RPC_TIMEOUT
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 # What an operator's tooling reads as a grant: a record of the audit logger, at a line's start.
 GRANT_LINE = re.compile(r"^\d{4}-\d\d-\d\d \S+ WARNING rockmq\.audit: acl-grant ")

@@ -13,9 +13,9 @@ from broker_process import AUTH_ADMIN, AUTH_SECRET
 from mqwire import META, RPC_TIMEOUT
 from waiting import wait_for
 
-from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER, authorization, date_now
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER, authorization, date_now
 from rockmq.protocol import pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 
 def _route_status(endpoint: str, date: str) -> pb.Status:

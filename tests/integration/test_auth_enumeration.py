@@ -11,10 +11,10 @@ from broker_process import BrokerProcess
 from mqwire import META, RPC_TIMEOUT
 from waiting import wait_for
 
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.users import Users
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 # who signs -> what only the audit log may say of it
 ATTEMPTS = {("ghost", "ghost-secret"): "unknown user",

@@ -17,10 +17,10 @@ from broker_process import AUTH_ADMIN as ADMIN
 from broker_process import AUTH_SECRET as SECRET
 from mqwire import META, RPC_TIMEOUT, message
 
-from rockmq.auth import signature
-from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER
+from rockmq.plumbing import signature
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER
 from rockmq.protocol import admin, admin_grpc, batch, batch_grpc, pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 
 def signed(user: str = ADMIN, secret: str = SECRET, *, upper: bool = False, credential: str | None = None):

@@ -230,7 +230,7 @@ def test_ack_bad_handles(conn, delivered):
 
 def test_ack_of_malformed_bytes(conn, delivered):
     """AckMessage is read from its bytes (protocol/ack_request.py): bytes that are no
-    AckMessageRequest get INVALID_ARGUMENT (as every request that does not parse: rockmq/unparsed.py),
+    AckMessageRequest get INVALID_ARGUMENT (as every request that does not parse: rockmq/plumbing/unparsed.py),
     and the delivery stays unsettled."""
     topic, group, msg = delivered
     ack = conn.channel.unary_unary("/apache.rocketmq.v2.MessagingService/AckMessage")

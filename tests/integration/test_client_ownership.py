@@ -12,10 +12,10 @@ from broker_process import BrokerProcess
 from mqwire import RPC_TIMEOUT, message
 from telemetry_stream import TelemetryStream, producer_settings
 
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.users import Users
+from rockmq.plumbing.channels import client_metadata, open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import client_metadata, open_channel
 
 ALICE, BOB = ("alice", "alice-secret"), ("bob", "bob-secret")
 ALICE_CLIENT = "alice-host@1@1@own"

@@ -12,9 +12,9 @@ from pathlib import Path
 from broker_process import AUTH_ADMIN, AUTH_ARGS, AUTH_SECRET, BrokerProcess
 from mqwire import META, RPC_TIMEOUT, message
 
-from rockmq.auth.credentials import Credentials
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 
 TOPIC = "local-files"
 

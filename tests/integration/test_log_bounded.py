@@ -10,8 +10,8 @@ import grpc
 from broker_process import AUTH_ARGS, BrokerProcess
 from mqwire import META, RPC_TIMEOUT
 
-from rockmq.auth.signature import date_now
-from rockmq.log_limit import BURST, SUMMARY_S
+from rockmq.plumbing.log_limit import BURST, SUMMARY_S
+from rockmq.plumbing.signature import date_now
 from rockmq.protocol import pb, rpc, svc
 
 REQUESTS = 10_000

@@ -24,9 +24,9 @@ from acl_setup import ADMIN, SECRETS, TOPIC, signed, start_acl_broker
 from broker_process import BrokerProcess
 from mqwire import META, RPC_TIMEOUT, message
 
-from rockmq.auth.signature import date_now
+from rockmq.plumbing.channels import CLIENT_ID_HEADER, open_channel
+from rockmq.plumbing.signature import date_now
 from rockmq.protocol import acl, acl_grpc, batch, batch_grpc, pb, rpc, svc, users, users_grpc
-from rockmq.protocol.channels import CLIENT_ID_HEADER, open_channel
 
 
 @pytest.fixture(scope="module")

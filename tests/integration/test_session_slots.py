@@ -24,10 +24,10 @@ from broker_process import BrokerProcess
 from mqwire import RPC_TIMEOUT
 from telemetry_stream import TelemetryStream, producer_settings
 
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.users import Users
+from rockmq.plumbing.channels import client_metadata, open_channel
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, pb, rpc, svc
-from rockmq.protocol.channels import client_metadata, open_channel
 
 USERS = {**SECRETS, "mallory": "mallory-secret"}  # mallory has no grant at all
 GROUP, LOAD_GROUP = "slots-billing", "slots-load"  # bob consumes through GROUP; alice may load LOAD_GROUP

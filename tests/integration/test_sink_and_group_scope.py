@@ -20,8 +20,8 @@ from acl_setup import GROUP, TOPIC, grant, signed, start_acl_broker
 from mqwire import RPC_TIMEOUT, Conn, message, staged_parts
 
 from rockmq.broker.staging import MAX_BATCH_STEP
+from rockmq.plumbing.channels import open_channel
 from rockmq.protocol import acl, acl_grpc, batch, batch_grpc, pb, rpc, svc
-from rockmq.protocol.channels import open_channel
 from rockmq.protocol.conventions import dlq_topic, retry_topic
 
 BOBS_TOPIC = "scope-bobs"  # bob may publish here (and only here)

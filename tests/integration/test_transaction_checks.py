@@ -10,8 +10,8 @@ import time
 from mqwire import META, message
 from telemetry_stream import TelemetryStream, producer_settings
 
+from rockmq.plumbing.channels import client_metadata
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.channels import client_metadata
 
 
 def _half(topic: str, body: str, recover_after_ms: int) -> pb.Message:

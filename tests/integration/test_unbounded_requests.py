@@ -19,8 +19,8 @@ from acl_setup import GROUP, TOPIC, start_acl_broker
 from broker_process import BrokerProcess
 from mqwire import META, RPC_TIMEOUT, Conn, filter_expression
 
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.users import Users
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, pb, rpc
 
 ATTACKS = 6

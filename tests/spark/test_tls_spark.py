@@ -8,7 +8,7 @@ from broker_process import BrokerProcess
 from mqwire import Conn, message
 from tls_certs import make_certs
 
-from rockmq.protocol.channels import Tls
+from rockmq.plumbing.channels import Tls
 from rockmq.spark import jobs
 from rockmq.spark.connection import tls_options
 from rockmq.spark.source import SourceError, SourceOptions

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from rockmq.auth import signature
 from rockmq.auth.authenticate import FAILED, Authenticator, AuthFailed
-from rockmq.auth.credentials import Credentials, credentials_from
 from rockmq.auth.identity import source_ip
 from rockmq.auth.users import UserError, Users
+from rockmq.plumbing import signature
+from rockmq.plumbing.credentials import Credentials, credentials_from
 
 
 def test_signature_matches_the_captured_vector():

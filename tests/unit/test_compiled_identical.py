@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rockmq import compiled
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.subscriptions import UNINDEXED
 from rockmq.config import Settings
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import RECONSUME_TIMES
+from rockmq.protocol.errors import BrokerError
 
 COMPILED = all(compiled.is_compiled(importlib.import_module(name)) for name in compiled.MODULES)
 pytestmark = pytest.mark.skipif(not COMPILED, reason=f"the data path runs as Python here ({compiled.describe()}): "

@@ -1,9 +1,9 @@
-"""The connection limits a server hands gRPC core (connection_limits.py)."""
+"""The connection limits a server hands gRPC core (plumbing/connection_limits.py)."""
 
 from __future__ import annotations
 
 from rockmq.config import Settings
-from rockmq.connection_limits import MIN_CONNECTIONS, ConnectionLimits, default_max_connections, fd_limit, open_sockets
+from rockmq.plumbing.connection_limits import MIN_CONNECTIONS, ConnectionLimits, default_max_connections, fd_limit, open_sockets
 
 
 def test_the_default_leaves_a_reserve_of_descriptors():

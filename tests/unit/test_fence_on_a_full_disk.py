@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rockmq.broker.cluster.fencing import Fence
-from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import Store
 from rockmq.store.disk_space import DiskFull
 

@@ -59,10 +59,10 @@ def test_state_machine(open_store: StoreFactory):
             assert await store.get("k") is State.ERROR
             assert await store.claim("k", now, now + 60) is State.ERROR  # a failed attempt is claimed again
             assert await store.get("k") is State.PROCESSING
-            await store.finish("k", State.SUCCESS, time.time() + 0.3)
+            await store.finish("k", State.SUCCESS, time.time() + 1.0)  # long enough for the next two calls on a loaded machine
             assert await store.claim("k", time.time(), time.time() + 60) is State.SUCCESS
             assert await store.get("k") is State.SUCCESS
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(1.1)
             assert await store.get("k") is State.NONE, "SUCCESS outlived its expiry"
             assert await store.claim("k", time.time(), time.time() + 60) is State.NONE
             assert await store.get("other") is State.NONE
@@ -142,7 +142,7 @@ def test_crashed_attempt_is_retried(open_store: StoreFactory):
     async def scenario():
         nonlocal calls
         async with open_store() as store:
-            idempotent = Idempotent(store, namespace="g", processing_timeout_s=0.3)
+            idempotent = Idempotent(store, namespace="g", processing_timeout_s=1.0)
 
             @idempotent
             async def handle(m: ReceivedMessage) -> str:
@@ -154,7 +154,7 @@ def test_crashed_attempt_is_retried(open_store: StoreFactory):
             assert await idempotent.claim("g:m1")
             with pytest.raises(DuplicateInFlight):
                 await handle(message())
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(1.1)
             assert await handle(message()) == "done"
             assert await handle(message()) is SKIPPED
 

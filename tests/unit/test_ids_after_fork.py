@@ -10,7 +10,7 @@ import os
 import pytest
 
 from rockmq.client import sync
-from rockmq.protocol.channels import ChannelCache
+from rockmq.plumbing.channels import ChannelCache
 from rockmq.protocol.message_id import new_message_id
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

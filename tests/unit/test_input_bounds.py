@@ -8,11 +8,11 @@ import pytest
 from rockmq.auth.acl import Action, Decision, Entry, Resource, group_check, topic_check
 from rockmq.auth.authorizer import Authorizer
 from rockmq.bounded_cache import BoundedCache
-from rockmq.broker.errors import BrokerError
 from rockmq.filter.record_filter import compile_filter
 from rockmq.filter.sql import compile_sql
 from rockmq.filter.tags import MAX_LENGTH, MAX_TAGS, IllegalExpression, parse_tags
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 
 
 def test_tag_expressions_are_capped_in_length_and_tags() -> None:

@@ -11,7 +11,7 @@ import time
 from grpc._cython import cygrpc
 
 from rockmq.log_escape import AUDIT_FIELDS
-from rockmq.log_limit import GRPC_CORE_LOGGER, ClientGone, RateLimit, tell_left_out
+from rockmq.plumbing.log_limit import GRPC_CORE_LOGGER, ClientGone, RateLimit, tell_left_out
 
 
 def _record(msg: str, *args: object) -> logging.LogRecord:

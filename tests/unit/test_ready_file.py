@@ -3,7 +3,7 @@
 import os
 import stat
 
-from rockmq.ready_file import write_ready_file
+from rockmq.plumbing.ready_file import write_ready_file
 
 
 def test_ready_file_holds_host_and_port_and_nothing_else_is_left(tmp_path):

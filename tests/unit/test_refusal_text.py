@@ -3,8 +3,8 @@ cut to its first ten and a count, and a table at its bound names its setting."""
 
 from __future__ import annotations
 
-from rockmq.broker.errors import listing, over_limit
 from rockmq.protocol import pb
+from rockmq.protocol.errors import listing, over_limit
 
 
 def test_a_long_list_of_names_shows_ten_and_how_many_more():

@@ -12,10 +12,10 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, Lateness, TimerService
 from rockmq.config import Settings
 from rockmq.protocol import pb, records
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
 
 

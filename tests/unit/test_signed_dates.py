@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from rockmq.auth import inner_signature, signature
+from rockmq.auth import inner_signature
 from rockmq.auth.authenticate import FAILED, Authenticator, AuthFailed, InnerAuthenticator
 from rockmq.auth.nonces import SeenNonces
 from rockmq.auth.users import User
 from rockmq.config import ConfigError, Settings
+from rockmq.plumbing import signature
 
 NOW = signature.date_seconds("20261129T100000Z")
 HOUR = 3600

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.validate import (
     MAX_GROUP_BYTES,
@@ -22,6 +21,7 @@ from rockmq.broker.validate import (
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import RECONSUME_TIMES
+from rockmq.protocol.errors import BrokerError
 
 NOW = 1_800_000_000_000
 SETTINGS = Settings()

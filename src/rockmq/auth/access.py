@@ -32,10 +32,10 @@ from rockmq.auth.permissions import (
     telemetry_checks,
 )
 from rockmq.auth.seam import Refused, current_identity, forbidden, super_users_only
-from rockmq.broker.errors import BrokerError
+from rockmq.plumbing.unparsed import UNPARSED
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
-from rockmq.unparsed import UNPARSED
+from rockmq.protocol.errors import BrokerError
 
 
 class AccessControl:

@@ -5,7 +5,7 @@ logging configuration (it propagates to the root logger by default).
 The line's fields come in a fixed order, each value quoted and escaped (log_escape.py), so a value
 cannot close its quotes, add a field or start a line: `EVENT who="USER" from="IP" what="..."
 result="..."`. The fields also ride on the record (`AUDIT_FIELDS`): the rate limit counts per
-user and source by them (log_limit.py) and `--audit-format json` writes them as a JSON object."""
+user and source by them (plumbing/log_limit.py) and `--audit-format json` writes them as a JSON object."""
 
 from __future__ import annotations
 

@@ -9,9 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from rockmq.auth import inner_signature, signature
+from rockmq.auth import inner_signature
 from rockmq.auth.nonces import SeenNonces
-from rockmq.auth.users import NAME, User
+from rockmq.auth.users import User
+from rockmq.plumbing import signature
+from rockmq.plumbing.credentials import USER_NAME
 
 CACHE_SIZE = 4096  # (authorization, date) pairs remembered; a client re-signs once a second
 DATES_CACHED = 64  # parsed dates remembered (a few a second arrive)
@@ -90,7 +92,7 @@ class Authenticator:
             raise AuthFailed(str(e)) from None
         if not name:
             raise AuthFailed("no credentials: sign the request with an access key and secret key")
-        if not NAME.fullmatch(name):  # nobody's name: kept out of the audit line's `who` (it could forge its fields)
+        if not USER_NAME.fullmatch(name):  # nobody's name: kept out of the audit line's `who` (it could forge its fields)
             raise AuthFailed(f"unknown user {name[:64]!r}", message=FAILED)
         if not date:
             raise AuthFailed(f"the {signature.DATE_HEADER} header is missing", name)

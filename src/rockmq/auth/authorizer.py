@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from rockmq.auth.acl import Check, Kind, allowed
 from rockmq.auth.acl_store import Acls
 from rockmq.bounded_cache import BoundedCache
-from rockmq.broker.metadata import check_name
+from rockmq.protocol.conventions import check_name
 
 CACHE_CAPACITY = 65_536
 CACHE_BYTES = 32 << 20

@@ -18,11 +18,11 @@ from typing import Any
 import grpc
 
 from rockmq.auth.authenticate import Authenticator, InnerAuthenticator, NoUsers, UserLookup
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.inner_signature import CHALLENGE_MAX, CHALLENGE_MIN, proof
 from rockmq.auth.seam import Authorize, AuthSeam
 from rockmq.auth.users import User
 from rockmq.config import Settings
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import inner, inner_grpc, namesrv, replication
 
 

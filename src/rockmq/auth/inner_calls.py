@@ -16,11 +16,11 @@ from typing import Any
 
 import grpc
 
-from rockmq.auth.credentials import Credentials
 from rockmq.auth.inner_signature import CHALLENGE_MAX, NONCE_HEADER, authorization, new_nonce, proves
-from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER, date_now
+from rockmq.plumbing.channels import CHANNEL_OPTIONS, ChannelOptions, Tls, open_aio_channel
+from rockmq.plumbing.credentials import Credentials
+from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER, date_now
 from rockmq.protocol import inner, inner_grpc
-from rockmq.protocol.channels import CHANNEL_OPTIONS, ChannelOptions, Tls, open_aio_channel
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import hmac
 import re
 import secrets
 
-from rockmq.auth.signature import ALGORITHM, CREDENTIAL, DATE_HEADER, SIGNATURE, SIGNED_HEADERS
+from rockmq.plumbing.signature import ALGORITHM, CREDENTIAL, DATE_HEADER, SIGNATURE, SIGNED_HEADERS
 
 NONCE_HEADER = "x-rockmq-nonce"
 COVERED = f"{DATE_HEADER};:path;{NONCE_HEADER}"  # the SignedHeaders of a control-plane call

@@ -15,9 +15,8 @@ from typing import Any, TypeAlias
 
 import grpc
 
-from rockmq.broker.api.batch import SERVICE as BATCH_SERVICE
-from rockmq.broker.api.messaging import SERVICE as MESSAGING_SERVICE
-from rockmq.tls import is_tls
+from rockmq.plumbing.tls import is_tls
+from rockmq.protocol.conventions import BATCH_SERVICE, MESSAGING_SERVICE
 
 DATA_PLANE = frozenset({MESSAGING_SERVICE, BATCH_SERVICE})  # what a plaintext client may call
 REFUSAL = grpc.StatusCode.PERMISSION_DENIED

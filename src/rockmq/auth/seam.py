@@ -28,15 +28,15 @@ from rockmq.auth import audit
 from rockmq.auth.authenticate import Authenticator, AuthFailed, InnerAuthenticator
 from rockmq.auth.identity import Identity, source_ip
 from rockmq.auth.inner_signature import NONCE_HEADER
-from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_HEADER
 from rockmq.auth.users import User
-from rockmq.broker.api.requests import Context
-from rockmq.broker.errors import BrokerError, status
+from rockmq.plumbing.channels import CLIENT_ID_HEADER
+from rockmq.plumbing.requests import Context
+from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER
+from rockmq.plumbing.tls import is_tls
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.channels import CLIENT_ID_HEADER
-from rockmq.tls import is_tls
+from rockmq.protocol.conventions import MESSAGING_SERVICE
+from rockmq.protocol.errors import BrokerError, status
 
-TYPED_SERVICE = "apache.rocketmq.v2.MessagingService"  # answers refusals inside its typed replies
 _GRPC_CODE: dict[int, grpc.StatusCode] = {pb.UNAUTHORIZED: grpc.StatusCode.UNAUTHENTICATED,
                                           pb.FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
                                           pb.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED}
@@ -253,7 +253,7 @@ class Answer:
     def __init__(self, service: str, method: str, h: Handler) -> None:
         self.reply_type: type[Message] | None = None
         self.encoded = False
-        if service == TYPED_SERVICE:
+        if service == MESSAGING_SERVICE:  # answers refusals inside its typed replies
             self.reply_type = rpc.TelemetryCommand if method == "Telemetry" else getattr(rpc, f"{method}Response", None)
         if self.reply_type is not None and h.response_serializer is not None:
             # A handler whose serializer passes bytes through (pre-encoded frames) gets bytes.

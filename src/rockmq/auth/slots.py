@@ -26,8 +26,8 @@ import grpc
 from rockmq.auth.identity import Identity
 from rockmq.auth.permissions import ACLS, ADMIN, USERS
 from rockmq.auth.seam import Answer, Continuation, Handler, Refused, current_identity, result
-from rockmq.broker.api.requests import Context
-from rockmq.broker.errors import over_limit
+from rockmq.plumbing.requests import Context
+from rockmq.protocol.errors import over_limit
 
 ADMIN_SERVICES = frozenset({ADMIN, ACLS, USERS})
 ANONYMOUS = Identity()  # a call the seam leaves open (the inner handshake): nobody's in particular

@@ -8,14 +8,13 @@ signature. `generation` counts changes, so caches of verified signatures know wh
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from rockmq.plumbing.credentials import USER_NAME
 from rockmq.whole_file import read_private, write_private
 
 FILE_NAME = "users.json"
-NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")  # no '/', ',' or '=': a name must survive the authorization header
 
 
 class UserError(ValueError):
@@ -38,7 +37,7 @@ class User:
 
 
 def check_name(name: str) -> str:
-    if not NAME.fullmatch(name):
+    if not USER_NAME.fullmatch(name):
         raise UserError(f"bad user name {name[:80]!r}: 1 to 64 letters, digits, '_', '.', '@' or '-'")
     return name
 

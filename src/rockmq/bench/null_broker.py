@@ -31,17 +31,17 @@ from rockmq import malloc_tuning
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.replies import OK, now_frame, send_reply, status_frame, unary
-from rockmq.broker.api.requests import Context
 from rockmq.broker.send import SendResult
 from rockmq.broker.server import SWITCH_INTERVAL_S, _listen
 from rockmq.config import Settings
+from rockmq.plumbing.ready_file import write_ready_file
+from rockmq.plumbing.requests import Context
 from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.send_request import SentMessage
 from rockmq.protocol.wire import delimited
-from rockmq.ready_file import write_ready_file
 
 NAME = "null-broker"
 ACK_BYTES = 64  # what the fsync variant writes per acked message (a POP checkpoint's order of size)

@@ -6,9 +6,9 @@ import argparse
 import os
 from dataclasses import dataclass
 
-from rockmq.auth.credentials import Credentials, credentials_from
 from rockmq.bench.probe import broker_sample
-from rockmq.protocol.channels import Tls, tls_of
+from rockmq.plumbing.channels import Tls, tls_of
+from rockmq.plumbing.credentials import Credentials, credentials_from
 
 SCENARIOS = ("produce-batch", "produce-single", "consume", "consume-batch", "latency",
              "consume-own", "pull-own", "producer-own", "send-sync")

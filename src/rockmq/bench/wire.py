@@ -19,12 +19,12 @@ import grpc
 from rockmq.bench.jobs import Tally
 from rockmq.bench.options import Options
 from rockmq.client.errors import from_status
+from rockmq.plumbing.channels import Tls, client_metadata, open_aio_channel, open_channel
 from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as pb
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2 as svc
 from rockmq.protocol._gen.apache.rocketmq.v2 import service_pb2_grpc as svc_grpc
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2 as batch_pb
 from rockmq.protocol._gen.rockmq.messaging.v1 import batch_pb2_grpc as batch_grpc
-from rockmq.protocol.channels import Tls, client_metadata, open_aio_channel, open_channel
 from rockmq.protocol.endpoints import endpoints_of
 
 OK = pb.Code.OK

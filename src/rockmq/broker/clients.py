@@ -30,12 +30,11 @@ from rockmq.auth import audit
 from rockmq.auth.permissions import SESSION_GRANT
 from rockmq.auth.seam import Refused, current_identity, forbidden
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import OK, over_limit
 from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
-from rockmq.broker.metadata import check_name
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.conventions import base_group
+from rockmq.protocol.conventions import base_group, check_name
+from rockmq.protocol.errors import OK, over_limit
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 NO_LANES: frozenset[str] = frozenset()

@@ -10,9 +10,9 @@ created before modes existed has none and gets one on first use.
 
 from __future__ import annotations
 
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import OFFSET, POP, GroupConfig, Metadata
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 
 _STYLE = {
     POP: "POP consumption (ReceiveMessage: SimpleConsumer, PushConsumer in pop mode, message tail)",

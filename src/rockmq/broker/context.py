@@ -7,11 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rockmq.broker import validate
-from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig, check_name
+from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import AppendIndex, QueueLogs
 from rockmq.config import Settings
 from rockmq.protocol import pb
+from rockmq.protocol.conventions import check_name
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import Store, keys
 from rockmq.store.schema import Family
 

@@ -11,9 +11,9 @@ import itertools
 import json
 from dataclasses import asdict, dataclass, field
 
-from rockmq.broker.errors import AlreadyExists, BrokerError, over_limit
 from rockmq.protocol import pb
-from rockmq.protocol.conventions import DLQ_PREFIX, NAME_RE, RETRY_PREFIX
+from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX, check_name
+from rockmq.protocol.errors import AlreadyExists, BrokerError, over_limit
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 from rockmq.store.schema import Family
@@ -43,18 +43,7 @@ class GroupConfig:
     consume_mode: str = ""  # POP or OFFSET; "" until the group's first use (and for groups made before modes)
 
 
-# A group's retry topic %RETRY%<group> and dead-letter topic %DLQ%<group> must be legal topic names.
-MAX_GROUP_NAME = 127 - max(len(RETRY_PREFIX), len(DLQ_PREFIX))
 MAX_QUEUES = 1024  # of a topic, on one broker
-
-
-def check_name(kind: str, name: str) -> None:
-    """Refuse an illegal topic or group name; the refusal quotes at most one character past the
-    limit of an overlong one (it is answered, and may be logged)."""
-    longest = 127 if kind == "topic" else MAX_GROUP_NAME
-    if len(name) > longest or not NAME_RE.match(name or ""):
-        code = pb.ILLEGAL_TOPIC if kind == "topic" else pb.ILLEGAL_CONSUMER_GROUP
-        raise BrokerError(code, f"illegal {kind} name {name[:longest + 1]!r}: use 1-{longest} of [A-Za-z0-9_%-]")
 
 
 def check_queue_count(queues: int, brokers: int = 1) -> None:

@@ -17,7 +17,6 @@ import asyncio
 
 from rockmq.broker.consume_mode import claim
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.lane_fallback import (
     LaneShare,
     Ranges,
@@ -31,10 +30,11 @@ from rockmq.broker.lane_fallback import (
     trim,
 )
 from rockmq.broker.lanes import Consumers, Route, message_lane
-from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_name
+from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig
 from rockmq.filter.record_filter import RecordFilter, accept_all
 from rockmq.protocol import pb, records
-from rockmq.protocol.conventions import base_group, lane_group
+from rockmq.protocol.conventions import base_group, check_name, lane_group
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
 from rockmq.store.keys import COMMITTED
 from rockmq.store.schema import Family

@@ -20,11 +20,11 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.send_request import SentMessage, parsed
 
 

@@ -54,15 +54,15 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.connection_limits import raise_fd_limit, watch
+from rockmq.plumbing.channels import CHANNEL_OPTIONS
+from rockmq.plumbing.connection_limits import raise_fd_limit, watch
+from rockmq.plumbing.ready_file import write_ready_file
+from rockmq.plumbing.stop_signals import stop_event
+from rockmq.plumbing.tls import add_port, server_credentials
+from rockmq.plumbing.unparsed import Guarding
 from rockmq.protocol import acl_grpc, admin_grpc, inner_grpc, replication_grpc, users_grpc
-from rockmq.protocol.channels import CHANNEL_OPTIONS
-from rockmq.ready_file import write_ready_file
-from rockmq.stop_signals import stop_event
 from rockmq.store import Store
 from rockmq.store.disk_space import log_failure
-from rockmq.tls import add_port, server_credentials
-from rockmq.unparsed import Guarding
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_S = 10

@@ -50,9 +50,9 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
-from rockmq.broker.errors import BrokerError, over_limit
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
+from rockmq.protocol.errors import BrokerError, over_limit
 from rockmq.protocol.staged import staged_message
 from rockmq.store import framing, keys
 from rockmq.store.db import Batch

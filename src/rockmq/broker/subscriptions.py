@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 from rockmq.bounded_cache import BoundedCache
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError, over_limit
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.filter.record_filter import IllegalExpression, RecordFilter, accept_all, compile_filter
 from rockmq.filter.tags import MAX_LENGTH, check_size
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError, over_limit
 from rockmq.store import keys
 from rockmq.store.db import Batch
 from rockmq.store.schema import Family

@@ -19,9 +19,9 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.protocol import pb, records, tokens
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
 from rockmq.store.counts import StoredCount
 from rockmq.store.db import Batch

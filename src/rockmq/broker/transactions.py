@@ -30,10 +30,10 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
-from rockmq.broker.errors import BrokerError, over_limit
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records, rpc
+from rockmq.protocol.errors import BrokerError, over_limit
 from rockmq.store import keys
 from rockmq.store.counts import StoredCount
 from rockmq.store.db import Batch

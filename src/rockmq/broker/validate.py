@@ -19,11 +19,11 @@ from typing import NamedTuple, Protocol
 import cython
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import MESSAGE_TYPES, GroupConfig, TopicConfig, check_name
+from rockmq.broker.metadata import MESSAGE_TYPES, GroupConfig, TopicConfig
 from rockmq.config import Settings
 from rockmq.protocol import pb
-from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX, dlq_topic, group_of_retry_topic
+from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX, check_name, dlq_topic, group_of_retry_topic
+from rockmq.protocol.errors import BrokerError
 
 _TYPE_NAMES: dict[int, str] = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
 MAX_MESSAGE_ID = 128

@@ -16,7 +16,6 @@ I/O: every client takes `transport=` (`rockmq.client.transport`): the gRPC one b
 `MockTransport(handler)` that answers calls from a function, for tests without a broker.
 """
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import RockmqError
 from rockmq.client.idempotent import SKIPPED, DuplicateInFlight, Idempotent, RedisStore, RocksDBStore, SQLStore
@@ -30,7 +29,8 @@ from rockmq.client.spool import DeadEntry
 from rockmq.client.sync import Producer, PullConsumer, PushConsumer, SimpleConsumer, Transaction
 from rockmq.client.transaction import AsyncTransaction, TransactionResolution
 from rockmq.client.transport import Call, GrpcTransport, MockTransport, Transport
-from rockmq.protocol.channels import Tls
+from rockmq.plumbing.channels import Tls
+from rockmq.plumbing.credentials import Credentials
 
 __all__ = ["SKIPPED", "AsyncProducer", "AsyncPullConsumer", "AsyncPushConsumer", "AsyncSimpleConsumer", "AsyncTransaction",
            "Call", "Credentials", "DeadEntry", "DuplicateInFlight", "Filter", "GrpcTransport", "Idempotent", "Message",

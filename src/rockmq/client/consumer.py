@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
 from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, received_batch, unreachable
 from rockmq.client.transport import Transport
+from rockmq.plumbing.channels import Tls
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import batch, pb, receipt, rpc
-from rockmq.protocol.channels import Tls
 from rockmq.protocol.conventions import check_lane
 from rockmq.protocol.endpoints import address_of, endpoints_of
 

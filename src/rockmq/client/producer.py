@@ -46,7 +46,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.accumulator import Accumulator, Entry, Key
 from rockmq.client.errors import BatchSendError, BrokerRefused, ClientClosed, RockmqError
 from rockmq.client.fault import LATENCY_MS, PAUSE_MS, FaultAvoidance
@@ -67,8 +66,9 @@ from rockmq.client.session import Endpoints, Session
 from rockmq.client.spool import DEAD_LIST_LIMIT, MAX_ENTRIES, SPOOL_SCHEDULE_S, DeadEntry, OnDead, Spool
 from rockmq.client.transaction import AsyncTransaction, Checker, TelemetrySession
 from rockmq.client.transport import Transport
+from rockmq.plumbing.channels import MAX_MESSAGE, Tls
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import pb, rpc
-from rockmq.protocol.channels import MAX_MESSAGE, Tls
 from rockmq.protocol.conventions import LANE_PROPERTY, check_lane
 from rockmq.protocol.message_id import new_message_id
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.consumer import Filter
 from rockmq.client.errors import IllegalArgument, NotFound, Unimplemented, from_status
 from rockmq.client.limits import BATCH_SIZE, REQUEST_TIMEOUT_S
@@ -24,8 +23,9 @@ from rockmq.client.message import ReceivedMessage
 from rockmq.client.queues import Queue
 from rockmq.client.session import Endpoints, Session, received_batch
 from rockmq.client.transport import Transport
+from rockmq.plumbing.channels import Tls
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import batch, pb, rpc
-from rockmq.protocol.channels import Tls
 from rockmq.protocol.conventions import check_lane, lane_group
 from rockmq.when import instant_ms, parse_instant_ms
 

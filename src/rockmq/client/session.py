@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from typing import Any, cast
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import ClientClosed, ConnectionFailed, RockmqError, Timeout, from_status
 from rockmq.client.queues import Queue
 from rockmq.client.transport import ADMIN, BATCH, MESSAGING, Call, GrpcTransport, Transport
+from rockmq.plumbing.channels import Tls, client_metadata, new_client_id
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import batch, pb, rpc
-from rockmq.protocol.channels import Tls, client_metadata, new_client_id
 from rockmq.protocol.endpoints import address_of, endpoints_of
 
 OK_CODES = (pb.OK, pb.MULTIPLE_RESULTS)

@@ -22,8 +22,8 @@ from typing import Any, Protocol, cast
 import grpc
 
 from rockmq.client.errors import from_rpc_error
+from rockmq.plumbing.channels import ChannelCache, Metadata, Tls, open_aio_channel, open_channel
 from rockmq.protocol import admin_grpc, batch, batch_grpc, svc
-from rockmq.protocol.channels import ChannelCache, Metadata, Tls, open_aio_channel, open_channel
 
 MESSAGING, BATCH, ADMIN = "messaging", "batch", "admin"  # RocketMQ's MessagingService, rockmq's BatchMessaging and Admin
 
@@ -66,7 +66,7 @@ _STUBS: dict[str, Callable[[grpc.Channel | grpc.aio.Channel], Any]] = {
 
 
 class GrpcTransport:
-    """gRPC channels per endpoint (protocol/channels.py: rockmq's options, remade after a fork):
+    """gRPC channels per endpoint (plumbing/channels.py: rockmq's options, remade after a fork):
     asyncio ones, and blocking ones for `unary_blocking` (made on its first use); TLS ones with `tls`."""
 
     def __init__(self, tls: Tls | None = None) -> None:

@@ -13,13 +13,13 @@ from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import Prover, inner_seam
 from rockmq.auth.users import User
 from rockmq.config import Settings
-from rockmq.connection_limits import ConnectionLimits, raise_fd_limit, watch
 from rockmq.namesrv.registry import Registry
+from rockmq.plumbing.connection_limits import ConnectionLimits, raise_fd_limit, watch
+from rockmq.plumbing.ready_file import write_ready_file
+from rockmq.plumbing.stop_signals import stop_event
+from rockmq.plumbing.tls import add_port, server_credentials
+from rockmq.plumbing.unparsed import Guarding
 from rockmq.protocol import inner_grpc, namesrv, namesrv_grpc
-from rockmq.ready_file import write_ready_file
-from rockmq.stop_signals import stop_event
-from rockmq.tls import add_port, server_credentials
-from rockmq.unparsed import Guarding
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,12 @@ from __future__ import annotations
 
 import re
 
+from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
+
+MESSAGING_SERVICE = "apache.rocketmq.v2.MessagingService"  # the official clients' service
+BATCH_SERVICE = "rockmq.messaging.v1.BatchMessaging"  # rockmq's own batch and Spark calls
+
 LANE_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 LANE_HEADER = "x-rockmq-lane"
 LANE_GROUP_SEPARATOR = "%LANE%"  # offset-based lane consumers keep their offsets under <group>%LANE%<lane>
@@ -76,3 +82,16 @@ def lane_group(group: str, lane: str | None) -> str:
 def base_group(group: str) -> str:
     """The group a lane group belongs to (a group that is not a lane group: itself)."""
     return group.split(LANE_GROUP_SEPARATOR, 1)[0]
+
+
+# A group's retry topic %RETRY%<group> and dead-letter topic %DLQ%<group> must be legal topic names.
+MAX_GROUP_NAME = 127 - max(len(RETRY_PREFIX), len(DLQ_PREFIX))
+
+
+def check_name(kind: str, name: str) -> None:
+    """Refuse an illegal topic or group name; the refusal quotes at most one character past the
+    limit of an overlong one (it is answered, and may be logged)."""
+    longest = 127 if kind == "topic" else MAX_GROUP_NAME
+    if len(name) > longest or not NAME_RE.match(name or ""):
+        code = pb.ILLEGAL_TOPIC if kind == "topic" else pb.ILLEGAL_CONSUMER_GROUP
+        raise BrokerError(code, f"illegal {kind} name {name[:longest + 1]!r}: use 1-{longest} of [A-Za-z0-9_%-]")

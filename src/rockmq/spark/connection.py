@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rockmq.auth.credentials import Credentials
-from rockmq.protocol.channels import Tls, tls_of
+from rockmq.plumbing.channels import Tls, tls_of
+from rockmq.plumbing.credentials import Credentials
 
 
 def tls_options(tls: Tls | None) -> dict[str, str]:

@@ -2,7 +2,7 @@
 lookups (planner side), and reading a queue range as Arrow record batches (executor side).
 
 Readers are pickled into Spark's Python workers, so nothing here holds a channel: channels live
-in the per-process cache of protocol/channels.py, created on first use in the worker (workers are
+in the per-process cache of plumbing/channels.py, created on first use in the worker (workers are
 reused across tasks, and forked: a child never reuses its parent's channel).
 """
 
@@ -15,10 +15,10 @@ from typing import TypeVar
 
 import grpc
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import NotFound, from_rpc_error, from_status
+from rockmq.plumbing.channels import ChannelCache, Dial, Tls, channel, client_metadata
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, admin_grpc, batch, pb, rpc, svc
-from rockmq.protocol.channels import ChannelCache, Dial, Tls, channel, client_metadata
 from rockmq.protocol.endpoints import address_of, endpoints_of
 from rockmq.protocol.fetch import FetchReply, parse_fetch_response
 from rockmq.spark.offsets import QueueState

@@ -78,11 +78,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType, TimestampNTZType, TimestampType
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.errors import from_rpc_error, from_status
+from rockmq.plumbing import channels
+from rockmq.plumbing.channels import Dial, Tls
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import batch as batch_pb
-from rockmq.protocol import channels, pb
-from rockmq.protocol.channels import Dial, Tls
+from rockmq.protocol import pb
 from rockmq.spark.connection import credentials_option, tls_option
 from rockmq.spark.sink_wire import COLUMNS, Encoder, id_prefix, stage_request
 
@@ -220,7 +221,7 @@ def rerun_warning(options: SinkOptions, message_ids: bool) -> str | None:
 # --- connections: one channel per endpoint per process (Spark reuses its Python workers) --------
 
 def _open_calls(dial: Dial) -> dict[str, Any]:
-    """The BatchMessaging calls on the process's channel (protocol/channels.py). Stage takes raw
+    """The BatchMessaging calls on the process's channel (plumbing/channels.py). Stage takes raw
     request bytes."""
     channel = channels.channel(*dial)
     return {

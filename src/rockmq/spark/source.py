@@ -66,8 +66,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rockmq.auth.credentials import Credentials
-from rockmq.protocol.channels import Tls
+from rockmq.plumbing.channels import Tls
+from rockmq.plumbing.credentials import Credentials
 from rockmq.spark import offsets as om
 from rockmq.spark.connection import credentials_option, tls_option
 from rockmq.spark.fetch import Brokers, DataLossError, SourceError

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 from rockmq.units import MiB
 
 log = logging.getLogger(__name__)

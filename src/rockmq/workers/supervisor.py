@@ -33,12 +33,12 @@ from secrets import token_urlsafe
 from rockmq.auth.inner import inner_user
 from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir, check_layout, hold_data_dir, shard_dir
 from rockmq.config import Settings, to_environ
-from rockmq.connection_limits import raise_fd_limit
 from rockmq.namesrv.registry import Registry
 from rockmq.namesrv.server import NameServer, start
-from rockmq.ready_file import write_ready_file
-from rockmq.stop_signals import stop_event
-from rockmq.tls import server_credentials
+from rockmq.plumbing.connection_limits import raise_fd_limit
+from rockmq.plumbing.ready_file import write_ready_file
+from rockmq.plumbing.stop_signals import stop_event
+from rockmq.plumbing.tls import server_credentials
 from rockmq.workers.restarts import GiveUp, Restarts
 
 log = logging.getLogger(__name__)

@@ -13,11 +13,11 @@ from rockmq.auth.acl_store import NoSuchEntry
 from rockmq.auth.seam import identity
 from rockmq.auth.users import UserError, check_name
 from rockmq.broker.api.replies import admin_call
-from rockmq.broker.api.requests import Context
 from rockmq.broker.cluster.everywhere import hand_on
 from rockmq.broker.cluster.routes import Cluster
-from rockmq.broker.errors import BrokerError
+from rockmq.plumbing.requests import Context
 from rockmq.protocol import acl, acl_grpc, pb
+from rockmq.protocol.errors import BrokerError
 
 
 def _as_message(user: str, e: Entry) -> acl.AclEntry:

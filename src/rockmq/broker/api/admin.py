@@ -12,10 +12,10 @@ from rockmq.broker.api.replies import admin_call
 from rockmq.broker.catalog import Catalog
 from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.replication import Follower
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import admin, admin_grpc, pb
+from rockmq.protocol.errors import BrokerError
 
 
 class AdminServicer(admin_grpc.AdminServicer):

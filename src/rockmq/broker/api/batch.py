@@ -17,21 +17,20 @@ from google.protobuf.message import Message
 from rockmq.auth.access import AccessControl
 from rockmq.auth.seam import identity
 from rockmq.broker.api.replies import OK, entry_results, found_status, serialized, unary
-from rockmq.broker.api.requests import Context, client_id, header, poll_seconds
 from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.pop.service import PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.staging import StagingService
 from rockmq.broker.subscriptions import record_filter
+from rockmq.plumbing.requests import Context, client_id, header, poll_seconds
+from rockmq.plumbing.unparsed import generic_handler
 from rockmq.protocol import batch, batch_grpc, pb
 from rockmq.protocol.consume_replies import ack_reply, messages_reply, received_reply
-from rockmq.protocol.conventions import LANE_HEADER
+from rockmq.protocol.conventions import BATCH_SERVICE, LANE_HEADER
+from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.fetch import encode_fetch_response
-from rockmq.unparsed import generic_handler
 
-SERVICE = "rockmq.messaging.v1.BatchMessaging"
 METHODS: dict[str, tuple[type[Message], type[Message]]] = {
     "Stage": (batch.StageRequest, batch.StageResponse),
     "PublishStaged": (batch.PublishStagedRequest, batch.PublishStagedResponse),
@@ -86,7 +85,7 @@ class BatchServicer(batch_grpc.BatchMessagingServicer):
             for name, (request, response) in METHODS.items()}
         for name, request in SERIALIZED.items():
             methods[name] = grpc.unary_unary_rpc_method_handler(getattr(self, name), request.FromString, serialized)
-        return generic_handler(SERVICE, methods)
+        return generic_handler(BATCH_SERVICE, methods)
 
     @unary(batch.FetchResponse)
     async def Fetch(self, request: batch.FetchRequest, context: Context) -> bytes | batch.FetchResponse:

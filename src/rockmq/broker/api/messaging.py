@@ -28,11 +28,9 @@ from rockmq.broker.api.replies import (
     status_of,
     unary,
 )
-from rockmq.broker.api.requests import Context, client_id, header, poll_seconds, timestamp_ms
 from rockmq.broker.clients import Clients, Session
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.pop.service import Deferred, PopService
 from rockmq.broker.pull import PullService
@@ -41,20 +39,21 @@ from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.broker.subscriptions import record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
+from rockmq.plumbing.channels import CLIENT_ID_HEADER
+from rockmq.plumbing.requests import Context, client_id, header, poll_seconds, timestamp_ms
+from rockmq.plumbing.tls import is_tls
+from rockmq.plumbing.unparsed import generic_handler
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.ack_request import read as read_ack
-from rockmq.protocol.channels import CLIENT_ID_HEADER
 from rockmq.protocol.consume_replies import ack_message_reply
-from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
+from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, MESSAGING_SERVICE, QUEUE_CHOICE_HEADER
+from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.send_request import SentMessage, read
 from rockmq.protocol.wire import delimited
-from rockmq.tls import is_tls
-from rockmq.unparsed import generic_handler
 
 log = logging.getLogger(__name__)
-SERVICE = "apache.rocketmq.v2.MessagingService"
 _OK_FRAME = status_frame(rpc.ReceiveMessageResponse, OK)  # a receive that found messages starts with it
 TELEMETRY_BACKLOG = 64  # commands waiting for a slow client; beyond it pushes are dropped (checks repeat)
 
@@ -95,7 +94,7 @@ class MessagingServicer:
             methods[name] = grpc.unary_stream_rpc_method_handler(getattr(self, name), request.FromString, raw)
         methods["Telemetry"] = grpc.stream_stream_rpc_method_handler(
             self.Telemetry, rpc.TelemetryCommand.FromString, rpc.TelemetryCommand.SerializeToString)
-        return generic_handler(SERVICE, methods)
+        return generic_handler(MESSAGING_SERVICE, methods)
 
     # --- routing and client lifecycle ------------------------------------------------------
 
@@ -146,7 +145,7 @@ class MessagingServicer:
             try:
                 async for command in requests:
                     self.clients.touch(cid)
-                    try:  # a command whose bytes do not parse (UNPARSED, rockmq/unparsed.py) is refused here too
+                    try:  # a command whose bytes do not parse (UNPARSED, rockmq/plumbing/unparsed.py) is refused here too
                         if not command.HasField("settings"):
                             continue
                         session = self._settle(cid, command.settings, replies)

@@ -9,7 +9,7 @@ from typing import Any, TypeAlias
 
 import grpc
 
-from rockmq.broker.api.requests import Context
+from rockmq.plumbing.requests import Context
 from rockmq.protocol.conventions import NOT_THE_PRIMARY
 
 # Reads, client bookkeeping, and the admin calls that change nothing (plus Promote itself).

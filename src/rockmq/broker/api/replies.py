@@ -19,12 +19,12 @@ import grpc
 from google.protobuf.message import Message
 
 from rockmq.broker.cluster.routes import Holder
-from rockmq.broker.errors import NOT_FOUND_CODES, AlreadyExists, BrokerError
-from rockmq.broker.errors import OK as OK
-from rockmq.broker.errors import status as status
 from rockmq.broker.send import SendResult
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.endpoints import endpoints_of
+from rockmq.protocol.errors import OK as OK
+from rockmq.protocol.errors import AlreadyExists, BrokerError, grpc_code
+from rockmq.protocol.errors import status as status
 from rockmq.protocol.field_keys import SendMessageResponse, SendResultEntry
 from rockmq.protocol.wire import delimited, varint
 
@@ -32,26 +32,6 @@ log = logging.getLogger(__name__)
 INTERNAL = "internal error; see the broker log"
 Reply = rpc.ReceiveMessageResponse | rpc.PullMessageResponse  # the streamed replies
 
-_GRPC_CODES = {
-    **dict.fromkeys(NOT_FOUND_CODES, grpc.StatusCode.NOT_FOUND),
-    pb.INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
-    pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
-    pb.FORBIDDEN: grpc.StatusCode.FAILED_PRECONDITION,
-    pb.PRECONDITION_FAILED: grpc.StatusCode.FAILED_PRECONDITION,
-    pb.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    pb.HA_NOT_AVAILABLE: grpc.StatusCode.FAILED_PRECONDITION,  # a fenced primary (cluster/fencing.py)
-}
-# Another broker's refusal, as this one answers it (`relayed`): the inverse of the table above.
-_FROM_GRPC = {
-    grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
-    grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND,
-    grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN,
-    grpc.StatusCode.PERMISSION_DENIED: pb.FORBIDDEN,
-    grpc.StatusCode.UNAUTHENTICATED: pb.UNAUTHORIZED,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: pb.TOO_MANY_REQUESTS,
-    grpc.StatusCode.UNAVAILABLE: pb.PROXY_TIMEOUT,
-    grpc.StatusCode.DEADLINE_EXCEEDED: pb.PROXY_TIMEOUT,
-}
 
 NOT_FOUND = status(pb.MESSAGE_NOT_FOUND, "no new message")
 MULTIPLE = status(pb.MULTIPLE_RESULTS, "entries differ; see each")
@@ -157,18 +137,6 @@ def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
     return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE if h.writable else pb.READ,
                             broker=pb.Broker(name=h.broker, id=0, endpoints=endpoints(h)),
                             accept_message_types=h.message_types) for h, queue_id in queues]
-
-
-def grpc_code(st: pb.Status) -> grpc.StatusCode:
-    """The gRPC status Admin answers a refusal with."""
-    return _GRPC_CODES.get(st.code, grpc.StatusCode.INVALID_ARGUMENT)
-
-
-def relayed(error: grpc.aio.AioRpcError, message: str) -> BrokerError:
-    """Another broker's refusal of a call made for this one's client (the admin fan-out), as this
-    broker's refusal: its kind kept, so that a caller's mistake the other found stays one, and
-    INTERNAL_ERROR only for the other's own bug."""
-    return BrokerError(_FROM_GRPC.get(error.code(), pb.INTERNAL_ERROR), message)
 
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])

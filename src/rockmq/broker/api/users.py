@@ -19,12 +19,12 @@ from rockmq.auth.identity import Identity
 from rockmq.auth.seam import identity
 from rockmq.auth.users import NoSuchUser, User, UserError, Users
 from rockmq.broker.api.replies import admin_call
-from rockmq.broker.api.requests import Context
 from rockmq.broker.cluster.everywhere import hand_on
 from rockmq.broker.cluster.routes import Cluster
-from rockmq.broker.errors import AlreadyExists, BrokerError
+from rockmq.plumbing.requests import Context
 from rockmq.protocol import pb, users_grpc
 from rockmq.protocol import users as api
+from rockmq.protocol.errors import AlreadyExists, BrokerError
 
 T = TypeVar("T")
 AUTH_OFF = "authentication is off on this broker: users are managed on a broker run with --auth"

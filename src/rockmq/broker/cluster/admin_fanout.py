@@ -13,12 +13,11 @@ from typing import Any, TypeVar
 
 import grpc
 
-from rockmq.broker.api.replies import relayed
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
-from rockmq.broker.errors import AlreadyExists, BrokerError, listing
-from rockmq.broker.metadata import check_name, check_queue_count
+from rockmq.broker.metadata import check_queue_count
 from rockmq.protocol import admin, pb
-from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
+from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE, check_name
+from rockmq.protocol.errors import AlreadyExists, BrokerError, listing, relayed
 
 log = logging.getLogger(__name__)
 # How a cluster broker that is down (or too slow) shows when asked.

@@ -8,11 +8,10 @@ from typing import Any
 
 import grpc
 
-from rockmq.broker.api.replies import relayed
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster
-from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE
+from rockmq.protocol.errors import BrokerError, relayed
 
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 

@@ -36,10 +36,10 @@ import grpc
 
 from rockmq.auth.inner import inner_credentials
 from rockmq.auth.inner_calls import inner_channel
-from rockmq.broker.errors import BrokerError
 from rockmq.config import Settings
 from rockmq.namesrv.registry import commitment
 from rockmq.protocol import pb, replication, replication_grpc
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 from rockmq.store.schema import Family

@@ -40,17 +40,17 @@ from rockmq.broker.cluster.fencing import (
 from rockmq.broker.cluster.reseed import Reseeder, Snapshots, refuse_too_far_behind, too_far_behind
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext, load_metadata
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.config import Settings, names_an_address
+from rockmq.plumbing.channels import open_aio_channel
+from rockmq.plumbing.unparsed import UNPARSED, Unparsed
 from rockmq.protocol import pb, replication, replication_grpc
-from rockmq.protocol.channels import open_aio_channel
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import Store, footprints, keys, oplog
 from rockmq.store.db import Batch
 from rockmq.store.disk_space import DiskFull
 from rockmq.store.schema import Family
 from rockmq.units import MiB
-from rockmq.unparsed import UNPARSED, Unparsed
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
@@ -218,7 +218,7 @@ class Replicator(replication_grpc.ReplicationServicer):
             first = await asyncio.wait_for(anext(requests), 10)
         except (StopAsyncIteration, TimeoutError):
             return
-        if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/unparsed.py)
+        if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/plumbing/unparsed.py)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
         if first.epoch > self.fence.epoch and not proven(self.secret, first.epoch, first.epoch_proof):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED,

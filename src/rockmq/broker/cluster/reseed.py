@@ -34,13 +34,13 @@ import grpc
 
 from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.broker.startup import CannotStart
+from rockmq.plumbing.unparsed import UNPARSED, Unparsed
 from rockmq.protocol import replication, replication_grpc
 from rockmq.store import Store, keys
 from rockmq.store.db import CannotOpenStore
 from rockmq.store.disk_space import free_bytes
 from rockmq.store.schema import Family, SchemaError
 from rockmq.units import MiB
-from rockmq.unparsed import UNPARSED, Unparsed
 from rockmq.whole_file import fsync_path
 
 log = logging.getLogger(__name__)

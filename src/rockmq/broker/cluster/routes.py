@@ -26,10 +26,10 @@ from rockmq.auth.inner_calls import NotProven, inner_channel
 from rockmq.broker import validate
 from rockmq.broker.cluster.fencing import Fence, epoch_proof, successor
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
-from rockmq.broker.metadata import TopicConfig, check_name
+from rockmq.broker.metadata import TopicConfig
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
-from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX
+from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX, check_name
+from rockmq.protocol.errors import BrokerError
 
 S = TypeVar("S")  # a service stub
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.deadlines import DeadlineLoop
-from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb, receipt
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 from rockmq.store.schema import Family

@@ -20,7 +20,6 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.consume_mode import claim, refusal
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.errors import BrokerError
 from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
@@ -32,6 +31,7 @@ from rockmq.broker.subscriptions import Subscription, Subscriptions
 from rockmq.filter.record_filter import accept_all
 from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
+from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.field_keys import ReceivedMessage
 from rockmq.protocol.receipt import MAX_ACK_ENTRIES
 from rockmq.store import keys

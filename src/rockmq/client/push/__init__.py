@@ -1,14 +1,15 @@
 """AsyncPushConsumer: hand every message of the subscribed topics to a handler, in one of three modes.
 
-- `clustering` (default; origins 004): the group's members find each other through the broker
-  (heartbeats, then ListMembers), and each one reads the queues a strategy (allocation.py) gives it,
-  again every `rebalance_s` and as soon as a member joins or leaves. Reading is PullMessage with
-  long polling; progress is committed with UpdateOffset every `commit_interval_s`, on rebalance
-  and on close. The committed offset is the smallest one still being processed (a sliding window),
-  so a slow message never lets the commit skip it. A message whose handler fails is handed back to
-  the broker: a copy goes to the group's retry topic `%RETRY%<group>`, delayed by `retry_backoff_s`
-  (the broker moves it to `%DLQ%<group>` once the group's attempts are used up), so it never blocks
-  the window. The consumer reads its retry topic like any other.
+- `clustering` (default; docs/client.md, "Push consumer"): the group's members find each other
+  through the broker (heartbeats, then ListMembers), and each one reads the queues a strategy
+  (allocation.py) gives it, again every `rebalance_s` and as soon as a member joins or leaves.
+  Reading is PullMessage with long polling; progress is committed with UpdateOffset every
+  `commit_interval_s`, on rebalance and on close. The committed offset is the smallest one still
+  being processed (a sliding window), so a slow message never lets the commit skip it. A message
+  whose handler fails is handed back to the broker: a copy goes to the group's retry topic
+  `%RETRY%<group>`, delayed by `retry_backoff_s` (the broker moves it to `%DLQ%<group>` once the
+  group's attempts are used up), so it never blocks the window. The consumer reads its retry topic
+  like any other.
 - `broadcast`: every member reads every queue; offsets stay in a local file (`offset_file`). A
   failing message is retried in place up to `max_attempts` times, then logged and skipped.
 - `pop`: no rebalance. Messages are received with POP and acked; a failed one comes back after its

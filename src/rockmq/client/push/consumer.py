@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from rockmq.auth.credentials import Credentials
 from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.limits import HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, PUSH_BATCH_SIZE, REQUEST_TIMEOUT_S
@@ -23,7 +22,8 @@ from rockmq.client.push.settlement import Settlement
 from rockmq.client.queues import Queue, queue_order
 from rockmq.client.session import Endpoints
 from rockmq.client.transport import GrpcTransport, Transport
-from rockmq.protocol.channels import Tls
+from rockmq.plumbing.channels import Tls
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol.conventions import RETRY_LADDER_S, check_lane, lane_group, retry_topic
 
 MODES = ("clustering", "broadcast", "pop")

@@ -5,14 +5,16 @@ the headers are made once per second and reused."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import grpc
 
-from rockmq.auth.signature import AUTHORIZATION_HEADER, DATE_FORMAT, DATE_HEADER, authorization
+from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_FORMAT, DATE_HEADER, authorization
 
+USER_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")  # no '/', ',' or '=': a name must survive the authorization header
 ACCESS_KEY_ENV, SECRET_KEY_ENV = "ROCKMQ_ACCESS_KEY", "ROCKMQ_SECRET_KEY"
 
 

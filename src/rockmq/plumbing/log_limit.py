@@ -113,11 +113,11 @@ def _label(record: logging.LogRecord, fields: Mapping[str, object] | None) -> st
 
 def summary(source: Source, counts: Counter[tuple[str, str]]) -> logging.LogRecord:
     """The line saying how many lines of `source` were left out, of which event and for whom (an
-    audit line itself, its fields on the record); the server's own kinds under rockmq.log_limit."""
+    audit line itself, its fields on the record); the server's own kinds under rockmq.plumbing.log_limit."""
     lines, of = sum(counts.values()), _listing(source, counts)
     line: dict[str, object]
     if source is OWN:
-        line = {"name": "rockmq.log_limit", "msg": f'{SUMMARY_EVENT} lines=%d of="%s"', "args": (lines, clean(of))}
+        line = {"name": "rockmq.plumbing.log_limit", "msg": f'{SUMMARY_EVENT} lines=%d of="%s"', "args": (lines, clean(of))}
     else:
         line = {"name": "rockmq.audit", "msg": f'{SUMMARY_EVENT} from="%s" lines=%d of="%s"',
                 "args": (clean(source), lines, clean(of)),

@@ -7,9 +7,9 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from rockmq.broker.errors import BrokerError
+from rockmq.plumbing.channels import CLIENT_ID_HEADER
 from rockmq.protocol import pb
-from rockmq.protocol.channels import CLIENT_ID_HEADER
+from rockmq.protocol.errors import BrokerError
 
 DEADLINE_MARGIN_S = 0.5  # a long poll ends this long before the client's deadline
 

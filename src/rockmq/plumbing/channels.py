@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 
 import grpc
 
-from rockmq.auth.credentials import Credentials, signed
+from rockmq.plumbing.credentials import Credentials, signed
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, QUEUE_CHOICE_HEADER
 
 MAX_MESSAGE = 64 * 1024 * 1024  # the broker's request and reply limit; above any valid request

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+import grpc
+
 from rockmq.protocol import pb
 
 NOT_FOUND_CODES = frozenset({pb.TOPIC_NOT_FOUND, pb.CONSUMER_GROUP_NOT_FOUND, pb.NOT_FOUND})
@@ -57,3 +59,37 @@ class AlreadyExists(BrokerError):
 
     def __init__(self, message: str) -> None:
         super().__init__(pb.BAD_REQUEST, message)
+
+
+_GRPC_CODES = {
+    **dict.fromkeys(NOT_FOUND_CODES, grpc.StatusCode.NOT_FOUND),
+    pb.INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
+    pb.PROXY_TIMEOUT: grpc.StatusCode.UNAVAILABLE,
+    pb.FORBIDDEN: grpc.StatusCode.FAILED_PRECONDITION,
+    pb.PRECONDITION_FAILED: grpc.StatusCode.FAILED_PRECONDITION,
+    pb.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    pb.HA_NOT_AVAILABLE: grpc.StatusCode.FAILED_PRECONDITION,  # a fenced primary (cluster/fencing.py)
+}
+# Another broker's refusal, as this one answers it (`relayed`): the inverse of the table above.
+_FROM_GRPC = {
+    grpc.StatusCode.INVALID_ARGUMENT: pb.BAD_REQUEST,
+    grpc.StatusCode.NOT_FOUND: pb.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION: pb.FORBIDDEN,
+    grpc.StatusCode.PERMISSION_DENIED: pb.FORBIDDEN,
+    grpc.StatusCode.UNAUTHENTICATED: pb.UNAUTHORIZED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: pb.TOO_MANY_REQUESTS,
+    grpc.StatusCode.UNAVAILABLE: pb.PROXY_TIMEOUT,
+    grpc.StatusCode.DEADLINE_EXCEEDED: pb.PROXY_TIMEOUT,
+}
+
+
+def grpc_code(st: pb.Status) -> grpc.StatusCode:
+    """The gRPC status Admin answers a refusal with."""
+    return _GRPC_CODES.get(st.code, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def relayed(error: grpc.aio.AioRpcError, message: str) -> BrokerError:
+    """Another broker's refusal of a call made for this one's client (the admin fan-out), as this
+    broker's refusal: its kind kept, so that a caller's mistake the other found stays one, and
+    INTERNAL_ERROR only for the other's own bug."""
+    return BrokerError(_FROM_GRPC.get(error.code(), pb.INTERNAL_ERROR), message)

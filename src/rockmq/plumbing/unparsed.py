@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import grpc
 from google.protobuf.message import DecodeError
 
-from rockmq.broker.errors import BrokerError
 from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 
 
 class _Unparsed:
