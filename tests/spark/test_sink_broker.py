@@ -16,7 +16,7 @@ from waiting import wait_for
 
 from rockmq.protocol import batch as batch_pb
 from rockmq.protocol import batch_grpc, pb
-from rockmq.protocol.field_keys import Message
+from rockmq.protocol.field_keys import MessageFields
 from rockmq.protocol.wire import delimited
 from rockmq.spark.sink_wire import Encoder, RowError, id_prefix, stage_request
 
@@ -36,7 +36,7 @@ def encode(default_topic: str, bodies: list[bytes], prefix: str = "T", **columns
 def decode(raw: bytes) -> tuple[batch_pb.StageRequest, list[pb.Message]]:
     """A serialized StageRequest, and its messages put together as SendMessage would carry them."""
     request = batch_pb.StageRequest.FromString(raw)
-    return request, [pb.Message.FromString(c + delimited(Message.SYSTEM_PROPERTIES, sp))
+    return request, [pb.Message.FromString(c + delimited(MessageFields.SYSTEM_PROPERTIES, sp))
                      for sp, c in zip(request.system_properties, request.contents, strict=True)]
 
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.ack_request import read
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
-from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.wire import delimited
 
 OK = pb.Status(code=pb.OK, message="OK")
@@ -22,7 +22,7 @@ def test_receive_reply(found, status):
 
 @given(messages)
 def test_received_reply_of_framed_messages(found):
-    framed = [delimited(ReceivedMessage.MESSAGE, m) for m in found]
+    framed = [delimited(ReceivedMessageFields.MESSAGE, m) for m in found]
     assert received_reply(OK, framed) == batch.ReceiveResponse(status=OK, messages=found).SerializeToString()
 
 
@@ -58,6 +58,7 @@ def test_the_client_reads_receive_and_pull_replies_as_received_batch(found, next
             for body, handle in found]
     serialized = [m.SerializeToString() for m in sent]
     pulled = batch.ReceivedBatch.FromString(messages_reply(OK, serialized, next_offset))
-    received = batch.ReceivedBatch.FromString(received_reply(OK, [delimited(ReceivedMessage.MESSAGE, m) for m in serialized]))
+    framed = [delimited(ReceivedMessageFields.MESSAGE, m) for m in serialized]
+    received = batch.ReceivedBatch.FromString(received_reply(OK, framed))
     assert list(pulled.messages) == list(received.messages) == sent
     assert (pulled.status, pulled.next_offset, received.status) == (OK, next_offset, OK)

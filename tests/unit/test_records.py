@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from rockmq.protocol import pb, records, rpc, send_request
-from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.wire import delimited, read_varint
 
 
@@ -37,7 +37,7 @@ def test_untagged_record_has_no_tag():
 
 def test_delivery_fields_are_spliced_into_the_one_system_properties_field():
     rec = records.place(records.seal(_message(tag="a"), "h"), 0, 5, 1)
-    frame = delimited(ReceivedMessage.MESSAGE, records.view(rec).message(records.delivery_fields("RH", 3, 1500)))
+    frame = delimited(ReceivedMessageFields.MESSAGE, records.view(rec).message(records.delivery_fields("RH", 3, 1500)))
     resp = rpc.ReceiveMessageResponse.FromString(frame)
     sp = resp.message.system_properties
     assert resp.WhichOneof("content") == "message"
@@ -54,7 +54,8 @@ def test_framed_message_is_the_delimited_field():
         m = _message()
         m.body = body
         view = records.view(records.place(records.seal(m, "h"), 0, 5, 1))
-        assert view.message(delivery, ReceivedMessage.MESSAGE) == delimited(ReceivedMessage.MESSAGE, view.message(delivery))
+        framed = ReceivedMessageFields.MESSAGE
+        assert view.message(delivery, framed) == delimited(framed, view.message(delivery))
     assert records.view(rec).message(delivery, b"") == records.view(rec).message(delivery)
 
 
@@ -72,7 +73,7 @@ def _count_field(buf: bytes, number: int) -> int:
 
 def test_message_frame_handles_long_payloads():
     payload = pb.Message(body=b"x" * 300_000).SerializeToString()
-    assert rpc.PullMessageResponse.FromString(delimited(ReceivedMessage.MESSAGE, payload)).message.body == b"x" * 300_000
+    assert rpc.PullMessageResponse.FromString(delimited(ReceivedMessageFields.MESSAGE, payload)).message.body == b"x" * 300_000
 
 
 def test_placing_overrides_placement_fields_a_client_sent_and_reads_group_from_header():
@@ -153,9 +154,9 @@ def test_frame_run_frames_each_record_as_view_message_does():
     out: list[bytes] = []
     offsets: list[int] = []
     added, stopped = records.frame_run(iter(run), _offset, "TOKEN", 7, records.delivery_tail(1500, 1),
-                                       ReceivedMessage.MESSAGE, 100, 1 << 20, 1 << 62, out, offsets)
+                                       ReceivedMessageFields.MESSAGE, 100, 1 << 20, 1 << 62, out, offsets)
     assert stopped is None and offsets == [10, 11, 12, 13, 14] and added == sum(map(len, out))
-    assert out == [records.view(rec).message(records.delivery_fields(f"TOKEN.{7 + i:x}", 1, 1500), ReceivedMessage.MESSAGE)
+    assert out == [records.view(rec).message(records.delivery_fields(f"TOKEN.{7 + i:x}", 1, 1500), ReceivedMessageFields.MESSAGE)
                    for i, (_, rec) in enumerate(run)]
 
 

@@ -39,7 +39,7 @@ from rockmq.plumbing.requests import Context
 from rockmq.protocol import batch, pb, rpc
 from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.consume_replies import ack_message_reply, ack_reply, messages_reply, received_reply
-from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.send_request import SentMessage
 from rockmq.protocol.wire import delimited
 
@@ -89,7 +89,7 @@ class Nothing:
         self.queues = settings.default_queues
         self.default_batch = settings.receive_batch
         self.messages = [prepared(i, size) for i in range(settings.max_receive_batch)]
-        self.frames = [delimited(ReceivedMessage.MESSAGE, m) for m in self.messages]
+        self.frames = [delimited(ReceivedMessageFields.MESSAGE, m) for m in self.messages]
 
     async def sync(self, nbytes: int) -> None:
         if self.disk is not None:

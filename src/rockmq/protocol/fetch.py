@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rockmq.protocol import batch, pb
-from rockmq.protocol.field_keys import FetchResponse, number
+from rockmq.protocol.field_keys import FetchResponseFields, number
 from rockmq.protocol.wire import delimited, read_varint, varint
 
 _F = batch.FetchResponse.DESCRIPTOR
@@ -41,10 +41,10 @@ def encode_fetch_response(status: pb.Status, first_offset: int, records: Sequenc
     """A serialized FetchResponse holding `records` back to back, and their offsets."""
     offsets = record_ends(records)
     size = sum(map(len, records))
-    head = (delimited(FetchResponse.STATUS, status.SerializeToString()) + _int_field(FetchResponse.FIRST_OFFSET, first_offset)
-            + _int_field(FetchResponse.COUNT, len(records)) + (FetchResponse.RECORDS + varint(size) if size else b""))
-    tail = (delimited(FetchResponse.OFFSETS, offsets) + _int_field(FetchResponse.MIN_OFFSET, min_offset)
-            + _int_field(FetchResponse.MAX_OFFSET, max_offset))
+    f = FetchResponseFields
+    head = (delimited(f.STATUS, status.SerializeToString()) + _int_field(f.FIRST_OFFSET, first_offset)
+            + _int_field(f.COUNT, len(records)) + (f.RECORDS + varint(size) if size else b""))
+    tail = delimited(f.OFFSETS, offsets) + _int_field(f.MIN_OFFSET, min_offset) + _int_field(f.MAX_OFFSET, max_offset)
     return b"".join((head, *records, tail))
 
 

@@ -1,6 +1,9 @@
 """Protobuf field keys of the fields rockmq encodes by hand (stored records, Fetch replies, the
 Spark sink's Stage requests), derived once, at import, from the generated descriptors: the key is
 the varint of `field number << 3 | wire type`. tests/unit/test_field_keys.py pins the bytes.
+`MessageFields.TOPIC` is the key of apache.rocketmq.v2.Message's `topic`: each class is named after
+the message whose fields it holds, with `Fields` (never the message's own name, which the protobuf
+and client types have).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def number(message: Descriptor, name: str) -> int:
     return message.fields_by_name[name].number
 
 
-class Message:
+class MessageFields:
     """apache.rocketmq.v2.Message"""
 
     TOPIC = key(pb.Message.DESCRIPTOR, "topic")
@@ -64,18 +67,18 @@ class Message:
     BODY = key(pb.Message.DESCRIPTOR, "body")
 
 
-class Resource:
+class ResourceFields:
     NAME = key(pb.Resource.DESCRIPTOR, "name")
 
 
-class MapEntry:
+class MapEntryFields:
     """An entry of a map<string, string> (Message.user_properties)."""
 
     KEY = key(pb.Message.UserPropertiesEntry.DESCRIPTOR, "key")
     VALUE = key(pb.Message.UserPropertiesEntry.DESCRIPTOR, "value")
 
 
-class SystemProperties:
+class SystemPropertiesFields:
     _D = pb.SystemProperties.DESCRIPTOR
     TAG = key(_D, "tag")
     KEYS = key(_D, "keys")
@@ -96,35 +99,35 @@ class SystemProperties:
     MESSAGE_GROUP = key(_D, "message_group")
 
 
-class Digest:
+class DigestFields:
     TYPE = key(pb.Digest.DESCRIPTOR, "type")
     CHECKSUM = key(pb.Digest.DESCRIPTOR, "checksum")
 
 
-class Timestamp:
+class TimestampFields:
     """google.protobuf.Timestamp, and Duration (the same fields)."""
 
     SECONDS = key(timestamp_pb2.Timestamp.DESCRIPTOR, "seconds")
     NANOS = key(timestamp_pb2.Timestamp.DESCRIPTOR, "nanos")
 
 
-class ReceivedMessage:
+class ReceivedMessageFields:
     """The `message` of ReceiveMessageResponse and PullMessageResponse (the same key in both)."""
 
     MESSAGE = key(rpc.ReceiveMessageResponse.DESCRIPTOR, "message")
 
 
-class Status:
+class StatusFields:
     CODE = key(pb.Status.DESCRIPTOR, "code")
     MESSAGE = key(pb.Status.DESCRIPTOR, "message")
 
 
-class SendMessageResponse:
+class SendMessageResponseFields:
     STATUS = key(rpc.SendMessageResponse.DESCRIPTOR, "status")
     ENTRIES = key(rpc.SendMessageResponse.DESCRIPTOR, "entries")
 
 
-class SendResultEntry:
+class SendResultEntryFields:
     _D = rpc.SendResultEntry.DESCRIPTOR
     STATUS = key(_D, "status")
     MESSAGE_ID = key(_D, "message_id")
@@ -133,7 +136,7 @@ class SendResultEntry:
     RECALL_HANDLE = key(_D, "recall_handle")
 
 
-class StageRequest:
+class StageRequestFields:
     """rockmq.messaging.v1.StageRequest"""
 
     SYSTEM_PROPERTIES = key(batch.StageRequest.DESCRIPTOR, "system_properties")
@@ -142,7 +145,7 @@ class StageRequest:
     DEDUPLICATE = key(batch.StageRequest.DESCRIPTOR, "deduplicate")
 
 
-class FetchResponse:
+class FetchResponseFields:
     """rockmq.messaging.v1.FetchResponse"""
 
     _D = batch.FetchResponse.DESCRIPTOR

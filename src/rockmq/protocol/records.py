@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import cython
 
 from rockmq.protocol import pb, receipt, send_request
-from rockmq.protocol.field_keys import Digest, Message, SystemProperties, Timestamp
+from rockmq.protocol.field_keys import DigestFields, MessageFields, SystemPropertiesFields, TimestampFields
 from rockmq.protocol.wire import delimited, varint
 
 VERSION = 1
@@ -41,11 +41,12 @@ HEADER_LAYOUT = {name: (struct.calcsize(">" + "".join(code for _, code in _HEADE
 _pack_header, _unpack_header = HEADER.pack, HEADER.unpack_from
 _HEADER_SIZE = HEADER.size
 _VERSION_AND_STORE_MS = struct.Struct(">" + "".join(code for _, code in _HEADER_FIELDS[:2]))  # what `place` rewrites
-IDENTITY_ENCODING = SystemProperties.BODY_ENCODING + varint(pb.IDENTITY)  # the field, encoded
+IDENTITY_ENCODING = SystemPropertiesFields.BODY_ENCODING + varint(pb.IDENTITY)  # the field, encoded
 _SHA1_HEX = 40  # characters of a SHA-1 hex digest
 # body_digest{type: SHA1, checksum: <hex>} up to the checksum's characters, which complete it
-_SHA1_DIGEST = (SystemProperties.BODY_DIGEST + varint(len(Digest.TYPE) + 1 + len(Digest.CHECKSUM) + 1 + _SHA1_HEX)
-                + Digest.TYPE + varint(pb.SHA1) + Digest.CHECKSUM + varint(_SHA1_HEX))
+_SHA1_DIGEST = (SystemPropertiesFields.BODY_DIGEST
+                + varint(len(DigestFields.TYPE) + 1 + len(DigestFields.CHECKSUM) + 1 + _SHA1_HEX)
+                + DigestFields.TYPE + varint(pb.SHA1) + DigestFields.CHECKSUM + varint(_SHA1_HEX))
 
 
 class RecordVersionError(ValueError):
@@ -76,9 +77,9 @@ class RecordView(NamedTuple):
         sp_len = len(sp) + len(delivery)
         sp_size = varint(sp_len)
         if not field:
-            return b"".join((self.rest, Message.SYSTEM_PROPERTIES, sp_size, sp, delivery))
-        size = len(self.rest) + len(Message.SYSTEM_PROPERTIES) + len(sp_size) + sp_len
-        return b"".join((field, varint(size), self.rest, Message.SYSTEM_PROPERTIES, sp_size, sp, delivery))
+            return b"".join((self.rest, MessageFields.SYSTEM_PROPERTIES, sp_size, sp, delivery))
+        size = len(self.rest) + len(MessageFields.SYSTEM_PROPERTIES) + len(sp_size) + sp_len
+        return b"".join((field, varint(size), self.rest, MessageFields.SYSTEM_PROPERTIES, sp_size, sp, delivery))
 
 
 def _head(tag: bytes, group: bytes, rest_len: int, queue_id: int = -1) -> bytes:
@@ -150,7 +151,7 @@ def seal_parts(sp: pb.SystemProperties, rest: bytes, sp_bytes: bytes, store_host
 
 @functools.lru_cache(maxsize=4)
 def _store_host(store_host: str) -> bytes:
-    return delimited(SystemProperties.STORE_HOST, store_host.encode())
+    return delimited(SystemPropertiesFields.STORE_HOST, store_host.encode())
 
 
 def place(record: bytes | memoryview, queue_id: int, offset: int, store_ms: int) -> bytes:
@@ -175,18 +176,19 @@ def _placement(queue_id: int, offset: int, store_ms: int) -> bytes:
     return b"".join((_QUEUE_ID, varint(queue_id & 0xFFFFFFFFFFFFFFFF), _QUEUE_OFFSET, varint(offset), _store_timestamp(store_ms)))
 
 
-_QUEUE_ID, _QUEUE_OFFSET = SystemProperties.QUEUE_ID, SystemProperties.QUEUE_OFFSET
+_QUEUE_ID, _QUEUE_OFFSET = SystemPropertiesFields.QUEUE_ID, SystemPropertiesFields.QUEUE_OFFSET
 
 
 def timestamp(seconds: int, nanos: int) -> bytes:
     """A serialized google.protobuf.Timestamp (or Duration: the same fields), zero fields left out."""
-    return (Timestamp.SECONDS + varint(seconds) if seconds else b"") + (Timestamp.NANOS + varint(nanos) if nanos else b"")
+    return ((TimestampFields.SECONDS + varint(seconds) if seconds else b"")
+            + (TimestampFields.NANOS + varint(nanos) if nanos else b""))
 
 
 @functools.lru_cache(maxsize=8)  # a batch of appends shares one store time
 def _store_timestamp(store_ms: int) -> bytes:
     seconds, millis = divmod(store_ms, 1000)
-    return delimited(SystemProperties.STORE_TIMESTAMP, timestamp(seconds, millis * 1_000_000))
+    return delimited(SystemPropertiesFields.STORE_TIMESTAMP, timestamp(seconds, millis * 1_000_000))
 
 
 def view(record: bytes | memoryview) -> RecordView:
@@ -247,7 +249,7 @@ def _handle_field(receipt_handle: str, tail: bytes) -> bytes:
     return b"".join((_RECEIPT_HANDLE, varint(len(handle)), handle, tail))
 
 
-_RECEIPT_HANDLE = SystemProperties.RECEIPT_HANDLE
+_RECEIPT_HANDLE = SystemPropertiesFields.RECEIPT_HANDLE
 
 
 @cython.locals(version=cython.int, tag_len=cython.Py_ssize_t, group_len=cython.Py_ssize_t, rest_len=cython.Py_ssize_t,
@@ -264,8 +266,8 @@ def framed(record: bytes, delivery: bytes, field: bytes) -> bytes:
     sp = whole[d:]
     sp_len = len(sp) + len(delivery)
     sp_size = varint(sp_len)
-    size = rest_len + len(Message.SYSTEM_PROPERTIES) + len(sp_size) + sp_len
-    return b"".join((field, varint(size), whole[a:d], Message.SYSTEM_PROPERTIES, sp_size, sp, delivery))
+    size = rest_len + len(MessageFields.SYSTEM_PROPERTIES) + len(sp_size) + sp_len
+    return b"".join((field, varint(size), whole[a:d], MessageFields.SYSTEM_PROPERTIES, sp_size, sp, delivery))
 
 
 @cython.locals(taken=cython.Py_ssize_t, room=cython.Py_ssize_t, added=cython.Py_ssize_t, limit=cython.Py_ssize_t,
@@ -296,5 +298,5 @@ def frame_run(scan: Iterator[tuple[bytes, bytes]], offset_of: Callable[[bytes], 
 def delivery_tail(invisible_ms: int, attempt: int) -> bytes:
     """The delivery fields that follow the receipt handle: the same for every delivery of a receive."""
     seconds, millis = divmod(invisible_ms, 1000)
-    return (delimited(SystemProperties.INVISIBLE_DURATION, timestamp(seconds, millis * 1_000_000))
-            + SystemProperties.DELIVERY_ATTEMPT + varint(attempt))
+    return (delimited(SystemPropertiesFields.INVISIBLE_DURATION, timestamp(seconds, millis * 1_000_000))
+            + SystemPropertiesFields.DELIVERY_ATTEMPT + varint(attempt))

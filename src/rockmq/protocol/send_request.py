@@ -77,7 +77,7 @@ class SentMessage(NamedTuple):
                                                self.system_properties)))
 
 
-_SP_KEY = field_keys.Message.SYSTEM_PROPERTIES
+_SP_KEY = field_keys.MessageFields.SYSTEM_PROPERTIES
 _PLACEMENT = ("queue_id", "queue_offset", "store_timestamp")
 
 

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rockmq.protocol import pb, records
-from rockmq.protocol.field_keys import Digest, MapEntry, Message, Resource, StageRequest, SystemProperties
+from rockmq.protocol.field_keys import DigestFields, MapEntryFields, MessageFields, ResourceFields, StageRequestFields
+from rockmq.protocol.field_keys import SystemPropertiesFields as SP
 from rockmq.protocol.wire import delimited as field
 from rockmq.protocol.wire import varint
 
 # Columns the sink understands, and the Arrow types it accepts for each (Spark's, via Arrow).
 COLUMNS = ("body", "topic", "tag", "keys", "message_group", "delivery_timestamp", "properties", "message_id")
 
-SP = SystemProperties
 _TYPE = {t: SP.MESSAGE_TYPE + varint(t) for t in (pb.NORMAL, pb.FIFO, pb.DELAY)}
-_SP_ITEM, _CONTENTS_ITEM = StageRequest.SYSTEM_PROPERTIES, StageRequest.CONTENTS
+_SP_ITEM, _CONTENTS_ITEM = StageRequestFields.SYSTEM_PROPERTIES, StageRequestFields.CONTENTS
 
 
 def timestamp(micros: int) -> bytes:
@@ -60,7 +60,7 @@ class Encoder:
         if frame is None:
             if not name:
                 raise RowError(f"row {self.rows}: topic is empty")
-            frame = self._topics[name] = field(Message.TOPIC, field(Resource.NAME, name.encode()))
+            frame = self._topics[name] = field(MessageFields.TOPIC, field(ResourceFields.NAME, name.encode()))
         return frame
 
     def messages(self, batch: pa.RecordBatch, born_micros: int) -> Iterator[tuple[bytes, bytes]]:
@@ -114,9 +114,9 @@ class Encoder:
                 for k, v in row_props:
                     if v is None:
                         raise RowError(f"row {self.rows}: property {k!r} is null")
-                    entry = field(MapEntry.KEY, k.encode()) + field(MapEntry.VALUE, v.encode())
-                    parts.append(field(Message.USER_PROPERTIES, entry))
-            parts.append(field(Message.BODY, body))
+                    entry = field(MapEntryFields.KEY, k.encode()) + field(MapEntryFields.VALUE, v.encode())
+                    parts.append(field(MessageFields.USER_PROPERTIES, entry))
+            parts.append(field(MessageFields.BODY, body))
             self.rows += 1
             yield field(_SP_ITEM, b"".join(sp)), field(_CONTENTS_ITEM, b"".join(parts))
 
@@ -124,7 +124,7 @@ class Encoder:
         head = self._topic(None)
         prefix = self.id_prefix
         tail = shared + _TYPE[pb.NORMAL]
-        body_key, message_id_key, sp_item, contents_item = Message.BODY, SP.MESSAGE_ID, _SP_ITEM, _CONTENTS_ITEM
+        body_key, message_id_key, sp_item, contents_item = MessageFields.BODY, SP.MESSAGE_ID, _SP_ITEM, _CONTENTS_ITEM
         n = self.rows
         sha1 = hashlib.sha1
         try:
@@ -141,7 +141,7 @@ class Encoder:
 
 # SystemProperties.body_digest = Digest{type: SHA1, checksum: 40 hex digits}: its fixed head.
 _SHA1_HEX = 40
-_DIGEST_HEAD = Digest.TYPE + varint(pb.SHA1) + Digest.CHECKSUM + varint(_SHA1_HEX)
+_DIGEST_HEAD = DigestFields.TYPE + varint(pb.SHA1) + DigestFields.CHECKSUM + varint(_SHA1_HEX)
 _DIGEST = SP.BODY_DIGEST + varint(len(_DIGEST_HEAD) + _SHA1_HEX) + _DIGEST_HEAD
 
 
@@ -151,8 +151,8 @@ def _digest(body: bytes) -> bytes:
 
 def stage_request(messages: list[tuple[bytes, bytes]], ttl_ms: int, deduplicate: bool) -> bytes:
     """A serialized StageRequest from `Encoder.messages` output."""
-    tail = ((StageRequest.TTL_MS + varint(ttl_ms) if ttl_ms else b"")
-            + (StageRequest.DEDUPLICATE + varint(1) if deduplicate else b""))
+    tail = ((StageRequestFields.TTL_MS + varint(ttl_ms) if ttl_ms else b"")
+            + (StageRequestFields.DEDUPLICATE + varint(1) if deduplicate else b""))
     return b"".join(sp for sp, _ in messages) + b"".join(c for _, c in messages) + tail
 
 

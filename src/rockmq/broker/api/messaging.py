@@ -49,7 +49,7 @@ from rockmq.protocol.ack_request import read as read_ack
 from rockmq.protocol.consume_replies import ack_message_reply
 from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, MESSAGING_SERVICE, QUEUE_CHOICE_HEADER
 from rockmq.protocol.errors import BrokerError
-from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.send_request import SentMessage, read
 from rockmq.protocol.wire import delimited
 
@@ -334,5 +334,5 @@ def _pulled(messages: list[bytes], next_offset: int) -> Iterator[bytes]:
     R = rpc.PullMessageResponse
     yield status_frame(R, found_status(bool(messages)))
     for message in messages:
-        yield delimited(ReceivedMessage.MESSAGE, message)
+        yield delimited(ReceivedMessageFields.MESSAGE, message)
     yield R(next_offset=next_offset).SerializeToString()

@@ -25,7 +25,7 @@ from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.errors import OK as OK
 from rockmq.protocol.errors import AlreadyExists, BrokerError, grpc_code
 from rockmq.protocol.errors import status as status
-from rockmq.protocol.field_keys import SendMessageResponse, SendResultEntry
+from rockmq.protocol.field_keys import SendMessageResponseFields, SendResultEntryFields
 from rockmq.protocol.wire import delimited, varint
 
 log = logging.getLogger(__name__)
@@ -66,9 +66,9 @@ def multi_status(statuses: list[pb.Status]) -> pb.Status:
     return MULTIPLE
 
 
-_OK_ENTRY_STATUS = delimited(SendResultEntry.STATUS, OK.SerializeToString())
+_OK_ENTRY_STATUS = delimited(SendResultEntryFields.STATUS, OK.SerializeToString())
 _OK_CODE = pb.OK
-_MESSAGE_ID, _OFFSET, _ENTRIES = SendResultEntry.MESSAGE_ID, SendResultEntry.OFFSET, SendMessageResponse.ENTRIES
+_MESSAGE_ID, _OFFSET, _ENTRIES = SendResultEntryFields.MESSAGE_ID, SendResultEntryFields.OFFSET, SendMessageResponseFields.ENTRIES
 
 
 def send_reply(results: list[SendResult]) -> bytes:
@@ -86,17 +86,17 @@ def send_reply(results: list[SendResult]) -> bytes:
             continue
         st = OK if r.code == _OK_CODE else status(r.code, r.message)
         statuses.append(st)
-        entry = [_OK_ENTRY_STATUS if st is OK else delimited(SendResultEntry.STATUS, st.SerializeToString())]
+        entry = [_OK_ENTRY_STATUS if st is OK else delimited(SendResultEntryFields.STATUS, st.SerializeToString())]
         if r.message_id:  # proto3 leaves an empty string out (a message refused for having no id)
-            entry.append(delimited(SendResultEntry.MESSAGE_ID, r.message_id.encode()))
+            entry.append(delimited(SendResultEntryFields.MESSAGE_ID, r.message_id.encode()))
         if r.transaction_id:
-            entry.append(delimited(SendResultEntry.TRANSACTION_ID, r.transaction_id.encode()))
+            entry.append(delimited(SendResultEntryFields.TRANSACTION_ID, r.transaction_id.encode()))
         if r.offset:
-            entry += (SendResultEntry.OFFSET, varint(r.offset))
+            entry += (SendResultEntryFields.OFFSET, varint(r.offset))
         if r.recall_handle:
-            entry.append(delimited(SendResultEntry.RECALL_HANDLE, r.recall_handle.encode()))
-        parts.append(delimited(SendMessageResponse.ENTRIES, b"".join(entry)))
-    return b"".join((delimited(SendMessageResponse.STATUS, multi_status(statuses).SerializeToString()), *parts))
+            entry.append(delimited(SendResultEntryFields.RECALL_HANDLE, r.recall_handle.encode()))
+        parts.append(delimited(SendMessageResponseFields.ENTRIES, b"".join(entry)))
+    return b"".join((delimited(SendMessageResponseFields.STATUS, multi_status(statuses).SerializeToString()), *parts))
 
 
 def found_status(found: bool) -> pb.Status:

@@ -32,7 +32,7 @@ from rockmq.filter.record_filter import accept_all
 from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError
-from rockmq.protocol.field_keys import ReceivedMessage
+from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.receipt import MAX_ACK_ENTRIES
 from rockmq.store import keys
 from rockmq.store.keys import POPPED
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 # What frames each message handed out: the key of ReceiveMessageResponse.message, which is also
 # that of BatchMessaging's ReceiveResponse.messages (consume_replies checks).
-FRAME = ReceivedMessage.MESSAGE
+FRAME = ReceivedMessageFields.MESSAGE
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
