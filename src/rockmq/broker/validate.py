@@ -35,7 +35,7 @@ GROUP_TOPIC_QUEUES = 1  # a group's retry and dead-letter topics have one queue 
 _SPECIAL = os.path.commonprefix([RETRY_PREFIX, DLQ_PREFIX])  # "%": what retry and dead-letter topic names start with
 
 
-class Catalog(Protocol):
+class KnownNames(Protocol):
     """The topics and groups a broker knows, by name (`Metadata` is one)."""
 
     @property
@@ -89,7 +89,7 @@ def message_type(code: int, grouped: bool, delayed: bool) -> str:
     return _TYPE_NAMES.get(code) or ("FIFO" if grouped else "DELAY" if delayed else "NORMAL")
 
 
-def topic_or_new(name: str, known: Catalog, settings: Settings) -> Target:
+def topic_or_new(name: str, known: KnownNames, settings: Settings) -> Target:
     """The named topic, or the one auto-creation would make: a group's retry topic exists once the
     group does (one queue), a dead-letter topic has one queue, any other `default_queues`."""
     topic = known.topics.get(name)
@@ -108,7 +108,7 @@ def topic_or_new(name: str, known: Catalog, settings: Settings) -> Target:
     raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
 
 
-def topic_for_write(name: str, known: Catalog, settings: Settings) -> Target:
+def topic_for_write(name: str, known: KnownNames, settings: Settings) -> Target:
     """The topic a producer's message to `name` is written to: a dead-letter topic takes no sends
     (only the broker writes there), and is refused before anything is looked up or created."""
     if name.startswith(DLQ_PREFIX):
@@ -122,7 +122,7 @@ def check_request(messages: Sized) -> None:
         raise BrokerError(pb.BAD_REQUEST, "a SendMessage request needs at least one message")
 
 
-def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int, queue_chosen: bool = False) -> Checked:
+def check_send(msg: pb.Message, known: KnownNames, settings: Settings, now_ms: int, queue_chosen: bool = False) -> Checked:
     """`check_fields` of a parsed message."""
     sp = msg.system_properties
     return check_fields(msg.topic.name, sp.message_id, sp.queue_id, len(msg.body), sp.tag if sp.HasField("tag") else None,
@@ -133,7 +133,7 @@ def check_send(msg: pb.Message, known: Catalog, settings: Settings, now_ms: int,
 
 @cython.locals(chars=cython.Py_ssize_t)
 def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None, keys: Sequence[str], group: str | None,
-                 props: Mapping[str, str], due_ms: int | None, type_code: int, known: Catalog, settings: Settings,
+                 props: Mapping[str, str], due_ms: int | None, type_code: int, known: KnownNames, settings: Settings,
                  now_ms: int, queue_chosen: bool = False) -> Checked:
     """Where a producer's message goes, or a BrokerError naming what is wrong: its topic's `name`,
     message id, the queue its client chose, body size, tag, keys, message group, user properties,
@@ -212,7 +212,7 @@ def check_properties_size(chars: int, keys: Sequence[str], props: Mapping[str, s
                                                            f"{limit}-byte limit (max_properties_size)")
 
 
-def _dead_letter_if_spent(props: Mapping[str, str], group: str, target: Target, mtype: str, known: Catalog,
+def _dead_letter_if_spent(props: Mapping[str, str], group: str, target: Target, mtype: str, known: KnownNames,
                           settings: Settings) -> Checked:
     """A consumer's send-back to its group's retry topic that has used up the group's attempts
     goes to the dead-letter topic instead, at once: the group's max_attempts is decided here."""
@@ -226,7 +226,7 @@ def _dead_letter_if_spent(props: Mapping[str, str], group: str, target: Target, 
     return Checked(dead_letter_topic(group, known), "NORMAL", dead_letter=True)
 
 
-def dead_letter_topic(group: str, known: Catalog) -> Target:
+def dead_letter_topic(group: str, known: KnownNames) -> Target:
     """Where the group's dead letters go (a send-back out of attempts, a message revived once too often)."""
     name = dlq_topic(group)
     return known.topics.get(name) or NewTopic(name, GROUP_TOPIC_QUEUES)
