@@ -60,7 +60,8 @@ class BrokerContext:
 
     @classmethod
     def open(cls, settings: Settings, store: Store | None = None, secret: bytes = b"", epoch: int = 0,
-             read_only: bool = False, index: AppendIndex | None = None) -> BrokerContext:
+             read_only: bool = False, index: AppendIndex | None = None,
+             authorize_create: Callable[[str], None] | None = None) -> BrokerContext:
         """The context over `store` (default: opened from the settings) and this start's
         secret and epoch (default: `start_epoch`); `index`: the queue logs' index of appends."""
         store = store or Store(settings.data_path, settings.flush, settings.flush_interval_ms,
@@ -68,7 +69,7 @@ class BrokerContext:
         if not secret:
             secret, epoch = start_epoch(store)
         logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)
-        return cls(settings, store, load_metadata(store, settings), logs, secret, epoch, read_only)
+        return cls(settings, store, load_metadata(store, settings), logs, secret, epoch, read_only, authorize_create)
 
     def ensure_topic(self, target: validate.Target) -> TopicConfig:
         """The topic validation resolved, created now (with its retry topic's group) if it is new.

@@ -130,14 +130,15 @@ class Broker:
         self.port = s.port
         # A replica writes nothing of its own; it holds its primary's users and ACLs (handed on only with auth on).
         principals = Principals(self.users, self.access)
-        self.fence = Fence(store, s.broker_name, s.force_primary)
+        # A primary stops its writers once superseded, and starts them once it confirms it still is one.
+        self.fence = (Fence(store, s.broker_name, s.force_primary) if following else
+                      Fence(store, s.broker_name, s.force_primary, on_fenced=self._fenced, on_confirmed=self._write))
         self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, self.streams,
                                       principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
         matches = MatchIndex(s.filter_index_properties)
-        self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches)
-        if s.auth_enabled:
-            ctx.authorize_create = self.access.may_create
+        self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
+                                            authorize_create=self.access.may_create if s.auth_enabled else None)
         self.cluster = Cluster(ctx, self.fence)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
@@ -162,6 +163,7 @@ class Broker:
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
         self._tasks: list[asyncio.Task[None]] = []
+        self._writing = False  # the background writers started (`_write`)
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
         self._watching: asyncio.Task[None] | None = None  # cancelling the streams clients do not read
 
@@ -183,7 +185,6 @@ class Broker:
                               self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((batch.handler(),))
         if self.follower is None:  # before the first call: a Follow stream may fence it at once
-            self.fence.on_fenced = self._fenced
             self.fence.guard("a name server or its replica" if self.cluster.enabled else "its replica")
         await self.server.start()
         self._watching = asyncio.create_task(self.streams.run())  # as long as it serves, fenced or not
@@ -195,11 +196,9 @@ class Broker:
                                                                  self.settings))
         if self.fence.fenced:  # superseded before this start: it serves reads only
             return self.port
-        self._tasks = [asyncio.create_task(self.ctx.store.space.watch())]
-        if self.fence.confirmed:
+        self._tasks.append(asyncio.create_task(self.ctx.store.space.watch()))  # `_write` may have begun: a call confirmed it
+        if self.fence.confirmed:  # else a restarted primary of a replicated group: `_write` once it confirms
             self._write()
-        else:  # a restarted primary of a replicated group: its writers wait until it is confirmed
-            self.fence.on_confirmed = self._write
         if self.cluster.enabled:
             if not self.fence.confirmed:
                 await self.cluster.register_now()  # a name server confirms (or fences) it before it is ready
@@ -207,7 +206,11 @@ class Broker:
         return self.port
 
     def _write(self) -> None:
-        """Start the background writers (timers, transactions, redeliveries, retention...)."""
+        """Start the background writers (timers, transactions, redeliveries, retention...), once: a
+        call may confirm the primary (the fence's callback) before start() would."""
+        if self._writing:
+            return
+        self._writing = True
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks += [asyncio.create_task(t) for t in
                         (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),

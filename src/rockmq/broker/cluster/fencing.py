@@ -87,15 +87,16 @@ class Fence:
     broker stops its background writers and registrations); `on_confirmed` once, when it confirms
     (the broker starts them)."""
 
-    def __init__(self, store: Store, broker_name: str, force_primary: bool = False) -> None:
+    def __init__(self, store: Store, broker_name: str, force_primary: bool = False,
+                 on_fenced: Callable[[], None] = lambda: None, on_confirmed: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.broker_name = broker_name
         self.epoch = stored_epoch(store)
         self.superseded = _stored(store, keys.FENCED_KEY)  # the epoch that did (0: none)
         self.confirmed = force_primary or store.get(Family.META, keys.REPLICATED_KEY) is None  # nothing to confirm
         self.forced = force_primary
-        self.on_fenced: Callable[[], None] = lambda: None
-        self.on_confirmed: Callable[[], None] = lambda: None
+        self.on_fenced = on_fenced
+        self.on_confirmed = on_confirmed
         self._unproven = 0  # the last unproven epoch logged (each is logged once)
 
     @property
