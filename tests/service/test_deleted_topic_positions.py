@@ -28,8 +28,8 @@ def test_a_deleted_topic_leaves_no_position_behind(harness, unique):
     def left() -> dict[str, int]:
         stored = sum(keys.parse_offset_key(k)[1] == tid for k, _ in broker.ctx.store.scan("offsets", b"", b"\xff" * 16))
         return {"stored": stored,
-                "pop": sum(k[1] == tid for k in broker.pop._pop_offsets),
-                "cursor": sum(k[1] == tid for k in broker.pop._cursor),
+                "pop": sum(k[1] == tid for k in broker.pop.offsets._offsets),
+                "cursor": sum(k[1] == tid for k in broker.pop.offsets._cursor),
                 "pulled": sum(k[1] == tid for k in broker.puller._pulled)}
 
     assert harness.call(left)["stored"] > 0, "the test stored no position"

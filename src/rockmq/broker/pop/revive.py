@@ -5,12 +5,16 @@ invisible time that writes an earlier one wakes it through `note`). Each live de
 expired checkpoint moves to the retry family (served first by the group's next receive, with
 delivery_attempt + 1) or, once the group's max attempts were delivered, is copied to
 `%DLQ%<group>`. A round stops between checkpoints once it copied `revive_dlq_bytes`.
+
+The POP path writes and reads the retry family through here (`requeue`, `waiting`, `take`): a
+receive takes its retries (pop/take.py), and a lane consumer leaves there what another lane's
+takes. Only retention deletes entries besides, those whose message it removed (retention.py).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 
 from rockmq.broker.clock import now_ms
@@ -45,6 +49,20 @@ class Reviver:
         """Queue a message in `batch` for the group's next receives (delivered as attempt `attempts` + 1)."""
         self._retry_seq += 1
         batch.put(Family.RETRY, keys.retry_key(gid, tid, self._retry_seq), keys.retry_value(qid, offset, attempts))
+
+    def waiting(self, gid: int, tid: int, limit: int | None) -> Iterator[tuple[bytes, bytes]]:
+        """The group's retries of the topic, oldest first (at most `limit`): (key, `keys.retry_value`)."""
+        return self.ctx.store.scan_prefix(Family.RETRY, keys.retry_prefix(gid, tid), limit)
+
+    @staticmethod
+    def take(batch: Batch, key: bytes) -> None:
+        """A retry handed out (or dropped: its message is gone or no longer subscribed) in `batch`."""
+        batch.delete(Family.RETRY, key)
+
+    def queues_waiting(self, gid: int) -> Iterator[tuple[int, int]]:
+        """(topic id, queue id) of each of a group's retries."""
+        for key, value in self.ctx.store.scan_prefix(Family.RETRY, keys.group_prefix(gid)):
+            yield keys.parse_retry_key(key)[1], keys.parse_retry_value(value)[0]
 
     def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> int:
         """Copy a message to the group's dead-letter topic in `batch`; -> bytes copied."""

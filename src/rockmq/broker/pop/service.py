@@ -1,10 +1,11 @@
 """POP consumption: receive, ack, change of invisible time, forwarding to the dead-letter topic.
 
-State per (group, topic, queue): a pop offset (next entry to hand out) in the offsets family.
-Every receive writes one checkpoint for the messages it hands out (pop/checkpoints.py, which also
-verifies receipt handles); ack settles its entries, ChangeInvisibleDuration moves one. Expired ones come back through the
-retry family, served first by the next receive (pop/revive.py). All of it lives in RocksDB: a
-backlog of in-flight messages costs no memory.
+State per (group, topic, queue): a pop offset (next entry to hand out; pop/offsets.py). Each look
+of a receive at the retries and the queues is a `Take` (pop/take.py), which writes one checkpoint
+for the messages it hands out (pop/checkpoints.py, which also verifies receipt handles); ack
+settles its entries, ChangeInvisibleDuration moves one. Expired ones come back through the retry
+family, served first by the next receive (pop/revive.py). All of it lives in RocksDB: a backlog
+of in-flight messages costs no memory.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable, Sequence
-from functools import partial
-from typing import NamedTuple, Protocol, cast
+from collections.abc import Sequence
+from typing import Protocol, cast
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
@@ -24,25 +24,20 @@ from rockmq.broker.lanes import Route
 from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.pop.offsets import PopOffsets
 from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
-from rockmq.broker.queues import by_offset
+from rockmq.broker.pop.take import FRAME as FRAME  # re-exported, as Deferred: what receive_deferring returns
+from rockmq.broker.pop.take import Deferred as Deferred
+from rockmq.broker.pop.take import Take
 from rockmq.broker.subscriptions import Subscription, Subscriptions
-from rockmq.filter.record_filter import accept_all
 from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError
-from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.receipt import MAX_ACK_ENTRIES
-from rockmq.store import keys
-from rockmq.store.keys import POPPED
-from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
 
-# What frames each message handed out: the key of ReceiveMessageResponse.message, which is also
-# that of BatchMessaging's ReceiveResponse.messages (consume_replies checks).
-FRAME = ReceivedMessageFields.MESSAGE
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
@@ -51,15 +46,6 @@ class Receivers(Protocol):
 
     def receiver(self, group: str, client_id: str, lane: str, expr: pb.FilterExpression,
                  renewed: bool) -> tuple[pb.FilterExpression, Route | None]: ...
-
-
-class Deferred(NamedTuple):
-    """A message a receive handed out but left to frame when its turn to be written comes (`PopService.frame`):
-    a stream holds `max_bytes` of framed messages at a time, whatever its batch."""
-
-    queue_id: int
-    offset: int
-    fields: bytes  # its delivery fields (receipt handle, attempt, invisible time): records.delivery_fields
 
 
 class PopService:
@@ -73,8 +59,7 @@ class PopService:
         self.reviver = reviver
         self.renewals = renewals
         self.durable = committer.durable
-        self._pop_offsets: dict[tuple[int, int, int], int] = {}
-        self._cursor: dict[tuple[int, int], int] = {}
+        self.offsets = PopOffsets(ctx.store, ctx.logs)
         self.waiting = 0
         self._rebuild_fifo_locks()
 
@@ -85,38 +70,23 @@ class PopService:
         for group in self.ctx.meta.groups.values():
             if not group.fifo:
                 continue
-            prefix = keys.group_prefix(group.id)
             for tid, qid in self.checkpoints.in_flight(group.id):
                 self.fifo.delivered((group.id, tid, qid), first_time=True)
-            for key, value in self.ctx.store.scan_prefix(Family.RETRY, prefix):
-                gid, tid, _ = keys.parse_retry_key(key)
-                qid = keys.parse_retry_value(value)[0]
-                self.fifo.delivered((gid, tid, qid), first_time=True)
-                self.fifo.revived((gid, tid, qid))
+            for tid, qid in self.reviver.queues_waiting(group.id):
+                self.fifo.delivered((group.id, tid, qid), first_time=True)
+                self.fifo.revived((group.id, tid, qid))
 
     def pop_offset(self, group_id: int, topic_id: int, queue_id: int) -> int:
-        k = (group_id, topic_id, queue_id)
-        off = self._pop_offsets.get(k)
-        if off is None:
-            raw = self.ctx.store.get(Family.OFFSETS, keys.offset_key(group_id, topic_id, queue_id, POPPED))
-            # A new group starts at the earliest retained message.
-            off = keys.decode_u64(raw) if raw else self.ctx.logs.min_offset(topic_id, queue_id)
-            self._pop_offsets[k] = off
-        return off
+        return self.offsets.get(group_id, topic_id, queue_id)
 
     def forget_topic(self, topic_id: int) -> None:
         """A deleted topic's positions (its id is never used again)."""
-        self._pop_offsets = {k: v for k, v in self._pop_offsets.items() if k[1] != topic_id}
-        self._cursor = {k: v for k, v in self._cursor.items() if k[1] != topic_id}
+        self.offsets.forget_topic(topic_id)
 
     def inflight_count(self, group_id: int) -> dict[tuple[int, int], int]:
         """Checkpoints + waiting redeliveries of a group per (topic, queue) (admin view)."""
         counts: dict[tuple[int, int], int] = {}
-        for tid, qid in self.checkpoints.in_flight(group_id):
-            counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
-        for key, value in self.ctx.store.scan_prefix(Family.RETRY, keys.group_prefix(group_id)):
-            tid = keys.parse_retry_key(key)[1]
-            qid = keys.parse_retry_value(value)[0]
+        for tid, qid in itertools.chain(self.checkpoints.in_flight(group_id), self.reviver.queues_waiting(group_id)):
             counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
         return counts
 
@@ -192,150 +162,16 @@ class PopService:
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
                       invisible_ms: int, renew_for: str | None = None, lanes: Route | None = None,
                       max_bytes: int = 0) -> tuple[list[bytes | Deferred], bool]:
-        """One look at the retries and the queues -> (messages, whether any state advanced); past
-        `max_bytes` (if above 0) of framed messages, the rest `Deferred`.
-
-        With `lanes`, a message this consumer may not take is left in the retry family for the
-        consumers it belongs to (another lane's, or the base lane's): it is neither skipped nor
-        handed out twice.
-
-        All of it is one WriteBatch; in-memory state (pop offsets, FIFO locks, renewals)
-        follows only once that batch is written.
-        """
-        ctx = self.ctx
-        deadline = now_ms() + invisible_ms
-        batch = ctx.store.batch()
-        issue = self.checkpoints.issue(group.id, topic.id, deadline)
-        out: list[bytes | Deferred] = []
-        size = framed = 0
-        after: list[Callable[[], None]] = []
-        gid, tid = group.id, topic.id
-        fifo = self.fifo if group.fifo else None
-        accept = sub.accept if sub is not None else accept_all
-        max_reply_bytes = ctx.settings.max_reply_bytes
-        frame_bytes = max_bytes or max_reply_bytes  # max_reply_bytes: all framed (the batch stops there)
-        plain = fifo is None and accept is accept_all and lanes is None  # nothing reads a new message's header
-
-        def full() -> bool:
-            return len(out) >= batch_size or size >= max_reply_bytes
-
-        def deliver(qid: int, offset: int, view: records.RecordView, attempt: int) -> None:
-            nonlocal size, framed
-            fields = records.delivery_fields(issue.add(qid, offset, attempt), attempt, invisible_ms)
-            if framed < frame_bytes:
-                message = view.message(fields, FRAME)
-                out.append(message)
-                framed += len(message)
-                size += len(message)
-            else:
-                out.append(Deferred(qid, offset, fields))
-                size += len(view.rest) + len(view.system_properties) + len(fields)
-            if fifo is not None:
-                after.append(partial(fifo.delivered, (gid, tid, qid), first_time=attempt == 1))
-
-        left: list[int] = []
-
-        def leave(qid: int, offset: int) -> None:
-            self.reviver.requeue(batch, gid, tid, qid, offset, 0)
-            left.append(offset)
-
-        # 1. Messages whose invisible time ran out (or left by another lane) come back first.
-        scan = None if fifo else 4 * batch_size if lanes is None else ctx.settings.pop_scan_limit
-        retries = list(ctx.store.scan_prefix(Family.RETRY, keys.retry_prefix(gid, tid), scan))
-        if fifo is not None:  # per queue, in offset order, only once nothing of the queue is in flight
-            retries = [r for r in retries if fifo.redeliverable((gid, tid, keys.parse_retry_value(r[1])[0]))]
-            retries.sort(key=lambda r: keys.parse_retry_value(r[1])[:2])
-        taken = False
-        for key, value in retries:
-            if full():
-                break
-            qid, offset, attempt = keys.parse_retry_value(value)
-            record = ctx.logs.read(tid, qid, offset)
-            view = records.view(record) if record is not None else None
-            if view is not None and lanes is not None and not lanes.takes(view):
-                continue  # another lane's: it stays
-            batch.delete(Family.RETRY, key)
-            taken = True
-            if view is None or not accept(view):  # removed by retention, or no longer subscribed
-                if fifo is not None:
-                    after.append(partial(fifo.settled, (gid, tid, qid), was_inflight=False))
-                continue
-            deliver(qid, offset, view, attempt + 1)
-
-        # 2. New messages, rotating fairly over the topic's queues.
-        n = topic.queues
-        start = self._cursor.get((gid, tid), 0)
-        self._cursor[(gid, tid)] = (start + 1) % n
-        positions: dict[tuple[int, int, int], int] = {}
-        for i in range(n):
-            if full():
-                break
-            qid = (start + i) % n
-            if fifo is not None and fifo.held((gid, tid, qid)):
-                continue
-            begin = self.pop_offset(gid, tid, qid)
-            end = ctx.logs.max_offset(tid, qid)
-            if begin >= end:
-                continue
-            indexed_from = sub.indexed_from[qid] if sub is not None else end
-            if begin >= indexed_from:  # read the group's matches: every other entry is filtered out
-                room = batch_size - len(out)
-                found = [keys.match_offset(k) for k, _ in ctx.store.scan(
-                    Family.MATCHES, keys.match_key(gid, tid, qid, begin), keys.match_key(gid, tid, qid, end), room + 1)]
-                position = found[room] if len(found) > room else end
-                for offset, record in zip(found[:room], ctx.logs.read_many(tid, qid, found[:room])):
-                    if full():
-                        position = offset
-                        break
-                    if record is None:  # removed by retention
-                        continue
-                    view = records.view(record)
-                    if lanes is None or lanes.takes(view):
-                        deliver(qid, offset, view, 1)
-                    else:
-                        leave(qid, offset)
-            else:  # scan the log and evaluate (no index, or entries written before it)
-                position = begin
-                run = ctx.logs.scan_keyed(tid, qid, begin, ctx.settings.pop_scan_limit)
-                if plain and framed < frame_bytes:  # the run that goes out as it is: framed in one compiled call
-                    token, entry = issue.next_entry()
-                    offsets: list[int] = []
-                    added, stopped = records.frame_run(
-                        run, keys.log_offset, token, entry, records.delivery_tail(invisible_ms, 1), FRAME, batch_size - len(out),
-                        min(max_reply_bytes - size, frame_bytes - framed), indexed_from, out, offsets)
-                    issue.add_run(qid, offsets, 1)
-                    size += added
-                    framed += added
-                    if offsets:
-                        position = offsets[-1] + 1
-                    if stopped is not None:  # the rest, as below
-                        run = itertools.chain((stopped,), run)
-                for offset, record in by_offset(run):
-                    if len(out) >= batch_size or size >= max_reply_bytes or offset >= indexed_from:  # full(), inline
-                        break
-                    position = offset + 1
-                    view = records.view(record)
-                    if not accept(view):  # a filtered-out message counts as consumed
-                        continue
-                    if lanes is None or lanes.takes(view):
-                        deliver(qid, offset, view, 1)
-                    else:
-                        leave(qid, offset)
-            if position != begin:
-                positions[(gid, tid, qid)] = position
-                batch.put(Family.OFFSETS, keys.offset_key(gid, tid, qid, POPPED), keys.encode_u64(position))
-        issue.write(batch)
-        ctx.store.write(batch)
-        self._pop_offsets.update(positions)
-        for apply in after:
-            apply()
-        if left:  # wake the consumers these are for
-            ctx.logs.arrivals.receives(tid)
-        if out:
-            self.reviver.note(deadline)
+        """One look at the retries and the queues (pop/take.py) -> (messages, whether any state
+        advanced); past `max_bytes` (if above 0) of framed messages, the rest `Deferred`. What it
+        handed out is then due for revive at its deadline, and renewed for `renew_for`."""
+        take = Take(self, group, topic, sub, batch_size, invisible_ms, lanes, max_bytes)
+        advanced = take.run()
+        if take.out:
+            self.reviver.note(take.issue.deadline)
             if renew_for is not None:
-                self.renewals.track(renew_for, issue.key)
-        return out, bool(positions) or taken
+                self.renewals.track(renew_for, take.issue.key)
+        return take.out, advanced
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
