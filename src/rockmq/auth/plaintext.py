@@ -10,19 +10,18 @@ Installed only when the broker has both listeners (the transport is the call's, 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
+from rockmq.plumbing.interceptors import Handler, Wrapping, result
 from rockmq.plumbing.tls import is_tls
 from rockmq.protocol.conventions import BATCH_SERVICE, MESSAGING_SERVICE
 
 DATA_PLANE = frozenset({MESSAGING_SERVICE, BATCH_SERVICE})  # what a plaintext client may call
 REFUSAL = grpc.StatusCode.PERMISSION_DENIED
 
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
-Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
 
 
 def refusal(service: str, tls_address: str) -> str:
@@ -31,26 +30,22 @@ def refusal(service: str, tls_address: str) -> str:
             f"(--plaintext-port), which serves the client data plane only")
 
 
-async def _result(result: Any) -> Any:
-    return await result if inspect.isawaitable(result) else result
-
-
-class TlsOnlyControlPlane(grpc.aio.ServerInterceptor):
+class TlsOnlyControlPlane(Wrapping):
     """Refuses every service but the data plane's on a call that did not come over TLS."""
 
     def __init__(self) -> None:
         self.tls_address = ""  # HOST:PORT of the TLS listener, set once it is bound (for the refusal)
-        self._guarded: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its guarded twin)
+        super().__init__()
 
-    async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
-        handler = await continuation(details)
-        service = details.method.lstrip("/").rpartition("/")[0]
-        if handler is None or service in DATA_PLANE:
-            return handler
-        known = self._guarded.get(details.method)
-        if known is None or known[0] is not handler:
-            known = self._guarded[details.method] = (handler, _guard(handler, refusal(service, self.tls_address)))
-        return known[1]
+    def wraps(self, path: str) -> bool:
+        return _service(path) not in DATA_PLANE
+
+    def wrap(self, path: str, handler: Handler) -> Handler:
+        return _guard(handler, refusal(_service(path), self.tls_address))
+
+
+def _service(path: str) -> str:
+    return path.lstrip("/").rpartition("/")[0]
 
 
 def _guard(h: Handler, message: str) -> Handler:
@@ -67,7 +62,7 @@ def _guard(h: Handler, message: str) -> Handler:
 
         async def one(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             await check(context)
-            return await _result(inner(request, context))
+            return await result(inner(request, context))
 
         wrapped = one
     else:

@@ -17,7 +17,7 @@ Handlers and authorization read who asked through `identity(context)`. docs/secu
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from typing import Any, TypeAlias
 
@@ -30,6 +30,7 @@ from rockmq.auth.identity import Identity, source_ip
 from rockmq.auth.inner_signature import NONCE_HEADER
 from rockmq.auth.users import User
 from rockmq.plumbing.channels import CLIENT_ID_HEADER
+from rockmq.plumbing.interceptors import Handler, Wrapping, result
 from rockmq.plumbing.requests import Context
 from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER
 from rockmq.plumbing.tls import is_tls
@@ -41,8 +42,6 @@ _GRPC_CODE: dict[int, grpc.StatusCode] = {pb.UNAUTHORIZED: grpc.StatusCode.UNAUT
                                           pb.FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
                                           pb.TOO_MANY_REQUESTS: grpc.StatusCode.RESOURCE_EXHAUSTED}
 
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
-Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
 # (identity, service, method, request) -> None, or raise Refused (forbidden(...)). `request` is
 # None for the methods that stream requests (Telemetry, Follow): they check each request inside.
 Authorize: TypeAlias = "Callable[[Identity, str, str, Any], None]"
@@ -106,7 +105,7 @@ def inner_only(who: Identity, service: str, method: str) -> None:
                         "(--inner-access-key / --inner-secret-key)")
 
 
-class AuthSeam(grpc.aio.ServerInterceptor):
+class AuthSeam(Wrapping):
     def __init__(self, authenticator: Authenticator, authorize: Authorize | None = None,
                  super_only: frozenset[str] = frozenset(), inner: InnerAuthenticator | None = None,
                  inner_methods: frozenset[str] = frozenset(), open_methods: frozenset[str] = frozenset()) -> None:
@@ -120,18 +119,10 @@ class AuthSeam(grpc.aio.ServerInterceptor):
         self.inner = inner
         self.inner_methods = inner_methods
         self.open_methods = open_methods
-        self._guarded: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its guarded twin)
+        super().__init__()
 
-    async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
-        handler = await continuation(details)
-        if handler is None or details.method.lstrip("/") in self.open_methods:
-            return handler
-        known = self._guarded.get(details.method)
-        if known is not None and known[0] is handler:
-            return known[1]
-        guarded = self._guard(details.method, handler)
-        self._guarded[details.method] = (handler, guarded)
-        return guarded
+    def wraps(self, path: str) -> bool:
+        return path.lstrip("/") not in self.open_methods
 
     def admit(self, context: Context, service: str, method: str, request: Any) -> Refused | None:
         """Authenticate (and authorize) one request: None, the identity set for its handler, or the
@@ -176,7 +167,7 @@ class AuthSeam(grpc.aio.ServerInterceptor):
                              "(--inner-access-key / --inner-secret-key)")
         return self.inner.authenticate(authorization, date, path, nonce)
 
-    def _guard(self, path: str, h: Handler) -> Handler:
+    def wrap(self, path: str, h: Handler) -> Handler:
         service, _, method = path.lstrip("/").rpartition("/")
         answer = Answer(service, method, h)
         admit = self.admit
@@ -240,11 +231,6 @@ async def _still_admitted(requests: AsyncIterator[Any], admit: Callable[[], Refu
             lapsed.append(refused)
             return
         yield request
-
-
-async def result(outcome: Any) -> Any:
-    """What a handler returned, awaited if it is awaitable."""
-    return await outcome if inspect.isawaitable(outcome) else outcome
 
 
 class Answer:

@@ -21,11 +21,10 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import grpc
-
 from rockmq.auth.identity import Identity
 from rockmq.auth.permissions import ACLS, ADMIN, USERS
-from rockmq.auth.seam import Answer, Continuation, Handler, Refused, current_identity, result
+from rockmq.auth.seam import Answer, Refused, current_identity
+from rockmq.plumbing.interceptors import Handler, Wrapping, result
 from rockmq.plumbing.requests import Context
 from rockmq.protocol.errors import over_limit
 
@@ -33,25 +32,14 @@ ADMIN_SERVICES = frozenset({ADMIN, ACLS, USERS})
 ANONYMOUS = Identity()  # a call the seam leaves open (the inner handshake): nobody's in particular
 
 
-class CallSlots(grpc.aio.ServerInterceptor):
+class CallSlots(Wrapping):
     def __init__(self, user_calls: int, streams_per_user: int) -> None:
         """`user_calls`: the calls served at once besides super users' admin calls."""
         self.user_calls = user_calls
         self.streams_per_user = streams_per_user
         self.in_use = 0
         self.streams: dict[str, int] = {}  # user -> streaming calls open (no key: none)
-        self._counted: dict[str, tuple[Handler, Handler]] = {}  # method path -> (handler, its counted twin)
-
-    async def intercept_service(self, continuation: Continuation, details: grpc.HandlerCallDetails) -> Handler | None:
-        handler = await continuation(details)
-        if handler is None:
-            return None
-        known = self._counted.get(details.method)
-        if known is not None and known[0] is handler:
-            return known[1]
-        counted = self._count(details.method, handler)
-        self._counted[details.method] = (handler, counted)
-        return counted
+        super().__init__()
 
     def take(self, who: Identity, service: str, method: str, streaming: bool) -> Refused | None:
         """A slot for `who`'s call (None), or why not."""
@@ -75,7 +63,7 @@ class CallSlots(grpc.aio.ServerInterceptor):
             else:
                 del self.streams[who.user]
 
-    def _count(self, path: str, h: Handler) -> Handler:
+    def wrap(self, path: str, h: Handler) -> Handler:
         """`h`, taking a slot for each call and giving it back when the call ends."""
         service, _, method = path.lstrip("/").rpartition("/")
         answer = Answer(service, method, h)

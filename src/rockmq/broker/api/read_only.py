@@ -4,11 +4,11 @@ rockmq's client retries such a refusal elsewhere, as it does a fenced primary's 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any
 
 import grpc
 
+from rockmq.plumbing.interceptors import Continuation, Handler
 from rockmq.plumbing.requests import Context
 from rockmq.protocol.conventions import NOT_THE_PRIMARY
 
@@ -20,8 +20,6 @@ ALLOWED = frozenset({
 })
 STREAMING = frozenset({"ReceiveMessage"})
 
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
-Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
 
 
 class ReadOnly(grpc.aio.ServerInterceptor):
