@@ -10,8 +10,8 @@ from rockmq.protocol import rpc
 
 
 def test_keys_are_pinned():
-    assert (fk.MessageFields.TOPIC, fk.MessageFields.USER_PROPERTIES, fk.MessageFields.SYSTEM_PROPERTIES, fk.MessageFields.BODY) == (
-        b"\x0a", b"\x12", b"\x1a", b"\x22")
+    m = fk.MessageFields
+    assert (m.TOPIC, m.USER_PROPERTIES, m.SYSTEM_PROPERTIES, m.BODY) == (b"\x0a", b"\x12", b"\x1a", b"\x22")
     assert (fk.ResourceFields.NAME, fk.MapEntryFields.KEY, fk.MapEntryFields.VALUE) == (b"\x12", b"\x0a", b"\x12")
     sp = fk.SystemPropertiesFields
     assert [sp.TAG, sp.KEYS, sp.MESSAGE_ID, sp.BODY_DIGEST, sp.BODY_ENCODING, sp.MESSAGE_TYPE, sp.BORN_TIMESTAMP,
@@ -19,7 +19,8 @@ def test_keys_are_pinned():
             sp.QUEUE_OFFSET, sp.INVISIBLE_DURATION, sp.DELIVERY_ATTEMPT, sp.MESSAGE_GROUP] == [
         b"\x0a", b"\x12", b"\x1a", b"\x22", b"\x28", b"\x30", b"\x3a", b"\x42", b"\x4a", b"\x52", b"\x5a", b"\x62",
         b"\x68", b"\x70", b"\x7a", b"\x80\x01", b"\x8a\x01"]
-    assert (fk.DigestFields.TYPE, fk.DigestFields.CHECKSUM, fk.TimestampFields.SECONDS, fk.TimestampFields.NANOS) == (b"\x08", b"\x12", b"\x08", b"\x10")
+    digest, ts = fk.DigestFields, fk.TimestampFields
+    assert (digest.TYPE, digest.CHECKSUM, ts.SECONDS, ts.NANOS) == (b"\x08", b"\x12", b"\x08", b"\x10")
     assert fk.ReceivedMessageFields.MESSAGE == b"\x12"
     stage = fk.StageRequestFields
     assert (stage.SYSTEM_PROPERTIES, stage.TTL_MS, stage.DEDUPLICATE, stage.CONTENTS) == (b"\x0a", b"\x10", b"\x18", b"\x22")
