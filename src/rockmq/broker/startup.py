@@ -94,7 +94,7 @@ def keep_private(path: Path) -> None:
     """Take the group's and others' bits off an existing data directory (0755 -> 0700), saying so in one line.
 
     It holds every message body, the receipt-handle secret, users.json and acl.json. A broker now
-    makes it 0700 and its files 0600 (umask 077, cli.py), but one made before (0755, RocksDB's
+    makes it 0700 and its files 0600 (umask 077, cli/servers.py), but one made before (0755, RocksDB's
     files 0644) would stay open to every local user: tightening the directory closes all of it at
     once (nobody else can enter it to reach the files). A directory the broker may not chmod (not
     its own) is left as it is, with a warning: starting matters more than the mode."""

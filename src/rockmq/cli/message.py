@@ -1,0 +1,163 @@
+"""`rockmq message send|recall|tail`: through rockmq's own client, routed like any client's requests."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rockmq.cli.common import (
+    EXIT_USAGE,
+    REQUEST_TIMEOUT_S,
+    CliError,
+    admin_stub,
+    credentials,
+    format_ms,
+    number,
+    subcommands,
+    tls,
+    with_endpoint,
+)
+
+if TYPE_CHECKING:
+    from rockmq.cli.common import Subparsers
+    from rockmq.client import Message
+
+TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
+
+
+def register(sub: Subparsers) -> None:
+    message = subcommands(sub, "message", "send and tail messages", run)
+    _register_send(message)
+    recall = with_endpoint(message.add_parser("recall", help="cancel a pending delayed message"))
+    recall.add_argument("topic")
+    recall.add_argument("handle", help="the recall handle `message send --delay` printed")
+    tail = with_endpoint(message.add_parser("tail", help="receive, print and acknowledge messages"))
+    tail.add_argument("topic")
+    tail.add_argument("--group", required=True, help="consumer group")
+    tail.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
+    tail.add_argument("--count", type=number(int, 0), default=0,
+                      help="stop after this many messages (default: run until Ctrl-C)")
+    tail.add_argument("--timeout", type=number(float, 0), default=0,
+                      help="stop after this many idle seconds (default: never)")
+
+
+def _register_send(message: Subparsers) -> None:
+    send = with_endpoint(message.add_parser("send", help="send one message"))
+    send.add_argument("topic")
+    send.add_argument("body", nargs="?", help="the message body (or --body-file)")
+    send.add_argument("--body-file", metavar="PATH", help="read the body from this file (- for standard input)")
+    send.add_argument("--tag")
+    send.add_argument("--key", action="append", default=[], help="a message key (repeatable)")
+    send.add_argument("--message-group", help="message group (makes it a FIFO message)")
+    send.add_argument("--group", dest="consumer_group", help=argparse.SUPPRESS)  # only to say what to use instead
+    send.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    due = send.add_mutually_exclusive_group()
+    due.add_argument("--delay", help="deliver after this delay: 1500ms, 30s, 2h, 1d (a DELAY message)")
+    due.add_argument("--deliver-at", help="deliver at this ISO 8601 time (local time unless it has a zone)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "tail":
+        from rockmq.protocol import admin
+
+        admin_stub(args).DescribeTopic(admin.TopicRequest(name=args.topic), timeout=REQUEST_TIMEOUT_S)  # tailing creates no topic
+        return asyncio.run(_tail(args))
+    return asyncio.run(_send_or_recall(args))
+
+
+def _due_ms(args: argparse.Namespace) -> int | None:
+    """The delivery time `--delay` / `--deliver-at` ask for, in ms since the epoch."""
+    from rockmq.when import parse_delay_ms, parse_instant_ms
+
+    try:
+        if args.delay is not None:
+            return int(time.time() * 1000) + parse_delay_ms(args.delay)
+        if args.deliver_at is not None:
+            return parse_instant_ms(args.deliver_at)
+    except ValueError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+    return None
+
+
+def _body(args: argparse.Namespace) -> bytes:
+    """The body given as an argument or read from `--body-file` (- for standard input)."""
+    if args.body is not None and args.body_file is not None:
+        raise CliError("give the body as an argument or with --body-file, not both", EXIT_USAGE)
+    if args.body is None and args.body_file is None:
+        raise CliError("no body: give it as an argument or with --body-file PATH (- for standard input)", EXIT_USAGE)
+    if args.body is not None:
+        return str(args.body).encode()
+    if args.body_file == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(args.body_file).read_bytes()
+    except OSError as e:
+        raise CliError(f"cannot read --body-file {args.body_file}: {e.strerror}", EXIT_USAGE) from None
+
+
+def _message_to_send(args: argparse.Namespace) -> Message:
+    from rockmq.client import Message
+
+    if args.consumer_group is not None:
+        raise CliError("on send, name a FIFO message group with --message-group (--group names a consumer group)",
+                       EXIT_USAGE)
+    props = {}
+    for kv in args.property:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            raise CliError(f"--property expects K=V, got {kv!r}")
+        props[k] = v
+    due = _due_ms(args)
+    if due is not None and args.message_group:
+        raise CliError("--message-group cannot be combined with --delay/--deliver-at: a message is FIFO or delayed",
+                       EXIT_USAGE)
+    return Message(args.topic, _body(args), tag=args.tag, keys=tuple(args.key), properties=props,
+                   message_group=args.message_group or None,
+                   deliver_at=None if due is None else datetime.fromtimestamp(due / 1000, UTC))
+
+
+async def _send_or_recall(args: argparse.Namespace) -> int:
+    from rockmq.client import AsyncProducer, at_random
+
+    message = _message_to_send(args) if args.action == "send" else None
+    # One send per process: a round robin would always start at the first queue.
+    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random, tls=tls(args),
+                             credentials=credentials(args)) as producer:
+        if message is None:
+            print(f"recalled {await producer.recall(args.topic, args.handle)} from {args.topic}")
+            return 0
+        receipt = await producer.send(message)
+    if receipt.recall_handle and message.deliver_at is not None:
+        due = format_ms(round(message.deliver_at.timestamp() * 1000))
+        print(f"sent {receipt.message_id} to {args.topic}, due at {due}; recall handle {receipt.recall_handle}")
+    else:
+        print(f"sent {receipt.message_id} to {args.topic} at offset {receipt.offset}")
+    return 0
+
+
+async def _tail(args: argparse.Namespace) -> int:
+    """Receive, print and acknowledge until `--count` messages or `--timeout` idle seconds."""
+    from rockmq.client import AsyncSimpleConsumer, Filter
+
+    poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
+    received, idle_since = 0, time.monotonic()
+    async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: Filter.tag(args.tag)}, await_s=poll_s,
+                                   request_timeout=REQUEST_TIMEOUT_S, tls=tls(args), credentials=credentials(args)) as consumer:
+        while not args.count or received < args.count:
+            batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=30)
+            for m in batch:
+                print(f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'} "
+                      f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}", flush=True)
+            if batch:
+                for m, why in await consumer.ack_many(batch):
+                    print(f"rockmq: not acknowledged, it will come again: {m.message_id} ({why})", file=sys.stderr)
+                received += len(batch)
+                idle_since = time.monotonic()
+            elif args.timeout and time.monotonic() - idle_since >= args.timeout:
+                break
+    return 0
