@@ -26,44 +26,16 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from trees import HERE, data_path, rockmq, start, worktree
 
 ADMIN, SECRET = "bench-admin", "bench-secret"
 USER, USER_SECRET = "bench-user", "bench-user-secret"
 TOPIC = "auth-bench"
-HERE = Path(__file__).resolve().parent.parent
 FIGURES = ("messages_per_s", "broker_cpu_us_per_msg")
-
-
-def tree_env(tree: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(tree / "src")}
-
-
-def rockmq(*args: str) -> str:
-    """This tree's CLI (the same client for every broker)."""
-    done = subprocess.run([sys.executable, "-m", "rockmq", *args], env=tree_env(HERE), capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"rockmq {args[0]} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
-
-
-def start(tree: Path, data_dir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    ready, log = data_dir.with_suffix(".ready"), data_dir.with_suffix(".log")
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rockmq", "serve", "--port", "0", "--data-dir", str(data_dir),
-                                 "--ready-file", str(ready), "--log-level", "WARNING", *extra],
-                                env=tree_env(tree), stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit(f"the broker of {tree} did not start:\n{log.read_text()[-2000:]}")
-        time.sleep(0.05)
-    return proc, ready.read_text().strip()
 
 
 def bench(endpoint: str, args: argparse.Namespace, *extra: str) -> dict[str, Any]:
@@ -71,22 +43,6 @@ def bench(endpoint: str, args: argparse.Namespace, *extra: str) -> dict[str, Any
                  "--batch", str(args.batch), "--size", str(args.size), "--topic", TOPIC, "--no-ceiling", "--json", *extra)
     figures: dict[str, Any] = json.loads(out)["scenarios"]["produce-batch"]
     return figures
-
-
-def checkout(ref: str, worktree: Path) -> None:
-    """REF in `worktree`, its data path compiled (with ROCKMQ_PURE_PYTHON=1 set: nothing, and every tree runs as Python)."""
-    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(worktree), ref], check=True)
-    print(f"base {ref}: building in {worktree} ...", flush=True)
-    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=worktree, capture_output=True,
-                           text=True)
-    if build.returncode:
-        raise SystemExit(f"base {ref}: the build failed:\n{build.stderr[-2000:]}")
-
-
-def data_path(tree: Path) -> str:
-    out = subprocess.run([sys.executable, "-m", "rockmq", "--version"], env=tree_env(tree), capture_output=True,
-                         text=True, check=True).stdout.strip()
-    return out.partition(", ")[2] or out
 
 
 def measure(args: argparse.Namespace, tmp: Path, base: Path | None) -> dict[str, list[dict[str, Any]]]:
@@ -136,15 +92,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--normal-user", action="store_true", help="sign as a user with grants, not the super user")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="rockmq-auth-bench-") as tmp:
-        base = Path(tmp) / "base" if args.base else None
-        try:
-            if base:
-                checkout(args.base, base)
-            runs = measure(args, Path(tmp), base)
-        finally:
-            if base:
-                subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(base)], capture_output=True)
+    with worktree(args.base) as base, tempfile.TemporaryDirectory(prefix="rockmq-auth-bench-") as tmp:
+        runs = measure(args, Path(tmp), base)
     med = {name: {k: statistics.median(f[k] for f in fs) for k in FIGURES} for name, fs in runs.items()}
     for name, m in med.items():
         print(f"{name:9} median: {m['messages_per_s']:8,.0f} msg/s, {m['broker_cpu_us_per_msg']:6.2f} µs broker CPU/msg")
