@@ -1,9 +1,11 @@
 """One typed settings object for the broker: defaults < TOML file < ROCKMQ_* environment < flags.
 
-Every field can be set in a TOML file (`rockmq serve --config rockmq.toml`, top-level keys named
-as the fields), through an environment variable `ROCKMQ_<FIELD>` (upper case; a tuple as comma
-separated numbers), or by a CLI flag. The broker's limits and batch sizes are fields too: each is
-defined here once, and tests shrink them.
+Every field can be set in a TOML file (`rockmq serve --config rockmq.toml`: keys named as the
+fields, in the table of their concern — `[storage]`, `[network]`, `[auth]`, `[cluster]`,
+`[replication]`, `[messages]`, `[limits]` (`CONCERNS`) — or at the top level, as before), through an
+environment variable `ROCKMQ_<FIELD>` (upper case; a tuple as comma separated numbers), or by a CLI
+flag. The broker's limits and batch sizes are fields too: each is defined here once, and tests
+shrink them.
 """
 
 from __future__ import annotations
@@ -365,6 +367,61 @@ def _coerce(name: str, value: Any) -> Any:
                           f"got {value!r}") from None
 
 
+# Settings by concern: the TOML tables a config file may group them in, each field in exactly one
+# (tests/unit/test_settings_concerns.py). `http` and `coordination` are kept for what comes next.
+CONCERNS: Mapping[str, tuple[str, ...]] = {
+    "network": ("host", "port", "max_concurrent_rpcs", "max_connections", "idle_connection_timeout_s",
+                "connection_handshake_timeout_s", "stream_buffer_bytes", "stream_buffer_total_bytes",
+                "stream_send_timeout_s", "tls_cert", "tls_key", "tls_ca", "plaintext_port", "log_level", "audit_format"),
+    "auth": ("auth_enabled", "admin_user", "admin_secret", "auth_max_clock_skew_s", "inner_access_key",
+             "inner_secret_key"),
+    "storage": ("data_dir", "flush", "flush_interval_ms", "store_memory_mib", "disk_reserve_mib", "retention_s",
+                "retention_bytes", "retention_check_s", "idle_group_matches_s", "filter_index_properties"),
+    "cluster": ("broker_name", "namesrv", "namesrv_interval_s", "workers"),
+    "replication": ("replication", "replication_timeout_s", "replica_of", "force_primary", "replication_ring_bytes"),
+    "messages": ("auto_create_topics", "auto_create_groups", "default_queues", "max_body_size", "max_properties_size",
+                 "max_attempts", "retry_ladder_s", "fifo_retry_s", "dedup_window_s", "max_delay_s",
+                 "txn_check_first_s", "txn_check_interval_s", "txn_check_max", "max_long_polling_s",
+                 "auto_renew_invisible_ms", "client_silence_s"),
+    "limits": ("max_waiting_receives", "max_invisible_ms", "max_receive_batch", "receive_batch", "max_reply_bytes",
+               "pop_scan_limit", "pull_scan_limit", "revive_batch", "revive_dlq_bytes", "max_clients",
+               "max_sessions_per_user", "max_streams_per_user", "max_topics", "max_groups",
+               "max_subscriptions_per_group", "max_client_topics", "max_transaction_checks", "max_staged_chunks",
+               "max_list_page", "max_renewals", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
+               "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch"),
+    "http": (),
+    "coordination": (),
+}
+CONCERN_OF = {name: concern for concern, names in CONCERNS.items() for name in names}
+
+
+def _file_values(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """A TOML file's settings by field name: top-level keys, and the keys of each concern's table
+    (a key in another concern's table is refused, naming the right one; a key given twice too)."""
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            _take(values, key, value, source)
+            continue
+        if key not in CONCERNS:
+            raise ConfigError(f"unknown table [{key}] in {source}: the tables are {', '.join(CONCERNS)}")
+        for inner, v in value.items():
+            belongs = CONCERN_OF.get(inner.replace("-", "_"))
+            if belongs is not None and belongs != key:
+                raise ConfigError(f"setting {inner!r} is in [{key}] in {source}: it belongs in [{belongs}]")
+            _take(values, inner, v, source)
+    return values
+
+
+def _take(values: dict[str, Any], key: str, value: Any, source: str) -> None:
+    name = key.replace("-", "_")
+    if name not in _CONVERT:
+        raise ConfigError(f"unknown setting {key!r} in {source}")
+    if name in values:
+        raise ConfigError(f"setting {key!r} is given twice in {source}")
+    values[name] = _coerce(name, value)
+
+
 def load_settings(
     config_file: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
@@ -377,11 +434,7 @@ def load_settings(
             data = tomllib.loads(Path(config_file).read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise ConfigError(f"cannot read config file {config_file}: {e}") from None
-        for key, value in data.items():
-            name = key.replace("-", "_")
-            if name not in _CONVERT:
-                raise ConfigError(f"unknown setting {key!r} in {config_file}")
-            values[name] = _coerce(name, value)
+        values.update(_file_values(data, str(config_file)))
     env = os.environ if environ is None else environ
     for name in _CONVERT:
         raw = env.get(f"ROCKMQ_{name.upper()}")
