@@ -31,8 +31,16 @@ def signed(user: str, secret: str) -> tuple[tuple[str, str], ...]:
     return (*META, *Credentials(user, secret).headers())
 
 
-AS_ADMIN = signed(ADMIN, ADMIN_SECRET)
-WRONG_INNER = signed(INNER, "not-the-secret")
+
+
+def as_admin() -> tuple[tuple[str, str], ...]:
+    """The super user's headers, signed now (a date older than auth_max_clock_skew_s is refused)."""
+    return signed(ADMIN, ADMIN_SECRET)
+
+
+def wrong_inner() -> tuple[tuple[str, str], ...]:
+    return signed(INNER, "not-the-secret")
+
 LIST_BROKERS, DESCRIBE_TOPIC = "/rockmq.namesrv.v1.NameServer/ListBrokers", "/rockmq.admin.v1.Admin/DescribeTopic"
 
 
@@ -83,8 +91,8 @@ def test_name_server_answers_only_the_inner_credentials(secured_cluster):
     forged = namesrv.RegisterRequest(broker=namesrv.BrokerInfo(name="b1", endpoint="127.0.0.1:1"))
     with open_channel(ns.endpoint, tls) as ch:
         stub = namesrv_grpc.NameServerStub(ch)
-        for metadata, says in ((META, "no credentials"), (WRONG_INNER, "authentication failed"),
-                               (AS_ADMIN, "authentication failed")):  # a broker's super user is not the cluster
+        for metadata, says in ((META, "no credentials"), (wrong_inner(), "authentication failed"),
+                               (as_admin(), "authentication failed")):  # a broker's super user is not the cluster
             _refused(lambda m=metadata: stub.Register(forged, metadata=m, timeout=5), grpc.StatusCode.UNAUTHENTICATED, says)
             _refused(lambda m=metadata: stub.ListBrokers(namesrv.ListBrokersRequest(), metadata=m, timeout=5),
                      grpc.StatusCode.UNAUTHENTICATED, says)
@@ -97,13 +105,13 @@ def test_brokers_fan_admin_calls_out_with_the_inner_credentials(secured_cluster)
     _, brokers, tls = secured_cluster
     with open_channel(brokers["b1"].endpoint, tls) as ch:
         created = admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="orders", queue_count=4),
-                                                       metadata=AS_ADMIN, timeout=10)
+                                                       metadata=as_admin(), timeout=10)
     assert sorted({q.broker for q in created.queues}) == ["b1", "b2"]  # b2's share made by b1, signed as the cluster
     with open_channel(brokers["b2"].endpoint, tls) as ch:
         stub = admin_grpc.AdminStub(ch)
         _refused(lambda: stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=META, timeout=5),
                  grpc.StatusCode.UNAUTHENTICATED, "no credentials")
-        _refused(lambda: stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=WRONG_INNER,
+        _refused(lambda: stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=wrong_inner(),
                                             timeout=5), grpc.StatusCode.UNAUTHENTICATED)
         assert stub.DescribeTopic(admin.TopicRequest(name="orders", local=True), metadata=as_inner(DESCRIBE_TOPIC),
                                   timeout=5).queue_count == 2
@@ -121,20 +129,20 @@ def test_replica_follows_with_the_inner_credentials_and_nobody_else_may(tmp_path
                 next(iter(follow(iter([replication.FollowerState(applied_seq=0)]), metadata=metadata, timeout=5)))
 
             _refused(lambda: first_batch(META), grpc.StatusCode.UNAUTHENTICATED, "no credentials")
-            _refused(lambda: first_batch(WRONG_INNER), grpc.StatusCode.UNAUTHENTICATED)
-            _refused(lambda: first_batch(AS_ADMIN), grpc.StatusCode.PERMISSION_DENIED, "inner credentials")  # even a super user
+            _refused(lambda: first_batch(wrong_inner()), grpc.StatusCode.UNAUTHENTICATED)
+            _refused(lambda: first_batch(as_admin()), grpc.StatusCode.PERMISSION_DENIED, "inner credentials")  # even a super user
         replica = _broker(tmp_path / "replica", certs, "--replica-of", primary.endpoint, "--broker-name", "b1")
         with open_channel(primary.endpoint, tls) as ch:
-            admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="r", queue_count=1), metadata=AS_ADMIN,
+            admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="r", queue_count=1), metadata=as_admin(),
                                                  timeout=10)
             reply = svc.MessagingServiceStub(ch).SendMessage(rpc.SendMessageRequest(messages=[message("r", "m")]),
-                                                             metadata=AS_ADMIN, timeout=20)  # sync: a replica confirmed it
+                                                             metadata=as_admin(), timeout=20)  # sync: a replica confirmed it
         assert reply.status.code == pb.OK and reply.entries[0].status.code == pb.OK, reply
         sent = reply.entries[0].message_id
 
         def on_replica() -> bool:
             with open_channel(replica.endpoint, tls) as ch:
-                info = admin_grpc.AdminStub(ch).DescribeTopic(admin.TopicRequest(name="r"), metadata=AS_ADMIN, timeout=5)
+                info = admin_grpc.AdminStub(ch).DescribeTopic(admin.TopicRequest(name="r"), metadata=as_admin(), timeout=5)
             return info.queues[0].max_offset == 1
 
         wait_for(on_replica, 15, what=f"message {sent} on the replica")
@@ -151,7 +159,7 @@ def test_shards_of_one_broker_get_inner_credentials_of_their_own(tmp_path):
     try:
         with open_channel(shards.endpoint) as ch:
             created = admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="spread", queue_count=4),
-                                                           metadata=AS_ADMIN, timeout=10)
+                                                           metadata=as_admin(), timeout=10)
         assert sorted({q.broker for q in created.queues}) == ["broker-a-0", "broker-a-1"]
     finally:
         shards.kill()

@@ -24,7 +24,7 @@ import grpc
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
 from mqwire import META, inner_signed
-from test_control_plane import AS_ADMIN, AUTH_ARGS, INNER, INNER_SECRET, _refused
+from test_control_plane import AUTH_ARGS, INNER, INNER_SECRET, _refused, as_admin
 from waiting import wait_for
 
 from rockmq.plumbing.channels import open_channel
@@ -61,7 +61,7 @@ def _create_user(endpoint: str, name: str) -> None:
     with open_channel(endpoint) as ch:
         try:
             users_grpc.UsersStub(ch).CreateUser(users.CreateUserRequest(name=name, secret="user-secret-1"),
-                                                 metadata=AS_ADMIN, timeout=15)
+                                                 metadata=as_admin(), timeout=15)
         except grpc.RpcError:
             pass  # a broker it could not reach or trust is named in the refusal; the user exists here
 

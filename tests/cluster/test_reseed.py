@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 from broker_process import BrokerProcess
 from mqwire import META, Conn, held_ids, message
-from test_control_plane import AS_ADMIN, AUTH_ARGS, _refused, as_inner
+from test_control_plane import AUTH_ARGS, _refused, as_admin, as_inner
 from waiting import wait_for
 
 from rockmq.broker.cluster import reseed
@@ -117,12 +117,12 @@ def test_a_replica_too_far_behind_reseeds_itself_serving_reads_meanwhile(tmp_pat
 
 def _fill(ch: grpc.Channel, mib: int) -> None:
     """Give a primary with --auth `mib` MiB of incompressible messages: a copy of it takes many chunks."""
-    admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="bulk", queue_count=1), metadata=AS_ADMIN,
+    admin_grpc.AdminStub(ch).CreateTopic(admin.CreateTopicRequest(name="bulk", queue_count=1), metadata=as_admin(),
                                          timeout=10)
     send = svc.MessagingServiceStub(ch).SendMessage
     for _ in range(mib * (1 << 20) // (4 * BODY)):
         reply = send(rpc.SendMessageRequest(messages=[message("bulk", os.urandom(BODY)) for _ in range(4)]),
-                     metadata=AS_ADMIN, timeout=20)
+                     metadata=as_admin(), timeout=20)
         assert reply.status.code == pb.OK, reply.status
 
 
@@ -141,7 +141,7 @@ def test_only_the_inner_credentials_take_a_copy_one_at_a_time_removed_however_it
                 return next(iter(snapshot(replication.SnapshotRequest(), metadata=metadata, timeout=10))).header
 
             _refused(lambda: header(META), grpc.StatusCode.UNAUTHENTICATED)
-            _refused(lambda: header(AS_ADMIN), grpc.StatusCode.PERMISSION_DENIED, "inner credentials")  # a super user too
+            _refused(lambda: header(as_admin()), grpc.StatusCode.PERMISSION_DENIED, "inner credentials")  # a super user too
             assert not checkpoints()
 
             call = snapshot(replication.SnapshotRequest(), metadata=as_inner(SNAPSHOT), timeout=30)

@@ -238,6 +238,8 @@ class Broker:
         for t in (*self._tasks, self._told, self._watching):
             if t is not None:
                 t.cancel()
+        if self.replicator is not None:
+            self.replicator.close()
         await self.server.stop(grace=2)
         self.ctx.store.close()
 

@@ -155,6 +155,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         self.acked = 0
         self._acked_moved = asyncio.Event()
         self.followers = 0
+        self.stopping = False  # the broker is stopping: Follow streams end (`close`)
         self.snapshots = Snapshots(store, streams, lambda: fence.fenced)  # copies for replicas too far behind
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
         # and recall handles stay valid), the epoch (its sequence numbers start above ours) and the
@@ -209,6 +210,12 @@ class Replicator(replication_grpc.ReplicationServicer):
         copy brings it back (the refusal is marked: the replica then re-seeds itself, reseed.py)."""
         await refuse_too_far_behind(context, f"the replica is too far behind (applied {applied}, primary at "
                                              f"{self.batches.seq}): re-seed it")
+
+    def close(self) -> None:
+        """The broker is stopping: each Follow stream ends at its next turn, before the server's grace
+        runs out (a stream cancelled then is a traceback in the log)."""
+        self.stopping = True
+        self.batches.grew.set()
 
     # --- the Follow stream ---------------------------------------------------------------------
 
@@ -268,7 +275,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         writes = self.streams.open(context, "Follow")
         writes.busy = True  # counted per turn, which an idle stream takes every second: only a write stalls it
         try:
-            while not reader.done():
+            while not reader.done() and not self.stopping:
                 writes.count += 1
                 if self.principals is not None and self.principals.version != handed:
                     handed = self.principals.version  # read first: a change while copying is sent again
@@ -293,7 +300,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                         await asyncio.wait_for(self.batches.grew.wait(), 1.0)
                     except TimeoutError:
                         pass
-            if not reader.cancelled() and reader.exception() is None and not reader.result():
+            if reader.done() and not reader.cancelled() and reader.exception() is None and not reader.result():
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
         finally:
             self.streams.close(writes)
