@@ -19,6 +19,7 @@ import grpc
 
 from rockmq.auth.authenticate import Authenticator, InnerAuthenticator, NoUsers, UserLookup
 from rockmq.auth.inner_signature import CHALLENGE_MAX, CHALLENGE_MIN, proof
+from rockmq.auth.permissions import OPEN_METHODS
 from rockmq.auth.seam import Authorize, AuthSeam
 from rockmq.auth.users import User
 from rockmq.config import Settings
@@ -35,7 +36,8 @@ def _methods(module: object, service: str) -> frozenset[str]:
 REPLICATION_METHODS = _methods(replication, "Replication")
 NAMESRV_METHODS = _methods(namesrv, "NameServer")
 INNER_ONLY = REPLICATION_METHODS | NAMESRV_METHODS  # a broker serves no name-server method; listed for one table
-OPEN = _methods(inner, "Inner")  # the handshake: anyone may ask, the answer proves the server
+# The handshake (anyone may ask, the answer proves the server) and what the table opens to anyone.
+OPEN = _methods(inner, "Inner") | OPEN_METHODS
 
 
 def inner_credentials(settings: Settings) -> Credentials | None:

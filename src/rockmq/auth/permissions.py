@@ -2,9 +2,10 @@
 
 A `Rule` says who may call a method: any authenticated user whose ACL allows the request's checks
 (`Who.USER`, with `checks(request)` -> the (resource, actions) it needs, all of them), super users
-only (`Who.SUPER`: promote, users, ACLs), or the cluster's inner credentials (`Who.INNER`:
-replication, name-server registration). The v2 part follows Apache RocketMQ's mapping
-(security-notes.md), with Pull and the offsets mapped too; rockmq's own services map the same way.
+only (`Who.SUPER`: promote, users, ACLs), the cluster's inner credentials (`Who.INNER`:
+replication, name-server registration), or anyone, unauthenticated (`Who.ANYONE`: health
+checks, `OPEN_METHODS`). The v2 part follows Apache RocketMQ's mapping (security-notes.md), with
+Pull and the offsets mapped too; rockmq's own services map the same way.
 Telemetry's checks are per settings command (`telemetry_checks`) and SendMessage's per message
 (`publishing`: its handler reads the request's bytes once, then asks), PublishStaged's on the
 topics of the staged chunks it names (read from the store by its handler); auto-creating a topic (on
@@ -36,6 +37,7 @@ ACLS = "rockmq.admin.v1.Acls"  # grant, revoke, list: super users only
 USERS = "rockmq.admin.v1.Users"  # create, update, delete, list: super users only
 REPLICATION = "rockmq.replication.v1.Replication"
 NAMESRV = "rockmq.namesrv.v1.NameServer"
+HEALTH = "grpc.health.v1.Health"
 ALL_TOPICS, ALL_GROUPS = "", ""  # what List checks: `*`, `Topic:*` or `Group:*` allows it
 
 
@@ -43,6 +45,7 @@ class Who(enum.Enum):
     USER = "user"  # an authenticated user whose ACL allows the checks
     SUPER = "super"  # super users only
     INNER = "inner"  # the cluster's inner credentials
+    ANYONE = "anyone"  # no credentials: the answer reveals nothing (health checks)
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,11 @@ _OTHERS: dict[str, Rule] = {
     f"{REPLICATION}/Snapshot": Rule(Who.INNER),  # a copy of the store: the secret too (cluster/reseed.py)
     f"{NAMESRV}/Register": Rule(Who.INNER),
     f"{NAMESRV}/ListBrokers": Rule(Who.INNER),
+    f"{NAMESRV}/Unregister": Rule(Who.INNER),  # would let anyone take a broker out of routes
+    # Probes (load balancers, Kubernetes) carry no credentials, and the answer is SERVING or
+    # NOT_SERVING: open, like the HTTP port's /healthz and /readyz.
+    f"{HEALTH}/Check": Rule(Who.ANYONE),
+    f"{HEALTH}/Watch": Rule(Who.ANYONE),
 }
 # "package.Service/Method" (gRPC's method path without its leading '/') -> its rule.
 RULES: dict[str, Rule] = {
@@ -170,6 +178,7 @@ RULES: dict[str, Rule] = {
     **{f"{ADMIN}/{m}": r for m, r in _ADMIN.items()},
     **_OTHERS,
 }
+OPEN_METHODS = frozenset(m for m, r in RULES.items() if r.who is Who.ANYONE)  # the seam lets them through
 SUPER_ONLY = Rule(Who.SUPER)  # a method the table does not name (users' admin calls): super users only
 
 

@@ -15,11 +15,13 @@ from typing import Any
 
 import grpc
 
+from rockmq.auth.permissions import HEALTH
 from rockmq.plumbing.interceptors import Handler, Wrapping, result
 from rockmq.plumbing.tls import is_tls
 from rockmq.protocol.conventions import BATCH_SERVICE, MESSAGING_SERVICE
 
-DATA_PLANE = frozenset({MESSAGING_SERVICE, BATCH_SERVICE})  # what a plaintext client may call
+# What a plaintext client may call; and health checks, which reveal nothing (auth/permissions.py).
+DATA_PLANE = frozenset({MESSAGING_SERVICE, BATCH_SERVICE, HEALTH})
 REFUSAL = grpc.StatusCode.PERMISSION_DENIED
 
 

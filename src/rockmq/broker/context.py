@@ -53,6 +53,8 @@ class BrokerContext:
     read_only: bool = False
     # With authentication on: refuses (raises) auto-creating the named topic for the request's user.
     authorize_create: Callable[[str], None] | None = None
+    # Set by the drain (SIGTERM, broker/drain.py): new sends and receives are refused, retriably.
+    draining: bool = False
 
     @property
     def sequence_start(self) -> int:
@@ -98,6 +100,13 @@ class BrokerContext:
         assignment, a consumer's settings) is served without persisting what it implies (a new
         group, its consume mode, a filter's index): it would be refused, and so would the read."""
         return not self.read_only and not self.store.refusing_writes
+
+    def refuse_if_draining(self) -> None:
+        """Refuse a new send or receive while the broker drains: PROXY_TIMEOUT (gRPC UNAVAILABLE), which
+        the official clients and rockmq's retry on another broker."""
+        if self.draining:
+            raise BrokerError(pb.PROXY_TIMEOUT, f"broker {self.settings.broker_name!r} is shutting down (draining): "
+                                                "retry on another broker")
 
     def group_for(self, name: str) -> GroupConfig:
         """The named group, created with the defaults if auto-creation is on (for a request that

@@ -9,6 +9,7 @@ import logging
 import sys
 
 import grpc
+from grpc_health.v1 import health_pb2_grpc
 
 from rockmq import compiled
 from rockmq.auth.access import AccessControl
@@ -23,6 +24,7 @@ from rockmq.auth.users import Users
 from rockmq.broker.api.acls import AclsServicer
 from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
+from rockmq.broker.api.health import HealthServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.api.users import UsersServicer
@@ -37,6 +39,7 @@ from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.health import Health
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
@@ -144,6 +147,7 @@ class Broker:
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set)
                          if following else None)
+        self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
         self.committer = Committer(store, ctx.logs, s, self.replicator)
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)
@@ -181,6 +185,7 @@ class Broker:
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
         users_grpc.add_UsersServicer_to_server(users, guarding)
         inner_grpc.add_InnerServicer_to_server(Prover(inner_user(self.settings)), guarding)
+        health_pb2_grpc.add_HealthServicer_to_server(HealthServicer(self.health), guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging,
                               self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((batch.handler(),))

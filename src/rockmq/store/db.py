@@ -260,6 +260,11 @@ class Store:
         self._refusal = refusal
 
     @property
+    def closed(self) -> bool:
+        """Whether `close` ran: nothing is read or written any more (the broker is not ready)."""
+        return self._closed
+
+    @property
     def refusing_writes(self) -> bool:
         """Whether writes are refused (`refuse_writes`): reads then persist nothing they imply."""
         return self._refusal is not None

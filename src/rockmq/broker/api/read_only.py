@@ -17,6 +17,7 @@ ALLOWED = frozenset({
     "QueryRoute", "Heartbeat", "QueryAssignment", "PullMessage", "QueryOffset", "GetOffset", "Telemetry",
     "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
     "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls",
+    "Check", "Watch",  # grpc.health.v1: a replica says whether it is ready too
 })
 STREAMING = frozenset({"ReceiveMessage"})
 

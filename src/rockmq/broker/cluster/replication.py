@@ -283,7 +283,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                 elif catch_up:
                     sent, ops = catch_up  # before the yield, as below
                     catch_up = ()
-                    yield replication.ReplicatedBatch(seq=sent, ops=oplog.encode(ops), catch_up=True)
+                    yield replication.ReplicatedBatch(seq=sent, ops=oplog.encode(ops), catch_up=True, head=self.batches.seq)
                 elif self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
                     kept = self.batches.ring[0][0]
                     if sent + 1 < kept:  # it fell behind the ring: caught up from the footprints instead
@@ -293,7 +293,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                         continue
                     seq, data = self.batches.ring[sent + 1 - kept]
                     sent = seq  # before the yield: the replica may report it before this resumes
-                    yield replication.ReplicatedBatch(seq=seq, ops=data)
+                    yield replication.ReplicatedBatch(seq=seq, ops=data, head=self.batches.seq)
                 else:
                     self.batches.grew.clear()
                     try:
@@ -330,9 +330,20 @@ class Follower:
         self.cluster = cluster
         self._inner = inner_credentials(ctx.settings)  # the primary answers only these with auth on (inner_calls.py)
         self.applied = stored_seq(ctx.store)
+        self.head = self.applied  # the primary's last batch, as its last shipped batch said (readiness)
         self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
         # too far behind: a copy of the primary's store, swapped in by a restart (`on_reseeded`)
         self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, on_reseeded)
+
+    @property
+    def behind(self) -> int:
+        """Batches the primary had, when it last shipped one, that this replica has not applied."""
+        return max(0, self.head - self.applied)
+
+    @property
+    def connected(self) -> bool:
+        """Whether this replica reaches its primary now."""
+        return self.cluster.primary.up
 
     async def _endpoint(self) -> str | None:
         return self.primary if names_an_address(self.primary) else await self.cluster.endpoint_of(self.primary)
@@ -417,6 +428,7 @@ class Follower:
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 self._apply(oplog.decode(shipped.ops))
                 self.applied = shipped.seq
+                self.head = max(shipped.head, shipped.seq)
                 progress.set()
         finally:
             acker.cancel()

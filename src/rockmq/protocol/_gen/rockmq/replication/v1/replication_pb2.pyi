@@ -17,16 +17,18 @@ class FollowerState(_message.Message):
     def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ...) -> None: ...
 
 class ReplicatedBatch(_message.Message):
-    __slots__ = ("seq", "ops", "catch_up", "principals")
+    __slots__ = ("seq", "ops", "catch_up", "head", "principals")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     OPS_FIELD_NUMBER: _ClassVar[int]
     CATCH_UP_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     ops: bytes
     catch_up: bool
+    head: int
     principals: Principals
-    def __init__(self, seq: _Optional[int] = ..., ops: _Optional[bytes] = ..., catch_up: _Optional[bool] = ..., principals: _Optional[_Union[Principals, _Mapping]] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., ops: _Optional[bytes] = ..., catch_up: _Optional[bool] = ..., head: _Optional[int] = ..., principals: _Optional[_Union[Principals, _Mapping]] = ...) -> None: ...
 
 class Principals(_message.Message):
     __slots__ = ("users", "acls")
