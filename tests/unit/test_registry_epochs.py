@@ -51,3 +51,16 @@ def test_a_higher_epoch_without_the_proof_changes_nothing():
     assert r.register(_info("primary:1", 0), 40).epoch == 0  # the holder's next registration takes its routes back
     assert [(b.endpoint, b.epoch) for b in r.brokers()] == [("primary:1", 0)]
     assert r.register(_info("replica:1", 1), 50).epoch == 1  # its promoted replica still takes over
+
+
+def test_unregister_drops_only_its_own_registration():
+    """A draining broker leaves routes at once; a stale unregistration (another endpoint, or the
+    epoch a promoted replica superseded) leaves the name's holder in place."""
+    r = Registry(TIMEOUT_MS)
+    r.register(_info("new:1", 1), 0)
+    assert not r.unregister(namesrv.BrokerInfo(name="b1", endpoint="old:1", epoch=1))
+    assert not r.unregister(namesrv.BrokerInfo(name="b1", endpoint="new:1", epoch=0))
+    assert not r.unregister(namesrv.BrokerInfo(name="b2", endpoint="new:1", epoch=1))
+    assert [b.endpoint for b in r.brokers()] == ["new:1"]
+    assert r.unregister(namesrv.BrokerInfo(name="b1", endpoint="new:1", epoch=1))
+    assert r.brokers() == []

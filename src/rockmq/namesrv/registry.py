@@ -89,6 +89,15 @@ class Registry:
                         "without the proof its replicas give: ignored", info.name, info.endpoint, info.epoch, held.epoch)
         return True
 
+    def unregister(self, info: namesrv.BrokerInfo) -> bool:
+        """Drop a draining broker's registration at once -> whether it was dropped: only its own
+        (the same name, endpoint and epoch), never the one that holds the name now."""
+        held = self._brokers.get(info.name)
+        if held is None or held.info.endpoint != info.endpoint or held.info.epoch != info.epoch:
+            return False
+        del self._brokers[info.name]
+        return True
+
     def expire(self, now_ms: int) -> list[str]:
         """Drop brokers not heard from within the timeout; -> their names."""
         gone = [n for n, e in self._brokers.items() if now_ms - e.last_seen_ms > self.timeout_ms]

@@ -46,6 +46,13 @@ class NameServer(namesrv_grpc.NameServerServicer):
         return namesrv.RegisterResponse(timeout_ms=self.registry.timeout_ms, epoch=held.epoch,
                                         epoch_proof=held.epoch_proof)
 
+    async def Unregister(self, request: namesrv.UnregisterRequest,
+                         context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.UnregisterResponse:
+        dropped = self.registry.unregister(request.broker)
+        if dropped:
+            log.info("broker %.100s at %.100s unregistered (draining)", request.broker.name, request.broker.endpoint)
+        return namesrv.UnregisterResponse(dropped=dropped)
+
     async def ListBrokers(self, request: namesrv.ListBrokersRequest,
                           context: grpc.aio.ServicerContext[Any, Any]) -> namesrv.ListBrokersResponse:
         self._expire()

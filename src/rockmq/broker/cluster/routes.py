@@ -155,6 +155,17 @@ class Cluster:
             log.info("registered with name server %s again", address)
             self._unreachable.discard(address)
 
+    async def unregister(self) -> None:
+        """Leave routes at once (a draining broker): every name server drops this broker's registration."""
+        me = namesrv.BrokerInfo(name=self.name, endpoint=self.endpoint, epoch=self.fence.epoch)
+        await asyncio.gather(*(self._unregister(a, s, me) for a, s in zip(self.namesrv, self._stubs)))
+
+    async def _unregister(self, address: str, stub: namesrv_grpc.NameServerStub, me: namesrv.BrokerInfo) -> None:
+        try:
+            await stub.Unregister(namesrv.UnregisterRequest(broker=me), timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:  # it drops this broker at its timeout instead
+            log.warning("cannot unregister from name server %s: %s", address, e.code().name)
+
     async def brokers(self, topic: str = "") -> list[namesrv.BrokerInfo]:
         """Live brokers (holding `topic`, if given) by the first name server that answers."""
         for address, stub in zip(self.namesrv, self._stubs):

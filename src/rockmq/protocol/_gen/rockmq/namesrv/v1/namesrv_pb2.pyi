@@ -54,6 +54,18 @@ class RegisterResponse(_message.Message):
     epoch_proof: bytes
     def __init__(self, timeout_ms: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ...) -> None: ...
 
+class UnregisterRequest(_message.Message):
+    __slots__ = ("broker",)
+    BROKER_FIELD_NUMBER: _ClassVar[int]
+    broker: BrokerInfo
+    def __init__(self, broker: _Optional[_Union[BrokerInfo, _Mapping]] = ...) -> None: ...
+
+class UnregisterResponse(_message.Message):
+    __slots__ = ("dropped",)
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    dropped: bool
+    def __init__(self, dropped: _Optional[bool] = ...) -> None: ...
+
 class ListBrokersRequest(_message.Message):
     __slots__ = ("topic",)
     TOPIC_FIELD_NUMBER: _ClassVar[int]

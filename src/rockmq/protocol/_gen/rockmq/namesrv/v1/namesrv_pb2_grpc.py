@@ -44,6 +44,11 @@ class NameServerStub:
                 request_serializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.ListBrokersRequest.SerializeToString,
                 response_deserializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.ListBrokersResponse.FromString,
                 _registered_method=True)
+        self.Unregister = channel.unary_unary(
+                '/rockmq.namesrv.v1.NameServer/Unregister',
+                request_serializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.UnregisterRequest.SerializeToString,
+                response_deserializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.UnregisterResponse.FromString,
+                _registered_method=True)
 
 
 class NameServerServicer:
@@ -61,6 +66,12 @@ class NameServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Unregister(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NameServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -73,6 +84,11 @@ def add_NameServerServicer_to_server(servicer, server):
                     servicer.ListBrokers,
                     request_deserializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.ListBrokersRequest.FromString,
                     response_serializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.ListBrokersResponse.SerializeToString,
+            ),
+            'Unregister': grpc.unary_unary_rpc_method_handler(
+                    servicer.Unregister,
+                    request_deserializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.UnregisterRequest.FromString,
+                    response_serializer=rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.UnregisterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -129,6 +145,33 @@ class NameServer:
             '/rockmq.namesrv.v1.NameServer/ListBrokers',
             rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.ListBrokersRequest.SerializeToString,
             rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.ListBrokersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Unregister(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.namesrv.v1.NameServer/Unregister',
+            rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.UnregisterRequest.SerializeToString,
+            rockmq_dot_namesrv_dot_v1_dot_namesrv__pb2.UnregisterResponse.FromString,
             options,
             channel_credentials,
             insecure,
