@@ -113,6 +113,9 @@ class Settings:
     stream_buffer_bytes: int = 128 * 1024
     stream_buffer_total_bytes: int = 64 * MiB
     stream_send_timeout_s: float = 30.0
+    # SIGTERM drains (broker/server.py, Broker.drain): not ready, unregistered, new sends and receives
+    # refused (retriable elsewhere), in-flight writes finished; the process exits within this long.
+    drain_timeout_s: float = 30.0
     # Calls served at once (long polls included); beyond it gRPC answers RESOURCE_EXHAUSTED.
     max_concurrent_rpcs: int = 20_000
     # Connections (plumbing/connection_limits.py): past max_connections a new one is closed as it is accepted
@@ -262,6 +265,8 @@ class Settings:
                 or self.stream_send_timeout_s <= 0):
             raise ConfigError("auto_renew_invisible_ms must be at least 100, client_silence_s, "
                               "max_long_polling_s and stream_send_timeout_s above 0")
+        if self.drain_timeout_s <= 0:
+            raise ConfigError(f"drain_timeout_s must be above 0, not {self.drain_timeout_s}")
         if not self.retry_ladder_s or min(self.retry_ladder_s) <= 0 or self.fifo_retry_s <= 0:
             raise ConfigError("retry_ladder_s must list waits above 0, and fifo_retry_s be above 0")
         if self.fetch_records > self.max_fetch_records or self.fetch_bytes > self.max_fetch_bytes:
@@ -372,7 +377,8 @@ def _coerce(name: str, value: Any) -> Any:
 CONCERNS: Mapping[str, tuple[str, ...]] = {
     "network": ("host", "port", "max_concurrent_rpcs", "max_connections", "idle_connection_timeout_s",
                 "connection_handshake_timeout_s", "stream_buffer_bytes", "stream_buffer_total_bytes",
-                "stream_send_timeout_s", "tls_cert", "tls_key", "tls_ca", "plaintext_port", "log_level", "audit_format"),
+                "stream_send_timeout_s", "drain_timeout_s", "tls_cert", "tls_key", "tls_ca", "plaintext_port", "log_level",
+                "audit_format"),
     "auth": ("auth_enabled", "admin_user", "admin_secret", "auth_max_clock_skew_s", "inner_access_key",
              "inner_secret_key"),
     "storage": ("data_dir", "flush", "flush_interval_ms", "store_memory_mib", "disk_reserve_mib", "retention_s",

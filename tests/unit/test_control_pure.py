@@ -18,7 +18,8 @@ INNER = {"inner_access_key": "cluster", "inner_secret_key": "s3cret"}
 
 def test_every_replication_and_name_server_method_needs_the_inner_credentials():
     assert INNER_ONLY == {"rockmq.replication.v1.Replication/Follow", "rockmq.replication.v1.Replication/Snapshot",
-                          "rockmq.namesrv.v1.NameServer/Register", "rockmq.namesrv.v1.NameServer/ListBrokers"}
+                          "rockmq.namesrv.v1.NameServer/Register", "rockmq.namesrv.v1.NameServer/ListBrokers",
+                          "rockmq.namesrv.v1.NameServer/Unregister"}
 
 
 @pytest.mark.parametrize("settings, says", [

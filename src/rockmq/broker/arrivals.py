@@ -30,6 +30,7 @@ class Arrivals:
         self.tag_watched: set[int] = set()  # topics with a receive waiting for some tags: appends note their tags
         self._waited: dict[asyncio.Event, int] = {}  # event -> the polls waiting on it now
         self.woken = 0  # polls that ended their wait on an arrival (not on their timeout): tests read it
+        self.ended = False  # the broker drains: every poll answers with what it has, at once (`end`)
 
     def queue(self, topic_id: int, queue_id: int) -> asyncio.Event:
         """The event a pull of this queue waits on."""
@@ -64,6 +65,13 @@ class Arrivals:
             if left:
                 self._waited[ev] = left
         self.woken += 1
+
+    def end(self) -> None:
+        """The broker drains: wake every poll, and from now on none waits (each answers what it found,
+        empty or not, so that the server's shutdown is not held by long polls)."""
+        self.ended = True
+        for topic_id in list(self._pulls.keys() | self._receives.keys()):
+            self.topic(topic_id)
 
     def appended(self, topic_id: int, queues: Iterable[int], tags: Set[str | None] | None) -> None:
         """Messages entered `queues` of the topic, carrying `tags` (None: not known)."""

@@ -120,6 +120,16 @@ class Clients:
         return sorted((s for s in self._groups.get(group, {}).values() if s.last_seen >= since
                        and s.client_type in CONSUMER_TYPES), key=lambda s: s.client_id)
 
+    def end_streams(self) -> None:
+        """End every session's Telemetry stream (a draining broker): it does not hold the server's
+        shutdown, and its client opens the next one where it sends now."""
+        for s in self.sessions.values():
+            if s.outbox is not None:
+                if s.outbox.full():
+                    s.outbox.get_nowait()
+                s.outbox.put_nowait(None)
+                s.outbox = None
+
     def register(self, client_id: str, what: str = "receive") -> Session:
         """The session of a client's own request (`what`: Telemetry, Heartbeat, receive), made for
         the requesting user if new; another user's is refused (FORBIDDEN)."""

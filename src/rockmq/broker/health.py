@@ -11,6 +11,7 @@ at all: nothing here.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from rockmq.broker.cluster.fencing import Fence
@@ -37,6 +38,7 @@ class Health:
         self.ctx = ctx
         self.fence = fence
         self.follower = follower
+        self.drain_began = asyncio.Event()  # wakes whoever watches readiness (grpc.health.v1 Watch)
 
     @property
     def draining(self) -> bool:
@@ -46,6 +48,8 @@ class Health:
     @draining.setter
     def draining(self, value: bool) -> None:
         self.ctx.draining = value
+        if value:
+            self.drain_began.set()
 
     def reasons(self) -> list[str]:
         """Why the broker is not ready, most fundamental first; empty: ready."""

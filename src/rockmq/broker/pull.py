@@ -78,6 +78,7 @@ class PullService:
         more bytes than that, but one message even if larger (a push consumer's room). The client's
         `lane` (its x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py).
         `batch_size` 0: `receive_batch`; negative sizes are refused."""
+        self.ctx.refuse_if_draining()
         if batch_size < 0 or max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         self._check_queue(topic, queue_id)
@@ -120,7 +121,7 @@ class PullService:
                     size += len(message)
                 position = off + 1
             left = until - loop.time()
-            if out or position != offset or left <= 0:
+            if out or position != offset or left <= 0 or logs.arrivals.ended:
                 key = (group_name, topic.id, queue_id)
                 # Only groups that exist: a name made up for each pull (no auto-creation) would grow it without end.
                 if position > self._pulled.get(key, -1) and group_name in self.ctx.meta.groups:

@@ -75,6 +75,7 @@ class SendService:
     async def send(self, messages: Sequence[SentMessage], chosen: bool = False) -> list[SendResult]:
         """Store a request's messages (`send_request.read`: from its bytes); each gets its own result. Durable when this returns.
         `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
+        self.ctx.refuse_if_draining()
         validate.check_request(messages)
         self.ctx.store.space.room(sum(len(m.body) for m in messages))  # disk full: refused before anything is written
         logs = self.ctx.logs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import logging
@@ -69,6 +70,8 @@ from rockmq.store.disk_space import log_failure
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_S = 10
+STOP_GRACE_S = 2.0  # calls in flight when the broker stops (not drains: a promotion, a re-seed, a test)
+DRAIN_NOTICE_S = 1.0  # how long a draining broker of a cluster keeps refusing before it stops listening
 # The fsync thread must get the GIL back quickly to complete the sends it covered; the
 # default 5 ms switch interval shows up directly in the send latency tail.
 SWITCH_INTERVAL_S = 0.0005
@@ -170,6 +173,7 @@ class Broker:
         self._writing = False  # the background writers started (`_write`)
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
         self._watching: asyncio.Task[None] | None = None  # cancelling the streams clients do not read
+        self._registering: asyncio.Task[None] | None = None  # with the name servers, every namesrv_interval_s
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
@@ -207,7 +211,8 @@ class Broker:
         if self.cluster.enabled:
             if not self.fence.confirmed:
                 await self.cluster.register_now()  # a name server confirms (or fences) it before it is ready
-            self._tasks.append(asyncio.create_task(self.cluster.register_forever()))
+            self._registering = asyncio.create_task(self.cluster.register_forever())
+            self._tasks.append(self._registering)
         return self.port
 
     def _write(self) -> None:
@@ -239,13 +244,38 @@ class Broker:
                 except Exception as e:
                     log_failure(log, e, "housekeeping failed")
 
-    async def stop(self) -> None:
+    async def drain(self, timeout_s: float) -> None:
+        """Stop as a broker of a cluster should (SIGTERM), within `timeout_s`: not ready at once (health
+        checks say NOT_SERVING), out of the name servers' routes, long polls answered (empty), new sends
+        and receives refused with a status clients retry on another broker; then (in a cluster,
+        DRAIN_NOTICE_S later: clients still routed here hear the refusal rather than a dropped
+        connection) the Telemetry streams end, and the server stops once the calls in flight (writes
+        among them) have finished."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + timeout_s
+
+        def left() -> float:
+            return max(0.0, until - loop.time())
+
+        self.health.draining = True
+        self.ctx.logs.arrivals.end()
+        log.warning("draining (at most %g s): refusing new sends and receives", timeout_s)
+        if self._registering is not None:  # a broker of a cluster: its clients have other brokers to go to
+            self._registering.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.cluster.unregister(), left())
+            await asyncio.sleep(min(DRAIN_NOTICE_S, left()))
+        self.clients.end_streams()
+        await self.stop(grace=left())
+
+    async def stop(self, grace: float = STOP_GRACE_S) -> None:
+        """Stop serving: calls in flight get `grace` seconds to finish, then are cancelled."""
         for t in (*self._tasks, self._told, self._watching):
             if t is not None:
                 t.cancel()
         if self.replicator is not None:
             self.replicator.close()
-        await self.server.stop(grace=2)
+        await self.server.stop(grace=grace)
         self.ctx.store.close()
 
 
@@ -294,6 +324,6 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
         else:
             log.warning("re-seeded: following %s again from batch %d", settings.replica_of,
                         broker.follower.applied if broker.follower is not None else 0)
-    log.info("stopping")
     watching.cancel()
-    await broker.stop()
+    await broker.drain(settings.drain_timeout_s)
+    log.info("stopped")

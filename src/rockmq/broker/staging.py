@@ -145,7 +145,9 @@ class StagingService:
               deduplicate: bool, owner: str = "") -> tuple[bytes, int]:
         """Validate and keep a chunk of messages given in their stored parts; -> (handle, count).
         A bad message refuses the whole chunk. `owner`: the user staging it (auth on), the only one
-        who may then publish or discard it (handles are guessable)."""
+        who may then publish or discard it (handles are guessable). Refused while the broker drains;
+        publishing what was staged is not (it finishes work begun)."""
+        self.ctx.refuse_if_draining()
         if ttl_ms < 0:
             raise BrokerError(pb.BAD_REQUEST, "ttl_ms must not be negative")
         if len(system_properties) != len(contents):

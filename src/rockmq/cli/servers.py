@@ -84,6 +84,9 @@ SERVE = (
                     "(one per core) (default {default})", metavar="N", text=True),
     Flag("stream_send_timeout_s", "cancel a server stream whose client reads nothing for this long (default {default})",
          option="--stream-send-timeout", metavar="SECONDS"),
+    Flag("drain_timeout_s", "on SIGTERM, drain (not ready, out of routes, new sends and receives refused, in-flight "
+                            "writes finished) and exit within this long (default {default})", option="--drain-timeout",
+         metavar="SECONDS"),
     Flag("log_level", "DEBUG, INFO, WARNING or ERROR"),
     Flag("auth_enabled", "authenticate and authorize every request (docs/security.md)", option="--auth"),
     Flag("admin_user", "with --auth: the first super user, made when there are no users yet (env ROCKMQ_ADMIN_USER)",

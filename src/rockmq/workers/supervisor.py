@@ -9,8 +9,9 @@ through it spreads the queues (docs/cluster.md).
 
 This process only supervises: it hands the settings it resolved to the shards (as `ROCKMQ_*`
 variables; their flags name what differs), restarts a shard that dies on the same port (see
-`restarts`), writes `--ready-file` once every shard serves and is registered, and stops them all
-on SIGTERM or SIGINT. The shards run in their own session, so a Ctrl-C reaches them through this
+`restarts`), writes `--ready-file` once every shard serves and is registered, and on SIGTERM or
+SIGINT drains them all at once (each shard drains as a broker does: broker/server.py, Broker.drain)
+while its name server stays up to hear them unregister. The shards run in their own session, so a Ctrl-C reaches them through this
 process only, and on Linux each gets SIGTERM should this process die without stopping them
 (`shard`).
 """
@@ -42,7 +43,7 @@ from rockmq.plumbing.tls import server_credentials
 from rockmq.workers.restarts import GiveUp, Restarts
 
 log = logging.getLogger(__name__)
-STOP_S = 30.0  # a shard asked to stop gets this long before it is killed
+STOP_MARGIN_S = 5.0  # a shard asked to stop drains (drain_timeout_s), and gets this long more before it is killed
 POLL_S = 0.05
 LOOPBACK = "127.0.0.1"
 
@@ -204,9 +205,10 @@ class Supervisor:
         assert proc is not None
         proc.signal(signal.SIGTERM)
         try:
-            code = await asyncio.wait_for(proc.wait(), STOP_S)
+            code = await asyncio.wait_for(proc.wait(), self.settings.drain_timeout_s + STOP_MARGIN_S)
         except TimeoutError:
-            log.error("shard %s (pid %d) did not stop within %.0f s: killing it", shard.name, proc.pid, STOP_S)
+            log.error("shard %s (pid %d) did not stop within %.0f s: killing it", shard.name, proc.pid,
+                      self.settings.drain_timeout_s + STOP_MARGIN_S)
             proc.signal(signal.SIGKILL)
             code = await proc.wait()
         log.info("shard %s %s", shard.name, "stopped" if code == 0 else _how_it_ended(code))

@@ -9,6 +9,7 @@ the answer is one of two words.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, TypeAlias
 
 import grpc
@@ -19,7 +20,7 @@ from rockmq.plumbing.requests import Context
 from rockmq.protocol.conventions import BATCH_SERVICE, MESSAGING_SERVICE
 
 SERVICES = frozenset({"", MESSAGING_SERVICE, BATCH_SERVICE})  # what a health check may name
-WATCH_POLL_S = 1.0  # how often a Watch looks again (readiness has no change events: it is computed)
+WATCH_POLL_S = 1.0  # how often a Watch looks again (readiness is computed; only a drain is an event)
 Status: TypeAlias = "health_pb2.HealthCheckResponse.ServingStatus"
 
 
@@ -43,10 +44,12 @@ class HealthServicer(health_pb2_grpc.HealthServicer):
         NOT_SERVING), so that it does not hold the server's shutdown."""
         last: Status | None = None
         while True:
+            draining = self.health.draining  # read first: the status written last then says it
             status = self._status(request.service)
             if status != last:
                 await context.write(health_pb2.HealthCheckResponse(status=status))
                 last = status
-            if self.health.draining:
+            if draining:
                 return
-            await asyncio.sleep(WATCH_POLL_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.health.drain_began.wait(), WATCH_POLL_S)

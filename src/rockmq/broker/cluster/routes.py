@@ -217,7 +217,7 @@ class Cluster:
         local = self.ctx.meta.topics.get(topic_name)
         s = self.ctx.settings
         others = await self._registered(topic_name) if self.enabled else []
-        if local is None:
+        if local is None or (self.ctx.draining and others):  # draining: clients go to the others
             return others
         if self.writer or (self.ctx.read_only and not self.primary.up):
             mine = Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),

@@ -115,6 +115,7 @@ class PopService:
         A refused receive writes nothing (no mode, no subscription). The client's `lane` (its
         x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py; not for FIFO groups).
         """
+        self.ctx.refuse_if_draining()
         if batch_size < 0:
             raise BrokerError(pb.BAD_REQUEST, f"batch_size must not be negative, not {batch_size}")
         renew_for = client_id if auto_renew and invisible_ms is None else None
@@ -145,7 +146,7 @@ class PopService:
             arrival = arrivals.tags(topic.id, waits_for)  # taken before looking: no lost wake-up
             out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for, lanes, max_bytes)
             left = until - loop.time()
-            if out or left <= 0:
+            if out or left <= 0 or arrivals.ended:
                 return out
             if advanced:  # only filtered-out messages so far: look further at once
                 await asyncio.sleep(0)
