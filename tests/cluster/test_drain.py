@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import _running, start_cluster
+from shard_set import ShardSet
 from waiting import async_wait_for
 
 from rockmq.client import AsyncProducer, Message, SendReceipt
@@ -66,3 +67,14 @@ def test_sigterm_drains_without_a_failed_send(tmp_path: Path):
         b1.start()  # on its data dir: what it acknowledged is there
         cluster.wait_for_brokers({"b1", "b2"})
         assert {r.message_id for r in receipts} <= cluster.stored_ids("dr")
+
+
+def test_sigterm_to_a_workers_server_drains_every_shard(tmp_path: Path):
+    shards = ShardSet(tmp_path / "data", 2, "--drain-timeout", "10").start()
+    try:
+        started = time.monotonic()
+        assert shards.signal_and_wait(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 10
+        assert sum("draining (at most 10 s)" in line for line in shards.log) == 2, "\n".join(shards.log)
+    finally:
+        shards.kill()
