@@ -10,7 +10,8 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import _running, start_cluster
+import pytest
+from conftest import Cluster, _running, start_cluster
 from shard_set import ShardSet
 from waiting import async_wait_for
 
@@ -19,54 +20,60 @@ from rockmq.client import AsyncProducer, Message, SendReceipt
 NAMESRV_TIMEOUT_S = 60  # the name server would keep a silent broker this long: only Unregister drops it sooner
 
 
-def test_sigterm_drains_without_a_failed_send(tmp_path: Path):
-    for cluster in _running(start_cluster(tmp_path, ("b1", "b2"), broker_timeout_s=NAMESRV_TIMEOUT_S)):
-        b1 = cluster.brokers["b1"]
-        b1.cli("topic", "create", "dr", "--queues", "4", check=True)
-        receipts: list[SendReceipt] = []
-        failures: list[BaseException] = []
-        timings: dict[str, float] = {}
+@pytest.fixture
+def pair(tmp_path: Path):
+    """Two brokers and a name server that would keep a silent broker NAMESRV_TIMEOUT_S."""
+    yield from _running(start_cluster(tmp_path, ("b1", "b2"), broker_timeout_s=NAMESRV_TIMEOUT_S))
 
-        async def keep_sending(p: AsyncProducer, stop: asyncio.Event) -> None:
-            i = 0
-            while not stop.is_set():
-                try:
-                    receipts.append(await p.send(Message("dr", f"m{i}".encode())))
-                except Exception as e:  # noqa: BLE001 - every failure is the test's finding
-                    failures.append(e)
-                i += 1
-                await asyncio.sleep(0.005)
 
-        async def scenario() -> None:
-            ends = ",".join(b.endpoint for b in cluster.brokers.values())
-            async with AsyncProducer(ends, request_timeout=5.0) as p:
-                stop = asyncio.Event()
-                sending = asyncio.create_task(keep_sending(p, stop))
-                await async_wait_for(lambda: {r.broker for r in receipts} == {"b1", "b2"}, 10, 0.05,
-                                     what="sends reaching both brokers")
-                assert b1.proc is not None
-                started = time.monotonic()
-                b1.proc.send_signal(signal.SIGTERM)
-                await async_wait_for(lambda: "b1" not in cluster.live_brokers(), 5, 0.05, what="b1 out of ListBrokers")
-                timings["unlisted"] = time.monotonic() - started
-                while b1.proc.poll() is None and time.monotonic() - started < 20:
-                    await asyncio.sleep(0.05)
-                timings["exited"] = time.monotonic() - started
-                after = len(receipts)
-                await async_wait_for(lambda: len(receipts) >= after + 50, 10, 0.05, what="sends after the drain")
-                stop.set()
-                await sending
+def test_sigterm_drains_without_a_failed_send(pair: Cluster):
+    cluster = pair
+    b1 = cluster.brokers["b1"]
+    b1.cli("topic", "create", "dr", "--queues", "4", check=True)
+    receipts: list[SendReceipt] = []
+    failures: list[BaseException] = []
+    timings: dict[str, float] = {}
 
-        asyncio.run(scenario())
-        assert not failures, f"{len(failures)} sends failed, the first: {failures[0]!r}"
-        assert timings["unlisted"] < 3, f"b1 left ListBrokers only after {timings['unlisted']:.1f} s"
-        assert b1.proc is not None and b1.proc.poll() == 0, "the drained broker did not exit 0"
-        assert timings["exited"] < 10, f"the drain took {timings['exited']:.1f} s"
-        assert {r.broker for r in receipts[-50:]} == {"b2"}
-        b1.proc = None
-        b1.start()  # on its data dir: what it acknowledged is there
-        cluster.wait_for_brokers({"b1", "b2"})
-        assert {r.message_id for r in receipts} <= cluster.stored_ids("dr")
+    async def keep_sending(p: AsyncProducer, stop: asyncio.Event) -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                receipts.append(await p.send(Message("dr", f"m{i}".encode())))
+            except Exception as e:  # noqa: BLE001 - every failure is the test's finding
+                failures.append(e)
+            i += 1
+            await asyncio.sleep(0.005)
+
+    async def scenario() -> None:
+        ends = ",".join(b.endpoint for b in cluster.brokers.values())
+        async with AsyncProducer(ends, request_timeout=5.0) as p:
+            stop = asyncio.Event()
+            sending = asyncio.create_task(keep_sending(p, stop))
+            await async_wait_for(lambda: {r.broker for r in receipts} == {"b1", "b2"}, 10, 0.05,
+                                 what="sends reaching both brokers")
+            assert b1.proc is not None
+            started = time.monotonic()
+            b1.proc.send_signal(signal.SIGTERM)
+            await async_wait_for(lambda: "b1" not in cluster.live_brokers(), 5, 0.05, what="b1 out of ListBrokers")
+            timings["unlisted"] = time.monotonic() - started
+            while b1.proc.poll() is None and time.monotonic() - started < 20:
+                await asyncio.sleep(0.05)
+            timings["exited"] = time.monotonic() - started
+            after = len(receipts)
+            await async_wait_for(lambda: len(receipts) >= after + 50, 10, 0.05, what="sends after the drain")
+            stop.set()
+            await sending
+
+    asyncio.run(scenario())
+    assert not failures, f"{len(failures)} sends failed, the first: {failures[0]!r}"
+    assert timings["unlisted"] < 3, f"b1 left ListBrokers only after {timings['unlisted']:.1f} s"
+    assert b1.proc is not None and b1.proc.poll() == 0, "the drained broker did not exit 0"
+    assert timings["exited"] < 10, f"the drain took {timings['exited']:.1f} s"
+    assert {r.broker for r in receipts[-50:]} == {"b2"}
+    b1.proc = None
+    b1.start()  # on its data dir: what it acknowledged is there
+    cluster.wait_for_brokers({"b1", "b2"})
+    assert {r.message_id for r in receipts} <= cluster.stored_ids("dr")
 
 
 def test_sigterm_to_a_workers_server_drains_every_shard(tmp_path: Path):
