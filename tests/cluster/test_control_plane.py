@@ -5,6 +5,7 @@ while brokers that have them register, fan admin calls out to each other and fol
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +164,21 @@ def test_shards_of_one_broker_get_inner_credentials_of_their_own(tmp_path):
         assert sorted({q.broker for q in created.queues}) == ["broker-a-0", "broker-a-1"]
     finally:
         shards.kill()
+
+
+def test_a_draining_broker_unregisters_signed_and_nobody_else_may(secured_cluster):
+    """Unregister is the control plane's (a stranger would take a broker out of routes); a broker
+    run with --auth drains (SIGTERM) by unregistering with the inner credentials: gone at once, not
+    after the name server's timeout."""
+    ns, brokers, tls = secured_cluster
+    b2 = brokers["b2"]
+    forged = namesrv.UnregisterRequest(broker=namesrv.BrokerInfo(name="b2", endpoint=b2.endpoint))
+    with open_channel(ns.endpoint, tls) as ch:
+        stub = namesrv_grpc.NameServerStub(ch)
+        for metadata in (META, wrong_inner(), as_admin()):
+            _refused(lambda m=metadata: stub.Unregister(forged, metadata=m, timeout=5), grpc.StatusCode.UNAUTHENTICATED)
+    assert {b.name for b in _live(ns, tls)} == {"b1", "b2"}
+    assert b2.proc is not None
+    b2.proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: {b.name for b in _live(ns, tls)} == {"b1"}, 3, 0.05, what="b2 unregistered")
+    assert b2.proc.wait(10) == 0
