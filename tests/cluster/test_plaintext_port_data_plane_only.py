@@ -12,6 +12,7 @@ import pytest
 from broker_process import AUTH_ADMIN as ADMIN
 from broker_process import AUTH_ARGS, BrokerProcess
 from broker_process import AUTH_SECRET as SECRET
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from mqwire import META, RPC_TIMEOUT, message
 from tls_certs import free_port, make_certs
 
@@ -66,3 +67,11 @@ def test_control_plane_is_refused_on_the_plaintext_listener_and_sends_still_work
     with open_channel(broker.endpoint, broker.tls) as ch:  # over TLS the same calls are served; mallory was never made
         listed = users_grpc.UsersStub(ch).ListUsers(users.ListUsersRequest(), metadata=_signed(), timeout=RPC_TIMEOUT)
         assert "mallory" not in {u.name for u in listed.users}
+
+
+def test_health_checks_are_answered_on_both_listeners_without_credentials(broker):
+    """A probe reaches either listener, and carries no credentials (auth/permissions.py: Who.ANYONE)."""
+    for endpoint, tls in ((broker.endpoint, broker.tls), (broker.plaintext_endpoint, None)):
+        with open_channel(endpoint, tls) as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=""), timeout=RPC_TIMEOUT)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING, endpoint
