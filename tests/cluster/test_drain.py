@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from conftest import Cluster, _running, start_cluster
 from shard_set import ShardSet
-from waiting import async_wait_for
+from waiting import async_wait_for, wait_for
 
 from rockmq.client import AsyncProducer, Message, SendReceipt
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
+from official_client import producer, send  # noqa: E402
 
 NAMESRV_TIMEOUT_S = 60  # the name server would keep a silent broker this long: only Unregister drops it sooner
 
@@ -74,6 +79,44 @@ def test_sigterm_drains_without_a_failed_send(pair: Cluster):
     b1.start()  # on its data dir: what it acknowledged is there
     cluster.wait_for_brokers({"b1", "b2"})
     assert {r.message_id for r in receipts} <= cluster.stored_ids("dr")
+
+
+def test_the_official_client_sends_through_a_drain_without_a_failure(pair: Cluster):
+    """The unmodified official Python client, pointed at b2, sending while b1 drains: the refusal
+    (PROXY_TIMEOUT) is one it retries on another broker."""
+    pair.brokers["b1"].cli("topic", "create", "od", "--queues", "4", check=True)
+    acked: list[str] = []
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        with producer(pair.brokers["b2"].endpoint, "od") as p:
+            i = 0
+            while not stop.is_set():
+                try:
+                    acked.append(send(p, "od", f"x{i}".encode()).message_id)
+                except Exception as e:  # noqa: BLE001 - every failure is the test's finding
+                    failed.append(repr(e))
+                i += 1
+
+    sending = threading.Thread(target=produce)
+    sending.start()
+    b1 = pair.brokers["b1"]
+    try:
+        wait_for(lambda: len(acked) >= 50, 15, what="the producer sending")
+        assert b1.proc is not None
+        b1.proc.send_signal(signal.SIGTERM)
+        assert b1.proc.wait(10) == 0
+        before = len(acked)
+        wait_for(lambda: len(acked) >= before + 50, 10, what="sends after the drain")
+    finally:
+        stop.set()
+        sending.join(30)
+    assert not failed, f"{len(failed)} sends failed, the first: {failed[0]}"
+    b1.proc = None
+    b1.start()
+    pair.wait_for_brokers({"b1", "b2"})
+    assert set(acked) <= pair.stored_ids("od")
 
 
 def test_sigterm_to_a_workers_server_drains_every_shard(tmp_path: Path):
