@@ -53,7 +53,7 @@ class BrokerContext:
     read_only: bool = False
     # With authentication on: refuses (raises) auto-creating the named topic for the request's user.
     authorize_create: Callable[[str], None] | None = None
-    # Set by the drain (SIGTERM, broker/drain.py): new sends and receives are refused, retriably.
+    # Set by the drain (SIGTERM, Broker.drain in broker/server.py): new sends and receives are refused, retriably.
     draining: bool = False
 
     @property

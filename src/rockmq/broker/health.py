@@ -3,9 +3,9 @@
 One answer for every way it is asked: the `grpc.health.v1` service on the gRPC port
 (broker/api/health.py) and `/readyz` on the HTTP port both serve `reasons()`: empty means ready.
 A load balancer, Kubernetes or a client's health check then stops sending here while the broker
-drains (SIGTERM: broker/drain.py), while a promoted replica has fenced it, while a restarted primary
-waits to confirm it still is one, while its store is closed, or while a replica is cut off from its
-primary or far behind it (its reads would be stale). Liveness (`/healthz`) is the process answering
+drains (SIGTERM: Broker.drain in broker/server.py), while a promoted replica has fenced it, while
+a restarted primary waits to confirm it still is one, while its store is closed, or while a
+replica is cut off from its primary or far behind it (its reads would be stale). Liveness (`/healthz`) is the process answering
 at all: nothing here.
 """
 
