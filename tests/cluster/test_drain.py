@@ -17,7 +17,7 @@ from conftest import Cluster, _running, start_cluster
 from shard_set import ShardSet
 from waiting import async_wait_for, wait_for
 
-from rockmq.client import AsyncProducer, Message, SendReceipt
+from rockmq.client import AsyncProducer, AsyncSimpleConsumer, Message, SendReceipt
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
 from official_client import producer, send  # noqa: E402
@@ -79,6 +79,45 @@ def test_sigterm_drains_without_a_failed_send(pair: Cluster):
     b1.start()  # on its data dir: what it acknowledged is there
     cluster.wait_for_brokers({"b1", "b2"})
     assert {r.message_id for r in receipts} <= cluster.stored_ids("dr")
+
+
+def test_a_simple_consumer_receives_through_a_drain_without_an_error(pair: Cluster):
+    """rockmq's SimpleConsumer receiving while b1 drains: the drained broker is passed over, no
+    receive raises, and what b1 held is received once it is back."""
+    pair.brokers["b1"].cli("topic", "create", "cd", "--queues", "4", check=True)
+    ends = ",".join(b.endpoint for b in pair.brokers.values())
+    errors: list[BaseException] = []
+    got: set[bytes] = set()
+
+    async def receive_for(c: AsyncSimpleConsumer, seconds: float, upto: int = 100) -> None:
+        until = time.monotonic() + seconds
+        while time.monotonic() < until and len(got) < upto:
+            try:
+                for m in await c.receive(5):
+                    got.add(m.body)
+                    await c.ack(m)
+            except Exception as e:  # noqa: BLE001 - every failure is the test's finding
+                errors.append(e)
+
+    async def scenario() -> None:
+        async with AsyncProducer(ends) as p:
+            for i in range(100):
+                await p.send(Message("cd", f"m{i}".encode()))
+        async with AsyncSimpleConsumer(ends, "cd-g", {"cd": "*"}, await_s=0.5) as c:
+            await receive_for(c, 5, upto=10)  # most are still on both brokers when b1 drains
+            b1 = pair.brokers["b1"]
+            assert b1.proc is not None
+            b1.proc.send_signal(signal.SIGTERM)
+            await receive_for(c, 3)
+            assert len(got) < 100, "b1's share was received while it drained"
+            assert b1.proc.wait(10) == 0
+            b1.proc = None
+            b1.start()
+            await receive_for(c, 10)
+
+    asyncio.run(scenario())
+    assert not errors, f"{len(errors)} receives failed, the first: {errors[0]!r}"
+    assert got == {f"m{i}".encode() for i in range(100)}
 
 
 def test_the_official_client_sends_through_a_drain_without_a_failure(pair: Cluster):

@@ -93,7 +93,8 @@ class AsyncSimpleConsumer:
     async def receive(self, max_messages: int = BATCH_SIZE, invisible_s: float = INVISIBLE_S) -> list[ReceivedMessage]:
         """Up to `max_messages`, invisible to the group's other consumers for `invisible_s`. A
         broker that cannot be reached is passed over (and the topic's assignment asked again next
-        time); its error is raised only if no broker had messages."""
+        time); its error is raised only if no broker had messages. A draining one (PROXY_TIMEOUT)
+        is passed over without an error: it is leaving on purpose, the next assignment omits it."""
         topics = list(self.subscriptions)
         start = next(self._turn)
         unreached: RockmqError | None = None
@@ -108,7 +109,8 @@ class AsyncSimpleConsumer:
                     self._assigned.pop(topic, None)
                     if not unreachable(e):
                         raise
-                    unreached = e
+                    if e.code != pb.PROXY_TIMEOUT:
+                        unreached = e
                     continue
                 if got:
                     return got

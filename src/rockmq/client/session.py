@@ -57,8 +57,9 @@ def received_batch(reply: Any) -> Any:
 
 
 def unreachable(e: RockmqError) -> bool:
-    """The callee did not answer at all (so another broker may): not a refusal, not a missing method."""
-    return isinstance(e, ConnectionFailed | Timeout) and e.retriable
+    """The callee did not answer at all, or answered PROXY_TIMEOUT (a broker that drains, or a proxy
+    whose broker did not answer), so another broker may: not a refusal, not a missing method."""
+    return isinstance(e, ConnectionFailed | Timeout) and e.retriable or e.code == pb.PROXY_TIMEOUT
 
 
 class Session:
