@@ -102,8 +102,8 @@ class BrokerContext:
         return not self.read_only and not self.store.refusing_writes
 
     def refuse_if_draining(self) -> None:
-        """Refuse a new send or receive while the broker drains: PROXY_TIMEOUT (gRPC UNAVAILABLE), which
-        the official clients and rockmq's retry on another broker."""
+        """Refuse a new send or receive while the broker drains: PROXY_TIMEOUT, which the official
+        clients and rockmq's retry on another broker (a service answering gRPC codes: UNAVAILABLE)."""
         if self.draining:
             raise BrokerError(pb.PROXY_TIMEOUT, f"broker {self.settings.broker_name!r} is shutting down (draining): "
                                                 "retry on another broker")

@@ -257,8 +257,7 @@ class Broker:
         def left() -> float:
             return max(0.0, until - loop.time())
 
-        self.health.draining = True
-        self.ctx.logs.arrivals.end()
+        self.begin_drain()
         log.warning("draining (at most %g s): refusing new sends and receives", timeout_s)
         if self._registering is not None:  # a broker of a cluster: its clients have other brokers to go to
             self._registering.cancel()
@@ -267,6 +266,11 @@ class Broker:
             await asyncio.sleep(min(DRAIN_NOTICE_S, left()))
         self.clients.end_streams()
         await self.stop(grace=left())
+
+    def begin_drain(self) -> None:
+        """Not ready from now on; new sends and receives refused, long polls answered at once."""
+        self.health.draining = True
+        self.ctx.logs.arrivals.end()
 
     async def stop(self, grace: float = STOP_GRACE_S) -> None:
         """Stop serving: calls in flight get `grace` seconds to finish, then are cancelled."""
