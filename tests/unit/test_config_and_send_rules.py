@@ -69,7 +69,8 @@ def test_message_ids_are_unique_and_v2_shaped():
                                          # traceback at start before (idle_connection_timeout_s), or taken as given
                                          ("idle_connection_timeout_s", "nan"), ("idle_connection_timeout_s", "inf"),
                                          ("connection_handshake_timeout_s", "1e300"), ("stream_send_timeout_s", "nan"),
-                                         ("retention_check_s", "nan"), ("retry_ladder_s", "1,nan")])
+                                         ("retention_check_s", "nan"), ("retry_ladder_s", "1,nan"),
+                                         ("drain_timeout_s", "0"), ("drain_timeout_s", "inf")])
 def test_settings_out_of_range_are_refused(name, value):
     with pytest.raises(ConfigError, match=name):
         load_settings(None, None, {f"ROCKMQ_{name.upper()}": value})
