@@ -1,4 +1,4 @@
-# rockmq in a container (docs/deployment.md). Two stages: the first compiles the data path
+# rockmq in a container (deploy/kubernetes/README.md). Two stages: the first compiles the data path
 # (src/rockmq/compiled.py, Cython) into a wheel, the second installs that wheel alone into a slim
 # image, without a compiler. The same image runs a broker (the default command) or a name server
 # (`rockmq namesrv --host 0.0.0.0`).
