@@ -13,11 +13,17 @@ common.py, and the server flags of `serve` and `namesrv`, declared once, in serv
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-import grpc
+# gRPC's own log lines (a failed TLS handshake's `I1129 ... CERTIFICATE_VERIFY_FAILED`) are not the
+# command's: it says what failed in one line. Read once, when gRPC is first imported; the servers keep them.
+if sys.argv[1:2] not in (["serve"], ["namesrv"]):
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
+import grpc  # noqa: E402
 
 from rockmq.cli import acl, bench, broker, group, message, namesrv, pipeline, serve, timer, topic, user
 from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, rpc_failed

@@ -160,6 +160,40 @@ def warn_unreachable(brokers: Sequence[str]) -> None:
 # --- failures: one line on stderr and an exit code ---------------------------------------------
 
 
+def unreachable(endpoint: str, details: str, tls_on: bool) -> str:
+    """The one wording for a broker that cannot be reached, with what to do about it: gRPC's
+    `details` tell a certificate not trusted and a plaintext port; a plaintext client on a TLS port
+    sees only a closed socket, so the port is asked whether it speaks TLS."""
+    if "CERTIFICATE_VERIFY_FAILED" in details:
+        hint = "certificate not trusted: give --tls-ca FILE (the CA that signed the broker's certificate)"
+    elif "WRONG_VERSION_NUMBER" in details:
+        hint = "the server does not speak TLS: drop --tls"
+    elif "handshake" in details.lower():
+        hint = "the TLS handshake failed: " + details.rpartition("Tls handshake failed")[2].strip(" :")
+    elif not tls_on and "Connection refused" not in details and speaks_tls(endpoint):
+        hint = "the server speaks TLS: add --tls"
+    else:
+        hint = "is `rockmq serve` running there?"
+    return f"cannot reach the broker at {endpoint}: {hint}"
+
+
+def speaks_tls(endpoint: str, timeout_s: float = 2.0) -> bool:
+    """Whether a TLS handshake (certificate not checked: this only asks) completes at `endpoint`."""
+    import socket
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as raw, \
+                context.wrap_socket(raw, server_hostname=host.strip("[]")):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def rpc_failed(args: argparse.Namespace, code: grpc.StatusCode, details: str) -> int:
     """One line for a failed admin call."""
     endpoint = getattr(args, "endpoint", "?")
@@ -169,7 +203,7 @@ def rpc_failed(args: argparse.Namespace, code: grpc.StatusCode, details: str) ->
         if details.startswith(BROKER_SAYS_UNREACHABLE):  # the broker answered: another did not
             print(f"rockmq: {details}", file=sys.stderr)
         else:
-            print(f"rockmq: cannot reach the broker at {endpoint} ({code.name.lower()})", file=sys.stderr)
+            print(f"rockmq: {unreachable(endpoint, details, tls(args) is not None)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     if code == grpc.StatusCode.UNIMPLEMENTED and _is_name_server(args):
         return _name_server_named(endpoint)
@@ -184,6 +218,9 @@ def client_failed(args: argparse.Namespace, e: RockmqError) -> int:
     endpoint = getattr(args, "endpoint", "?")
     if isinstance(e, ConnectionFailed) and not e.retriable and _is_name_server(args):
         return _name_server_named(endpoint)
+    if isinstance(e, ConnectionFailed) and e.retriable and e.endpoint:
+        print(f"rockmq: {unreachable(e.endpoint, e.details, tls(args) is not None)}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     print(f"rockmq: {e}", file=sys.stderr)
     return EXIT_UNREACHABLE if isinstance(e, ConnectionFailed | Timeout) and e.retriable else EXIT_REFUSED
 
