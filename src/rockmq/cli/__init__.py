@@ -26,7 +26,7 @@ if sys.argv[1:2] not in (["serve"], ["namesrv"]):
 import grpc  # noqa: E402
 
 from rockmq.cli import acl, bench, broker, group, message, namesrv, pipeline, serve, timer, topic, user
-from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, rpc_failed
+from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, glue_dashed_values, rpc_failed
 from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError
 
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # hand every flag to the benchmark's own parser
         return bench.run(argparse.Namespace(args=argv[1:]))
-    args = parser().parse_args(argv)
+    args = parser().parse_args(glue_dashed_values(argv))
     try:
         code: int = args.run(args)
         return code
