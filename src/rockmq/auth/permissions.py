@@ -155,6 +155,7 @@ _ADMIN: dict[str, Rule] = {
     "ListMembers": Rule(Who.USER, _named(Kind.GROUP, GET)),
     "GetTimerStats": Rule(Who.USER, _listing(Kind.TOPIC)),  # pending messages of every topic
     "Promote": Rule(Who.SUPER),
+    "DescribeCluster": Rule(Who.SUPER),  # every broker's and name server's address: an operator's view
 }
 _OTHERS: dict[str, Rule] = {
     **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},

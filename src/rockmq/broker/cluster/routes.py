@@ -165,6 +165,17 @@ class Cluster:
                 log.debug("name server %s: %s", address, e.code().name)
         return []
 
+    async def name_servers(self) -> list[tuple[str, list[namesrv.BrokerInfo] | None]]:
+        """Each name server with the live brokers it lists, or None if it did not answer (asked together)."""
+        async def ask(stub: namesrv_grpc.NameServerStub) -> list[namesrv.BrokerInfo] | None:
+            try:
+                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(), timeout=RPC_TIMEOUT_S)
+            except grpc.aio.AioRpcError:
+                return None
+            return list(reply.brokers)
+
+        return list(zip(self.namesrv, await asyncio.gather(*(ask(stub) for stub in self._stubs))))
+
     async def live(self) -> dict[str, str]:
         """Live brokers, name -> endpoint, this one included (registered yet or not)."""
         live = {b.name: b.endpoint for b in await self.brokers()}
