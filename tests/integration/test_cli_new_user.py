@@ -4,6 +4,7 @@ gRPC log line), `message send`/`tail` say and show what a user needs, and list/d
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ from broker_process import BrokerProcess
 from test_cli import assert_one_line_error, closed_port, ok
 from tls_certs import make_certs
 
-from rockmq.cli.common import EXIT_REFUSED, EXIT_UNREACHABLE
+from rockmq.cli.common import EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 
 
 def rockmq(*args: str) -> subprocess.CompletedProcess[str]:
@@ -86,3 +87,67 @@ def test_tls_mismatches_say_what_to_add(command: tuple[str, ...], tls_broker, br
     assert_one_line_error(failed, EXIT_UNREACHABLE, "the server does not speak TLS: drop --tls")
     if command[0] == "topic":
         ok(rockmq(*command, "--endpoint", tls.endpoint, "--tls-ca", str(ca)))
+
+
+# --- message send and tail ---------------------------------------------------------------------
+
+
+def test_delay_and_deliver_at_say_what_they_take(broker):
+    negative = broker.cli("message", "send", "t-delay", "x", "--delay", "-5s")
+    assert_one_line_error(negative, EXIT_USAGE, "invalid delay '-5s'", "cannot be negative")
+    zoneless = broker.cli("message", "send", "t-delay", "x", "--deliver-at", "2027-03-01T12:00:00")
+    assert_one_line_error(zoneless, EXIT_USAGE, "has no zone", "add a zone")
+    helped = rockmq("message", "send", "--help").stdout
+    assert "with a zone" in " ".join(helped.split()) and "local time" not in helped
+
+
+def test_send_says_broker_and_queue_and_tail_shows_keys_and_properties(broker, unique):
+    topic, group = unique("nu-send"), unique("nu-send-g")
+    ok(broker.cli("topic", "create", topic, "--queues", "1"))
+    sent = ok(broker.cli("message", "send", topic, "hello", "--key", "k1", "--key", "k2", "--property", "region=eu",
+                         "--tag", "a"))
+    assert sent.rstrip().endswith(f"to {topic} at offset 0 (broker broker-a, queue 0)"), sent
+    line = ok(broker.cli("message", "tail", topic, "--group", group, "--count", "1", "--timeout", "10")).rstrip()
+    assert line.startswith("[broker-a:0:0] id=") and line.endswith("hello")
+    assert ' tag=a keys=k1,k2 properties={"region": "eu"} attempt=1 ' in line, line
+
+
+def test_tail_filters_with_sql_and_peeks_without_acknowledging(broker, unique):
+    topic, group = unique("nu-sql"), unique("nu-sql-g")
+    ok(broker.cli("topic", "create", topic, "--queues", "1"))
+    for region in ("us", "eu"):
+        ok(broker.cli("message", "send", topic, f"from {region}", "--property", f"region={region}"))
+    peeked = ok(broker.cli("message", "tail", topic, "--group", group, "--sql", "region = 'eu'", "--no-ack",
+                           "--count", "1", "--timeout", "10"))
+    assert peeked.rstrip().endswith("from eu"), peeked
+    described = json.loads(ok(broker.cli("group", "describe", group, "--json")))
+    assert described["inflight"] == 1 and described["queues"][0]["lag"] >= 1  # peeked: still the group's to consume
+    both = broker.cli("message", "tail", topic, "--group", group, "--tag", "a", "--sql", "TRUE")
+    assert_one_line_error(both, EXIT_USAGE, "not allowed with argument")
+
+
+# --- --json on list and describe ---------------------------------------------------------------
+
+
+def test_list_and_describe_take_json(broker, unique):
+    topic, group = unique("nu-json"), unique("nu-json-g")
+    ok(broker.cli("topic", "create", topic, "--queues", "2"))
+    ok(broker.cli("group", "create", group, "--max-attempts", "5"))
+    topics = {t["name"]: t for t in json.loads(ok(broker.cli("topic", "list", "--json")))}
+    assert topics[topic]["queue_count"] == 2
+    described = json.loads(ok(broker.cli("topic", "describe", topic, "--json")))
+    assert [(q["queue_id"], q["min_offset"], q["max_offset"]) for q in described["queues"]] == [(0, 0, 0), (1, 0, 0)]
+    groups = {g["name"]: g for g in json.loads(ok(broker.cli("group", "list", "--json")))}
+    assert groups[group]["max_attempts"] == 5 and groups[group]["fifo"] is False
+    assert json.loads(ok(broker.cli("group", "describe", group, "--json")))["name"] == group
+
+
+def test_user_and_acl_lists_take_json(acl_broker):
+    def as_admin(*args: str) -> str:
+        return ok(acl_broker.cli(*args, "--access-key", "admin", "--secret-key", SECRETS["admin"]))
+
+    users = {u["name"]: u for u in json.loads(as_admin("user", "list", "--json"))}
+    assert users["admin"]["super_user"] is True and "secret" not in json.dumps(users)
+    entries = json.loads(as_admin("acl", "list", "bob", "--json"))
+    assert {(e["resource"], tuple(e["actions"])) for e in entries} == {(f"Topic:{TOPIC}", ("Sub",)),
+                                                                        (f"Group:{GROUP}", ("Sub",))}
