@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DIRECTORIES = re.compile(r"--data-dir \./([\w.-]+)")
-FILES = (re.compile(r"--ready-file ([\w.-]+)"), re.compile(r" -(?:keyout|out) ([\w.-]+)"))
+FILES = (re.compile(r"--ready-file ([\w.-]+\.ready)"), re.compile(r" -(?:keyout|out) ([\w.-]+)"))
 
 
 def test_what_the_readme_writes_is_ignored() -> None:
