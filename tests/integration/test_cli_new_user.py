@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from acl_setup import GROUP, SECRETS, TOPIC, start_acl_broker
@@ -151,3 +152,24 @@ def test_user_and_acl_lists_take_json(acl_broker):
     entries = json.loads(as_admin("acl", "list", "bob", "--json"))
     assert {(e["resource"], tuple(e["actions"])) for e in entries} == {(f"Topic:{TOPIC}", ("Sub",)),
                                                                         (f"Group:{GROUP}", ("Sub",))}
+
+
+# --- docs/client.md: the sync SimpleConsumer ---------------------------------------------------
+
+
+def test_the_sync_simple_consumer_long_polls_and_acks_many(broker, unique):
+    from rockmq.client import Message, Producer, SimpleConsumer
+
+    topic, group = unique("nu-sync"), unique("nu-sync-g")
+    ok(broker.cli("topic", "create", topic, "--queues", "1"))
+    with SimpleConsumer(broker.endpoint, group, {topic: "*"}, await_s=2) as c:
+        started = time.monotonic()
+        assert c.receive() == []  # empty: it waited for a message to arrive
+        assert time.monotonic() - started >= 1.5
+        with Producer(broker.endpoint) as p:
+            for i in range(3):
+                p.send(Message(topic, f"m{i}".encode()))
+        received = c.receive(invisible_s=30)
+        assert sorted(m.body for m in received) == [b"m0", b"m1", b"m2"]
+        assert c.ack_many(received) == []
+    assert json.loads(ok(broker.cli("group", "describe", group, "--json")))["inflight"] == 0
