@@ -20,6 +20,8 @@ ZONE_HINT = "add a zone: Z for UTC or an offset such as +01:00"
 def parse_delay_ms(text: str) -> int:
     """'1500ms', '30s', '2.5m', '2h', '1d' -> milliseconds. A unit is required."""
     m = _DELAY.fullmatch(text.strip().lower())
+    if m is None and text.strip().startswith("-"):
+        raise ValueError(f"invalid delay {text!r}: a delay cannot be negative (a time in the past: --deliver-at)")
     if m is None:
         raise ValueError(f"invalid delay {text!r}: expected a number with a unit (ms, s, m, h, d), e.g. 1500ms, 30s, 2h")
     return round(float(m.group(1)) * _UNITS_MS[m.group(2)])

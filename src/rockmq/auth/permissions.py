@@ -104,11 +104,11 @@ def _topic(*actions: Action) -> Checks:
     return lambda request: [topic_check(request.topic.name, *actions)]
 
 
-def _named(kind: Kind, action: Action) -> Checks:
-    """An admin request naming a topic or group by `name`."""
+def _named(kind: Kind, *actions: Action) -> Checks:
+    """An admin request naming a topic or group by `name`: any of `actions` allows it."""
     if kind is Kind.TOPIC:
-        return lambda request: [topic_check(request.name, action)]
-    return lambda request: [group_check(request.name, action)]
+        return lambda request: [topic_check(request.name, *actions)]
+    return lambda request: [group_check(request.name, *actions)]
 
 
 def _listing(kind: Kind) -> Checks:
@@ -149,7 +149,8 @@ _BATCH: dict[str, Rule] = {
 _ADMIN: dict[str, Rule] = {
     "CreateTopic": Rule(Who.USER, _named(Kind.TOPIC, CREATE)),
     "ListTopics": Rule(Who.USER, _listing(Kind.TOPIC)),
-    "DescribeTopic": Rule(Who.USER, _named(Kind.TOPIC, GET)),
+    # A consumer may see the queues and offsets of a topic it reads (`rockmq message tail` checks the topic exists).
+    "DescribeTopic": Rule(Who.USER, _named(Kind.TOPIC, GET, SUB)),
     "DeleteTopic": Rule(Who.USER, _named(Kind.TOPIC, DELETE)),
     "CreateGroup": Rule(Who.USER, _named(Kind.GROUP, CREATE)),
     "ListGroups": Rule(Who.USER, _listing(Kind.GROUP)),
@@ -157,6 +158,7 @@ _ADMIN: dict[str, Rule] = {
     "ListMembers": Rule(Who.USER, _named(Kind.GROUP, GET)),
     "GetTimerStats": Rule(Who.USER, _listing(Kind.TOPIC)),  # pending messages of every topic
     "Promote": Rule(Who.SUPER),
+    "DescribeCluster": Rule(Who.SUPER),  # every broker's and name server's address: an operator's view
 }
 _OTHERS: dict[str, Rule] = {
     **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},

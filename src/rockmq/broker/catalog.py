@@ -72,11 +72,23 @@ class Catalog:
                              request.limit if 0 < request.limit <= most else most)
         return [table[n] for n in chosen], token
 
-    def topics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
-        """A page of the topics, by name."""
-        topics, token = self._page(self._topic_names, self.ctx.meta.topics, request)
-        return admin.ListTopicsResponse(topics=[self.topic_info(t, False) for t in topics], next_page_token=token,
-                                        total=len(self.ctx.meta.topics))
+    async def topics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
+        """A page of the topics, by name: of the whole cluster (as `topic describe` answers for it),
+        this broker's alone without name servers."""
+        if not self.fanout.cluster.enabled:
+            topics, token = self._page(self._topic_names, self.ctx.meta.topics, request)
+            return admin.ListTopicsResponse(topics=[self.topic_info(t, False) for t in topics], next_page_token=token,
+                                            total=len(self.ctx.meta.topics))
+        every = await self.fanout.topics({t.name: self.topic_info(t, False) for t in self.ctx.meta.topics.values()})
+        most = self.ctx.settings.max_list_page
+        chosen, token = page(sorted(every), request.page_token, request.limit if 0 < request.limit <= most else most)
+        return admin.ListTopicsResponse(topics=[every[n] for n in chosen], next_page_token=token, total=len(every))
+
+    def describe_cluster(self) -> Awaitable[admin.ClusterInfo]:
+        me = admin.ClusterBroker(name=self.broker, endpoint=self.fanout.cluster.endpoint,
+                                 tls=bool(self.ctx.settings.tls_cert), epoch=self.fanout.cluster.fence.epoch,
+                                 topics=len(self.ctx.meta.topics))
+        return self.fanout.describe(me)
 
     def describe_topic(self, name: str, local: bool) -> Awaitable[admin.TopicInfo]:
         return self.fanout.describe_topic(name, local, lambda: self.topic_info(self.ctx.meta.topic(name), True))

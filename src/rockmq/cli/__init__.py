@@ -13,21 +13,27 @@ common.py, and the server flags of `serve` and `namesrv`, declared once, in serv
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-import grpc
+# gRPC's own log lines (a failed TLS handshake's `I1129 ... CERTIFICATE_VERIFY_FAILED`) are not the
+# command's: it says what failed in one line. Read once, when gRPC is first imported; the servers keep them.
+if sys.argv[1:2] not in (["serve"], ["namesrv"]):
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
-from rockmq.cli import acl, bench, broker, group, message, namesrv, pipeline, serve, timer, topic, user
-from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, rpc_failed
+import grpc  # noqa: E402
+
+from rockmq.cli import acl, bench, broker, cluster, group, message, namesrv, pipeline, serve, timer, topic, user
+from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, glue_dashed_values, rpc_failed
 from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError
 
 __all__ = ["main"]
 
 # In the order `rockmq --help` lists them.
-GROUPS = (serve, namesrv, topic, group, message, user, broker, acl, timer, pipeline, bench)
+GROUPS = (serve, namesrv, cluster, topic, group, message, user, broker, acl, timer, pipeline, bench)
 
 
 class _Version(argparse.Action):
@@ -57,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # hand every flag to the benchmark's own parser
         return bench.run(argparse.Namespace(args=argv[1:]))
-    args = parser().parse_args(argv)
+    args = parser().parse_args(glue_dashed_values(argv))
     try:
         code: int = args.run(args)
         return code

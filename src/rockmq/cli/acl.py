@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from rockmq.cli.common import REQUEST_TIMEOUT_S, signed_channel, subcommands, table, with_endpoint
+from rockmq.cli.common import REQUEST_TIMEOUT_S, print_json, signed_channel, subcommands, table, with_endpoint, with_json
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
     revoke = with_endpoint(acls.add_parser("revoke", help="remove a user's entry on a resource"))
     revoke.add_argument("user")
     revoke.add_argument("--resource", required=True, help="the resource the entry names")
-    with_endpoint(acls.add_parser("list", help="list ACL entries (of one user, or of all)")).add_argument(
+    with_json(with_endpoint(acls.add_parser("list", help="list ACL entries (of one user, or of all)"))).add_argument(
         "user", nargs="?", default="")
 
 
@@ -39,7 +39,10 @@ def run(args: argparse.Namespace) -> int:
         gone = stub.RevokeAcl(acl.RevokeAclRequest(user=args.user, resource=args.resource), timeout=REQUEST_TIMEOUT_S).revoked
         print(f"revoked {gone.user}'s entry on {gone.resource} ({gone.decision} {','.join(gone.actions)})")
     else:
-        entries = stub.ListAcls(acl.ListAclsRequest(user=args.user), timeout=REQUEST_TIMEOUT_S).entries
+        entries = list(stub.ListAcls(acl.ListAclsRequest(user=args.user), timeout=REQUEST_TIMEOUT_S).entries)
+        if args.json:
+            print_json(entries)
+            return 0
         table([[e.user, e.resource, ",".join(e.actions), ",".join(e.source_ips) or "*", e.decision] for e in entries],
               ["USER", "RESOURCE", "ACTIONS", "SOURCE_IPS", "DECISION"])
     return 0

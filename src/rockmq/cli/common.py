@@ -5,6 +5,7 @@ code each failure ends in."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -16,6 +17,8 @@ import grpc
 from rockmq.client.errors import RockmqError
 
 if TYPE_CHECKING:
+    from google.protobuf.message import Message as ProtoMessage
+
     from rockmq.plumbing.channels import Tls
     from rockmq.plumbing.credentials import Credentials
     from rockmq.protocol import admin_grpc
@@ -41,6 +44,22 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+# Options whose value may start with '-': `--delay -5s` is refused for what it says, not with argparse's
+# "expected one argument" (which reads -5s as an option).
+DASHED_VALUES = frozenset({"--delay"})
+
+
+def glue_dashed_values(argv: Sequence[str]) -> list[str]:
+    """`--delay -5s` -> `--delay=-5s`, which argparse reads as the option's value."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in DASHED_VALUES and arg.startswith("-"):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def subcommands(sub: Subparsers, command: str, help: str, run: Callable[[argparse.Namespace], int]) -> Subparsers:
@@ -141,6 +160,42 @@ def every_page(call: Callable[[str], Any], field: str) -> list[Any]:
 # --- output ------------------------------------------------------------------------------------
 
 
+def with_json(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--json`: a list or describe command prints what the broker answered as JSON, for scripts."""
+    parser.add_argument("--json", action="store_true", help="print JSON (the broker's reply, every field) for scripts")
+    return parser
+
+
+def print_json(value: ProtoMessage | Sequence[ProtoMessage]) -> None:
+    """A reply, or a listing's entries, as JSON: fields by their proto names, numbers as numbers
+    (protobuf's own JSON writes 64-bit ones as strings), enums by name, every field even when empty."""
+    shown = [as_dict(m) for m in value] if isinstance(value, Sequence) else as_dict(value)
+    print(json.dumps(shown, indent=2, ensure_ascii=False))
+
+
+def as_dict(message: ProtoMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            out[field.name] = {k: as_dict(v) if hasattr(v, "DESCRIPTOR") else v for k, v in value.items()}
+        elif field.is_repeated:
+            out[field.name] = [_plain(field, v) for v in value]
+        else:
+            out[field.name] = _plain(field, value)
+    return out
+
+
+def _plain(field: Any, value: Any) -> Any:  # a FieldDescriptor (two classes: Python's and upb's)
+    if field.message_type is not None:
+        return as_dict(value)
+    if field.enum_type is not None:
+        return field.enum_type.values_by_number[value].name if value in field.enum_type.values_by_number else value
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value
+
+
 def table(rows: list[list[object]], header: list[str]) -> None:
     cells = [header] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
@@ -160,6 +215,40 @@ def warn_unreachable(brokers: Sequence[str]) -> None:
 # --- failures: one line on stderr and an exit code ---------------------------------------------
 
 
+def unreachable(endpoint: str, details: str, tls_on: bool) -> str:
+    """The one wording for a broker that cannot be reached, with what to do about it: gRPC's
+    `details` tell a certificate not trusted and a plaintext port; a plaintext client on a TLS port
+    sees only a closed socket, so the port is asked whether it speaks TLS."""
+    if "CERTIFICATE_VERIFY_FAILED" in details:
+        hint = "certificate not trusted: give --tls-ca FILE (the CA that signed the broker's certificate)"
+    elif "WRONG_VERSION_NUMBER" in details:
+        hint = "the server does not speak TLS: drop --tls"
+    elif "handshake" in details.lower():
+        hint = "the TLS handshake failed: " + details.rpartition("Tls handshake failed")[2].strip(" :")
+    elif not tls_on and "Connection refused" not in details and speaks_tls(endpoint):
+        hint = "the server speaks TLS: add --tls"
+    else:
+        hint = "is `rockmq serve` running there?"
+    return f"cannot reach the broker at {endpoint}: {hint}"
+
+
+def speaks_tls(endpoint: str, timeout_s: float = 2.0) -> bool:
+    """Whether a TLS handshake (certificate not checked: this only asks) completes at `endpoint`."""
+    import socket
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as raw, \
+                context.wrap_socket(raw, server_hostname=host.strip("[]")):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def rpc_failed(args: argparse.Namespace, code: grpc.StatusCode, details: str) -> int:
     """One line for a failed admin call."""
     endpoint = getattr(args, "endpoint", "?")
@@ -169,7 +258,7 @@ def rpc_failed(args: argparse.Namespace, code: grpc.StatusCode, details: str) ->
         if details.startswith(BROKER_SAYS_UNREACHABLE):  # the broker answered: another did not
             print(f"rockmq: {details}", file=sys.stderr)
         else:
-            print(f"rockmq: cannot reach the broker at {endpoint} ({code.name.lower()})", file=sys.stderr)
+            print(f"rockmq: {unreachable(endpoint, details, tls(args) is not None)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     if code == grpc.StatusCode.UNIMPLEMENTED and _is_name_server(args):
         return _name_server_named(endpoint)
@@ -184,6 +273,9 @@ def client_failed(args: argparse.Namespace, e: RockmqError) -> int:
     endpoint = getattr(args, "endpoint", "?")
     if isinstance(e, ConnectionFailed) and not e.retriable and _is_name_server(args):
         return _name_server_named(endpoint)
+    if isinstance(e, ConnectionFailed) and e.retriable and e.endpoint:
+        print(f"rockmq: {unreachable(e.endpoint, e.details, tls(args) is not None)}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     print(f"rockmq: {e}", file=sys.stderr)
     return EXIT_UNREACHABLE if isinstance(e, ConnectionFailed | Timeout) and e.retriable else EXIT_REFUSED
 

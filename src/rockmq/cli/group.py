@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from rockmq.cli.common import admin_stub, every_page, subcommands, table, warn_unreachable, with_endpoint
+from rockmq.cli.common import (
+    admin_stub,
+    every_page,
+    print_json,
+    subcommands,
+    table,
+    warn_unreachable,
+    with_endpoint,
+    with_json,
+)
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
@@ -21,9 +30,9 @@ def register(sub: Subparsers) -> None:
     create.add_argument("--consume-mode", choices=("pop", "offset"), default="",
                         help="how the group consumes: pop (ReceiveMessage) or offset (pull, UpdateOffset); the other way "
                              "is refused (default: set by the group's first use)")
-    with_endpoint(group.add_parser("list", help="list consumer groups"))
-    with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages")).add_argument(
-        "name")
+    with_json(with_endpoint(group.add_parser("list", help="list consumer groups")))
+    with_json(with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages"))
+              ).add_argument("name")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "create":
         _create(stub, args)
     elif args.action == "list":
-        _list(stub)
+        _list(stub, args.json)
     else:
-        _describe(stub, args.name)
+        _describe(stub, args.name, args.json)
     return 0
 
 
@@ -47,18 +56,24 @@ def _create(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
           f"consume mode {_consume_mode(info.consume_mode)})")
 
 
-def _list(stub: admin_grpc.AdminStub) -> None:
+def _list(stub: admin_grpc.AdminStub, as_json: bool) -> None:
     from rockmq.protocol import admin
 
     groups = every_page(lambda token: stub.ListGroups(admin.ListGroupsRequest(page_token=token), timeout=10), "groups")
+    if as_json:
+        print_json(groups)
+        return
     table([[g.name, "FIFO" if g.fifo else "-", g.max_attempts, g.consume_mode or "-"] for g in groups],
           ["GROUP", "FIFO", "MAX_ATTEMPTS", "CONSUME_MODE"])
 
 
-def _describe(stub: admin_grpc.AdminStub, name: str) -> None:
+def _describe(stub: admin_grpc.AdminStub, name: str, as_json: bool) -> None:
     from rockmq.protocol import admin
 
     info = stub.DescribeGroup(admin.GroupRequest(name=name), timeout=30)
+    if as_json:
+        print_json(info)
+        return
     print(f"group {info.name}: {'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
           f"consume mode {_consume_mode(info.consume_mode)}, {info.inflight} in flight")
     table([[q.topic, q.broker, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,

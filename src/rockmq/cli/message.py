@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -25,9 +26,10 @@ from rockmq.cli.common import (
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
-    from rockmq.client import Message
+    from rockmq.client import Message, ReceivedMessage
 
 TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
+TAIL_INVISIBLE_S = 30  # what a tail receives stays invisible to the group's other consumers this long
 
 
 def register(sub: Subparsers) -> None:
@@ -39,7 +41,12 @@ def register(sub: Subparsers) -> None:
     tail = with_endpoint(message.add_parser("tail", help="receive, print and acknowledge messages"))
     tail.add_argument("topic")
     tail.add_argument("--group", required=True, help="consumer group")
-    tail.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
+    which = tail.add_mutually_exclusive_group()
+    which.add_argument("--tag", default="*", help="tag expression, e.g. 'a||b' (default *)")
+    which.add_argument("--sql", metavar="EXPR", help="SQL92 filter over properties and TAGS, e.g. \"region = 'eu'\"")
+    tail.add_argument("--no-ack", action="store_true",
+                      help=f"print without acknowledging: the group gets them again after {TAIL_INVISIBLE_S} s "
+                           "(each time counts a delivery attempt)")
     tail.add_argument("--count", type=number(int, 0), default=0,
                       help="stop after this many messages (default: run until Ctrl-C)")
     tail.add_argument("--timeout", type=number(float, 0), default=0,
@@ -58,7 +65,8 @@ def _register_send(message: Subparsers) -> None:
     send.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
     due = send.add_mutually_exclusive_group()
     due.add_argument("--delay", help="deliver after this delay: 1500ms, 30s, 2h, 1d (a DELAY message)")
-    due.add_argument("--deliver-at", help="deliver at this ISO 8601 time (local time unless it has a zone)")
+    due.add_argument("--deliver-at", metavar="TIME",
+                     help="deliver at this ISO 8601 time with a zone, e.g. 2027-03-01T12:00:00+01:00 or ...Z")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,28 +144,37 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
         due = format_ms(round(message.deliver_at.timestamp() * 1000))
         print(f"sent {receipt.message_id} to {args.topic}, due at {due}; recall handle {receipt.recall_handle}")
     else:
-        print(f"sent {receipt.message_id} to {args.topic} at offset {receipt.offset}")
+        print(f"sent {receipt.message_id} to {args.topic} at offset {receipt.offset} "
+              f"(broker {receipt.broker}, queue {receipt.queue_id})")
     return 0
 
 
 async def _tail(args: argparse.Namespace) -> int:
-    """Receive, print and acknowledge until `--count` messages or `--timeout` idle seconds."""
+    """Receive, print and (unless `--no-ack`) acknowledge until `--count` messages or `--timeout` idle seconds."""
     from rockmq.client import AsyncSimpleConsumer, Filter
 
     poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
+    wanted = Filter.sql92(args.sql) if args.sql is not None else Filter.tag(args.tag)
     received, idle_since = 0, time.monotonic()
-    async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: Filter.tag(args.tag)}, await_s=poll_s,
+    async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: wanted}, await_s=poll_s,
                                    request_timeout=REQUEST_TIMEOUT_S, tls=tls(args), credentials=credentials(args)) as consumer:
         while not args.count or received < args.count:
-            batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=30)
+            batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=TAIL_INVISIBLE_S)
             for m in batch:
-                print(f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'} "
-                      f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}", flush=True)
+                print(tail_line(m), flush=True)
             if batch:
-                for m, why in await consumer.ack_many(batch):
+                for m, why in [] if args.no_ack else await consumer.ack_many(batch):
                     print(f"rockmq: not acknowledged, it will come again: {m.message_id} ({why})", file=sys.stderr)
                 received += len(batch)
                 idle_since = time.monotonic()
             elif args.timeout and time.monotonic() - idle_since >= args.timeout:
                 break
     return 0
+
+
+def tail_line(m: ReceivedMessage) -> str:
+    """One received message: where it is, its id, tag, keys, properties and attempt, then its body."""
+    keys = f" keys={','.join(m.keys)}" if m.keys else ""
+    props = f" properties={json.dumps(m.properties, ensure_ascii=False, sort_keys=True)}" if m.properties else ""
+    return (f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'}{keys}{props} "
+            f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}")

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from rockmq.cli.common import admin_stub, every_page, number, subcommands, table, warn_unreachable, with_endpoint
+from rockmq.cli.common import (
+    admin_stub,
+    every_page,
+    number,
+    print_json,
+    subcommands,
+    table,
+    warn_unreachable,
+    with_endpoint,
+    with_json,
+)
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
@@ -21,8 +31,8 @@ def register(sub: Subparsers) -> None:
                                                     "(default all)")
     create.add_argument("--brokers", default="", help="in a cluster: brokers to spread the queues over, e.g. b1,b2 "
                                                       "(default all)")
-    with_endpoint(topic.add_parser("list", help="list topics"))
-    with_endpoint(topic.add_parser("describe", help="show a topic's queues and offsets")).add_argument("name")
+    with_json(with_endpoint(topic.add_parser("list", help="list topics")))
+    with_json(with_endpoint(topic.add_parser("describe", help="show a topic's queues and offsets"))).add_argument("name")
     with_endpoint(topic.add_parser("delete", help="delete a topic and its messages")).add_argument("name")
 
 
@@ -31,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "create":
         _create(stub, args)
     elif args.action == "list":
-        _list(stub)
+        _list(stub, args.json)
     elif args.action == "describe":
-        _describe(stub, args.name)
+        _describe(stub, args.name, args.json)
     else:
         from rockmq.protocol import admin
 
@@ -54,17 +64,23 @@ def _create(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
     print(f"created topic {info.name} with {info.queue_count} queues{where} ({', '.join(info.message_types)})")
 
 
-def _list(stub: admin_grpc.AdminStub) -> None:
+def _list(stub: admin_grpc.AdminStub, as_json: bool) -> None:
     from rockmq.protocol import admin
 
     topics = every_page(lambda token: stub.ListTopics(admin.ListTopicsRequest(page_token=token), timeout=10), "topics")
+    if as_json:
+        print_json(topics)
+        return
     table([[t.name, t.queue_count, ",".join(t.message_types)] for t in topics], ["TOPIC", "QUEUES", "TYPES"])
 
 
-def _describe(stub: admin_grpc.AdminStub, name: str) -> None:
+def _describe(stub: admin_grpc.AdminStub, name: str, as_json: bool) -> None:
     from rockmq.protocol import admin
 
     info = stub.DescribeTopic(admin.TopicRequest(name=name), timeout=10)
+    if as_json:
+        print_json(info)
+        return
     print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}")
     table([[q.broker, q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
           ["BROKER", "QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])

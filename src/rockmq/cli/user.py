@@ -6,7 +6,17 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from rockmq.cli.common import EXIT_USAGE, REQUEST_TIMEOUT_S, CliError, signed_channel, subcommands, table, with_endpoint
+from rockmq.cli.common import (
+    EXIT_USAGE,
+    REQUEST_TIMEOUT_S,
+    CliError,
+    print_json,
+    signed_channel,
+    subcommands,
+    table,
+    with_endpoint,
+    with_json,
+)
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
@@ -28,7 +38,7 @@ def register(sub: Subparsers) -> None:
     enable.add_argument("--enable", dest="enabled", action="store_const", const=True, help="let the user in again")
     enable.add_argument("--disable", dest="enabled", action="store_const", const=False, help="refuse the user's requests")
     with_endpoint(user.add_parser("delete", help="delete a user")).add_argument("name")
-    with_endpoint(user.add_parser("list", help="list users (never their secrets)"))
+    with_json(with_endpoint(user.add_parser("list", help="list users (never their secrets)")))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
         stub.DeleteUser(users.UserRequest(name=args.name), timeout=REQUEST_TIMEOUT_S)
         print(f"deleted user {args.name}")
     else:
-        listed = stub.ListUsers(users.ListUsersRequest(), timeout=REQUEST_TIMEOUT_S).users
+        listed = list(stub.ListUsers(users.ListUsersRequest(), timeout=REQUEST_TIMEOUT_S).users)
+        if args.json:
+            print_json(listed)
+            return 0
         table([[u.name, "super" if u.super_user else "normal", "enabled" if u.enabled else "disabled"] for u in listed],
               ["USER", "TYPE", "STATUS"])
     return 0

@@ -49,7 +49,14 @@ class RockmqError(Exception):
 
 
 class ConnectionFailed(RockmqError):
+    """`endpoint` and gRPC's `details`, when known: what the CLI reads to say why (TLS or not, a CA)."""
+
     retriable = True
+
+    def __init__(self, message: str, *, endpoint: str = "", details: str = "", code: int | None = None,
+                 retriable: bool | None = None) -> None:
+        super().__init__(message, code=code, retriable=retriable)
+        self.endpoint, self.details = endpoint, details
 
 
 class Unimplemented(ConnectionFailed):
@@ -127,7 +134,7 @@ def from_grpc(endpoint: str, code: grpc.StatusCode, details: str | None) -> Rock
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return Timeout(f"{endpoint} did not answer in time")
     if code == grpc.StatusCode.UNAVAILABLE:
-        return ConnectionFailed(f"cannot reach {endpoint}: {details}")
+        return ConnectionFailed(f"cannot reach {endpoint}: {details}", endpoint=endpoint, details=details or "")
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return Unimplemented(f"{endpoint}: {details}")
     status = _GRPC_AS_STATUS.get(code)

@@ -100,6 +100,7 @@ class SendReceipt:
     transaction_id: str = ""
     recall_handle: str = ""  # delayed messages: cancel with producer.recall(topic, recall_handle)
     spooled: bool = False  # kept in the producer's spool, to be resent (broker "", offset -1)
+    queue_id: int = -1  # the broker's queue it was written to (-1: spooled)
 
 
 def _ms(t: Timestamp) -> int:

@@ -290,7 +290,8 @@ class AsyncProducer:
         queue, [entry] = await self.sender.deliver(request, message, arg)
         if self.checker is not None:
             self._checked_at(queue, message.topic)
-        receipt = SendReceipt(entry.message_id, message.topic, queue.broker, entry.offset, entry.transaction_id)
+        receipt = SendReceipt(entry.message_id, message.topic, queue.broker, entry.offset, entry.transaction_id,
+                              queue_id=queue.queue_id)
         return AsyncTransaction(self.session, queue.endpoint, receipt)
 
     async def recall(self, topic: str, recall_handle: str) -> str:

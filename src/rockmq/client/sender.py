@@ -232,7 +232,8 @@ def receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry], expected: int
     """The receipts of a reply; BatchSendError if the broker refused some entries (MULTIPLE_RESULTS)."""
     if len(entries) != expected:
         raise from_status(pb.INTERNAL_ERROR, f"the broker answered {len(entries)} entries for {expected} messages")
-    found = [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle)
+    found = [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle,
+                             queue_id=queue.queue_id)
              if e.status.code == pb.OK else None for e in entries]
     errors = {i: from_status(e.status.code, e.status.message) for i, e in enumerate(entries) if e.status.code != pb.OK}
     if errors:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
-from rockmq.client.errors import RockmqError
+from rockmq.client.errors import BrokerRefused, RockmqError
 from rockmq.client.limits import BATCH_SIZE, INVISIBLE_S, SYNC_CONSUME_TIMEOUT_S, SYNC_SEND_TIMEOUT_S
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.pull import PullResult
@@ -181,6 +181,9 @@ class SimpleConsumer(_Sync):
 
     def ack(self, message: ReceivedMessage) -> None:
         self._run(self._inner.ack(message))
+
+    def ack_many(self, messages: Sequence[ReceivedMessage]) -> list[tuple[ReceivedMessage, BrokerRefused]]:
+        return self._run(self._inner.ack_many(messages))
 
     def change_invisible_duration(self, message: ReceivedMessage, invisible_s: float) -> ReceivedMessage:
         return self._run(self._inner.change_invisible_duration(message, invisible_s))

@@ -52,6 +52,12 @@ def shard_name(broker_name: str, index: int) -> str:
     return f"{broker_name}-{index}"
 
 
+def shard_of(name: str) -> tuple[str, int] | None:
+    """The server's broker name and the shard's index a `shard_name` was made of (None: no such name)."""
+    base, _, index = name.rpartition("-")
+    return (base, int(index)) if base and index.isdigit() else None
+
+
 class Process:
     """A shard process, started by posix_spawn in a session of its own (`shard` says why)."""
 

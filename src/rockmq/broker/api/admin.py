@@ -32,7 +32,7 @@ class AdminServicer(admin_grpc.AdminServicer):
         return self.catalog.create_topic(request)
 
     @admin_call
-    def ListTopics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
+    def ListTopics(self, request: admin.ListTopicsRequest) -> Awaitable[admin.ListTopicsResponse]:
         return self.catalog.topics(request)
 
     @admin_call
@@ -70,6 +70,10 @@ class AdminServicer(admin_grpc.AdminServicer):
             pending=t.pending.value, next_due_ms=t.next_due() or 0, moved=t.moved, max_lateness_ms=late.max_ms,
             lateness=[admin.LatenessBucket(le_ms=le, count=n) for le, n in zip((*LATENESS_BOUNDS_MS, -1), late.counts)],
             half_messages=self.transactions.pending.value)
+
+    @admin_call
+    def DescribeCluster(self, request: admin.ClusterRequest) -> Awaitable[admin.ClusterInfo]:
+        return self.catalog.describe_cluster()
 
     @admin_call
     async def Promote(self, request: admin.PromoteRequest) -> admin.PromoteResponse:

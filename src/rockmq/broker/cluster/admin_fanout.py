@@ -60,6 +60,37 @@ class AdminFanout:
         info.message_types.extend(created.message_types)
         return info
 
+    async def topics(self, here: dict[str, admin.TopicInfo]) -> dict[str, admin.TopicInfo]:
+        """Every topic of the cluster: this broker's own (`here`, changed in place) and those the
+        other live brokers registered with the name servers, their queue counts added up."""
+        if not self.cluster.enabled:
+            return here
+        for broker in await self.cluster.brokers():
+            if broker.name == self.cluster.name:
+                continue
+            for t in broker.topics:
+                info = here.get(t.topic)
+                if info is None:
+                    here[t.topic] = admin.TopicInfo(name=t.topic, queue_count=t.queue_count, message_types=t.message_types)
+                else:
+                    info.queue_count += t.queue_count
+        return here
+
+    async def describe(self, me: admin.ClusterBroker) -> admin.ClusterInfo:
+        """The brokers the name servers list (the first that answered; `me` without name servers) and
+        whether each name server answered."""
+        info = admin.ClusterInfo(broker=me.name)
+        answers = await self.cluster.name_servers()
+        info.name_servers.extend(admin.NameServerState(address=a, answered=b is not None) for a, b in answers)
+        listed = next((b for _, b in answers if b is not None), None)
+        if listed is None:
+            info.brokers.append(me)
+            return info
+        info.brokers.extend(admin.ClusterBroker(name=b.name, endpoint=b.endpoint, tls=b.tls, epoch=b.epoch,
+                                                last_seen_ms=b.last_seen_ms, topics=len(b.topics))
+                            for b in sorted(listed, key=lambda b: b.name))
+        return info
+
     async def create_group(self, request: admin.CreateGroupRequest,
                            here: Callable[[], admin.GroupInfo]) -> admin.GroupInfo:
         """Create a group on every live broker (here alone without name servers, or for a `local`

@@ -176,6 +176,17 @@ class Cluster:
                 log.debug("name server %s: %s", address, e.code().name)
         return []
 
+    async def name_servers(self) -> list[tuple[str, list[namesrv.BrokerInfo] | None]]:
+        """Each name server with the live brokers it lists, or None if it did not answer (asked together)."""
+        async def ask(stub: namesrv_grpc.NameServerStub) -> list[namesrv.BrokerInfo] | None:
+            try:
+                reply = await stub.ListBrokers(namesrv.ListBrokersRequest(), timeout=RPC_TIMEOUT_S)
+            except grpc.aio.AioRpcError:
+                return None
+            return list(reply.brokers)
+
+        return list(zip(self.namesrv, await asyncio.gather(*(ask(stub) for stub in self._stubs))))
+
     async def live(self) -> dict[str, str]:
         """Live brokers, name -> endpoint, this one included (registered yet or not)."""
         live = {b.name: b.endpoint for b in await self.brokers()}
@@ -264,11 +275,16 @@ class Cluster:
         clients spread over them, as over the shards of `rockmq serve --workers`); a group's
         retry or dead-letter topic, like any topic of a single broker, is made here only. A
         broker that has it already (a concurrent auto-creation) or does not answer keeps its
-        share or is left out."""
+        share or is left out. A dead-letter topic only of a group that exists (the broker's own, as
+        its first dead letter would make it; a consumer may read it before): the route of a send to
+        `%DLQ%anything`, which is refused, must leave nothing behind."""
+        if topic_name.startswith(DLQ_PREFIX) and topic_name[len(DLQ_PREFIX):] not in self.ctx.meta.groups:
+            raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {topic_name!r} does not exist: a dead-letter topic is made by "
+                                                  "the broker with its group's first dead letter, and takes no sends")
         target = validate.topic_or_new(topic_name, self.ctx.meta, self.ctx.settings)
         self.ctx.may_create(target)  # before any broker creates it
         if not self.enabled or self.ctx.read_only or not isinstance(target, validate.NewTopic) or \
-                topic_name.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+                topic_name.startswith(RETRY_PREFIX):
             self.ctx.ensure_topic(target)
             return
         live = await self.live()

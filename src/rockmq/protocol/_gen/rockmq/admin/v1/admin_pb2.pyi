@@ -213,3 +213,41 @@ class PromoteResponse(_message.Message):
     epoch: int
     primary_answered: bool
     def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ..., primary_answered: _Optional[bool] = ...) -> None: ...
+
+class ClusterRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ClusterBroker(_message.Message):
+    __slots__ = ("name", "endpoint", "tls", "epoch", "last_seen_ms", "topics")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    TLS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    endpoint: str
+    tls: bool
+    epoch: int
+    last_seen_ms: int
+    topics: int
+    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., tls: _Optional[bool] = ..., epoch: _Optional[int] = ..., last_seen_ms: _Optional[int] = ..., topics: _Optional[int] = ...) -> None: ...
+
+class NameServerState(_message.Message):
+    __slots__ = ("address", "answered")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ANSWERED_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    answered: bool
+    def __init__(self, address: _Optional[str] = ..., answered: _Optional[bool] = ...) -> None: ...
+
+class ClusterInfo(_message.Message):
+    __slots__ = ("broker", "brokers", "name_servers")
+    BROKER_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    NAME_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    broker: str
+    brokers: _containers.RepeatedCompositeFieldContainer[ClusterBroker]
+    name_servers: _containers.RepeatedCompositeFieldContainer[NameServerState]
+    def __init__(self, broker: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[ClusterBroker, _Mapping]]] = ..., name_servers: _Optional[_Iterable[_Union[NameServerState, _Mapping]]] = ...) -> None: ...

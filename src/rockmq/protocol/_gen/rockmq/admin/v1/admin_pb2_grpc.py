@@ -84,6 +84,11 @@ class AdminStub:
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.SerializeToString,
                 response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.FromString,
                 _registered_method=True)
+        self.DescribeCluster = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/DescribeCluster',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterInfo.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -152,6 +157,13 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeCluster(self, request, context):
+        """The brokers and name servers of the cluster this broker is in (`rockmq cluster list`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -204,6 +216,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Promote,
                     request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.FromString,
                     response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.SerializeToString,
+            ),
+            'DescribeCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeCluster,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -476,6 +493,33 @@ class Admin:
             '/rockmq.admin.v1.Admin/Promote',
             rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.SerializeToString,
             rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/DescribeCluster',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterInfo.FromString,
             options,
             channel_credentials,
             insecure,
