@@ -30,7 +30,7 @@ from rockmq.broker.lane_fallback import (
     trim,
 )
 from rockmq.broker.lanes import Consumers, Route, message_lane
-from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig
+from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_readable
 from rockmq.filter.record_filter import RecordFilter, accept_all
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import base_group, check_name, lane_group
@@ -78,6 +78,7 @@ class PullService:
         more bytes than that, but one message even if larger (a push consumer's room). The client's
         `lane` (its x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py).
         `batch_size` 0: `receive_batch`; negative sizes are refused."""
+        check_readable(topic)
         if batch_size < 0 or max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         self._check_queue(topic, queue_id)
@@ -266,6 +267,7 @@ class PullService:
         """Stored records of a queue as they are, from `offset` up to `end_offset` (<= 0: the
         end) within the caps (0: the defaults) -> (offset of the first, records, min offset, max offset)."""
         self._check_queue(topic, queue_id)
+        check_readable(topic)
         if max_records < 0 or max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "max_records and max_bytes must not be negative")
         logs = self.ctx.logs

@@ -20,7 +20,7 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
-from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.metadata import TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
@@ -61,6 +61,7 @@ class SendService:
             if mtype == "TRANSACTION":
                 self.transactions.check_room()
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
+            check_writable(topic)
         except BrokerError as e:
             return e
         if dead_letter:  # due now, whatever the send-back asked, in the dead-letter topic's first queue

@@ -162,6 +162,11 @@ class Subscriptions:
         for sub in [s for s in self._subs.values() if s.topic_id == topic_id]:
             self._unregister(sub)
 
+    def forget_group(self, group_id: int) -> None:
+        """A deleted group's registrations and what they matched."""
+        for sub in [s for s in self._subs.values() if s.group_id == group_id]:
+            self._unregister(sub)
+
     def _unregister(self, sub: Subscription) -> None:
         batch = self.ctx.store.batch()
         self._retire(batch, sub)

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 import grpc
 
-from rockmq.cli import acl, bench, broker, group, message, namesrv, pipeline, serve, timer, topic, user
+from rockmq.cli import acl, bench, broker, client, dlq, group, message, namesrv, pipeline, serve, timer, topic, user
 from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, rpc_failed
 from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError
@@ -27,7 +27,7 @@ from rockmq.config import ConfigError
 __all__ = ["main"]
 
 # In the order `rockmq --help` lists them.
-GROUPS = (serve, namesrv, topic, group, message, user, broker, acl, timer, pipeline, bench)
+GROUPS = (serve, namesrv, topic, group, dlq, message, client, user, broker, acl, timer, pipeline, bench)
 
 
 class _Version(argparse.Action):

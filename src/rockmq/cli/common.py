@@ -63,6 +63,22 @@ def number(kind: Callable[[str], float], least: float) -> Callable[[str], float]
     return parse
 
 
+def instant(text: str) -> int:
+    """An argparse type: an ISO 8601 time with a zone -> ms since the epoch (rockmq.when)."""
+    from rockmq.when import parse_instant_ms
+
+    try:
+        return parse_instant_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def with_json(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--json` of a list or describe command: the reply as JSON, for scripts."""
+    parser.add_argument("--json", action="store_true", help="print the reply as JSON (for scripts)")
+    return parser
+
+
 def _endpoint(text: str) -> str:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -146,6 +162,14 @@ def table(rows: list[list[object]], header: list[str]) -> None:
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def print_json(reply: Any) -> None:
+    """A reply message as JSON, its field names as in the .proto, defaults included."""
+    from google.protobuf.json_format import MessageToJson
+
+    print(MessageToJson(reply, preserving_proto_field_name=True, always_print_fields_with_no_presence=True, indent=2,
+                       unquote_int64_if_possible=True))
 
 
 def format_ms(ms: int) -> str:
