@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from broker_process import AUTH_ARGS, AUTH_ADMIN, AUTH_SECRET, BrokerProcess
+from broker_process import AUTH_ADMIN, AUTH_ARGS, AUTH_SECRET, BrokerProcess
 from test_cli import assert_one_line_error, ok, table
 
 from rockmq.config import SECRET_SETTINGS, Settings
