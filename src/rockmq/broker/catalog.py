@@ -12,7 +12,7 @@ from typing import TypeVar
 from rockmq.broker.clients import Clients, kind_of
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.dead_letters import DeadLetters
+from rockmq.broker.dead_letters import DeadLetters, page_limit
 from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.metadata import GroupConfig, TopicConfig, check_queue_count
 from rockmq.broker.positions import Positions
@@ -75,9 +75,8 @@ class Catalog:
 
     def _page(self, names: SortedNames, table: Mapping[str, Entry], request: Listing) -> tuple[list[Entry], str]:
         """The entries of a page of a listing (admin.proto ListTopicsRequest), and the next page's token."""
-        most = self.ctx.settings.max_list_page
         chosen, token = page(names.of(self.ctx.meta.generation, table), request.page_token,
-                             request.limit if 0 < request.limit <= most else most)
+                             page_limit(request.limit, self.ctx.settings.max_list_page))
         return [table[n] for n in chosen], token
 
     def topics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:

@@ -32,6 +32,12 @@ from rockmq.store.schema import Family
 
 UNPACED_CHUNK = 1000  # letters sent back per write without a rate
 
+
+def page_limit(requested: int, most: int) -> int:
+    """A listing's size: `requested`, unless 0 or above `most` (the broker's max_list_page)."""
+    return requested if 0 < requested <= most else most
+
+
 @dataclass(frozen=True)
 class Letter:
     """One copy in a dead-letter topic and what it says of its original."""
@@ -87,8 +93,7 @@ class DeadLetters:
                 yield Letter(q, offset, at, records.decode(record))
 
     def listing(self, request: admin.DlqListRequest) -> admin.DlqListResponse:
-        most = self.ctx.settings.max_list_page
-        limit = request.limit if 0 < request.limit <= most else most
+        limit = page_limit(request.limit, self.ctx.settings.max_list_page)
         _, topic = self._dlq(request.group)
         reply = admin.DlqListResponse()
         if topic is None:

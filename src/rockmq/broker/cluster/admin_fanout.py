@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
+from rockmq.broker.dead_letters import page_limit
 from rockmq.broker.metadata import check_queue_count
 from rockmq.protocol import admin, pb
 from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE, check_name
@@ -171,7 +172,7 @@ class AdminFanout:
         for part in parts:
             reply.messages.extend(part.messages)
             reply.more |= part.more
-        limit = max((len(p.messages) for p in parts), default=0)  # each broker applied the same limit
+        limit = page_limit(request.limit, self.cluster.ctx.settings.max_list_page)
         if len(reply.messages) > limit:
             del reply.messages[limit:]
             reply.more = True
