@@ -8,8 +8,11 @@ import json
 import pytest
 from conftest import start_cluster
 from dead_letters import dead_letters, make_dead_letters
-from mqwire import Conn
+from mqwire import META, RPC_TIMEOUT, Conn
+from shard_set import ShardSet
 from waiting import wait_for
+
+from rockmq.protocol import pb, rpc
 
 
 def ok(result) -> str:
@@ -55,3 +58,32 @@ def test_dlq_and_reset_over_two_brokers(pair):
     for name, sent in (("b1", on_b1), ("b2", on_b2)):
         again = wait_for(lambda c=conns[name]: c.receive_n("billing", "orders", 1, within=1), timeout=10)
         assert [m.system_properties.message_id for m in again] == sent
+
+
+def test_workers_answer_for_every_shard(tmp_path):
+    """`--workers 2`: the one --port lists, resends and resets over both shards, and lists clients of both."""
+    shards = ShardSet(tmp_path / "data", 2).start()
+    try:
+        ok(shards.cli("topic", "create", "jobs", "--queues", "2"))
+        ok(shards.cli("group", "create", "runners", "--max-attempts", "2"))
+        route = shards.shards("jobs")
+        names = sorted(route)
+        conns = [Conn(route[name]) for name in names]
+        try:
+            sent = [make_dead_letters(c, "jobs", "runners", [f"job-{i}"])[0] for i, c in enumerate(conns)]
+            listed = json.loads(ok(shards.cli("dlq", "list", "runners", "--json")))["messages"]
+            assert {(m["message_id"], m["broker"]) for m in listed} == set(zip(sent, names, strict=True))
+            assert "sent back 2" in ok(shards.cli("dlq", "resend", "runners", "--all"))
+            ok(shards.cli("group", "reset", "runners", "--topic", "jobs", "--to", "latest"))
+            for c in conns:  # the resent letters went with the reset's dropped retries
+                assert c.receive("runners", "jobs", poll_s=0.2)[1] == []
+            for c in conns:
+                c.mq.Heartbeat(rpc.HeartbeatRequest(group=pb.Resource(name="runners"), client_type=pb.SIMPLE_CONSUMER),
+                               metadata=META, timeout=RPC_TIMEOUT)
+            listed = json.loads(ok(shards.cli("client", "list", "--group", "runners", "--json")))["clients"]
+            assert {c["broker"] for c in listed} == set(route)  # one test client id, seen by each shard
+        finally:
+            for c in conns:
+                c.close()
+    finally:
+        shards.kill()
