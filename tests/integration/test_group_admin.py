@@ -113,3 +113,15 @@ def test_bad_input_is_one_line(broker, conn, unique):
     assert_one_line_error(broker.cli("group", "reset", group, "--topic", topic, "--to", "soon"), 1, "invalid time")
     assert_one_line_error(broker.cli("group", "update", unique("nope"), "--max-attempts", "3"), 1, "does not exist")
     assert_one_line_error(broker.cli("group", "delete", unique("nope")), 1, "does not exist")
+
+
+def test_a_filtered_group_reset_gets_its_matches_again(broker, conn, unique):
+    topic, group = unique("reset-tags"), unique("reset-tags-group")
+    conn.create_topic(topic)
+    conn.create_group(group)
+    conn.send_ok(message(topic, "mine", tag="a"), message(topic, "other", tag="b"), message(topic, "mine-too", tag="a"))
+    first = conn.receive_n(group, topic, 2, tag="a")
+    conn.ack(group, topic, *first)
+    ok(broker.cli("group", "reset", group, "--topic", topic, "--to", "earliest"))
+    again = conn.receive_n(group, topic, 2, tag="a")
+    assert sorted(m.body for m in again) == [b"mine", b"mine-too"]

@@ -3,8 +3,9 @@ reset|update|delete`), on this broker; cluster/admin_fanout.py asks the others.
 
 A reset moves the group's POP offset and, for a group that commits offsets (pull), its committed
 offset on every queue of the topic to the same place, and drops what the group had in flight
-there: deliveries (their receipt handles go stale), waiting retries and FIFO holds. Nothing of
-other topics or other groups changes.
+there: deliveries (their receipt handles go stale), waiting retries and FIFO holds; a filtered
+group's matches on the topic go too (they were trimmed below its old position), its next receive
+registers the filter again. Nothing of other topics or other groups changes.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class GroupAdmin:
         retries = keys.retry_prefix(group.id, topic.id)
         batch.delete_range(Family.RETRY, retries, keys.prefix_end(retries))
         self.ctx.store.write(batch)
+        self.subscriptions.forget_group(group.id, topic.id)
         offsets.advanced(targets)
         self.pop.fifo.forget(group.id, topic.id)
         self.ctx.logs.arrivals.receives(topic.id)  # waiting receives look again from the new position

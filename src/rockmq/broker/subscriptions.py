@@ -162,9 +162,11 @@ class Subscriptions:
         for sub in [s for s in self._subs.values() if s.topic_id == topic_id]:
             self._unregister(sub)
 
-    def forget_group(self, group_id: int) -> None:
-        """A deleted group's registrations and what they matched."""
-        for sub in [s for s in self._subs.values() if s.group_id == group_id]:
+    def forget_group(self, group_id: int, topic_id: int | None = None) -> None:
+        """A group's registrations (on one topic, or all) and what they matched: the group was
+        deleted, or reset to where the trimmed matches no longer reach (its next receive registers
+        again and evaluates what is below)."""
+        for sub in [s for s in self._subs.values() if s.group_id == group_id and topic_id in (None, s.topic_id)]:
             self._unregister(sub)
 
     def _unregister(self, sub: Subscription) -> None:
