@@ -87,3 +87,16 @@ def test_workers_answer_for_every_shard(tmp_path):
                 c.close()
     finally:
         shards.kill()
+
+
+def test_delete_refused_when_a_consumer_is_on_another_broker(pair):
+    cluster, conns = pair
+    b1 = cluster.brokers["b1"]
+    ok(b1.cli("group", "create", "audit"))
+    conns["b2"].mq.Heartbeat(rpc.HeartbeatRequest(group=pb.Resource(name="audit"), client_type=pb.SIMPLE_CONSUMER),
+                             metadata=META, timeout=RPC_TIMEOUT)
+    refused = b1.cli("group", "delete", "audit")
+    assert refused.returncode == 1 and "connected consumers" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert all("audit" in c.group_names() for c in conns.values())  # no broker deleted it
+    ok(b1.cli("group", "delete", "audit", "--force"))
+    assert not any("audit" in c.group_names() for c in conns.values())

@@ -13,7 +13,7 @@ from rockmq.broker.clients import Clients, kind_of
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dead_letters import DeadLetters, page_limit
-from rockmq.broker.group_admin import GroupAdmin
+from rockmq.broker.group_admin import GroupAdmin, in_use
 from rockmq.broker.metadata import GroupConfig, TopicConfig, check_queue_count
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
@@ -164,8 +164,14 @@ class Catalog:
         return self.fanout.group_change("UpdateGroup", request, request.name,
                                         lambda: self.group_info(self.group_admin.update(request), False))
 
-    def delete_group(self, request: admin.DeleteGroupRequest) -> Awaitable[admin.DeleteGroupResponse]:
-        return self.fanout.delete_group(request, lambda: self._delete_group_here(request))
+    async def delete_group(self, request: admin.DeleteGroupRequest) -> admin.DeleteGroupResponse:
+        """The group, here or on every broker; unless forced, refused before any broker deletes it
+        while a consumer of it is connected to any of them."""
+        if not request.force and not request.local:
+            connected = await self.list_clients(admin.ListClientsRequest(group=request.name))
+            if connected.clients:
+                raise in_use(request.name, [c.client_id for c in connected.clients])
+        return await self.fanout.delete_group(request, lambda: self._delete_group_here(request))
 
     def _delete_group_here(self, request: admin.DeleteGroupRequest) -> admin.DeleteGroupResponse:
         """The group, then its retry and dead-letter topics as any topic is deleted."""

@@ -26,6 +26,12 @@ from rockmq.store.schema import Family
 EARLIEST, LATEST, TIME = "earliest", "latest", "time"
 
 
+def in_use(group: str, client_ids: list[str]) -> BrokerError:
+    """The refusal of a delete of a group whose consumers are connected."""
+    return BrokerError(pb.PRECONDITION_FAILED, f"group {group!r} has {len(client_ids)} connected consumers "
+                                               f"(e.g. {client_ids[0]}): stop them, or delete with --force")
+
+
 class GroupAdmin:
     def __init__(self, ctx: BrokerContext, pop: PopService, subscriptions: Subscriptions, clients: Clients) -> None:
         self.ctx = ctx
@@ -84,8 +90,7 @@ class GroupAdmin:
         group = self.ctx.meta.group(request.name)
         members = self.clients.members(group.name)
         if members and not request.force:
-            raise BrokerError(pb.PRECONDITION_FAILED, f"group {group.name!r} has {len(members)} connected consumers "
-                                                      f"(e.g. {members[0].client_id}): stop them, or delete with --force")
+            raise in_use(group.name, [m.client_id for m in members])
         self.subscriptions.forget_group(group.id)
         self.ctx.meta.delete_group(group)
         self.pop.fifo.forget(group.id)
