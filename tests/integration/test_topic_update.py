@@ -36,6 +36,8 @@ def test_read_only_refuses_sends_and_write_only_refuses_receives(broker, conn, u
     assert "perm r" in ok(broker.cli("topic", "update", topic, "--perm", "r"))
     refused = conn.send(message(topic, "refused"))
     assert refused.entries[0].status.code == pb.FORBIDDEN and "read-only" in refused.entries[0].status.message
+    staged = conn.stage(message(topic, "staged"))  # the Spark sink's way in
+    assert staged.status.code == pb.FORBIDDEN and "read-only" in staged.status.message
     assert [q.permission for q in conn.query_route(topic).message_queues] == [pb.READ]
     assert [m.body for m in conn.receive_n(group, topic, 1)] == [b"before"]  # receives go on
 
