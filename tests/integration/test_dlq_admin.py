@@ -90,3 +90,21 @@ def test_bad_input_is_one_line(broker, conn, unique):
     assert_one_line_error(broker.cli("dlq", "purge", group, "--before", "2026-01-01T00:00:00"), 2, "zone")
     assert_one_line_error(broker.cli("dlq", "list", group, "--from", "yesterday"), 2, "invalid time")
     assert_one_line_error(broker.cli("dlq", "resend", group), 2, "--id")
+
+
+def test_a_letter_whose_original_is_gone_is_reported(broker, conn, unique):
+    topic, group = unique("dlq-gone"), unique("dlq-group")
+    conn.create_topic(topic)
+    (mid,) = make_dead_letters(conn, topic, group, ["lost"])
+    ok(broker.cli("topic", "delete", topic))
+    result = broker.cli("dlq", "resend", group, "--all")
+    assert result.returncode == 1 and "sent back 0" in result.stdout
+    assert result.stderr.strip() == f"not sent back: {mid}: topic {topic!r} no longer exists"
+
+
+def test_a_group_that_pulls_is_refused(broker, conn, unique):
+    topic, group = unique("dlq-pull"), unique("dlq-puller")
+    conn.create_topic(topic)
+    make_dead_letters(conn, topic, group, ["x"])
+    ok(broker.cli("group", "update", group, "--consume-mode", "offset"))
+    assert_one_line_error(broker.cli("dlq", "resend", group, "--all"), 1, "consumes by offsets")

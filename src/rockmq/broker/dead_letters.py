@@ -31,6 +31,7 @@ from rockmq.store import keys
 from rockmq.store.schema import Family
 
 UNPACED_CHUNK = 1000  # letters sent back per write without a rate
+MAX_REPORTED = 100  # letters a resend's reply says why it skipped (it counts them all): a reply stays small
 
 
 def page_limit(requested: int, most: int) -> int:
@@ -145,12 +146,14 @@ class DeadLetters:
         for letter in letters:
             why = self._why_not(letter)
             if isinstance(why, str):
-                reply.skipped.append(f"{letter.message_id}: {why}")
+                reply.skipped_count += 1
+                if len(reply.skipped) < MAX_REPORTED:
+                    reply.skipped.append(f"{letter.message_id}: {why}")
                 continue
             tid, (qid, offset) = why
             self.reviver.requeue(batch, group.id, tid, qid, offset, 0)
             queued.append((tid, qid))
-            reply.resent.append(letter.message_id)
+            reply.resent += 1
         ctx.store.write(batch)
         for tid, qid in queued:
             if group.fifo:  # a waiting retry holds its queue (pop/fifo.py), as after a restart

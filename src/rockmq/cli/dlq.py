@@ -89,9 +89,11 @@ def _resend(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> int:
     reply = stub.ResendDeadLetters(request, timeout=RESEND_TIMEOUT_S if args.rate else 60)
     if reply.unknown:
         raise CliError(f"group {args.group} has no dead letter {', '.join(reply.unknown)}"
-                       + (f" (sent back {len(reply.resent)} others)" if reply.resent else ""))
-    print(f"sent back {len(reply.resent)} dead letters to group {args.group}")
+                       + (f" (sent back {reply.resent} others)" if reply.resent else ""))
+    print(f"sent back {reply.resent} dead letters to group {args.group}")
     for why in reply.skipped:
         print(f"not sent back: {why}", file=sys.stderr)
+    if reply.skipped_count > len(reply.skipped):
+        print(f"not sent back: {reply.skipped_count - len(reply.skipped)} more", file=sys.stderr)
     warn_unreachable(reply.unreachable)
-    return 1 if reply.skipped else 0
+    return 1 if reply.skipped_count else 0

@@ -16,7 +16,7 @@ from rockmq.protocol.conventions import NOT_THE_PRIMARY
 ALLOWED = frozenset({
     "QueryRoute", "Heartbeat", "QueryAssignment", "PullMessage", "QueryOffset", "GetOffset", "Telemetry",
     "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
-    "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls",
+    "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls", "ListDeadLetters", "ListClients", "GetConfig",
 })
 STREAMING = frozenset({"ReceiveMessage"})
 

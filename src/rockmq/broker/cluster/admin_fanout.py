@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
-from rockmq.broker.dead_letters import page_limit
+from rockmq.broker.dead_letters import MAX_REPORTED, page_limit
 from rockmq.broker.metadata import check_queue_count
 from rockmq.protocol import admin, pb
 from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE, check_name
@@ -188,8 +188,9 @@ class AdminFanout:
         reply = admin.DlqResendResponse(unreachable=unreachable)
         unknown = set(request.message_ids)
         for part in parts:
-            reply.resent.extend(part.resent)
-            reply.skipped.extend(part.skipped)
+            reply.resent += part.resent
+            reply.skipped_count += part.skipped_count
+            reply.skipped.extend(part.skipped[:MAX_REPORTED - len(reply.skipped)])
             unknown &= set(part.unknown)
         reply.unknown.extend(sorted(unknown))
         return reply

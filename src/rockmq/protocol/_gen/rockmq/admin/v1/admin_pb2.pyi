@@ -273,16 +273,18 @@ class DlqResendRequest(_message.Message):
     def __init__(self, group: _Optional[str] = ..., message_ids: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., rate: _Optional[int] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class DlqResendResponse(_message.Message):
-    __slots__ = ("resent", "skipped", "unknown", "unreachable")
+    __slots__ = ("resent", "skipped", "skipped_count", "unknown", "unreachable")
     RESENT_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_COUNT_FIELD_NUMBER: _ClassVar[int]
     UNKNOWN_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
-    resent: _containers.RepeatedScalarFieldContainer[str]
+    resent: int
     skipped: _containers.RepeatedScalarFieldContainer[str]
+    skipped_count: int
     unknown: _containers.RepeatedScalarFieldContainer[str]
     unreachable: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, resent: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[str]] = ..., unknown: _Optional[_Iterable[str]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, resent: _Optional[int] = ..., skipped: _Optional[_Iterable[str]] = ..., skipped_count: _Optional[int] = ..., unknown: _Optional[_Iterable[str]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DlqPurgeRequest(_message.Message):
     __slots__ = ("group", "before_ms", "local")
