@@ -7,6 +7,7 @@ import json
 import time
 from datetime import UTC, datetime
 
+from broker_process import AUTH_ADMIN, AUTH_SECRET
 from dead_letters import dead_letters, make_dead_letters
 from test_cli import assert_one_line_error, ok, table
 
@@ -108,3 +109,17 @@ def test_a_group_that_pulls_is_refused(broker, conn, unique):
     make_dead_letters(conn, topic, group, ["x"])
     ok(broker.cli("group", "update", group, "--consume-mode", "offset"))
     assert_one_line_error(broker.cli("dlq", "resend", group, "--all"), 1, "consumes by offsets")
+
+
+def test_acl_get_lists_and_update_changes(auth_broker, unique):
+    """Group · Get lists a group's dead letters; sending them back or purging them needs Group · Update."""
+    admin = ("--access-key", AUTH_ADMIN, "--secret-key", AUTH_SECRET)
+    user, group = unique("ops"), unique("dlq-acl")
+    ok(auth_broker.cli("user", "create", user, "--secret", "ops-secret", *admin))
+    ok(auth_broker.cli("group", "create", group, *admin))
+    ok(auth_broker.cli("acl", "grant", user, "--resource", f"Group:{group}", "--actions", "Get", *admin))
+    as_user = ("--access-key", user, "--secret-key", "ops-secret")
+    ok(auth_broker.cli("dlq", "list", group, *as_user))
+    assert_one_line_error(auth_broker.cli("dlq", "purge", group, *as_user), 1, "may not Update")
+    ok(auth_broker.cli("acl", "grant", user, "--resource", f"Group:{group}", "--actions", "Get,Update", *admin))
+    assert "purged 0 " in ok(auth_broker.cli("dlq", "purge", group, *as_user))
