@@ -3,7 +3,7 @@ read/write permission, which sends, receives, pulls and routes honour."""
 
 from __future__ import annotations
 
-from mqwire import message
+from mqwire import Conn, message
 from test_cli import assert_one_line_error, ok
 
 from rockmq.protocol import pb
@@ -60,3 +60,17 @@ def test_bad_input_is_one_line(broker, conn, unique):
     assert_one_line_error(broker.cli("topic", "update", topic), 2, "nothing to change")
     assert_one_line_error(broker.cli("topic", "update", topic, "--perm", "x"), 2, "invalid choice")
     assert_one_line_error(broker.cli("topic", "update", topic, "--queues", "5000"), 1, "queue count")
+
+
+def test_perm_outlives_a_restart(fresh_broker, unique):
+    topic = unique("perm-kept")
+    ok(fresh_broker.cli("topic", "create", topic))
+    ok(fresh_broker.cli("topic", "update", topic, "--perm", "r", "--queues", "2"))
+    fresh_broker.restart()
+    conn = Conn(fresh_broker.endpoint)
+    try:
+        assert conn.send(message(topic, "x")).entries[0].status.code == pb.FORBIDDEN
+        info = conn.describe_topic(topic)
+        assert (info.perm, info.queue_count) == ("r", 2)
+    finally:
+        conn.close()

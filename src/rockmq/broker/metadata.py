@@ -110,6 +110,8 @@ class Metadata:
         self.topics_by_id: dict[int, TopicConfig] = {}
         self.groups_by_id: dict[int, GroupConfig] = {}
         self._of_groups: set[str] = set()  # retry and dead-letter topics of existing groups: bounded by max_groups
+        # Topics whose permission is not "rw": while there is none, a send checks nothing per message.
+        self.restricted: set[str] = set()
         self.generation = 0  # the last change of the names (a listing's sorted names stay good until the next)
         for _, raw in store.scan_prefix(Family.META, keys.GROUP_META_PREFIX):  # first: a topic may be a group's own
             self._add_group(GroupConfig(**json.loads(raw)))
@@ -121,6 +123,8 @@ class Metadata:
     def _add_topic(self, t: TopicConfig) -> None:
         self.topics[t.name] = t
         self.topics_by_id[t.id] = t
+        if t.perm != "rw":
+            self.restricted.add(t.name)
         if self._of_group(t.name):
             self._of_groups.add(t.name)
         self.generation = next(_CHANGES)
@@ -164,6 +168,7 @@ class Metadata:
         del self.topics[name]
         del self.topics_by_id[topic.id]
         self._of_groups.discard(name)
+        self.restricted.discard(name)
         self.generation = next(_CHANGES)
         return topic
 
@@ -174,6 +179,10 @@ class Metadata:
         batch.put(Family.META, keys.topic_meta(topic.name), json.dumps(asdict(changed)).encode())
         self.store.write(batch)
         topic.queues, topic.perm = changed.queues, changed.perm  # in place: services hold the object
+        if topic.perm == "rw":
+            self.restricted.discard(topic.name)
+        else:
+            self.restricted.add(topic.name)
         return topic
 
     def _of_group(self, name: str) -> bool:
