@@ -14,6 +14,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig
 from rockmq.broker.pop.service import PopService
+from rockmq.broker.pull import PullService
 from rockmq.broker.retention import first_to_keep, stored_at
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import admin, pb
@@ -33,9 +34,11 @@ def in_use(group: str, client_ids: list[str]) -> BrokerError:
 
 
 class GroupAdmin:
-    def __init__(self, ctx: BrokerContext, pop: PopService, subscriptions: Subscriptions, clients: Clients) -> None:
+    def __init__(self, ctx: BrokerContext, pop: PopService, pull: PullService, subscriptions: Subscriptions,
+                 clients: Clients) -> None:
         self.ctx = ctx
         self.pop = pop
+        self.pull = pull
         self.subscriptions = subscriptions
         self.clients = clients
 
@@ -68,6 +71,7 @@ class GroupAdmin:
         batch.delete_range(Family.RETRY, retries, keys.prefix_end(retries))
         self.ctx.store.write(batch)
         self.subscriptions.forget_group(group.id, topic.id)
+        self.pull.forget_group(group.name, topic.id)
         offsets.advanced(targets)
         self.pop.fifo.forget(group.id, topic.id)
         self.ctx.logs.arrivals.receives(topic.id)  # waiting receives look again from the new position
@@ -94,4 +98,6 @@ class GroupAdmin:
         self.subscriptions.forget_group(group.id)
         self.ctx.meta.delete_group(group)
         self.pop.fifo.forget(group.id)
+        self.pop.offsets.forget_group(group.id)
+        self.pull.forget_group(group.name)
         return [name for name in (retry_topic(group.name), dlq_topic(group.name)) if name in self.ctx.meta.topics]

@@ -54,6 +54,10 @@ class PullService:
         """A deleted topic's pull positions (its id is never used again)."""
         self._pulled = {k: v for k, v in self._pulled.items() if k[1] != topic_id}
 
+    def forget_group(self, group_name: str, topic_id: int | None = None) -> None:
+        """How far a group's pulls got (on one topic, or all): it was reset, or deleted."""
+        self._pulled = {k: v for k, v in self._pulled.items() if k[0] != group_name or topic_id not in (None, k[1])}
+
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
         if not 0 <= queue_id < topic.queues:
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {queue_id}")

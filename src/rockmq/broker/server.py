@@ -165,7 +165,7 @@ class Broker:
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name,
                                DeadLetters(ctx, self.reviver, fifo, self.cluster.name),
-                               GroupAdmin(ctx, self.pop, self.subscriptions, self.clients), self.clients)
+                               GroupAdmin(ctx, self.pop, self.puller, self.subscriptions, self.clients), self.clients)
         self._tasks: list[asyncio.Task[None]] = []
         self._writing = False  # the background writers started (`_write`)
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
