@@ -32,7 +32,7 @@ RESEND_TIMEOUT_S = 3600.0  # a paced resend of many letters takes its time (admi
 
 
 def register(sub: Subparsers) -> None:
-    dlq = subcommands(sub, "dlq", "a consumer group's dead letters (%DLQ%<group>)", run)
+    dlq = subcommands(sub, "dlq", "a consumer group's dead letters (%%DLQ%%<group>)", run)
     listing = with_json(with_endpoint(dlq.add_parser("list", help="list a group's dead letters")))
     listing.add_argument("group")
     listing.add_argument("--from", dest="since", type=instant, default=0, metavar="T",
