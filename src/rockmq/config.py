@@ -148,7 +148,7 @@ class Settings:
     # The cluster's inner credentials (auth/inner.py): with auth on, replication and the name
     # servers answer only calls signed with them; a broker signs its own calls to them and to
     # other brokers with them. Every broker and name server of a cluster gets the same pair.
-    inner_access_key: str = ""
+    inner_access_key: str = field(default="", repr=False)
     inner_secret_key: str = field(default="", repr=False)
     # --- limits and batch sizes ---------------------------------------------------------------
     max_invisible_ms: int = 12 * 3600 * 1000  # longest invisible duration a receive may ask for
@@ -399,6 +399,22 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
     "coordination": (),
 }
 CONCERN_OF = {name: concern for concern, names in CONCERNS.items() for name in names}
+# The settings never shown (repr, logs, `rockmq broker config`): those declared with repr=False —
+# the admin's secret and the cluster's inner credentials. A new secret setting says so there.
+SECRET_SETTINGS = frozenset(f.name for f in dataclasses.fields(Settings) if not f.repr)
+HIDDEN = "<hidden>"
+
+
+def shown(settings: Settings) -> list[tuple[str, str, bool]]:
+    """Every setting as `rockmq broker config` shows it: (name, value, secret), a secret that is set
+    as HIDDEN."""
+    out = []
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        secret = f.name in SECRET_SETTINGS
+        text = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        out.append((f.name, HIDDEN if secret and value else text, secret))
+    return out
 
 
 def _file_values(data: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ Request = Any  # a request as its handler gets it: a message, or its bytes (AckM
 Checks = Callable[[Request], list[Check]]
 
 PUB, SUB, CREATE, DELETE, GET, LIST = Action.PUB, Action.SUB, Action.CREATE, Action.DELETE, Action.GET, Action.LIST
+UPDATE = Action.UPDATE
 MESSAGING = "apache.rocketmq.v2.MessagingService"
 BATCH = "rockmq.messaging.v1.BatchMessaging"
 ADMIN = "rockmq.admin.v1.Admin"
@@ -115,6 +116,15 @@ def _listing(kind: Kind) -> Checks:
     return lambda request: [Check(kind, "", frozenset({LIST}))]
 
 
+def _clients(request: Request) -> list[Check]:
+    """ListClients: Get on the group or topic it names; naming neither, List on every group and topic."""
+    if request.group:
+        return [group_check(request.group, GET)]
+    if request.topic:
+        return [topic_check(request.topic, GET)]
+    return [*_listing(Kind.GROUP)(request), *_listing(Kind.TOPIC)(request)]
+
+
 _V2: dict[str, Rule] = {
     "QueryRoute": Rule(Who.USER, _topic(PUB, SUB)),
     "Heartbeat": Rule(Who.USER, _optional_group),
@@ -159,6 +169,17 @@ _ADMIN: dict[str, Rule] = {
     "GetTimerStats": Rule(Who.USER, _listing(Kind.TOPIC)),  # pending messages of every topic
     "Promote": Rule(Who.SUPER),
     "DescribeCluster": Rule(Who.SUPER),  # every broker's and name server's address: an operator's view
+    # A group's dead letters are its consumers' business: listing them reads bodies of every topic the
+    # group consumed (Get on the group), sending them back or purging them changes the group (Update).
+    "ListDeadLetters": Rule(Who.USER, lambda r: [group_check(r.group, GET)]),
+    "ResendDeadLetters": Rule(Who.USER, lambda r: [group_check(r.group, UPDATE)]),
+    "PurgeDeadLetters": Rule(Who.USER, lambda r: [group_check(r.group, UPDATE)]),
+    "ResetOffset": Rule(Who.USER, lambda r: [group_check(r.group, UPDATE), topic_check(r.topic, SUB)]),
+    "UpdateGroup": Rule(Who.USER, _named(Kind.GROUP, UPDATE)),
+    "DeleteGroup": Rule(Who.USER, _named(Kind.GROUP, DELETE)),
+    "UpdateTopic": Rule(Who.USER, _named(Kind.TOPIC, UPDATE)),
+    "ListClients": Rule(Who.USER, _clients),
+    "GetConfig": Rule(Who.SUPER),  # the broker's whole configuration: for its operators
 }
 _OTHERS: dict[str, Rule] = {
     **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},

@@ -5,15 +5,20 @@ and a topic deleted with everything that remembers it. The Admin servicer only t
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Awaitable, Collection, Mapping
 from typing import TypeVar
 
+from rockmq.broker.clients import Clients, kind_of
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.dead_letters import DeadLetters, page_limit
+from rockmq.broker.group_admin import GroupAdmin, in_use
+from rockmq.broker.metadata import GroupConfig, TopicConfig, check_queue_count
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
-from rockmq.protocol import admin
+from rockmq.protocol import admin, pb
+from rockmq.protocol.errors import BrokerError
 
 Entry = TypeVar("Entry", TopicConfig, GroupConfig)
 Listing = admin.ListTopicsRequest | admin.ListGroupsRequest
@@ -42,12 +47,15 @@ class SortedNames:
 
 class Catalog:
     def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, positions: Positions, fanout: AdminFanout,
-                 broker: str) -> None:
+                 broker: str, dead_letters: DeadLetters, group_admin: GroupAdmin, clients: Clients) -> None:
         self.ctx = ctx
         self.subscriptions = subscriptions
         self.positions = positions
         self.fanout = fanout
         self.broker = broker  # this broker's name, on each queue it describes
+        self.dead_letters = dead_letters
+        self.group_admin = group_admin
+        self.clients = clients
         self._topic_names, self._group_names = SortedNames(), SortedNames()
 
     # --- topics ------------------------------------------------------------------------------
@@ -67,9 +75,8 @@ class Catalog:
 
     def _page(self, names: SortedNames, table: Mapping[str, Entry], request: Listing) -> tuple[list[Entry], str]:
         """The entries of a page of a listing (admin.proto ListTopicsRequest), and the next page's token."""
-        most = self.ctx.settings.max_list_page
         chosen, token = page(names.of(self.ctx.meta.generation, table), request.page_token,
-                             request.limit if 0 < request.limit <= most else most)
+                             page_limit(request.limit, self.ctx.settings.max_list_page))
         return [table[n] for n in chosen], token
 
     async def topics(self, request: admin.ListTopicsRequest) -> admin.ListTopicsResponse:
@@ -105,8 +112,26 @@ class Catalog:
         self.positions.pop.forget_topic(topic.id)
         self.positions.pull.forget_topic(topic.id)
 
+    def update_topic(self, request: admin.UpdateTopicRequest) -> Awaitable[admin.TopicInfo]:
+        """A topic's queue count or permission, here or on every broker holding it."""
+        return self.fanout.update_topic(request, self._update_here)
+
+    def _update_here(self, request: admin.UpdateTopicRequest) -> admin.TopicInfo:
+        """Growing adds empty queues; shrinking is refused unless every queue it removes never held
+        a message (a message there would be lost to its groups, and its offsets reused)."""
+        topic = self.ctx.meta.topic(request.name)
+        queues = request.queue_count or topic.queues
+        check_queue_count(queues)
+        used = [q for q in range(queues, topic.queues) if self.ctx.logs.max_offset(topic.id, q) > 0]
+        if used:
+            raise BrokerError(pb.PRECONDITION_FAILED, f"cannot shrink topic {topic.name!r} to {queues} queues on "
+                                                      f"{self.broker}: queue {used[0]} has held messages (only queues "
+                                                      "that never held one may go)")
+        return self.topic_info(self.ctx.meta.update_topic(topic, queues, request.perm or topic.perm), True)
+
     def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
-        info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types)
+        info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types,
+                               perm=topic.perm)
         if with_queues:
             logs = self.ctx.logs
             info.queues.extend(admin.QueueInfo(queue_id=q, min_offset=logs.min_offset(topic.id, q),
@@ -142,3 +167,52 @@ class Catalog:
                 pop_offset=p.popped, max_offset=p.max_offset, lag=p.lag, inflight=p.inflight))
             info.inflight += p.inflight
         return info
+
+    def reset_offset(self, request: admin.ResetOffsetRequest) -> Awaitable[admin.GroupInfo]:
+        return self.fanout.group_change("ResetOffset", request, request.group,
+                                        lambda: self.group_info(self.group_admin.reset(request), True))
+
+    def update_group(self, request: admin.UpdateGroupRequest) -> Awaitable[admin.GroupInfo]:
+        return self.fanout.group_change("UpdateGroup", request, request.name,
+                                        lambda: self.group_info(self.group_admin.update(request), False))
+
+    async def delete_group(self, request: admin.DeleteGroupRequest) -> admin.DeleteGroupResponse:
+        """The group, here or on every broker; unless forced, refused before any broker deletes it
+        while a consumer of it is connected to any of them."""
+        if not request.force and not request.local:
+            connected = await self.list_clients(admin.ListClientsRequest(group=request.name))
+            if connected.clients:
+                raise in_use(request.name, [c.client_id for c in connected.clients])
+        return await self.fanout.delete_group(request, lambda: self._delete_group_here(request))
+
+    def _delete_group_here(self, request: admin.DeleteGroupRequest) -> admin.DeleteGroupResponse:
+        """The group, then its retry and dead-letter topics as any topic is deleted."""
+        for name in self.group_admin.delete(request):
+            self._delete_here(name)
+        return admin.DeleteGroupResponse()
+
+    # --- dead letters and clients ------------------------------------------------------------
+
+    def list_dead_letters(self, request: admin.DlqListRequest) -> Awaitable[admin.DlqListResponse]:
+        return self.fanout.dead_letters(request, lambda: self.dead_letters.listing(request))
+
+    def resend_dead_letters(self, request: admin.DlqResendRequest) -> Awaitable[admin.DlqResendResponse]:
+        return self.fanout.resend(request, lambda: self.dead_letters.resend(request))
+
+    def purge_dead_letters(self, request: admin.DlqPurgeRequest) -> Awaitable[admin.DlqPurgeResponse]:
+        return self.fanout.purge(request, lambda: self.dead_letters.purge(request))
+
+    def list_clients(self, request: admin.ListClientsRequest) -> Awaitable[admin.ListClientsResponse]:
+        return self.fanout.clients(request, lambda: self._clients_here(request))
+
+    def _clients_here(self, request: admin.ListClientsRequest) -> admin.ListClientsResponse:
+        """The clients connected here (of the group, or of the topic, which must exist)."""
+        if request.group:
+            self.ctx.meta.group(request.group)
+        if request.topic:
+            self.ctx.meta.topic(request.topic)
+        now = time.monotonic()
+        return admin.ListClientsResponse(clients=[
+            admin.ClientInfo(client_id=s.client_id, kind=kind_of(s), group=s.group, topics=s.topics, language=s.language,
+                             version=s.version, address=s.address, broker=self.broker, idle_s=now - s.last_seen)
+            for s in self.clients.connected(request.group, request.topic)])

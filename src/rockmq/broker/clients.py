@@ -69,6 +69,11 @@ class Session:
     lane: str = ""  # the client's environment lane (header x-rockmq-lane); "" is the base lane
     topics: tuple[str, ...] = ()
     last_seen: float = field(default_factory=time.monotonic)
+    # What the client says it is (Telemetry's UA, or the x-mq-language / x-mq-client-version headers)
+    # and where it connects from: for `rockmq client list` and the connection metrics.
+    language: str = ""
+    version: str = ""
+    address: str = ""
     outbox: asyncio.Queue[rpc.TelemetryCommand | None] | None = None  # the open Telemetry stream's replies, if any
 
     def push(self, command: rpc.TelemetryCommand) -> bool:
@@ -77,6 +82,31 @@ class Session:
             return False
         self.outbox.put_nowait(command)
         return True
+
+
+MAX_IDENTITY = 64  # characters kept of a client's language and version (they come from the client)
+KINDS: dict[int, str] = {pb.PRODUCER: "producer", pb.PUSH_CONSUMER: "push-consumer", pb.SIMPLE_CONSUMER: "simple-consumer",
+         pb.PULL_CONSUMER: "pull-consumer"}
+
+
+def peer_address(peer: str) -> str:
+    """gRPC's peer ('ipv4:127.0.0.1:5000', 'ipv6:[::1]:5000') -> HOST:PORT."""
+    kind, _, rest = peer.partition(":")
+    return rest if kind in ("ipv4", "ipv6") else peer
+
+
+def identify(session: Session, address: str, language: str, version: str) -> None:
+    """Record what a client says it is (each value given; bounded) and the address it came from."""
+    if address:
+        session.address = peer_address(address)[:MAX_IDENTITY]
+    if language:
+        session.language = language[:MAX_IDENTITY]
+    if version:
+        session.version = version[:MAX_IDENTITY]
+
+
+def kind_of(session: Session) -> str:
+    return KINDS.get(session.client_type, "unknown")
 
 
 def _ms(seconds: float) -> int:
@@ -129,6 +159,13 @@ class Clients:
                     s.outbox.get_nowait()
                 s.outbox.put_nowait(None)
                 s.outbox = None
+
+    def connected(self, group: str = "", topic: str = "") -> list[Session]:
+        """The clients heard from within client_silence_s, by client id: of `group` (its consumers),
+        or publishing or subscribing to `topic`, if given."""
+        since = time.monotonic() - self.ctx.settings.client_silence_s
+        return sorted((s for s in self.sessions.values() if s.last_seen >= since and (not group or s.group == group)
+                       and (not topic or topic in s.topics)), key=lambda s: s.client_id)
 
     def register(self, client_id: str, what: str = "receive") -> Session:
         """The session of a client's own request (`what`: Telemetry, Heartbeat, receive), made for
@@ -183,7 +220,7 @@ class Clients:
         if s is not None and s.user != user:
             raise not_yours(what, f"user {user!r} may not {what} for client {client_id!r}: it is another user's")
 
-    def heartbeat(self, client_id: str, client_type: int, group: str | None, lane: str) -> None:
+    def heartbeat(self, client_id: str, client_type: int, group: str | None, lane: str) -> Session:
         """A client's heartbeat: it is alive, of this type (if given), in this group (if given), on this lane.
         With authentication on, one naming no group used no grant: it makes no session."""
         if not group and client_id not in self.sessions and current_identity() is not None:
@@ -197,6 +234,7 @@ class Clients:
             session.lane = lane
             if session.group:
                 self._laned.add(session.group)
+        return session
 
     def receiving(self, client_id: str, group: str, lane: str) -> None:
         """A lane consumer's receive or pull: it is a live member of the group in its lane."""
@@ -283,6 +321,8 @@ class Clients:
                              "a client publishes or subscribes to at most that many topics (use more clients)")
         _check_names(given)
         session.client_type = given.client_type
+        ua = given.user_agent
+        identify(session, "", pb.Language.Name(ua.language) if ua.language else "", ua.version)
         if given.HasField("publishing"):
             self._set_publishing(session, tuple(t.name for t in given.publishing.topics))
             out.publishing.max_body_size = self.ctx.settings.max_body_size

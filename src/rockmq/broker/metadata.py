@@ -27,6 +27,28 @@ class TopicConfig:
     id: int
     queues: int
     message_types: list[str] = field(default_factory=lambda: list(MESSAGE_TYPES))
+    perm: str = "rw"  # PERMS: "r" refuses sends, "w" refuses receives (and routes say so)
+
+
+PERMS = ("rw", "r", "w")
+
+
+def check_perm(perm: str) -> str:
+    if perm not in PERMS:
+        raise BrokerError(pb.BAD_REQUEST, f"unknown permission {perm!r}: use {', '.join(PERMS)}")
+    return perm
+
+
+def check_writable(topic: TopicConfig) -> None:
+    """Refuse (FORBIDDEN) a send to a topic made read-only (`rockmq topic update T --perm r`)."""
+    if topic.perm == "r":
+        raise BrokerError(pb.FORBIDDEN, f"topic {topic.name!r} is read-only (perm r): it takes no sends")
+
+
+def check_readable(topic: TopicConfig) -> None:
+    """Refuse (FORBIDDEN) a receive or pull from a topic made write-only (`--perm w`)."""
+    if topic.perm == "w":
+        raise BrokerError(pb.FORBIDDEN, f"topic {topic.name!r} is write-only (perm w): it serves no receives")
 
 
 # How a group consumes (broker/consume_mode.py): by POP, or by offsets its consumers commit.
@@ -65,6 +87,13 @@ def parse_types(types: list[str] | None) -> list[str]:
     return out
 
 
+def _check_group_settings(max_attempts: int, consume_mode: str) -> None:
+    if not 1 <= max_attempts <= 1000:
+        raise BrokerError(pb.BAD_REQUEST, f"max attempts must be 1..1000, not {max_attempts}")
+    if consume_mode and consume_mode not in CONSUME_MODES:
+        raise BrokerError(pb.BAD_REQUEST, f"unknown consume mode {consume_mode!r}: use {' or '.join(CONSUME_MODES)}")
+
+
 _CHANGES = itertools.count(1)  # numbers the changes of every Metadata's names, never twice
 
 
@@ -81,6 +110,8 @@ class Metadata:
         self.topics_by_id: dict[int, TopicConfig] = {}
         self.groups_by_id: dict[int, GroupConfig] = {}
         self._of_groups: set[str] = set()  # retry and dead-letter topics of existing groups: bounded by max_groups
+        # Topics whose permission is not "rw": while there is none, a send checks nothing per message.
+        self.restricted: set[str] = set()
         self.generation = 0  # the last change of the names (a listing's sorted names stay good until the next)
         for _, raw in store.scan_prefix(Family.META, keys.GROUP_META_PREFIX):  # first: a topic may be a group's own
             self._add_group(GroupConfig(**json.loads(raw)))
@@ -92,6 +123,8 @@ class Metadata:
     def _add_topic(self, t: TopicConfig) -> None:
         self.topics[t.name] = t
         self.topics_by_id[t.id] = t
+        if t.perm != "rw":
+            self.restricted.add(t.name)
         if self._of_group(t.name):
             self._of_groups.add(t.name)
         self.generation = next(_CHANGES)
@@ -135,7 +168,21 @@ class Metadata:
         del self.topics[name]
         del self.topics_by_id[topic.id]
         self._of_groups.discard(name)
+        self.restricted.discard(name)
         self.generation = next(_CHANGES)
+        return topic
+
+    def update_topic(self, topic: TopicConfig, queues: int, perm: str) -> TopicConfig:
+        """Store the topic's new queue count and permission (checked by the caller, broker/topic_admin.py)."""
+        changed = dataclasses.replace(topic, queues=queues, perm=check_perm(perm))
+        batch = self.store.batch()
+        batch.put(Family.META, keys.topic_meta(topic.name), json.dumps(asdict(changed)).encode())
+        self.store.write(batch)
+        topic.queues, topic.perm = changed.queues, changed.perm  # in place: services hold the object
+        if topic.perm == "rw":
+            self.restricted.discard(topic.name)
+        else:
+            self.restricted.add(topic.name)
         return topic
 
     def _of_group(self, name: str) -> bool:
@@ -156,10 +203,7 @@ class Metadata:
         check_name("group", name)
         if name in self.groups:
             raise AlreadyExists(f"group {name!r} already exists")
-        if not 1 <= max_attempts <= 1000:
-            raise BrokerError(pb.BAD_REQUEST, f"max attempts must be 1..1000, not {max_attempts}")
-        if consume_mode and consume_mode not in CONSUME_MODES:
-            raise BrokerError(pb.BAD_REQUEST, f"unknown consume mode {consume_mode!r}: use {' or '.join(CONSUME_MODES)}")
+        _check_group_settings(max_attempts, consume_mode)
         if len(self.groups) >= self.max_groups:
             raise over_limit(f"cannot create group {name!r}", "max_groups", self.max_groups,
                              "raise max_groups (rockmq serve --max-groups)")
@@ -174,6 +218,29 @@ class Metadata:
     @staticmethod
     def _put_group(batch: Batch, group: GroupConfig) -> None:
         batch.put(Family.META, keys.group_meta(group.name), json.dumps(asdict(group)).encode())
+
+    def update_group(self, group: GroupConfig, fifo: bool, max_attempts: int, consume_mode: str) -> GroupConfig:
+        """Store what CreateGroup set, changed (in place: services hold the object)."""
+        _check_group_settings(max_attempts, consume_mode)
+        changed = dataclasses.replace(group, fifo=fifo, max_attempts=max_attempts, consume_mode=consume_mode)
+        batch = self.store.batch()
+        self._put_group(batch, changed)
+        self.store.write(batch)
+        group.fifo, group.max_attempts, group.consume_mode = fifo, max_attempts, consume_mode
+        return group
+
+    def delete_group(self, group: GroupConfig) -> None:
+        """The group's configuration and what is stored under its id (positions, deliveries,
+        retries; its filter registrations are Subscriptions.forget_group's); its id is never used again."""
+        batch = self.store.batch()
+        batch.delete(Family.META, keys.group_meta(group.name))
+        prefix = keys.group_prefix(group.id)
+        for family in (Family.OFFSETS, Family.CHECKPOINTS, Family.RETRY):
+            batch.delete_range(family, prefix, keys.prefix_end(prefix))
+        self.store.write(batch)  # in-flight keys (by deadline) stay: revive drops those of an unknown group
+        del self.groups[group.name]
+        del self.groups_by_id[group.id]
+        self.generation = next(_CHANGES)
 
     def set_consume_mode(self, group: GroupConfig, mode: str) -> None:
         """Store how the group consumes from now on (broker/consume_mode.py decides)."""

@@ -30,7 +30,7 @@ from rockmq.broker.lane_fallback import (
     trim,
 )
 from rockmq.broker.lanes import Consumers, Route, message_lane
-from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig
+from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_readable
 from rockmq.filter.record_filter import RecordFilter, accept_all
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import base_group, check_name, lane_group
@@ -53,6 +53,10 @@ class PullService:
     def forget_topic(self, topic_id: int) -> None:
         """A deleted topic's pull positions (its id is never used again)."""
         self._pulled = {k: v for k, v in self._pulled.items() if k[1] != topic_id}
+
+    def forget_group(self, group_name: str, topic_id: int | None = None) -> None:
+        """How far a group's pulls got (on one topic, or all): it was reset, or deleted."""
+        self._pulled = {k: v for k, v in self._pulled.items() if k[0] != group_name or topic_id not in (None, k[1])}
 
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
         if not 0 <= queue_id < topic.queues:
@@ -79,6 +83,7 @@ class PullService:
         `lane` (its x-rockmq-lane header) decides which lanes' messages it takes (broker/lanes.py).
         `batch_size` 0: `receive_batch`; negative sizes are refused."""
         self.ctx.refuse_if_draining()
+        check_readable(topic)
         if batch_size < 0 or max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "batch_size and max_bytes must not be negative")
         self._check_queue(topic, queue_id)
@@ -267,6 +272,7 @@ class PullService:
         """Stored records of a queue as they are, from `offset` up to `end_offset` (<= 0: the
         end) within the caps (0: the defaults) -> (offset of the first, records, min offset, max offset)."""
         self._check_queue(topic, queue_id)
+        check_readable(topic)
         if max_records < 0 or max_bytes < 0:
             raise BrokerError(pb.BAD_REQUEST, "max_records and max_bytes must not be negative")
         logs = self.ctx.logs

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.queues import QueueLogs
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import records
 from rockmq.store import keys
@@ -69,6 +70,17 @@ def first_to_keep(stored_at: Callable[[int], int | None], lo: int, hi: int, keep
     return lo
 
 
+def stored_at(logs: QueueLogs, topic_id: int, queue_id: int) -> Callable[[int], int | None]:
+    """offset -> when the queue's message there was stored (ms; None: gone), for `first_to_keep`."""
+    read = logs.read
+
+    def at(offset: int) -> int | None:
+        raw = read(topic_id, queue_id, offset)
+        return records.store_ms(raw) if raw is not None else None
+
+    return at
+
+
 def size_cut_ms(oldest_ms: int, now: int, size: int, cap: int) -> int | None:
     """Where a size cap cuts, assuming messages spread evenly between the oldest and now: the
     time before which `size - cap` bytes were stored (at least one ms past the oldest)."""
@@ -86,13 +98,7 @@ class RetentionService:
         self._retry_from = b""  # where the next sweep's look at the retry family starts
 
     def _stored_at(self, topic_id: int, queue_id: int) -> Callable[[int], int | None]:
-        read = self.ctx.logs.read
-
-        def at(offset: int) -> int | None:
-            raw = read(topic_id, queue_id, offset)
-            return records.store_ms(raw) if raw is not None else None
-
-        return at
+        return stored_at(self.ctx.logs, topic_id, queue_id)
 
     def _queues(self) -> list[tuple[int, int, int, int]]:
         """(topic id, queue id, min offset, max offset) of every queue."""

@@ -20,7 +20,7 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
-from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.metadata import TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
@@ -38,6 +38,19 @@ class SendResult:
     recall_handle: str = ""
 
 
+Checked = tuple[TopicConfig, str, SentMessage, int] | BrokerError
+
+
+def _writable(checked: Checked) -> Checked:
+    """A checked message, or the refusal of a send to a read-only topic."""
+    if isinstance(checked, tuple):
+        try:
+            check_writable(checked[0])
+        except BrokerError as e:
+            return e
+    return checked
+
+
 class SendService:
     def __init__(self, ctx: BrokerContext, timers: TimerService, transactions: TransactionService, dedup: Dedup,
                  committer: Committer) -> None:
@@ -47,7 +60,7 @@ class SendService:
         self.dedup = dedup
         self.commit = committer.commit
 
-    def _check(self, msg: SentMessage, now: int, chosen: bool) -> tuple[TopicConfig, str, SentMessage, int] | BrokerError:
+    def _check(self, msg: SentMessage, now: int, chosen: bool) -> Checked:
         """The message's topic (created now if it is new: every check passed), type, the message
         (a dead letter readdressed) and its due time (0: none), or why not."""
         ctx = self.ctx
@@ -89,6 +102,8 @@ class SendService:
         allocated: dict[tuple[int, int], int] = {}
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
+        if self.ctx.meta.restricted:  # some topic is not rw (topic update --perm): only then a look per message
+            checked = [_writable(c) for c in checked]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
         append, record, choose = logs.append_received, dedup.record, logs.choose_queue
         try:

@@ -39,7 +39,9 @@ from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
+from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.health import Health
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.pop.checkpoints import Checkpoints
@@ -168,7 +170,9 @@ class Broker:
                               self.clients)
         self.puller = PullService(ctx, self.clients)
         self.positions = Positions(ctx, self.pop, self.puller)
-        self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
+        self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name,
+                               DeadLetters(ctx, self.reviver, fifo, self.cluster.name),
+                               GroupAdmin(ctx, self.pop, self.puller, self.subscriptions, self.clients), self.clients)
         self._tasks: list[asyncio.Task[None]] = []
         self._writing = False  # the background writers started (`_write`)
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch

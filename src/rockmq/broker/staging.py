@@ -50,6 +50,7 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.metadata import TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.protocol import pb, records
 from rockmq.protocol.errors import BrokerError, over_limit
@@ -171,6 +172,8 @@ class StagingService:
             try:
                 check = validate.check_send(msg, ctx.meta, ctx.settings, now)
                 validate.check_staged(msg, check)
+                if isinstance(check.target, TopicConfig):  # a new topic is rw
+                    check_writable(check.target)
                 ctx.may_create(check.target)  # refused before anything is created
             except BrokerError as e:
                 raise BrokerError(e.code, f"message {i} ({msg.system_properties.message_id or 'no id'}): {e.message}") from None

@@ -162,6 +162,13 @@ class Subscriptions:
         for sub in [s for s in self._subs.values() if s.topic_id == topic_id]:
             self._unregister(sub)
 
+    def forget_group(self, group_id: int, topic_id: int | None = None) -> None:
+        """A group's registrations (on one topic, or all) and what they matched: the group was
+        deleted, or reset to where the trimmed matches no longer reach (its next receive registers
+        again and evaluates what is below)."""
+        for sub in [s for s in self._subs.values() if s.group_id == group_id and topic_id in (None, s.topic_id)]:
+            self._unregister(sub)
+
     def _unregister(self, sub: Subscription) -> None:
         batch = self.ctx.store.batch()
         self._retire(batch, sub)

@@ -25,7 +25,7 @@ if sys.argv[1:2] not in (["serve"], ["namesrv"]):
 
 import grpc  # noqa: E402
 
-from rockmq.cli import acl, bench, broker, cluster, group, message, namesrv, pipeline, serve, timer, topic, user
+from rockmq.cli import acl, bench, broker, client, cluster, dlq, group, message, namesrv, pipeline, serve, timer, topic, user
 from rockmq.cli.common import EXIT_REFUSED, EXIT_USAGE, CliError, Parser, client_failed, glue_dashed_values, rpc_failed
 from rockmq.client.errors import RockmqError
 from rockmq.config import ConfigError
@@ -33,7 +33,7 @@ from rockmq.config import ConfigError
 __all__ = ["main"]
 
 # In the order `rockmq --help` lists them.
-GROUPS = (serve, namesrv, cluster, topic, group, message, user, broker, acl, timer, pipeline, bench)
+GROUPS = (serve, namesrv, cluster, topic, group, dlq, message, client, user, broker, acl, timer, pipeline, bench)
 
 
 class _Version(argparse.Action):

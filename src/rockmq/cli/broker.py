@@ -1,11 +1,11 @@
-"""`rockmq broker promote`: make a replica a primary."""
+"""`rockmq broker promote|config`: make a replica a primary; show a broker's effective settings."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from rockmq.cli.common import admin_stub, subcommands, with_endpoint
+from rockmq.cli.common import admin_stub, print_json, subcommands, table, with_endpoint, with_json
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
@@ -20,8 +20,21 @@ def register(sub: Subparsers) -> None:
         "and writes it acknowledged that the replica had not applied are lost from the new primary's view"))
 
 
+    with_json(with_endpoint(broker.add_parser(
+        "config", help="the broker's effective settings (secrets hidden: the admin's secret, the inner credentials)")))
+
+
 def run(args: argparse.Namespace) -> int:
     from rockmq.protocol import admin
+
+    if args.action == "config":
+        reply = admin_stub(args).GetConfig(admin.GetConfigRequest(), timeout=10)
+        if args.json:
+            print_json(reply)
+        else:
+            print(f"broker {reply.broker}")
+            table([[e.name, e.value] for e in reply.settings], ["SETTING", "VALUE"])
+        return 0
 
     reply = admin_stub(args).Promote(admin.PromoteRequest(force=args.force), timeout=30)
     print(f"promoted {args.endpoint} (primary epoch {reply.epoch}): it holds the primary's writes up to batch "

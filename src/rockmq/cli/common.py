@@ -82,6 +82,16 @@ def number(kind: Callable[[str], float], least: float) -> Callable[[str], float]
     return parse
 
 
+def instant(text: str) -> int:
+    """An argparse type: an ISO 8601 time with a zone -> ms since the epoch (rockmq.when)."""
+    from rockmq.when import parse_instant_ms
+
+    try:
+        return parse_instant_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _endpoint(text: str) -> str:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:

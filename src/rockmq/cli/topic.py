@@ -1,4 +1,4 @@
-"""`rockmq topic create|list|describe|delete`."""
+"""`rockmq topic create|list|describe|delete|update`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from rockmq.cli.common import (
+    EXIT_USAGE,
+    CliError,
     admin_stub,
     every_page,
     number,
@@ -34,6 +36,11 @@ def register(sub: Subparsers) -> None:
     with_json(with_endpoint(topic.add_parser("list", help="list topics")))
     with_json(with_endpoint(topic.add_parser("describe", help="show a topic's queues and offsets"))).add_argument("name")
     with_endpoint(topic.add_parser("delete", help="delete a topic and its messages")).add_argument("name")
+    update = with_endpoint(topic.add_parser("update", help="change a topic's queue count or permission"))
+    update.add_argument("name")
+    update.add_argument("--queues", type=number(int, 1), help="the new number of queues (in a cluster: the total); "
+                                                              "shrinking removes only queues that never held a message")
+    update.add_argument("--perm", choices=("rw", "r", "w"), help="rw; r: sends refused; w: receives refused")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         _list(stub, args.json)
     elif args.action == "describe":
         _describe(stub, args.name, args.json)
+    elif args.action == "update":
+        _update(stub, args)
     else:
         from rockmq.protocol import admin
 
@@ -64,6 +73,16 @@ def _create(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
     print(f"created topic {info.name} with {info.queue_count} queues{where} ({', '.join(info.message_types)})")
 
 
+def _update(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
+    from rockmq.protocol import admin
+
+    if args.queues is None and args.perm is None:
+        raise CliError("nothing to change: give --queues N or --perm rw|r|w", EXIT_USAGE)
+    info = stub.UpdateTopic(admin.UpdateTopicRequest(name=args.name, queue_count=args.queues or 0, perm=args.perm or ""),
+                            timeout=30)
+    print(f"updated topic {info.name}: {info.queue_count} queues, perm {info.perm}")
+
+
 def _list(stub: admin_grpc.AdminStub, as_json: bool) -> None:
     from rockmq.protocol import admin
 
@@ -81,7 +100,7 @@ def _describe(stub: admin_grpc.AdminStub, name: str, as_json: bool) -> None:
     if as_json:
         print_json(info)
         return
-    print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}")
+    print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}, perm {info.perm or 'rw'}")
     table([[q.broker, q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
           ["BROKER", "QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])
     warn_unreachable(info.unreachable)

@@ -47,6 +47,10 @@ DLQ_PREFIX = "%DLQ%"
 ORIGIN_TOPIC = "RETRY_TOPIC"  # the topic the message was first sent to
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 RECONSUME_TIMES = "RECONSUME_TIME"  # failed deliveries so far (RocketMQ's property name)
+# Where a dead letter came from, on its copy in %DLQ%<group>: what `rockmq dlq resend` sends back.
+DLQ_ORIGIN_QUEUE = "DLQ_ORIGIN_QUEUE_ID"
+DLQ_ORIGIN_OFFSET = "DLQ_ORIGIN_QUEUE_OFFSET"
+DLQ_ATTEMPTS = "DLQ_DELIVERY_ATTEMPTS"  # deliveries to the group before it was dead-lettered
 BROKER_SAYS_UNREACHABLE = "brokers did not answer"
 NOT_THE_PRIMARY = "this broker is a replica"
 

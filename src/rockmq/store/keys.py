@@ -159,6 +159,11 @@ def retry_key(group_id: int, topic_id: int, seq: int) -> bytes:
 
 
 def retry_prefix(group_id: int, topic_id: int) -> bytes:
+    return group_topic_prefix(group_id, topic_id)
+
+
+def group_topic_prefix(group_id: int, topic_id: int) -> bytes:
+    """What the keys of a group's checkpoints and retries on one topic start with."""
     return _QUEUE.pack(group_id, topic_id)
 
 

@@ -14,6 +14,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.cluster.replication import Follower
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService
+from rockmq.config import shown
 from rockmq.protocol import admin, admin_grpc, pb
 from rockmq.protocol.errors import BrokerError
 
@@ -81,3 +82,41 @@ class AdminServicer(admin_grpc.AdminServicer):
             raise BrokerError(pb.BAD_REQUEST, "this broker is not a replica (or was promoted already)")
         applied, epoch, answered = await self.follower.promote(request.force)
         return admin.PromoteResponse(applied_seq=applied, epoch=epoch, primary_answered=answered)
+
+    @admin_call
+    def ListDeadLetters(self, request: admin.DlqListRequest) -> Awaitable[admin.DlqListResponse]:
+        return self.catalog.list_dead_letters(request)
+
+    @admin_call
+    def ResendDeadLetters(self, request: admin.DlqResendRequest) -> Awaitable[admin.DlqResendResponse]:
+        return self.catalog.resend_dead_letters(request)
+
+    @admin_call
+    def PurgeDeadLetters(self, request: admin.DlqPurgeRequest) -> Awaitable[admin.DlqPurgeResponse]:
+        return self.catalog.purge_dead_letters(request)
+
+    @admin_call
+    def ResetOffset(self, request: admin.ResetOffsetRequest) -> Awaitable[admin.GroupInfo]:
+        return self.catalog.reset_offset(request)
+
+    @admin_call
+    def UpdateGroup(self, request: admin.UpdateGroupRequest) -> Awaitable[admin.GroupInfo]:
+        return self.catalog.update_group(request)
+
+    @admin_call
+    def DeleteGroup(self, request: admin.DeleteGroupRequest) -> Awaitable[admin.DeleteGroupResponse]:
+        return self.catalog.delete_group(request)
+
+    @admin_call
+    def UpdateTopic(self, request: admin.UpdateTopicRequest) -> Awaitable[admin.TopicInfo]:
+        return self.catalog.update_topic(request)
+
+    @admin_call
+    def ListClients(self, request: admin.ListClientsRequest) -> Awaitable[admin.ListClientsResponse]:
+        return self.catalog.list_clients(request)
+
+    @admin_call
+    def GetConfig(self, request: admin.GetConfigRequest) -> admin.BrokerConfig:
+        """This broker's effective settings, secrets hidden (config.SECRET_SETTINGS)."""
+        return admin.BrokerConfig(broker=self.catalog.broker, settings=[
+            admin.ConfigEntry(name=name, value=value, secret=secret) for name, value, secret in shown(self.catalog.ctx.settings)])

@@ -28,7 +28,7 @@ from rockmq.broker.api.replies import (
     status_of,
     unary,
 )
-from rockmq.broker.clients import Clients, Session
+from rockmq.broker.clients import Clients, Session, identify
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.metadata import TopicConfig
@@ -39,7 +39,7 @@ from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.broker.subscriptions import record_filter
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
-from rockmq.plumbing.channels import CLIENT_ID_HEADER
+from rockmq.plumbing.channels import CLIENT_ID_HEADER, LANGUAGE_HEADER, VERSION_HEADER
 from rockmq.plumbing.requests import Context, client_id, header, poll_seconds, timestamp_ms
 from rockmq.plumbing.tls import is_tls
 from rockmq.plumbing.unparsed import generic_handler
@@ -116,8 +116,10 @@ class MessagingServicer:
 
     @unary(rpc.HeartbeatResponse)
     async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Context) -> rpc.HeartbeatResponse:
-        self.clients.heartbeat(client_id(context), request.client_type,
-                               request.group.name if request.HasField("group") else None, header(context, LANE_HEADER))
+        session = self.clients.heartbeat(client_id(context), request.client_type,
+                                         request.group.name if request.HasField("group") else None,
+                                         header(context, LANE_HEADER))
+        identify(session, context.peer(), header(context, LANGUAGE_HEADER), header(context, VERSION_HEADER))
         return rpc.HeartbeatResponse(status=OK)
 
     @unary(rpc.NotifyClientTerminationResponse)
@@ -148,7 +150,7 @@ class MessagingServicer:
                     try:  # a command whose bytes do not parse (UNPARSED, rockmq/plumbing/unparsed.py) is refused here too
                         if not command.HasField("settings"):
                             continue
-                        session = self._settle(cid, command.settings, replies)
+                        session = self._settle(cid, command.settings, replies, context)
                         settings = self.clients.complete_settings(session, command.settings)
                         reply = rpc.TelemetryCommand(status=OK, settings=settings)
                     except BrokerError as e:
@@ -171,7 +173,8 @@ class MessagingServicer:
             if session is not None and session.outbox is replies:
                 session.outbox = None
 
-    def _settle(self, cid: str, settings: pb.Settings, replies: asyncio.Queue[rpc.TelemetryCommand | None]) -> Session:
+    def _settle(self, cid: str, settings: pb.Settings, replies: asyncio.Queue[rpc.TelemetryCommand | None],
+                context: Context) -> Session:
         """The session a settings command is for: with authentication on, only settings that use a
         grant make one (auth/access.py); its stream then carries the broker's own commands too
         (transaction checks)."""
@@ -179,6 +182,7 @@ class MessagingServicer:
             self.access.check_settings(settings)
         session = self.clients.register(cid, "Telemetry")
         session.outbox = replies
+        identify(session, context.peer(), header(context, LANGUAGE_HEADER), header(context, VERSION_HEADER))
         return session
 
     # --- sending ---------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from rockmq.protocol.conventions import NOT_THE_PRIMARY
 ALLOWED = frozenset({
     "QueryRoute", "Heartbeat", "QueryAssignment", "PullMessage", "QueryOffset", "GetOffset", "Telemetry",
     "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
-    "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls", "DescribeCluster",
+    "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls", "DescribeCluster", "ListDeadLetters",
+    "ListClients", "GetConfig",
     "Check", "Watch",  # grpc.health.v1: a replica says whether it is ready too
 })
 STREAMING = frozenset({"ReceiveMessage"})

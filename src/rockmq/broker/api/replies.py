@@ -134,9 +134,17 @@ def message_queues(topic: str, queues: list[tuple[Holder, int]], here: str,
             return requested
         return endpoints_of(holder.endpoint_for(tls))
 
-    return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=pb.READ_WRITE if h.writable else pb.READ,
+    return [pb.MessageQueue(topic=pb.Resource(name=topic), id=queue_id, permission=_permission(h),
                             broker=pb.Broker(name=h.broker, id=0, endpoints=endpoints(h)),
                             accept_message_types=h.message_types) for h, queue_id in queues]
+
+
+def _permission(holder: Holder) -> pb.Permission:
+    """What clients may do with a holder's queues: its topic's permission, and no writes on a
+    replica whose primary is out of reach."""
+    readable, writable = "r" in holder.perm, "w" in holder.perm and holder.writable
+    return (pb.READ_WRITE if readable and writable else pb.READ if readable else pb.WRITE if writable
+            else pb.NONE)
 
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])

@@ -7,6 +7,7 @@ name servers, or for a call marked `local`, that is the whole answer.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster, spread
+from rockmq.broker.dead_letters import MAX_REPORTED, page_limit
 from rockmq.broker.metadata import check_queue_count
 from rockmq.protocol import admin, pb
 from rockmq.protocol.conventions import BROKER_SAYS_UNREACHABLE, check_name
@@ -24,6 +26,11 @@ log = logging.getLogger(__name__)
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 Info = TypeVar("Info", admin.TopicInfo, admin.GroupInfo)
+TopicChange = TypeVar("TopicChange", admin.CreateTopicRequest, admin.UpdateTopicRequest)
+PACED_TIMEOUT_S = 3600.0  # how long a broker may take to send dead letters back at a rate (`rockmq dlq resend --rate`)
+# What a broker answers to a call asked of every broker (`_everywhere`).
+Part = TypeVar("Part", admin.TopicInfo, admin.GroupInfo, admin.DlqListResponse, admin.DlqResendResponse,
+               admin.DlqPurgeResponse, admin.DeleteGroupResponse, admin.ListClientsResponse)
 
 
 class AdminFanout:
@@ -159,8 +166,8 @@ class AdminFanout:
             raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; topic {name!r} "
                                                 f"is deleted on the others: delete it again once they are back")
 
-    async def _create_here_and_register(self, request: admin.CreateTopicRequest,
-                                        here: Callable[[admin.CreateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:
+    async def _create_here_and_register(self, request: TopicChange,
+                                        here: Callable[[TopicChange], admin.TopicInfo]) -> admin.TopicInfo:
         """In a cluster, answer once the name servers know: routes include the topic from then on."""
         info = here(request)
         await self.cluster.register_now()
@@ -182,42 +189,173 @@ class AdminFanout:
             return here()
         parts, unreachable = await self._everywhere("DescribeGroup", admin.GroupRequest(name=name, local=True), here,
                                                     "group", name)
-        first = parts[0]
-        info = admin.GroupInfo(name=name, fifo=first.fifo, max_attempts=first.max_attempts, unreachable=unreachable,
-                               consume_mode=next((p.consume_mode for p in parts if p.consume_mode), ""))
+        return _merged_group(name, parts, unreachable)
+
+    # --- dead letters, offsets, group and topic changes, clients: asked of every live broker ------
+
+    async def dead_letters(self, request: admin.DlqListRequest,
+                           here: Callable[[], admin.DlqListResponse]) -> admin.DlqListResponse:
+        """The group's dead letters on every broker, at most `limit` of them in all."""
+        if not self.cluster.enabled or request.local:
+            return here()
+        parts, unreachable = await self._everywhere("ListDeadLetters", _local(request), here, "group", request.group)
+        reply = admin.DlqListResponse(unreachable=unreachable)
         for part in parts:
-            info.inflight += part.inflight
-            info.queues.extend(part.queues)
+            reply.messages.extend(part.messages)
+            reply.more |= part.more
+        limit = page_limit(request.limit, self.cluster.ctx.settings.max_list_page)
+        if len(reply.messages) > limit:
+            del reply.messages[limit:]
+            reply.more = True
+        return reply
+
+    async def resend(self, request: admin.DlqResendRequest,
+                     here: Callable[[], Awaitable[admin.DlqResendResponse]]) -> admin.DlqResendResponse:
+        """Dead letters sent back on every broker holding them (one broker after another: the rate holds
+        for each); an id is unknown only if no broker that answered holds it."""
+        if not self.cluster.enabled or request.local:
+            return await here()
+        parts, unreachable = await self._everywhere("ResendDeadLetters", _local(request), here, "group", request.group)
+        reply = admin.DlqResendResponse(unreachable=unreachable)
+        unknown = set(request.message_ids)
+        for part in parts:
+            reply.resent += part.resent
+            reply.skipped_count += part.skipped_count
+            reply.skipped.extend(part.skipped[:MAX_REPORTED - len(reply.skipped)])
+            unknown &= set(part.unknown)
+        reply.unknown.extend(sorted(unknown))
+        return reply
+
+    async def purge(self, request: admin.DlqPurgeRequest,
+                    here: Callable[[], admin.DlqPurgeResponse]) -> admin.DlqPurgeResponse:
+        if not self.cluster.enabled or request.local:
+            return here()
+        parts, unreachable = await self._everywhere("PurgeDeadLetters", _local(request), here, "group", request.group)
+        return admin.DlqPurgeResponse(purged=sum(p.purged for p in parts), unreachable=unreachable)
+
+    async def group_change(self, method: str, request: admin.ResetOffsetRequest | admin.UpdateGroupRequest,
+                           name: str, here: Callable[[], admin.GroupInfo]) -> admin.GroupInfo:
+        """A reset or an update of the group on every broker that has it (and, for a reset, the topic)."""
+        if not self.cluster.enabled or request.local:
+            return here()
+        parts, unreachable = await self._everywhere(method, _local(request), here, "group", name)
+        return _merged_group(name, parts, unreachable)
+
+    async def delete_group(self, request: admin.DeleteGroupRequest,
+                           here: Callable[[], admin.DeleteGroupResponse]) -> admin.DeleteGroupResponse:
+        """The group deleted on every broker that has it; then routes stop naming its own topics."""
+        if not self.cluster.enabled or request.local:
+            return here()
+        parts, unreachable = await self._everywhere("DeleteGroup", _local(request), here, "group", request.name)
+        await self.cluster.register_now()
+        return admin.DeleteGroupResponse(unreachable=unreachable)
+
+    async def update_topic(self, request: admin.UpdateTopicRequest,
+                           here: Callable[[admin.UpdateTopicRequest], admin.TopicInfo]) -> admin.TopicInfo:
+        """The topic changed on every broker holding it, a new queue count spread over them as
+        CreateTopic spreads it; then registered at once (routes follow)."""
+        if not self.cluster.enabled:
+            return here(request)
+        if request.local:
+            return await self._create_here_and_register(request, here)
+        check_name("topic", request.name)
+        holders = {h.broker: h.endpoint for h in await self.cluster.holders(request.name)}
+        if not holders:
+            raise BrokerError(pb.TOPIC_NOT_FOUND, f"no broker has topic {request.name!r}")
+        if request.queue_count:
+            check_queue_count(request.queue_count, len(holders))
+            counts = spread(request.queue_count, list(holders))
+        else:
+            counts = {}
+        info = admin.TopicInfo(name=request.name)
+        done: list[str] = []
+        for broker, endpoint in sorted(holders.items()):
+            part = admin.UpdateTopicRequest(name=request.name, perm=request.perm, local=True,
+                                            queue_count=counts.get(broker, 0))
+            updated = await self._create_on(broker, endpoint, "UpdateTopic", part,
+                                             lambda p: self._create_here_and_register(p, here), done)
+            info.queue_count += updated.queue_count
+            info.perm = updated.perm
+            info.message_types[:] = updated.message_types
         return info
 
-    async def _everywhere(self, method: str, request: Any, here: Callable[[], Info], kind: str,
-                          name: str) -> tuple[list[Info], list[str]]:
+    async def clients(self, request: admin.ListClientsRequest,
+                      here: Callable[[], admin.ListClientsResponse]) -> admin.ListClientsResponse:
+        """The clients connected to every live broker (of a group or topic, which some broker must have)."""
+        if not self.cluster.enabled or request.local:
+            return here()
+        if request.group or request.topic:
+            kind, name = ("group", request.group) if request.group else ("topic", request.topic)
+            parts, unreachable = await self._everywhere("ListClients", _local(request), here, kind, name)
+        else:
+            live = await self.cluster.live()
+            parts, unreachable, _ = await self._ask(sorted(live), live, "ListClients", _local(request), here, "clients")
+        reply = admin.ListClientsResponse(unreachable=unreachable)
+        for part in parts:
+            reply.clients.extend(part.clients)
+        return reply
+
+    async def _everywhere(self, method: str, request: Any, here: Callable[[], Part | Awaitable[Part]], kind: str,
+                          name: str) -> tuple[list[Part], list[str]]:
         """`method` answered by every live broker that has the topic or group (this one
         directly) -> (the answers, the brokers that could not be reached). A broker killed a
-        moment ago is still registered: the caller tells what is missing instead of failing."""
+        moment ago is still registered: the caller tells what is missing instead of failing.
+        None has it: the first broker's refusal (it names what is missing), NOT_FOUND."""
         check_name(kind, name)  # before asking anyone
         live = await self.cluster.live()
-        parts: list[Info] = []
+        parts, unreachable, missing = await self._ask(sorted(live), live, method, request, here, name)
+        if not parts:
+            if unreachable:
+                raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; "
+                                                    f"no broker that answered has {kind} {name!r}")
+            raise BrokerError(pb.NOT_FOUND, missing or f"no broker has {kind} {name!r}")
+        return parts, unreachable
+
+    async def _ask(self, brokers: list[str], live: dict[str, str], method: str, request: Any,
+                   here: Callable[[], Part | Awaitable[Part]], name: str) -> tuple[list[Part], list[str], str]:
+        """`method` answered by each of `brokers` (this one directly) -> (the answers of those that
+        have the topic or group, the brokers that could not be reached, the first not-found refusal)."""
+        parts: list[Part] = []
         unreachable: list[str] = []
-        for broker in sorted(live):
+        missing = ""
+        timeout = PACED_TIMEOUT_S if getattr(request, "rate", 0) else RPC_TIMEOUT_S  # a paced resend takes its time
+        for broker in brokers:
             try:
                 if broker == self.cluster.name:
-                    parts.append(here())
+                    answer = here()
+                    parts.append(await answer if inspect.isawaitable(answer) else answer)
                 else:
-                    call: Callable[..., Awaitable[Info]] = getattr(self.cluster.admin(live[broker]), method)
-                    parts.append(await call(request, timeout=RPC_TIMEOUT_S))
+                    call: Callable[..., Awaitable[Part]] = getattr(self.cluster.admin(live[broker]), method)
+                    parts.append(await call(request, timeout=timeout))
             except BrokerError as e:
                 if not e.not_found:
                     raise
+                missing = missing or e.message
             except grpc.aio.AioRpcError as e:
                 if e.code() in _UNREACHABLE:
                     log.warning("%s %r: broker %s did not answer: %s", method, name, broker, e.details())
                     unreachable.append(broker)
                 elif e.code() != grpc.StatusCode.NOT_FOUND:
                     raise relayed(e, f"on broker {broker}: {e.details()}") from None
-        if not parts:
-            if unreachable:
-                raise BrokerError(pb.PROXY_TIMEOUT, f"{BROKER_SAYS_UNREACHABLE}: {', '.join(unreachable)}; "
-                                                    f"no broker that answered has {kind} {name!r}")
-            raise BrokerError(pb.NOT_FOUND, f"no broker has {kind} {name!r}")
-        return parts, unreachable
+                else:
+                    missing = missing or (e.details() or "")
+        return parts, unreachable, missing
+
+
+def _local(request: Any) -> Any:
+    """`request` as the broker it reached asks another: for that broker alone."""
+    part = type(request)()
+    part.CopyFrom(request)
+    part.local = True
+    return part
+
+
+def _merged_group(name: str, parts: list[admin.GroupInfo], unreachable: list[str]) -> admin.GroupInfo:
+    """A group as every broker that answered describes it."""
+    first = parts[0]
+    info = admin.GroupInfo(name=name, fifo=first.fifo, max_attempts=first.max_attempts, unreachable=unreachable,
+                           consume_mode=next((p.consume_mode for p in parts if p.consume_mode), ""))
+    for part in parts:
+        info.inflight += part.inflight
+        info.queues.extend(part.queues)
+    return info

@@ -48,6 +48,7 @@ class Holder:
     tls: bool = False
     plaintext_endpoint: str = ""  # with `tls`: its plaintext listener, if it has one
     writable: bool = True  # False: a replica whose primary is out of reach, listed for readers only
+    perm: str = "rw"  # the topic's permission here (metadata.PERMS); another broker's is its own to enforce
 
     @classmethod
     def of(cls, info: namesrv.BrokerInfo, queues: int, message_types: tuple[str, ...]) -> Holder:
@@ -232,7 +233,7 @@ class Cluster:
             return others
         if self.writer or (self.ctx.read_only and not self.primary.up):
             mine = Holder(self.name, self.endpoint, local.queues, tuple(local.message_types), bool(s.tls_cert),
-                          s.plaintext_address, writable=self.writer)
+                          s.plaintext_address, writable=self.writer, perm=local.perm)
             return [mine, *(h for h in others if h.broker != self.name)]
         return [*self._primary(local, others), *others]
 

@@ -324,6 +324,12 @@ class Checkpoints:
             for qid, _, _ in _entries(raw):
                 yield tid, qid
 
+    def drop_topic(self, batch: Batch, group_id: int, topic_id: int) -> None:
+        """Every checkpoint of the group on the topic, in `batch` (a reset of its position)."""
+        for key, raw in self.store.scan_prefix(Family.CHECKPOINTS, keys.group_topic_prefix(group_id, topic_id)):
+            _, _, cid = keys.parse_checkpoint_key(key)
+            self._drop(batch, key, _HEAD.unpack_from(raw)[0], group_id, topic_id, cid)
+
     def expired(self, loop: DeadlineLoop, now: int, limit: int) -> Iterator[Expired]:
         """Checkpoints due at `now`, earliest first (for revive)."""
         for key, _ in loop.due(self.store, Family.INFLIGHT, now, limit):

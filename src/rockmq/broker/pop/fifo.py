@@ -52,3 +52,10 @@ class FifoLocks:
         if was_inflight:
             self._bump(self._inflight, key, -1)
         self._bump(self._held, key, -1)
+
+    def forget(self, group_id: int, topic_id: int | None = None) -> None:
+        """A group's holds (on one topic, or all): its deliveries and retries there were dropped
+        (a reset, a deleted group)."""
+        for d in (self._inflight, self._held):
+            for key in [k for k in d if k[0] == group_id and topic_id in (None, k[1])]:
+                del d[key]

@@ -52,6 +52,11 @@ class PopOffsets:
         self._cursor[(group_id, topic_id)] = (start + 1) % queues
         return start
 
+    def forget_group(self, group_id: int) -> None:
+        """A deleted group's cached positions (its id is never used again)."""
+        self._offsets = {k: v for k, v in self._offsets.items() if k[0] != group_id}
+        self._cursor = {k: v for k, v in self._cursor.items() if k[0] != group_id}
+
     def forget_topic(self, topic_id: int) -> None:
         """A deleted topic's positions (its id is never used again)."""
         self._offsets = {k: v for k, v in self._offsets.items() if k[1] != topic_id}

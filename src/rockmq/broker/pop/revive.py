@@ -24,6 +24,7 @@ from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.protocol import records
+from rockmq.protocol.conventions import DLQ_ATTEMPTS, DLQ_ORIGIN_OFFSET, DLQ_ORIGIN_QUEUE
 from rockmq.store import keys
 from rockmq.store.db import Batch
 from rockmq.store.schema import Family
@@ -64,8 +65,10 @@ class Reviver:
         for key, value in self.ctx.store.scan_prefix(Family.RETRY, keys.group_prefix(gid)):
             yield keys.parse_retry_key(key)[1], keys.parse_retry_value(value)[0]
 
-    def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int) -> int:
-        """Copy a message to the group's dead-letter topic in `batch`; -> bytes copied."""
+    def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int,
+                    attempts: int) -> int:
+        """Copy a message to the group's dead-letter topic in `batch`, with where it came from (what
+        broker/dead_letters.py sends back) and its `attempts`; -> bytes copied."""
         record = self.ctx.logs.read(topic.id, queue_id, offset)
         if record is None:  # removed by retention: nothing left to keep
             return 0
@@ -73,6 +76,8 @@ class Reviver:
         message_id = msg.system_properties.message_id
         msg.system_properties.dead_letter_queue.topic = topic.name
         msg.system_properties.dead_letter_queue.message_id = message_id
+        msg.user_properties.update({DLQ_ORIGIN_QUEUE: str(queue_id), DLQ_ORIGIN_OFFSET: str(offset),
+                                    DLQ_ATTEMPTS: str(attempts)})
         dlq = self.ctx.dlq_topic(group)
         self.ctx.logs.append_record(batch, dlq, 0, self.ctx.logs.seal(dlq, msg))
         log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
@@ -103,7 +108,7 @@ class Reviver:
             for qid, offset, attempt in e.entries:
                 try:
                     if attempt >= group.max_attempts:
-                        dead_bytes += self.dead_letter(batch, group, topic, qid, offset)
+                        dead_bytes += self.dead_letter(batch, group, topic, qid, offset, attempt)
                         if group.fifo:
                             settled.append(partial(self.fifo.settled, (gid, tid, qid), was_inflight=True))
                     else:

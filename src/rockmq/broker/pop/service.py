@@ -21,7 +21,7 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.consume_mode import claim, refusal
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lanes import Route
-from rockmq.broker.metadata import POP, GroupConfig, TopicConfig
+from rockmq.broker.metadata import POP, GroupConfig, TopicConfig, check_readable
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.offsets import PopOffsets
@@ -133,6 +133,7 @@ class PopService:
         refused = refusal(group, POP)
         if refused is not None:
             raise refused
+        check_readable(topic)
         sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
         claim(self.ctx.meta, group, POP, self.ctx.read_only)
         batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
@@ -232,7 +233,7 @@ class PopService:
         found = self.checkpoints.verify(group.id, topic.id, handle)
         batch = self.ctx.store.batch()
         self.checkpoints.settle(batch, [found])
-        self.reviver.dead_letter(batch, group, topic, found.queue_id, found.offset)
+        self.reviver.dead_letter(batch, group, topic, found.queue_id, found.offset, found.attempt)
         self.ctx.store.write(batch)
         # Released before the wait for durability: a call cancelled there (its client went away) or
         # an fsync that failed left the queue held for a delivery the store had settled.

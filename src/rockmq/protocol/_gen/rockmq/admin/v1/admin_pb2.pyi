@@ -7,18 +7,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TopicInfo(_message.Message):
-    __slots__ = ("name", "queue_count", "message_types", "queues", "unreachable")
+    __slots__ = ("name", "queue_count", "message_types", "queues", "unreachable", "perm")
     NAME_FIELD_NUMBER: _ClassVar[int]
     QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TYPES_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    PERM_FIELD_NUMBER: _ClassVar[int]
     name: str
     queue_count: int
     message_types: _containers.RepeatedScalarFieldContainer[str]
     queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
     unreachable: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+    perm: str
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ..., perm: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
     __slots__ = ("queue_id", "min_offset", "max_offset", "broker")
@@ -251,3 +253,209 @@ class ClusterInfo(_message.Message):
     brokers: _containers.RepeatedCompositeFieldContainer[ClusterBroker]
     name_servers: _containers.RepeatedCompositeFieldContainer[NameServerState]
     def __init__(self, broker: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[ClusterBroker, _Mapping]]] = ..., name_servers: _Optional[_Iterable[_Union[NameServerState, _Mapping]]] = ...) -> None: ...
+
+class DeadLetter(_message.Message):
+    __slots__ = ("message_id", "topic", "attempts", "store_ms", "keys", "tag", "broker")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    STORE_MS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    BROKER_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    topic: str
+    attempts: int
+    store_ms: int
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    tag: str
+    broker: str
+    def __init__(self, message_id: _Optional[str] = ..., topic: _Optional[str] = ..., attempts: _Optional[int] = ..., store_ms: _Optional[int] = ..., keys: _Optional[_Iterable[str]] = ..., tag: _Optional[str] = ..., broker: _Optional[str] = ...) -> None: ...
+
+class DlqListRequest(_message.Message):
+    __slots__ = ("group", "from_ms", "to_ms", "limit", "local")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    FROM_MS_FIELD_NUMBER: _ClassVar[int]
+    TO_MS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    from_ms: int
+    to_ms: int
+    limit: int
+    local: bool
+    def __init__(self, group: _Optional[str] = ..., from_ms: _Optional[int] = ..., to_ms: _Optional[int] = ..., limit: _Optional[int] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class DlqListResponse(_message.Message):
+    __slots__ = ("messages", "more", "unreachable")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[DeadLetter]
+    more: bool
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, messages: _Optional[_Iterable[_Union[DeadLetter, _Mapping]]] = ..., more: _Optional[bool] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DlqResendRequest(_message.Message):
+    __slots__ = ("group", "message_ids", "all", "rate", "local")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    message_ids: _containers.RepeatedScalarFieldContainer[str]
+    all: bool
+    rate: int
+    local: bool
+    def __init__(self, group: _Optional[str] = ..., message_ids: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., rate: _Optional[int] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class DlqResendResponse(_message.Message):
+    __slots__ = ("resent", "skipped", "skipped_count", "unknown", "unreachable")
+    RESENT_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    resent: int
+    skipped: _containers.RepeatedScalarFieldContainer[str]
+    skipped_count: int
+    unknown: _containers.RepeatedScalarFieldContainer[str]
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, resent: _Optional[int] = ..., skipped: _Optional[_Iterable[str]] = ..., skipped_count: _Optional[int] = ..., unknown: _Optional[_Iterable[str]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DlqPurgeRequest(_message.Message):
+    __slots__ = ("group", "before_ms", "local")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    before_ms: int
+    local: bool
+    def __init__(self, group: _Optional[str] = ..., before_ms: _Optional[int] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class DlqPurgeResponse(_message.Message):
+    __slots__ = ("purged", "unreachable")
+    PURGED_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    purged: int
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, purged: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ResetOffsetRequest(_message.Message):
+    __slots__ = ("group", "topic", "to", "timestamp_ms", "local")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    topic: str
+    to: str
+    timestamp_ms: int
+    local: bool
+    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., to: _Optional[str] = ..., timestamp_ms: _Optional[int] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class UpdateGroupRequest(_message.Message):
+    __slots__ = ("name", "max_attempts", "fifo", "consume_mode", "local")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    FIFO_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    max_attempts: int
+    fifo: bool
+    consume_mode: str
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., max_attempts: _Optional[int] = ..., fifo: _Optional[bool] = ..., consume_mode: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class DeleteGroupRequest(_message.Message):
+    __slots__ = ("name", "force", "local")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    force: bool
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., force: _Optional[bool] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class DeleteGroupResponse(_message.Message):
+    __slots__ = ("unreachable",)
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdateTopicRequest(_message.Message):
+    __slots__ = ("name", "queue_count", "perm", "local")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PERM_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    queue_count: int
+    perm: str
+    local: bool
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., perm: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class ListClientsRequest(_message.Message):
+    __slots__ = ("group", "topic", "local")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    topic: str
+    local: bool
+    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class ClientInfo(_message.Message):
+    __slots__ = ("client_id", "kind", "group", "topics", "language", "version", "address", "broker", "idle_s")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_FIELD_NUMBER: _ClassVar[int]
+    IDLE_S_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    kind: str
+    group: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    language: str
+    version: str
+    address: str
+    broker: str
+    idle_s: float
+    def __init__(self, client_id: _Optional[str] = ..., kind: _Optional[str] = ..., group: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., version: _Optional[str] = ..., address: _Optional[str] = ..., broker: _Optional[str] = ..., idle_s: _Optional[float] = ...) -> None: ...
+
+class ListClientsResponse(_message.Message):
+    __slots__ = ("clients", "unreachable")
+    CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    clients: _containers.RepeatedCompositeFieldContainer[ClientInfo]
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, clients: _Optional[_Iterable[_Union[ClientInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ConfigEntry(_message.Message):
+    __slots__ = ("name", "value", "secret")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    secret: bool
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., secret: _Optional[bool] = ...) -> None: ...
+
+class BrokerConfig(_message.Message):
+    __slots__ = ("broker", "settings")
+    BROKER_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    broker: str
+    settings: _containers.RepeatedCompositeFieldContainer[ConfigEntry]
+    def __init__(self, broker: _Optional[str] = ..., settings: _Optional[_Iterable[_Union[ConfigEntry, _Mapping]]] = ...) -> None: ...

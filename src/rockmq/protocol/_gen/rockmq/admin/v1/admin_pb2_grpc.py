@@ -89,6 +89,51 @@ class AdminStub:
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.SerializeToString,
                 response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterInfo.FromString,
                 _registered_method=True)
+        self.ListDeadLetters = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/ListDeadLetters',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqListRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqListResponse.FromString,
+                _registered_method=True)
+        self.ResendDeadLetters = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/ResendDeadLetters',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqResendRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqResendResponse.FromString,
+                _registered_method=True)
+        self.PurgeDeadLetters = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/PurgeDeadLetters',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqPurgeRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqPurgeResponse.FromString,
+                _registered_method=True)
+        self.ResetOffset = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/ResetOffset',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ResetOffsetRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.FromString,
+                _registered_method=True)
+        self.UpdateGroup = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/UpdateGroup',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.UpdateGroupRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.FromString,
+                _registered_method=True)
+        self.DeleteGroup = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/DeleteGroup',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DeleteGroupRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DeleteGroupResponse.FromString,
+                _registered_method=True)
+        self.UpdateTopic = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/UpdateTopic',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.UpdateTopicRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TopicInfo.FromString,
+                _registered_method=True)
+        self.ListClients = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/ListClients',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListClientsRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListClientsResponse.FromString,
+                _registered_method=True)
+        self.GetConfig = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/GetConfig',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GetConfigRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.BrokerConfig.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -164,6 +209,65 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDeadLetters(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResendDeadLetters(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PurgeDeadLetters(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetOffset(self, request, context):
+        """Move the group's position on every queue of the topic, dropping its in-flight state there
+        (deliveries in flight, waiting retries, FIFO holds): the described queues as they now stand.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateGroup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteGroup(self, request, context):
+        """The group and its state (positions, deliveries, retries, its retry and dead-letter topics);
+        refused (FAILED_PRECONDITION) while consumers of it are connected, unless forced.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTopic(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListClients(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConfig(self, request, context):
+        """This broker's effective settings, secrets hidden.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -221,6 +325,51 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.DescribeCluster,
                     request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.FromString,
                     response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterInfo.SerializeToString,
+            ),
+            'ListDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeadLetters,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqListRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqListResponse.SerializeToString,
+            ),
+            'ResendDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResendDeadLetters,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqResendRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqResendResponse.SerializeToString,
+            ),
+            'PurgeDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeDeadLetters,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqPurgeRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqPurgeResponse.SerializeToString,
+            ),
+            'ResetOffset': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetOffset,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ResetOffsetRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.SerializeToString,
+            ),
+            'UpdateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateGroup,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.UpdateGroupRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.SerializeToString,
+            ),
+            'DeleteGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteGroup,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DeleteGroupRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.DeleteGroupResponse.SerializeToString,
+            ),
+            'UpdateTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTopic,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.UpdateTopicRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.TopicInfo.SerializeToString,
+            ),
+            'ListClients': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListClients,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListClientsRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListClientsResponse.SerializeToString,
+            ),
+            'GetConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConfig,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.GetConfigRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.BrokerConfig.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -520,6 +669,249 @@ class Admin:
             '/rockmq.admin.v1.Admin/DescribeCluster',
             rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.SerializeToString,
             rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/ListDeadLetters',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqListRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResendDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/ResendDeadLetters',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqResendRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqResendResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgeDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/PurgeDeadLetters',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqPurgeRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DlqPurgeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetOffset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/ResetOffset',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ResetOffsetRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/UpdateGroup',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.UpdateGroupRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.GroupInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/DeleteGroup',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DeleteGroupRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.DeleteGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/UpdateTopic',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.UpdateTopicRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.TopicInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListClients(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/ListClients',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ListClientsRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ListClientsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/GetConfig',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.GetConfigRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.BrokerConfig.FromString,
             options,
             channel_credentials,
             insecure,
