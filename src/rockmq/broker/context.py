@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rockmq.broker import validate
 from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import AppendIndex, QueueLogs
+from rockmq.broker.tally import Tally
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import check_name
@@ -53,6 +54,7 @@ class BrokerContext:
     read_only: bool = False
     # With authentication on: refuses (raises) auto-creating the named topic for the request's user.
     authorize_create: Callable[[str], None] | None = None
+    tally: Tally = field(default_factory=Tally)  # what the services count for /metrics (broker/tally.py)
 
     @property
     def sequence_start(self) -> int:

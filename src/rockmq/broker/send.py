@@ -46,6 +46,7 @@ class SendService:
         self.transactions = transactions
         self.dedup = dedup
         self.commit = committer.commit
+        self.tally = ctx.tally
 
     def _check(self, msg: SentMessage, now: int, chosen: bool) -> tuple[TopicConfig, str, SentMessage, int] | BrokerError:
         """The message's topic (created now if it is new: every check passed), type, the message
@@ -86,6 +87,7 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
+        sizes: dict[tuple[int, str], list[int]] = {}  # (topic id, type) -> sizes of the messages stored (for /metrics)
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
@@ -119,6 +121,10 @@ class SendService:
                     result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
                     touched.add(tid)
                 record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
+                sized = sizes.get((tid, mtype))
+                if sized is None:
+                    sized = sizes[(tid, mtype)] = []
+                sized.append(len(msg.body))
                 seen[(tid, mid)] = result
                 results.append(result)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
@@ -126,4 +132,6 @@ class SendService:
             raise
         # Even a request that was all duplicates waits for the fsync covering the originals.
         await self.commit(batch, allocated, touched)
+        for (tid, mtype), sized in sizes.items():
+            self.tally.stored(tid, mtype, sized)
         return results

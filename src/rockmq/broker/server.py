@@ -7,10 +7,14 @@ import dataclasses
 import gc
 import logging
 import sys
+from collections.abc import Callable, Iterable
 
 import grpc
+from prometheus_client import CollectorRegistry, Metric, ProcessCollector
+from prometheus_client.registry import Collector
 
 from rockmq import compiled
+from rockmq.auth import scrape
 from rockmq.auth.access import AccessControl
 from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.exposure import warn_if_open
@@ -38,6 +42,7 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.matches import MatchIndex
+from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
@@ -54,6 +59,8 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
+from rockmq.http.app import make_app
+from rockmq.http.port import CannotServe, HttpPort
 from rockmq.plumbing.channels import CHANNEL_OPTIONS
 from rockmq.plumbing.connection_limits import raise_fd_limit, watch
 from rockmq.plumbing.ready_file import write_ready_file
@@ -162,6 +169,8 @@ class Broker:
         self.puller = PullService(ctx, self.clients)
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name)
+        self.metrics = BrokerMetrics(ctx, self.positions, self.clients, self.timers, self.transactions, self.streams,
+                                     lambda: self.replicator)
         self._tasks: list[asyncio.Task[None]] = []
         self._writing = False  # the background writers started (`_write`)
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
@@ -244,6 +253,40 @@ class Broker:
         self.ctx.store.close()
 
 
+class _Current(Collector):
+    """The metrics of the broker serving now (a promotion or a re-seed replaces it; the HTTP port stays)."""
+
+    def __init__(self, current: Callable[[], Broker]) -> None:
+        self.current = current
+
+    def describe(self) -> Iterable[Metric]:
+        return ()
+
+    def collect(self) -> Iterable[Metric]:
+        return self.current().metrics.collect()
+
+
+async def _http_port(s: Settings, current: Callable[[], Broker]) -> HttpPort | None:
+    """The HTTP port (rockmq/http/) if `http_port` is set, listening; with auth, /metrics is for users
+    granted Get on Cluster (auth/scrape.py)."""
+    if s.http_port < 0:
+        return None
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Current(current))
+    ProcessCollector(registry=registry)
+
+    def admit(authorization: str, peer: str) -> tuple[int, str] | None:
+        broker = current()
+        return scrape.admit(broker.users, broker.access, authorization, peer) if s.auth_enabled else None
+
+    port = HttpPort(make_app(registry, lambda: [], admit))  # the lead wires broker/health.py's readiness in
+    try:
+        await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
+    except CannotServe as e:
+        raise CannotStart(str(e)) from None
+    return port
+
+
 def _listeners(s: Settings) -> str:
     """What the start line says of TLS: nothing for a plaintext broker."""
     if not s.tls_cert:
@@ -264,11 +307,15 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
     broker = Broker(settings)
     port = await broker.start()
+    http = await _http_port(broker.settings, lambda: broker)  # `broker` when scraped: the one serving then
     watching = asyncio.create_task(watch(settings.connection_limits))  # says when connections are refused
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
     role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
     print(f"rockmq broker listening on {settings.host}:{port}{_listeners(broker.settings)} (data in {settings.data_dir}, "
           f"flush {settings.flush}{role})", flush=True)
+    if http is not None:
+        print(f"rockmq HTTP port on {'https' if settings.tls_cert else 'http'}://{settings.host}:{http.port} "
+              f"(/metrics, /healthz, /readyz)", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
     while True:
@@ -291,4 +338,6 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
                         broker.follower.applied if broker.follower is not None else 0)
     log.info("stopping")
     watching.cancel()
+    if http is not None:
+        await http.stop()
     await broker.stop()

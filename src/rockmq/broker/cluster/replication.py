@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -83,6 +84,7 @@ class OpLog:
         self.recording = False
         self.seq = 0
         self.ring: deque[tuple[int, bytes]] = deque()
+        self.written_at: deque[float] = deque()  # when each batch of the ring was written (time.time()): replicas' lag
         self._held = 0
         self.grew = asyncio.Event()
         self._footprints: deque[tuple[int, int]] = deque()  # (batch number, bytes) of those kept
@@ -117,14 +119,25 @@ class OpLog:
     def written(self, batch: Batch) -> None:
         data = self._stamped
         self.ring.append((batch.seq, data))
+        self.written_at.append(time.time())
         self._held += len(data)
         while self._held > self.ring_bytes and len(self.ring) > 1:
             self._held -= len(self.ring.popleft()[1])
+            self.written_at.popleft()
         self._drop_below = 0
         self._footprints.append((batch.seq, len(data)))
         self._footprint_bytes += len(data)
         self._trim_footprints()
         self.grew.set()
+
+    def lag(self, applied: int, now: float) -> tuple[int, float]:
+        """How far a replica that applied batch `applied` is behind: (batches, seconds since the first
+        of them was written; at least since the oldest the ring holds)."""
+        behind = self.seq - applied
+        if behind <= 0 or not self.ring:
+            return max(behind, 0), 0.0
+        at = min(max(applied + 1 - self.ring[0][0], 0), len(self.ring) - 1)
+        return behind, max(now - self.written_at[at], 0.0)
 
     def _trim_footprints(self) -> None:
         """The footprints kept span the batches the ring would hold across a restart; past an eighth
@@ -155,6 +168,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         self.acked = 0
         self._acked_moved = asyncio.Event()
         self.followers = 0
+        self.replicas: dict[str, int] = {}  # each Follow stream's replica (its peer) -> the batch it applied last
         self.stopping = False  # the broker is stopping: Follow streams end (`close`)
         self.snapshots = Snapshots(store, streams, lambda: fence.fenced)  # copies for replicas too far behind
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
@@ -169,6 +183,10 @@ class Replicator(replication_grpc.ReplicationServicer):
         store.write(batch)
 
     # --- sync replication ----------------------------------------------------------------------
+
+    def replica_lags(self, now: float) -> dict[str, tuple[int, float]]:
+        """Each replica following now -> how far behind it is (OpLog.lag)."""
+        return {replica: self.batches.lag(applied, now) for replica, applied in self.replicas.items()}
 
     async def confirm(self, seq: int) -> None:
         """Wait until a replica applied batch `seq`, or fail the send (retriable). 0 (a batch that
@@ -252,6 +270,8 @@ class Replicator(replication_grpc.ReplicationServicer):
         self._confirmed(start)  # what it applied before (a restart of either side): it holds it
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
         sent = start  # the last batch handed to this stream
+        replica = context.peer()
+        self.replicas[replica] = start
 
         async def read_acks() -> bool:
             """Count what this replica applied, never more than this stream carried: a report beyond
@@ -268,6 +288,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                         lied = True
                 else:
                     self._confirmed(state.applied_seq)
+                    self.replicas[replica] = state.applied_seq
             return True
 
         reader = asyncio.create_task(read_acks())
@@ -306,6 +327,7 @@ class Replicator(replication_grpc.ReplicationServicer):
             self.streams.close(writes)
             reader.cancel()
             self.followers -= 1
+            self.replicas.pop(replica, None)
             log.info("a replica stopped following at batch %d", sent)
 
     async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1brockmq/admin/v1/admin.proto\x12\x0frockmq.admin.v1\"\x86\x01\n\tTopicInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12*\n\x06queues\x18\x04 \x03(\x0b\x32\x1a.rockmq.admin.v1.QueueInfo\x12\x13\n\x0bunreachable\x18\x05 \x03(\t\"U\n\tQueueInfo\x12\x10\n\x08queue_id\x18\x01 \x01(\x05\x12\x12\n\nmin_offset\x18\x02 \x01(\x03\x12\x12\n\nmax_offset\x18\x03 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x04 \x01(\t\"n\n\x12\x43reateTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12\x0f\n\x07\x62rokers\x18\x04 \x03(\t\x12\r\n\x05local\x18\x05 \x01(\x08\"+\n\x0cTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"6\n\x11ListTopicsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"h\n\x12ListTopicsResponse\x12*\n\x06topics\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.TopicInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x03\"\x15\n\x13\x44\x65leteTopicResponse\"\xab\x01\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\x12/\n\x06queues\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.GroupQueueInfo\x12\x10\n\x08inflight\x18\x05 \x01(\x03\x12\x13\n\x0bunreachable\x18\x06 \x03(\t\x12\x14\n\x0c\x63onsume_mode\x18\x07 \x01(\t\"\xa2\x01\n\x0eGroupQueueInfo\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x03 \x01(\x03\x12\x12\n\npop_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0b\n\x03lag\x18\x06 \x01(\x03\x12\x10\n\x08inflight\x18\x07 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x08 \x01(\t\"k\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\x12\x14\n\x0c\x63onsume_mode\x18\x04 \x01(\t\x12\r\n\x05local\x18\x05 \x01(\x08\"+\n\x0cGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"6\n\x11ListGroupsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\">\n\x0bGroupMember\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x0c\n\x04lane\x18\x02 \x01(\t\x12\x0e\n\x06idle_s\x18\x03 \x01(\x01\"D\n\x13ListMembersResponse\x12-\n\x07members\x18\x01 \x03(\x0b\x32\x1c.rockmq.admin.v1.GroupMember\"h\n\x12ListGroupsResponse\x12*\n\x06groups\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.GroupInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x03\"\x13\n\x11TimerStatsRequest\"\xa4\x01\n\nTimerStats\x12\x0f\n\x07pending\x18\x01 \x01(\x03\x12\x13\n\x0bnext_due_ms\x18\x02 \x01(\x03\x12\r\n\x05moved\x18\x03 \x01(\x03\x12\x31\n\x08lateness\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.LatenessBucket\x12\x17\n\x0fmax_lateness_ms\x18\x05 \x01(\x03\x12\x15\n\rhalf_messages\x18\x06 \x01(\x03\".\n\x0eLatenessBucket\x12\r\n\x05le_ms\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"\x1f\n\x0ePromoteRequest\x12\r\n\x05\x66orce\x18\x01 \x01(\x08\"O\n\x0fPromoteResponse\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x18\n\x10primary_answered\x18\x03 \x01(\x08\x32\xc9\x06\n\x05\x41\x64min\x12P\n\x0b\x43reateTopic\x12#.rockmq.admin.v1.CreateTopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12W\n\nListTopics\x12\".rockmq.admin.v1.ListTopicsRequest\x1a#.rockmq.admin.v1.ListTopicsResponse\"\x00\x12L\n\rDescribeTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12T\n\x0b\x44\x65leteTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a$.rockmq.admin.v1.DeleteTopicResponse\"\x00\x12P\n\x0b\x43reateGroup\x12#.rockmq.admin.v1.CreateGroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12W\n\nListGroups\x12\".rockmq.admin.v1.ListGroupsRequest\x1a#.rockmq.admin.v1.ListGroupsResponse\"\x00\x12L\n\rDescribeGroup\x12\x1d.rockmq.admin.v1.GroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12T\n\x0bListMembers\x12\x1d.rockmq.admin.v1.GroupRequest\x1a$.rockmq.admin.v1.ListMembersResponse\"\x00\x12R\n\rGetTimerStats\x12\".rockmq.admin.v1.TimerStatsRequest\x1a\x1b.rockmq.admin.v1.TimerStats\"\x00\x12N\n\x07Promote\x12\x1f.rockmq.admin.v1.PromoteRequest\x1a .rockmq.admin.v1.PromoteResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1brockmq/admin/v1/admin.proto\x12\x0frockmq.admin.v1\"\x86\x01\n\tTopicInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12*\n\x06queues\x18\x04 \x03(\x0b\x32\x1a.rockmq.admin.v1.QueueInfo\x12\x13\n\x0bunreachable\x18\x05 \x03(\t\"U\n\tQueueInfo\x12\x10\n\x08queue_id\x18\x01 \x01(\x05\x12\x12\n\nmin_offset\x18\x02 \x01(\x03\x12\x12\n\nmax_offset\x18\x03 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x04 \x01(\t\"n\n\x12\x43reateTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\x12\x0f\n\x07\x62rokers\x18\x04 \x03(\t\x12\r\n\x05local\x18\x05 \x01(\x08\"+\n\x0cTopicRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"6\n\x11ListTopicsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"h\n\x12ListTopicsResponse\x12*\n\x06topics\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.TopicInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x03\"\x15\n\x13\x44\x65leteTopicResponse\"\xab\x01\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\x12/\n\x06queues\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.GroupQueueInfo\x12\x10\n\x08inflight\x18\x05 \x01(\x03\x12\x13\n\x0bunreachable\x18\x06 \x03(\t\x12\x14\n\x0c\x63onsume_mode\x18\x07 \x01(\t\"\xb2\x01\n\x0eGroupQueueInfo\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x03 \x01(\x03\x12\x12\n\npop_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0b\n\x03lag\x18\x06 \x01(\x03\x12\x10\n\x08inflight\x18\x07 \x01(\x03\x12\x0e\n\x06\x62roker\x18\x08 \x01(\t\x12\x0e\n\x06lag_ms\x18\t \x01(\x03\"k\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x66ifo\x18\x02 \x01(\x08\x12\x14\n\x0cmax_attempts\x18\x03 \x01(\x05\x12\x14\n\x0c\x63onsume_mode\x18\x04 \x01(\t\x12\r\n\x05local\x18\x05 \x01(\x08\"+\n\x0cGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05local\x18\x02 \x01(\x08\"6\n\x11ListGroupsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\">\n\x0bGroupMember\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x0c\n\x04lane\x18\x02 \x01(\t\x12\x0e\n\x06idle_s\x18\x03 \x01(\x01\"D\n\x13ListMembersResponse\x12-\n\x07members\x18\x01 \x03(\x0b\x32\x1c.rockmq.admin.v1.GroupMember\"h\n\x12ListGroupsResponse\x12*\n\x06groups\x18\x01 \x03(\x0b\x32\x1a.rockmq.admin.v1.GroupInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x03\"\x13\n\x11TimerStatsRequest\"\xa4\x01\n\nTimerStats\x12\x0f\n\x07pending\x18\x01 \x01(\x03\x12\x13\n\x0bnext_due_ms\x18\x02 \x01(\x03\x12\r\n\x05moved\x18\x03 \x01(\x03\x12\x31\n\x08lateness\x18\x04 \x03(\x0b\x32\x1f.rockmq.admin.v1.LatenessBucket\x12\x17\n\x0fmax_lateness_ms\x18\x05 \x01(\x03\x12\x15\n\rhalf_messages\x18\x06 \x01(\x03\".\n\x0eLatenessBucket\x12\r\n\x05le_ms\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"\x1f\n\x0ePromoteRequest\x12\r\n\x05\x66orce\x18\x01 \x01(\x08\"O\n\x0fPromoteResponse\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x18\n\x10primary_answered\x18\x03 \x01(\x08\x32\xc9\x06\n\x05\x41\x64min\x12P\n\x0b\x43reateTopic\x12#.rockmq.admin.v1.CreateTopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12W\n\nListTopics\x12\".rockmq.admin.v1.ListTopicsRequest\x1a#.rockmq.admin.v1.ListTopicsResponse\"\x00\x12L\n\rDescribeTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a\x1a.rockmq.admin.v1.TopicInfo\"\x00\x12T\n\x0b\x44\x65leteTopic\x12\x1d.rockmq.admin.v1.TopicRequest\x1a$.rockmq.admin.v1.DeleteTopicResponse\"\x00\x12P\n\x0b\x43reateGroup\x12#.rockmq.admin.v1.CreateGroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12W\n\nListGroups\x12\".rockmq.admin.v1.ListGroupsRequest\x1a#.rockmq.admin.v1.ListGroupsResponse\"\x00\x12L\n\rDescribeGroup\x12\x1d.rockmq.admin.v1.GroupRequest\x1a\x1a.rockmq.admin.v1.GroupInfo\"\x00\x12T\n\x0bListMembers\x12\x1d.rockmq.admin.v1.GroupRequest\x1a$.rockmq.admin.v1.ListMembersResponse\"\x00\x12R\n\rGetTimerStats\x12\".rockmq.admin.v1.TimerStatsRequest\x1a\x1b.rockmq.admin.v1.TimerStats\"\x00\x12N\n\x07Promote\x12\x1f.rockmq.admin.v1.PromoteRequest\x1a .rockmq.admin.v1.PromoteResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -48,29 +48,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GROUPINFO']._serialized_start=615
   _globals['_GROUPINFO']._serialized_end=786
   _globals['_GROUPQUEUEINFO']._serialized_start=789
-  _globals['_GROUPQUEUEINFO']._serialized_end=951
-  _globals['_CREATEGROUPREQUEST']._serialized_start=953
-  _globals['_CREATEGROUPREQUEST']._serialized_end=1060
-  _globals['_GROUPREQUEST']._serialized_start=1062
-  _globals['_GROUPREQUEST']._serialized_end=1105
-  _globals['_LISTGROUPSREQUEST']._serialized_start=1107
-  _globals['_LISTGROUPSREQUEST']._serialized_end=1161
-  _globals['_GROUPMEMBER']._serialized_start=1163
-  _globals['_GROUPMEMBER']._serialized_end=1225
-  _globals['_LISTMEMBERSRESPONSE']._serialized_start=1227
-  _globals['_LISTMEMBERSRESPONSE']._serialized_end=1295
-  _globals['_LISTGROUPSRESPONSE']._serialized_start=1297
-  _globals['_LISTGROUPSRESPONSE']._serialized_end=1401
-  _globals['_TIMERSTATSREQUEST']._serialized_start=1403
-  _globals['_TIMERSTATSREQUEST']._serialized_end=1422
-  _globals['_TIMERSTATS']._serialized_start=1425
-  _globals['_TIMERSTATS']._serialized_end=1589
-  _globals['_LATENESSBUCKET']._serialized_start=1591
-  _globals['_LATENESSBUCKET']._serialized_end=1637
-  _globals['_PROMOTEREQUEST']._serialized_start=1639
-  _globals['_PROMOTEREQUEST']._serialized_end=1670
-  _globals['_PROMOTERESPONSE']._serialized_start=1672
-  _globals['_PROMOTERESPONSE']._serialized_end=1751
-  _globals['_ADMIN']._serialized_start=1754
-  _globals['_ADMIN']._serialized_end=2595
+  _globals['_GROUPQUEUEINFO']._serialized_end=967
+  _globals['_CREATEGROUPREQUEST']._serialized_start=969
+  _globals['_CREATEGROUPREQUEST']._serialized_end=1076
+  _globals['_GROUPREQUEST']._serialized_start=1078
+  _globals['_GROUPREQUEST']._serialized_end=1121
+  _globals['_LISTGROUPSREQUEST']._serialized_start=1123
+  _globals['_LISTGROUPSREQUEST']._serialized_end=1177
+  _globals['_GROUPMEMBER']._serialized_start=1179
+  _globals['_GROUPMEMBER']._serialized_end=1241
+  _globals['_LISTMEMBERSRESPONSE']._serialized_start=1243
+  _globals['_LISTMEMBERSRESPONSE']._serialized_end=1311
+  _globals['_LISTGROUPSRESPONSE']._serialized_start=1313
+  _globals['_LISTGROUPSRESPONSE']._serialized_end=1417
+  _globals['_TIMERSTATSREQUEST']._serialized_start=1419
+  _globals['_TIMERSTATSREQUEST']._serialized_end=1438
+  _globals['_TIMERSTATS']._serialized_start=1441
+  _globals['_TIMERSTATS']._serialized_end=1605
+  _globals['_LATENESSBUCKET']._serialized_start=1607
+  _globals['_LATENESSBUCKET']._serialized_end=1653
+  _globals['_PROMOTEREQUEST']._serialized_start=1655
+  _globals['_PROMOTEREQUEST']._serialized_end=1686
+  _globals['_PROMOTERESPONSE']._serialized_start=1688
+  _globals['_PROMOTERESPONSE']._serialized_end=1767
+  _globals['_ADMIN']._serialized_start=1770
+  _globals['_ADMIN']._serialized_end=2611
 # @@protoc_insertion_point(module_scope)
