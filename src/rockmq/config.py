@@ -239,6 +239,8 @@ class Settings:
                               "(without them the port listener is plaintext already)")
         if not -1 <= self.http_port <= 65535:
             raise ConfigError(f"http_port out of range: {self.http_port}")
+        if self.client_metrics_endpoint and not _host_port(self.client_metrics_endpoint):
+            raise ConfigError(f"client_metrics_endpoint must be HOST:PORT, not {self.client_metrics_endpoint!r}")
         if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
             raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
@@ -319,6 +321,11 @@ class Settings:
 def names_an_address(primary: str) -> bool:
     """Whether `replica_of` is the primary's HOST:PORT; else it is a broker name (which has no ':')."""
     return ":" in primary
+
+
+def _host_port(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    return bool(host.strip("[]")) and port.isdigit() and 0 < int(port) <= 65535
 
 
 def _to_bool(value: Any) -> bool:

@@ -301,13 +301,19 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     if settings.plaintext_port > 0:
         check_can_listen(settings.host, settings.plaintext_port)
+    if settings.http_port > 0:
+        check_can_listen(settings.host, settings.http_port, "--http-port")
     check_data_dir(settings.data_path)
     log.info("%s", compiled.describe())
     log.info("%s", settings.connection_limits.describe())
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
     broker = Broker(settings)
     port = await broker.start()
-    http = await _http_port(broker.settings, lambda: broker)  # `broker` when scraped: the one serving then
+    try:
+        http = await _http_port(broker.settings, lambda: broker)  # `broker` when scraped: the one serving then
+    except CannotStart:
+        await broker.stop()
+        raise
     watching = asyncio.create_task(watch(settings.connection_limits))  # says when connections are refused
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
     role = f", replica of {settings.replica_of}" if broker.follower is not None else ""

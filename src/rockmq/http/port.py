@@ -31,7 +31,7 @@ class HttpPort:
             await site.start()
         except OSError as e:
             await self.runner.cleanup()
-            raise CannotServe(f"cannot listen on {host}:{port} (--http-port): {e.strerror}") from None
+            raise CannotServe(f"cannot listen on {host}:{port} (--http-port): {e.strerror or e}") from None
         sockets = getattr(site._server, "sockets", None) or ()
         self.port = int(sockets[0].getsockname()[1]) if sockets else port
         return self.port
