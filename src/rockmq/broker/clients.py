@@ -34,8 +34,8 @@ from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group, check_name
-from rockmq.protocol.errors import OK, over_limit
 from rockmq.protocol.endpoints import endpoints_of
+from rockmq.protocol.errors import OK, over_limit
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
 NO_LANES: frozenset[str] = frozenset()
