@@ -35,7 +35,7 @@ def _until(broker: BrokerProcess, name: str, expected: float, **labels: str) -> 
 def test_sends_receives_acks_lag_and_in_flight(metered, unique):
     topic, group = unique("met"), unique("met-g")
     with Producer(metered.endpoint, timeout=10) as p:
-        for i in range(10):
+        for _ in range(10):
             p.send(Message(topic, BODY))
     got = []
     with SimpleConsumer(metered.endpoint, group, {topic: "*"}, timeout=15, await_s=1) as c:

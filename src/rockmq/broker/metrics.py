@@ -17,7 +17,6 @@ from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
@@ -243,7 +242,7 @@ def _gauge(name: str, doc: str, labels: list[str], values: Iterable[tuple[Sequen
 def _histogram(name: str, doc: str, bounds: Iterable[float], counts: list[int], total: float) -> HistogramMetricFamily:
     """A histogram of per-bucket (not cumulative) counts, the last past every bound."""
     cumulative, running = [], 0
-    for bound, n in zip((*(floatToGoString(b) for b in bounds), "+Inf"), counts, strict=True):
+    for bound, n in zip((*(str(float(b)) for b in bounds), "+Inf"), counts, strict=True):
         running += n
         cumulative.append((bound, running))
     return HistogramMetricFamily(name, doc, buckets=cumulative, sum_value=total)
