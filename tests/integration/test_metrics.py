@@ -49,6 +49,10 @@ def test_sends_receives_acks_lag_and_in_flight(metered, unique):
     assert value(scraped, "rocketmq_messages_out_total", topic=topic, consumer_group=group, is_retry="false") == 4
     assert value(scraped, "rocketmq_throughput_out_total", topic=topic, consumer_group=group) > 4 * len(BODY)
     assert value(scraped, "rocketmq_message_size_bucket", le="1024.0") >= 10
+    sends = {"request_code": "MessagingService/SendMessage", "response_code": "OK"}
+    assert value(scraped, "rocketmq_rpc_latency_count", **sends) >= 10
+    assert value(scraped, "rocketmq_rpc_latency_bucket", le="+Inf", **sends) == value(
+        scraped, "rocketmq_rpc_latency_count", **sends)
     labels = {"topic": topic, "consumer_group": group}
     _until(metered, "rocketmq_consumer_inflight_messages", 2, **labels)
     scraped = samples(metered.metrics_url)

@@ -27,6 +27,7 @@ from rockmq.broker.tally import SIZE_BUCKETS
 from rockmq.broker.timers import LATENESS_BOUNDS_MS, TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.plumbing.connection_limits import open_sockets
+from rockmq.plumbing.rpc_latency import RPC_LATENCY
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import RETRY_PREFIX
 from rockmq.store.disk_space import free_bytes
@@ -87,6 +88,7 @@ class BrokerMetrics(Collector):
             dropped += bounded.dropped
             yield bounded.family
         yield self._sizes()
+        yield RPC_LATENCY.family()
         if time.monotonic() - self._computed >= CACHE_S:
             self._gauges = list(self._computed_gauges())
             self._computed = time.monotonic()

@@ -7,7 +7,6 @@ max_groups), and a deleted topic's entries go with it (`forget_topic`)."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
 
 # rocketmq_message_size's buckets (RocketMQ 5's): 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB, then +Inf.
 SIZE_BUCKETS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
@@ -28,16 +27,20 @@ class Tally:
         self.sizes = [0] * (len(SIZE_BUCKETS) + 1)  # messages stored by body size bucket (not cumulative)
         self.size_sum = 0
 
-    def stored(self, topic_id: int, message_type: str, sizes: Iterable[int]) -> None:
-        """A send's messages of one topic and type, stored."""
+    def stored(self, topic_id: int, message_type: str, sizes: list[int]) -> None:
+        """A send's messages of one topic and type, stored (`sizes`: their bodies' bytes; sorted here).
+        Bucketed by bisecting the sorted sizes: C loops, no Python step per message."""
         key = (topic_id, message_type)
-        n = total = 0
+        sizes.sort()
+        total = sum(sizes)
         buckets = self.sizes
-        for size in sizes:
-            buckets[bisect.bisect_left(SIZE_BUCKETS, size)] += 1
-            n += 1
-            total += size
-        self.messages_in[key] = self.messages_in.get(key, 0) + n
+        below = 0
+        for i, bound in enumerate(SIZE_BUCKETS):
+            at = bisect.bisect_right(sizes, bound)
+            buckets[i] += at - below
+            below = at
+        buckets[-1] += len(sizes) - below
+        self.messages_in[key] = self.messages_in.get(key, 0) + len(sizes)
         self.bytes_in[key] = self.bytes_in.get(key, 0) + total
         self.size_sum += total
 
