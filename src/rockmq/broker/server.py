@@ -59,7 +59,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.http.app import make_app
+from rockmq.http.app import make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
 from rockmq.plumbing.channels import CHANNEL_OPTIONS
 from rockmq.plumbing.connection_limits import raise_fd_limit, watch
@@ -279,7 +279,7 @@ async def _http_port(s: Settings, current: Callable[[], Broker]) -> HttpPort | N
         broker = current()
         return scrape.admit(broker.users, broker.access, authorization, peer) if s.auth_enabled else None
 
-    port = HttpPort(make_app(registry, lambda: [], admit))  # the lead wires broker/health.py's readiness in
+    port = HttpPort(make_app(rendering(registry), lambda: [], admit))  # the lead wires broker/health.py's readiness in
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
     except CannotServe as e:

@@ -1,9 +1,11 @@
 """The HTTP port's routes over collaborators the server hands in: what a scrape answers, what
-readiness waits for and who may scrape. aiohttp answers unknown paths 404 and wrong methods 405."""
+readiness waits for and who may scrape. aiohttp answers unknown paths 404 and wrong methods 405.
+A later page (the dashboard) adds its routes to the app this returns."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -11,30 +13,46 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 # A refusal of a scrape: None (admitted) or the reply's status and text. Takes the request's
 # Authorization header ("" if none) and its peer's address.
 Admit = Callable[[str, str], tuple[int, str] | None]
-Ready = Callable[[], list[str]]  # why the server is not ready; empty: ready
+# Why the server is not ready (empty: ready); a server of shards asks them (awaitable).
+Ready = Callable[[], list[str] | Awaitable[list[str]]]
+# A scrape's Prometheus text, or why not (status, text); takes the request's Authorization header
+# (a server of shards hands it on to them).
+Render = Callable[[str], Awaitable[bytes | tuple[int, str]]]
 
 
 def _admit_all(authorization: str, peer: str) -> tuple[int, str] | None:
     return None
 
 
-def make_app(registry: CollectorRegistry, ready: Ready, admit: Admit = _admit_all) -> web.Application:
-    """GET /metrics (the registry's collectors, computed now), /healthz (200 while the process
-    answers), /readyz (200, or 503 with the reasons one a line); only /metrics is admitted by `admit`."""
+def rendering(registry: CollectorRegistry) -> Render:
+    """A scrape of `registry`'s collectors, computed now."""
+
+    async def render(authorization: str) -> bytes:
+        return generate_latest(registry)
+
+    return render
+
+
+def make_app(render: Render, ready: Ready, admit: Admit = _admit_all) -> web.Application:
+    """GET /metrics (`render`), /healthz (200 while the process answers), /readyz (200, or 503 with
+    the reasons one a line); only /metrics is admitted by `admit`."""
 
     async def metrics(request: web.Request) -> web.Response:
-        refused = admit(request.headers.get("Authorization", ""), request.remote or "")
-        if refused is not None:
-            status, text = refused
-            headers = {"WWW-Authenticate": 'Basic realm="rockmq"'} if status == 401 else None
-            return web.Response(status=status, text=text + "\n", headers=headers)
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        authorization = request.headers.get("Authorization", "")
+        answer = admit(authorization, request.remote or "") or await render(authorization)
+        if isinstance(answer, bytes):
+            return web.Response(body=answer, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        status, text = answer
+        headers = {"WWW-Authenticate": 'Basic realm="rockmq"'} if status == 401 else None
+        return web.Response(status=status, text=text.rstrip("\n") + "\n", headers=headers)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
     async def readyz(request: web.Request) -> web.Response:
         reasons = ready()
+        if inspect.isawaitable(reasons):
+            reasons = await reasons
         if reasons:
             return web.Response(status=503, text="".join(f"{r}\n" for r in reasons))
         return web.Response(text="ready\n")
