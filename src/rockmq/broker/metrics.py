@@ -10,6 +10,7 @@ for a (topic, group) where the group has a position on the topic, and each metri
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from rockmq.store.schema import Family
 from rockmq.units import MiB
 
 CACHE_S = 5.0  # gauges computed at most this often
+STEP = 50  # groups (or topics) computed between two turns of the loop's other work
 MAX_SERIES = 10_000  # series one metric holds at most
 TYPES = {"NORMAL": "normal", "FIFO": "fifo", "DELAY": "delay", "TRANSACTION": "transaction"}
 PRODUCERS = frozenset({pb.PRODUCER})
@@ -78,20 +80,38 @@ class BrokerMetrics(Collector):
         self.replicas = replicas  # the Replicator (None: not a replicating primary)
         self._gauges: list[Metric] = []
         self._computed = -CACHE_S
+        self._dropped = 0  # gauge series left out at the last computation
+        self._computing: asyncio.Future[None] | None = None
 
     def describe(self) -> Iterable[Metric]:
         return ()  # registered without a scrape: the families are known when collected
 
+    async def refresh(self) -> None:
+        """Compute the gauges again if they are older than CACHE_S, before a scrape `collect`s them: one
+        computation for the scrapes that come meanwhile, handing the loop back every STEP groups or
+        topics, so the broker goes on serving while a large one runs."""
+        if time.monotonic() - self._computed < CACHE_S:
+            return
+        if self._computing is None or self._computing.done():
+            self._computing = asyncio.ensure_future(self._compute())
+        await asyncio.shield(self._computing)
+
+    async def _compute(self) -> None:
+        lag, dropped = await self._lag()
+        self._gauges = [*lag, *self._counts(), *self._storage(), GaugeMetricFamily(
+            "rocketmq_storage_message_reserve_time", "ms since the store time of the oldest message kept",
+            value=await self._reserve_ms()), *self._connections(), *self._replication()]
+        self._dropped = dropped
+        self._computed = time.monotonic()
+
     def collect(self) -> Iterator[Metric]:
-        dropped = 0
+        """The counters as they are now, the gauges as `refresh` last computed them."""
+        dropped = self._dropped
         for bounded in self._counters():
             dropped += bounded.dropped
             yield bounded.family
         yield self._sizes()
         yield RPC_LATENCY.family()
-        if time.monotonic() - self._computed >= CACHE_S:
-            self._gauges = list(self._computed_gauges())
-            self._computed = time.monotonic()
         yield from self._gauges
         yield GaugeMetricFamily("rockmq_metrics_series_dropped", "Series left out of the last scrape past the "
                                 "per-metric cap", value=dropped)
@@ -143,12 +163,10 @@ class BrokerMetrics(Collector):
 
     # --- gauges: computed when scraped ---------------------------------------------------------------
 
-    def _computed_gauges(self) -> Iterator[Metric]:
-        yield from self._lag()
+    def _counts(self) -> Iterator[Metric]:
         meta = self.ctx.meta
         yield GaugeMetricFamily("rocketmq_topic_number", "Topics", value=len(meta.topics))
         yield GaugeMetricFamily("rocketmq_consumer_group_number", "Consumer groups", value=len(meta.groups))
-        yield from self._storage()
         yield GaugeMetricFamily("rocketmq_timing_messages", "Delayed messages waiting for their time",
                                 value=self.timers.pending.value)
         late = self.timers.lateness
@@ -156,10 +174,9 @@ class BrokerMetrics(Collector):
                          LATENESS_BOUNDS_MS, late.counts, late.total_ms)
         yield GaugeMetricFamily("rocketmq_half_messages", "Transactional messages not committed or rolled back yet",
                                 value=self.transactions.pending.value)
-        yield from self._connections()
-        yield from self._replication()
 
-    def _lag(self) -> Iterator[Metric]:
+    async def _lag(self) -> tuple[list[Metric], int]:
+        """The rocketmq_consumer_* gauges -> (their families, the series left out past MAX_SERIES)."""
         labels = ["topic", "consumer_group", "is_retry", "is_system"]
         lag, latency, inflight, ready = (Bounded(GaugeMetricFamily(name, doc, labels=labels)) for name, doc in (
             ("rocketmq_consumer_lag_messages", "Messages the group has not acknowledged (ready + in flight)"),
@@ -168,16 +185,16 @@ class BrokerMetrics(Collector):
             ("rocketmq_consumer_inflight_messages", "Messages handed out and not acknowledged, or waiting for redelivery"),
             ("rocketmq_consumer_ready_messages", "Messages stored and not handed out to the group yet")))
         now = now_ms()
-        for group in list(self.ctx.meta.groups.values()):
-            if len(lag.family.samples) >= MAX_SERIES:
-                break
+        for i, group in enumerate(list(self.ctx.meta.groups.values())):
+            if i % STEP == STEP - 1:
+                await asyncio.sleep(0)
             for t in self.positions.lags(group):
                 values = [t.topic.name, group.name, *_flags(t.topic.name)]
                 lag.add(values, t.ready + t.inflight)
                 latency.add(values, t.latency_ms(now))
                 inflight.add(values, t.inflight)
                 ready.add(values, t.ready)
-        yield from (b.family for b in (lag, latency, inflight, ready))
+        return [b.family for b in (lag, latency, inflight, ready)], lag.dropped
 
     def _storage(self) -> Iterator[Metric]:
         store = self.ctx.store
@@ -189,14 +206,14 @@ class BrokerMetrics(Collector):
                                 value=self.ctx.settings.disk_reserve_mib * MiB)
         yield GaugeMetricFamily("rockmq_disk_full", "1 while sends are refused for want of disk space",
                                 value=int(space.full))
-        yield GaugeMetricFamily("rocketmq_storage_message_reserve_time", "ms since the store time of the oldest "
-                                "message kept", value=self._reserve_ms())
 
-    def _reserve_ms(self) -> int:
+    async def _reserve_ms(self) -> int:
         """Age of the oldest message of any queue (each queue's first kept: one read per queue)."""
         logs = self.ctx.logs
         oldest = 0
-        for topic in list(self.ctx.meta.topics.values()):
+        for i, topic in enumerate(list(self.ctx.meta.topics.values())):
+            if i % STEP == STEP - 1:
+                await asyncio.sleep(0)
             for q in range(topic.queues):
                 if logs.max_offset(topic.id, q) <= logs.min_offset(topic.id, q):
                     continue

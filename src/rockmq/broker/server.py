@@ -279,7 +279,8 @@ async def _http_port(s: Settings, current: Callable[[], Broker]) -> HttpPort | N
         broker = current()
         return scrape.admit(broker.users, broker.access, authorization, peer) if s.auth_enabled else None
 
-    port = HttpPort(make_app(rendering(registry), lambda: [], admit))  # the lead wires broker/health.py's readiness in
+    render = rendering(registry, lambda: current().metrics.refresh())
+    port = HttpPort(make_app(render, lambda: [], admit))  # lambda: []: the lead wires broker/health.py's readiness in
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
     except CannotServe as e:

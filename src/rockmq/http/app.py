@@ -24,10 +24,13 @@ def _admit_all(authorization: str, peer: str) -> tuple[int, str] | None:
     return None
 
 
-def rendering(registry: CollectorRegistry) -> Render:
-    """A scrape of `registry`'s collectors, computed now."""
+def rendering(registry: CollectorRegistry, refresh: Callable[[], Awaitable[None]] | None = None) -> Render:
+    """A scrape of `registry`'s collectors, after `refresh` (what is computed apart from the scrape,
+    handing the loop back as it goes)."""
 
     async def render(authorization: str) -> bytes:
+        if refresh is not None:
+            await refresh()
         return generate_latest(registry)
 
     return render
