@@ -8,7 +8,7 @@ import base64
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from rockmq.auth.acl import Action, AclError, Entry, Kind, Resource, allowed, cluster_check
+from rockmq.auth.acl import AclError, Action, Entry, Kind, Resource, allowed, cluster_check
 from rockmq.auth.scrape import basic_credentials
 from rockmq.broker.tally import SIZE_BUCKETS, Tally
 from rockmq.plumbing.rpc_latency import BUCKETS_MS, RpcLatency
@@ -19,7 +19,8 @@ def test_a_batch_is_counted_and_bucketed_by_size():
     tally = Tally()
     tally.stored(7, "NORMAL", [5000, 100, 1024, 1025, 5 * 1024 * 1024])
     tally.stored(7, "NORMAL", [10])
-    assert tally.messages_in == {(7, "NORMAL"): 6} and tally.bytes_in[(7, "NORMAL")] == 5000 + 100 + 1024 + 1025 + 5 * 1024 * 1024 + 10
+    assert tally.messages_in == {(7, "NORMAL"): 6}
+    assert tally.bytes_in[(7, "NORMAL")] == tally.size_sum == 5000 + 100 + 1024 + 1025 + 5 * 1024 * 1024 + 10
     assert tally.sizes == [3, 1, 1, 0, 0, 0, 1]  # <= 1 KiB (1024 included), <= 4 KiB, <= 512 KiB, ..., past 4 MiB
     assert len(tally.sizes) == len(SIZE_BUCKETS) + 1
 
