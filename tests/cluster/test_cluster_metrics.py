@@ -8,10 +8,10 @@ import os
 import signal
 
 import pytest
-from broker_process import BrokerProcess, NameServerProcess
+from broker_process import AUTH_ADMIN, AUTH_ARGS, AUTH_SECRET, BrokerProcess, NameServerProcess
 from scrape import get, samples, value
 from shard_set import ShardSet
-from tls_certs import free_port
+from tls_certs import free_port, make_certs
 from waiting import wait_for
 
 from rockmq.client import Message, Producer
@@ -79,3 +79,22 @@ def test_workers_serve_every_shards_series_and_readiness(shards):
     finally:
         os.kill(paused, signal.SIGCONT)
     wait_for(lambda: get(f"{shards.http}/readyz").status == 200, 15, what="every shard ready again")
+
+
+def test_workers_over_https_with_auth_hand_the_scrapers_credentials_to_the_shards(tmp_path):
+    certs = make_certs(tmp_path / "certs")
+    http = free_port()
+    server = ShardSet(tmp_path / "data", 2, *certs.serve_args(), "--tls-ca", str(certs.ca), "--http-port", str(http),
+                      *AUTH_ARGS).start()
+    try:
+        url = f"https://127.0.0.1:{http}/metrics"
+        assert get(url, ca=certs.ca).status == 401
+        assert get(url, AUTH_ADMIN, "Guessed-x9", ca=certs.ca).status == 401
+        scraped = samples(url, user=AUTH_ADMIN, secret=AUTH_SECRET, ca=certs.ca)
+        assert sorted(s.labels["broker"] for s in scraped if s.name == "rockmq_shard_up" and s.value == 1) == [
+            "broker-a-0", "broker-a-1"]
+        assert get(f"https://127.0.0.1:{http}/readyz", ca=certs.ca).status == 200
+        wait_for(lambda: any("authentication-failed" in line and "http/metrics" in line for line in server.log), 5,
+                 what="a shard's audit line")
+    finally:
+        server.kill()
