@@ -7,14 +7,10 @@ import dataclasses
 import gc
 import logging
 import sys
-from collections.abc import Callable, Iterable
 
 import grpc
-from prometheus_client import CollectorRegistry, Metric, ProcessCollector
-from prometheus_client.registry import Collector
 
 from rockmq import compiled
-from rockmq.auth import scrape
 from rockmq.auth.access import AccessControl
 from rockmq.auth.acl_store import AclStoreError
 from rockmq.auth.exposure import warn_if_open
@@ -41,6 +37,7 @@ from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.http_port import open_http_port
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.pop.checkpoints import Checkpoints
@@ -59,8 +56,6 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.http.app import make_app, rendering
-from rockmq.http.port import CannotServe, HttpPort
 from rockmq.plumbing.channels import CHANNEL_OPTIONS
 from rockmq.plumbing.connection_limits import raise_fd_limit, watch
 from rockmq.plumbing.ready_file import write_ready_file
@@ -253,41 +248,6 @@ class Broker:
         self.ctx.store.close()
 
 
-class _Current(Collector):
-    """The metrics of the broker serving now (a promotion or a re-seed replaces it; the HTTP port stays)."""
-
-    def __init__(self, current: Callable[[], Broker]) -> None:
-        self.current = current
-
-    def describe(self) -> Iterable[Metric]:
-        return ()
-
-    def collect(self) -> Iterable[Metric]:
-        return self.current().metrics.collect()
-
-
-async def _http_port(s: Settings, current: Callable[[], Broker]) -> HttpPort | None:
-    """The HTTP port (rockmq/http/) if `http_port` is set, listening; with auth, /metrics is for users
-    granted Get on Cluster (auth/scrape.py)."""
-    if s.http_port < 0:
-        return None
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Current(current))
-    ProcessCollector(registry=registry)
-
-    def admit(authorization: str, peer: str) -> tuple[int, str] | None:
-        broker = current()
-        return scrape.admit(broker.users, broker.access, authorization, peer) if s.auth_enabled else None
-
-    render = rendering(registry, lambda: current().metrics.refresh())
-    port = HttpPort(make_app(render, lambda: [], admit))  # lambda: []: the lead wires broker/health.py's readiness in
-    try:
-        await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
-    except CannotServe as e:
-        raise CannotStart(str(e)) from None
-    return port
-
-
 def _listeners(s: Settings) -> str:
     """What the start line says of TLS: nothing for a plaintext broker."""
     if not s.tls_cert:
@@ -311,7 +271,8 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     broker = Broker(settings)
     port = await broker.start()
     try:
-        http = await _http_port(broker.settings, lambda: broker)  # `broker` when scraped: the one serving then
+        # `broker` when scraped: the one serving then; lambda: [] until broker/health.py's readiness is wired in
+        http = await open_http_port(broker.settings, lambda: broker, lambda: [])
     except CannotStart:
         await broker.stop()
         raise
