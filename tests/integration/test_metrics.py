@@ -8,11 +8,13 @@ import asyncio
 
 import pytest
 from broker_process import BrokerProcess
+from mqwire import Conn, message
 from scrape import samples, value
 from tls_certs import free_port
 from waiting import wait_for
 
 from rockmq.client import AsyncProducer, Message, Producer, SimpleConsumer
+from rockmq.protocol import pb
 
 BODY = b"x" * 100
 
@@ -88,3 +90,26 @@ def test_transactions_ended_are_counted(metered, unique):
     assert value(scraped, "rocketmq_commit_messages_total", topic=topic) == 1
     assert value(scraped, "rocketmq_rollback_messages_total", topic=topic) == 1
     assert value(scraped, "rocketmq_messages_in_total", topic=topic, message_type="transaction") == 2
+
+
+def test_pulls_count_for_groups_that_exist_only(tmp_path, unique):
+    """Without auto-created groups a pull may name any group: only one that exists gets series."""
+    http = free_port()
+    b = BrokerProcess(tmp_path / "data", "--http-port", str(http), env={"ROCKMQ_AUTO_CREATE_GROUPS": "0"}).start()
+    topic, group = unique("met-pull"), unique("met-pull-g")
+    conn = Conn(b.endpoint)
+    try:
+        conn.create_topic(topic, queues=1)
+        conn.send_ok(*(message(topic, f"m{i}") for i in range(3)))
+        for made_up in range(5):  # a name made up per pull: no series each
+            code, got, _ = conn.pull(f"{group}-{made_up}", topic, 0, 0)
+            assert code == pb.OK and len(got) == 3
+        b.cli("group", "create", group, check=True)
+        assert conn.pull(group, topic, 0, 0)[0] == pb.OK
+        scraped = samples(f"http://127.0.0.1:{http}/metrics")
+    finally:
+        conn.close()
+        b.stop()
+    out = {s.labels["consumer_group"]: s.value for s in scraped
+           if s.name == "rocketmq_messages_out_total" and s.labels["topic"] == topic}
+    assert out == {group: 3}
