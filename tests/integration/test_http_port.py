@@ -4,6 +4,7 @@ a super user or a user granted Get on Cluster (refusals audited), while the prob
 
 from __future__ import annotations
 
+import re
 import ssl
 import urllib.error
 from pathlib import Path
@@ -93,3 +94,15 @@ def test_basic_auth_guards_metrics_only_and_refusals_are_audited(tmp_path):
         assert not any("Guessed-x9" in line for line in b.log)  # never the secret
     finally:
         b.kill()
+
+
+def test_port_zero_takes_a_free_port_and_says_which(tmp_path):
+    b = BrokerProcess(tmp_path / "data", "--http-port", "0").start()
+    try:
+        def said() -> re.Match[str] | None:
+            return next((m for line in b.log if (m := re.search(r"HTTP port on http://127\.0\.0\.1:(\d+) ", line))), None)
+
+        wait_for(lambda: said() is not None, 5, what="the start line naming the HTTP port")
+        assert get(f"http://127.0.0.1:{said().group(1)}/healthz").status == 200
+    finally:
+        b.stop()

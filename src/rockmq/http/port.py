@@ -32,8 +32,7 @@ class HttpPort:
         except OSError as e:
             await self.runner.cleanup()
             raise CannotServe(f"cannot listen on {host}:{port} (--http-port): {e.strerror or e}") from None
-        sockets = getattr(site._server, "sockets", None) or ()
-        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        self.port = int(self.runner.addresses[0][1])
         return self.port
 
     async def stop(self) -> None:
