@@ -244,10 +244,10 @@ class BrokerMetrics(Collector):
     def _replication(self) -> Iterator[Metric]:
         replicator = self.replicas()
         lags = replicator.replica_lags(time.time()) if replicator is not None else {}
-        yield _gauge("rockmq_replica_lag_batches", "Write batches (one or more messages each) the replica has not "
-                     "applied", ["replica"], (((r,), lag[0]) for r, lag in lags.items()))
-        yield _gauge("rockmq_replica_lag_seconds", "Seconds since the oldest batch the replica has not applied was "
-                     "written", ["replica"], (((r,), lag[1]) for r, lag in lags.items()))
+        yield _gauge("rockmq_replica_lag_messages", "Messages the replica has not applied", ["replica"],
+                     (((r,), lag[0]) for r, lag in lags.items()))
+        yield _gauge("rockmq_replica_lag_seconds", "Seconds since the oldest write the replica has not applied was "
+                     "made", ["replica"], (((r,), lag[1]) for r, lag in lags.items()))
 
 
 def _gauge(name: str, doc: str, labels: list[str], values: Iterable[tuple[Sequence[str], float]]) -> GaugeMetricFamily:

@@ -84,7 +84,11 @@ class OpLog:
         self.recording = False
         self.seq = 0
         self.ring: deque[tuple[int, bytes]] = deque()
-        self.written_at: deque[float] = deque()  # when each batch of the ring was written (time.time()): replicas' lag
+        # Replicas' lag: for each batch of the ring, when it was written (time.time()) and the messages
+        # written before it; `messages`: all since start (log entries: a send's, a commit's, a timer's...)
+        self.times: deque[tuple[float, int]] = deque()
+        self.messages = 0
+        self._stamped_messages = 0  # log entries of the batch being written
         self._held = 0
         self.grew = asyncio.Event()
         self._footprints: deque[tuple[int, int]] = deque()  # (batch number, bytes) of those kept
@@ -107,6 +111,7 @@ class OpLog:
         number = keys.encode_u64(self.seq)
         batch.put(Family.META, keys.REPLICATION_SEQ_KEY, number)
         self._stamped = data + oplog.encode([(oplog.PUT, Family.META, keys.REPLICATION_SEQ_KEY, number)])
+        self._stamped_messages = [op[1] for op in batch.ops or ()].count(Family.LOG)
         # the footprint spans what the ring would: it carries the batch's size
         batch.put_unshipped(Family.FOOTPRINTS, footprints.key(self.seq), footprints.footprint(len(self._stamped), touched))
         if self._drop_below:
@@ -119,11 +124,12 @@ class OpLog:
     def written(self, batch: Batch) -> None:
         data = self._stamped
         self.ring.append((batch.seq, data))
-        self.written_at.append(time.time())
+        self.times.append((time.time(), self.messages))
+        self.messages += self._stamped_messages
         self._held += len(data)
         while self._held > self.ring_bytes and len(self.ring) > 1:
             self._held -= len(self.ring.popleft()[1])
-            self.written_at.popleft()
+            self.times.popleft()
         self._drop_below = 0
         self._footprints.append((batch.seq, len(data)))
         self._footprint_bytes += len(data)
@@ -131,13 +137,12 @@ class OpLog:
         self.grew.set()
 
     def lag(self, applied: int, now: float) -> tuple[int, float]:
-        """How far a replica that applied batch `applied` is behind: (batches, seconds since the first
-        of them was written; at least since the oldest the ring holds)."""
-        behind = self.seq - applied
-        if behind <= 0 or not self.ring:
-            return max(behind, 0), 0.0
-        at = min(max(applied + 1 - self.ring[0][0], 0), len(self.ring) - 1)
-        return behind, max(now - self.written_at[at], 0.0)
+        """How far a replica that applied batch `applied` is behind: (messages, seconds since the first
+        batch it lacks was written); one behind the ring: at least since the ring's oldest."""
+        if applied >= self.seq or not self.ring:
+            return 0, 0.0
+        at, before = self.times[min(max(applied + 1 - self.ring[0][0], 0), len(self.ring) - 1)]
+        return self.messages - before, max(now - at, 0.0)
 
     def _trim_footprints(self) -> None:
         """The footprints kept span the batches the ring would hold across a restart; past an eighth
@@ -185,7 +190,7 @@ class Replicator(replication_grpc.ReplicationServicer):
     # --- sync replication ----------------------------------------------------------------------
 
     def replica_lags(self, now: float) -> dict[str, tuple[int, float]]:
-        """Each replica following now -> how far behind it is (OpLog.lag)."""
+        """Each replica following now -> how far behind it is (OpLog.lag: messages, seconds)."""
         return {replica: self.batches.lag(applied, now) for replica, applied in self.replicas.items()}
 
     async def confirm(self, seq: int) -> None:
