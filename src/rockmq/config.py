@@ -145,6 +145,12 @@ class Settings:
     tls_key: str = ""
     tls_ca: str = ""
     plaintext_port: int = -1
+    # The HTTP port (rockmq/http/): /metrics, /healthz, /readyz on `host` (-1: none; 0: any free port);
+    # HTTPS with tls_cert, /metrics behind HTTP Basic with auth_enabled (docs/operations.md "Metrics").
+    http_port: int = -1
+    # Where official clients export their own metrics (OTLP, HOST:PORT): their Settings reply says
+    # `metric.on` and this endpoint ("": they export nothing).
+    client_metrics_endpoint: str = ""
     # The cluster's inner credentials (auth/inner.py): with auth on, replication and the name
     # servers answer only calls signed with them; a broker signs its own calls to them and to
     # other brokers with them. Every broker and name server of a cluster gets the same pair.
@@ -234,6 +240,10 @@ class Settings:
         if self.plaintext_port >= 0 and not self.tls_cert:
             raise ConfigError("plaintext_port is a plaintext listener beside a TLS one: give tls_cert and tls_key "
                               "(without them the port listener is plaintext already)")
+        if not -1 <= self.http_port <= 65535:
+            raise ConfigError(f"http_port out of range: {self.http_port}")
+        if self.client_metrics_endpoint and not _host_port(self.client_metrics_endpoint):
+            raise ConfigError(f"client_metrics_endpoint must be HOST:PORT, not {self.client_metrics_endpoint!r}")
         if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
             raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
@@ -318,6 +328,11 @@ def names_an_address(primary: str) -> bool:
     return ":" in primary
 
 
+def _host_port(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    return bool(host.strip("[]")) and port.isdigit() and 0 < int(port) <= 65535
+
+
 def _to_bool(value: Any) -> bool:
     if isinstance(value, str):
         low = value.strip().lower()
@@ -395,7 +410,7 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
                "max_subscriptions_per_group", "max_client_topics", "max_transaction_checks", "max_staged_chunks",
                "max_list_page", "max_renewals", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
                "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch"),
-    "http": (),
+    "http": ("http_port", "client_metrics_endpoint"),
     "coordination": (),
 }
 CONCERN_OF = {name: concern for concern, names in CONCERNS.items() for name in names}

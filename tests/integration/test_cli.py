@@ -140,10 +140,11 @@ def test_group_describe_offsets_lag_inflight(broker, conn, unique):
     assert first.startswith(f"group {group}: concurrent, max attempts 5, consume mode pop, 3 in flight"), first
     assert sorted(rows) == [0, 1]
     for q, r in rows.items():
-        # TOPIC QUEUE POP_OFFSET COMMITTED MAX_OFFSET LAG INFLIGHT
+        # TOPIC QUEUE POP_OFFSET COMMITTED MAX_OFFSET LAG INFLIGHT LAG_TIME
         assert r[0] == topic
-        assert r[2:] == [str(popped[q]), "-", str(max_off[q]), str(max_off[q] - popped[q] + inflight[q]),
-                         str(inflight[q])], (q, r)
+        assert r[2:7] == [str(popped[q]), "-", str(max_off[q]), str(max_off[q] - popped[q] + inflight[q]),
+                          str(inflight[q])], (q, r)
+        assert (float(r[7].removesuffix("s")) > 0) == (r[5] != "0"), r  # since the oldest unacknowledged was stored
 
     # Ack one: in flight and lag drop.
     acked = got[0]
@@ -153,8 +154,8 @@ def test_group_describe_offsets_lag_inflight(broker, conn, unique):
     first, rows = describe()
     assert first.endswith("2 in flight"), first
     for q, r in rows.items():
-        assert r[2:] == [str(popped[q]), "-", str(max_off[q]), str(max_off[q] - popped[q] + inflight[q]),
-                         str(inflight[q])], (q, r)
+        assert r[2:7] == [str(popped[q]), "-", str(max_off[q]), str(max_off[q] - popped[q] + inflight[q]),
+                          str(inflight[q])], (q, r)
 
     # An offset group: COMMITTED shows, and the lag counts from it.
     reader = unique("cli-gd-offsets")
@@ -162,7 +163,7 @@ def test_group_describe_offsets_lag_inflight(broker, conn, unique):
     out = ok(broker.cli("group", "describe", reader))
     assert out.splitlines()[0] == f"group {reader}: concurrent, max attempts 3, consume mode offset, 0 in flight", out
     rows = {int(r[2]): r[:1] + r[2:] for r in table(out, "TOPIC")}
-    assert rows[1][2:] == ["0", "1", str(max_off[1]), str(max_off[1] - 1), "0"], rows
+    assert rows[1][2:7] == ["0", "1", str(max_off[1]), str(max_off[1] - 1), "0"], rows
 
 
 # --- send and tail -----------------------------------------------------------------------------

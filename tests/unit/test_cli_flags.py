@@ -46,7 +46,7 @@ def test_serve_overrides_every_flag_given():
 def test_namesrv_resolves_only_the_clusters_flags():
     args = parser().parse_args(["namesrv", "--tls-cert", "c", "--tls-key", "k", "--max-connections", "5"])
     assert set(overrides(args, CLUSTER)) == {"inner_access_key", "inner_secret_key", "max_connections",
-                                             "idle_connection_timeout_s", "audit_format"}
+                                             "idle_connection_timeout_s", "http_port", "audit_format"}
     assert (args.tls_cert, args.max_connections, args.port) == ("c", 5, 9876)
 
 

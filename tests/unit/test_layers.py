@@ -19,7 +19,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compiled", "units", "log_escape", "whole_file", "bounded_cache", "when"),  # leaves: import nothing of rockmq
     ("rockmq",),  # the package itself: its version, and the compiled modules installed before any is imported
     ("protocol",),  # wire definitions, pure codecs, the status error and the status-code tables: no I/O
-    ("plumbing",),  # what every side shares to talk and to run: channels, signing, TLS, limits, signals, ready file
+    ("plumbing", "http"),  # what every side shares to talk and to run: channels, signing, TLS, limits, signals, ready
+    # file; the HTTP port (/metrics, /healthz, /readyz) over collaborators each server hands in
     ("store", "filter"),  # RocksDB storage; filter expressions
     ("config",),  # the one typed Settings object
     ("auth", "malloc_tuning"),  # authentication and ACLs (rules, stores, the seam); the allocator's tuning

@@ -30,6 +30,7 @@ class Kind(enum.Enum):
     ANY = "*"
     TOPIC = "Topic"
     GROUP = "Group"
+    CLUSTER = "Cluster"  # the broker as a whole: Get on it reads its metrics (the HTTP port's /metrics)
 
 
 class Action(enum.Enum):
@@ -65,11 +66,14 @@ class Resource:
         text = text.strip()
         if text == "*":
             return Resource(Kind.ANY, "", True)
+        if text.lower() == Kind.CLUSTER.value.lower():  # one of its kind: no name
+            return Resource(Kind.CLUSTER, "", True)
         kind_text, sep, name = text.partition(":")
         kind = _KINDS.get(kind_text.strip().lower())
         name = name.strip()
         if not sep or kind is None or not name:
-            raise AclError(f"resource {text!r}: expected *, Topic:NAME, Topic:PREFIX*, Group:NAME or Group:PREFIX*")
+            raise AclError(f"resource {text!r}: expected *, Topic:NAME, Topic:PREFIX*, Group:NAME, Group:PREFIX* or "
+                           "Cluster")
         prefix = name.endswith("*")
         if prefix:
             name = name[:-1]
@@ -80,6 +84,8 @@ class Resource:
         return Resource(kind, name, prefix)
 
     def __str__(self) -> str:
+        if self.kind is Kind.CLUSTER:
+            return str(self.kind.value)
         return "*" if self.kind is Kind.ANY else f"{self.kind.value}:{self.name}{'*' if self.prefix else ''}"
 
     def covers(self, kind: Kind, name: str) -> bool:
@@ -165,7 +171,8 @@ class Check(NamedTuple):
     actions: frozenset[Action] = frozenset()
 
     def __str__(self) -> str:
-        return f"{'|'.join(sorted(a.value for a in self.actions))} on {self.kind.value}:{self.name or '*'}"
+        on = self.kind.value if self.kind is Kind.CLUSTER else f"{self.kind.value}:{self.name or '*'}"
+        return f"{'|'.join(sorted(a.value for a in self.actions))} on {on}"
 
 
 def strip_group(name: str) -> str:
@@ -200,6 +207,11 @@ def topic_check(topic: str, *actions: Action) -> Check:
 
 def group_check(group: str, *actions: Action) -> Check:
     return Check(Kind.GROUP, strip_group(group), _actions(actions))
+
+
+def cluster_check(*actions: Action) -> Check:
+    """`actions` on the broker itself (`Cluster`): Get reads its metrics."""
+    return Check(Kind.CLUSTER, "", _actions(actions))
 
 
 def decide(entries: Sequence[Entry], check: Check, source_ip: str | None) -> Entry | None:

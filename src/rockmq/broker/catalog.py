@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Collection, Mapping
 from typing import TypeVar
 
 from rockmq.broker.clients import Clients, kind_of
+from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dead_letters import DeadLetters, page_limit
@@ -108,6 +109,7 @@ class Catalog:
         """The topic, its messages, its cached offsets and its groups' subscriptions to and positions on it."""
         topic = self.ctx.meta.delete_topic(name)
         self.ctx.logs.forget_topic(topic.id)
+        self.ctx.tally.forget_topic(topic.id)
         self.subscriptions.forget_topic(topic.id)
         self.positions.pop.forget_topic(topic.id)
         self.positions.pull.forget_topic(topic.id)
@@ -161,10 +163,13 @@ class Catalog:
                                consume_mode=group.consume_mode)
         if not with_queues:
             return info
+        now = now_ms()
         for p in self.positions.of(group):
+            stored = self.positions.store_ms(p)
             info.queues.append(admin.GroupQueueInfo(
                 broker=self.broker, topic=p.topic.name, queue_id=p.queue_id, committed_offset=p.committed,
-                pop_offset=p.popped, max_offset=p.max_offset, lag=p.lag, inflight=p.inflight))
+                pop_offset=p.popped, max_offset=p.max_offset, lag=p.lag, inflight=p.inflight,
+                lag_ms=max(0, now - stored) if stored else 0))
             info.inflight += p.inflight
         return info
 
@@ -189,6 +194,7 @@ class Catalog:
         """The group, then its retry and dead-letter topics as any topic is deleted."""
         for name in self.group_admin.delete(request):
             self._delete_here(name)
+        self.ctx.tally.forget_group(request.name)
         return admin.DeleteGroupResponse()
 
     # --- dead letters and clients ------------------------------------------------------------

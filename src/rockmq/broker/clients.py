@@ -34,6 +34,7 @@ from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group, check_name
+from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.errors import OK, over_limit
 
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
@@ -314,7 +315,12 @@ class Clients:
         """The client's settings with the broker's part filled in (see the protocol notes)."""
         out = pb.Settings()
         out.CopyFrom(given)
-        out.metric.on = False
+        metrics_at = self.ctx.settings.client_metrics_endpoint
+        out.metric.on = bool(metrics_at)  # official clients export their own metrics there (OTLP), as the proxy says
+        if metrics_at:
+            out.metric.endpoints.CopyFrom(endpoints_of(metrics_at))
+        else:
+            out.metric.ClearField("endpoints")
         named = len(given.publishing.topics) + len(given.subscription.subscriptions)
         if named > self.ctx.settings.max_client_topics:
             raise over_limit(f"settings naming {named:,} topics", "max_client_topics", self.ctx.settings.max_client_topics,

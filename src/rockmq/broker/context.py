@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rockmq.broker import validate
 from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import AppendIndex, QueueLogs
+from rockmq.broker.tally import Tally
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import check_name
@@ -55,6 +56,7 @@ class BrokerContext:
     authorize_create: Callable[[str], None] | None = None
     # Set by the drain (SIGTERM, Broker.drain in broker/server.py): new sends and receives are refused, retriably.
     draining: bool = False
+    tally: Tally = field(default_factory=Tally)  # what the services count for /metrics (broker/tally.py)
 
     @property
     def sequence_start(self) -> int:

@@ -83,7 +83,7 @@ class GroupAdmin:
         fifo = request.fifo if request.HasField("fifo") else group.fifo
         attempts = request.max_attempts if request.HasField("max_attempts") else group.max_attempts
         mode = request.consume_mode if request.HasField("consume_mode") else group.consume_mode
-        if fifo != group.fifo and self.pop.inflight_count(group.id):  # FIFO holds count what is in flight
+        if fifo != group.fifo and self.pop.inflight(group.id):  # FIFO holds count what is in flight
             raise BrokerError(pb.PRECONDITION_FAILED, f"group {group.name!r} has messages in flight or waiting for "
                                                       "redelivery: change --fifo once they are settled (or after a reset)")
         return self.ctx.meta.update_group(group, fifo, attempts, mode)

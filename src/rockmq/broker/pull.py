@@ -128,9 +128,12 @@ class PullService:
             left = until - loop.time()
             if out or position != offset or left <= 0 or logs.arrivals.ended:
                 key = (group_name, topic.id, queue_id)
-                # Only groups that exist: a name made up for each pull (no auto-creation) would grow it without end.
-                if position > self._pulled.get(key, -1) and group_name in self.ctx.meta.groups:
-                    self._pulled[key] = position
+                # Only groups that exist: a name made up for each pull (no auto-creation) would grow them without end.
+                if group_name in self.ctx.meta.groups:
+                    if position > self._pulled.get(key, -1):
+                        self._pulled[key] = position
+                    if out:
+                        self.ctx.tally.handed_out(topic.id, group_name, len(out), size)
                 if zone is not None and zone.record and position > offset and self.ctx.writable:
                     self._took(group_name, zone.record, topic.id, queue_id, offset, position, wanted)
                 return out, position

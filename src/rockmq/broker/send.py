@@ -59,6 +59,7 @@ class SendService:
         self.transactions = transactions
         self.dedup = dedup
         self.commit = committer.commit
+        self.tally = ctx.tally
 
     def _check(self, msg: SentMessage, now: int, chosen: bool) -> Checked:
         """The message's topic (created now if it is new: every check passed), type, the message
@@ -100,6 +101,7 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
+        sizes: dict[tuple[int, str], list[int]] = {}  # (topic id, type) -> sizes of the messages stored (for /metrics)
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
         if self.ctx.meta.restricted:  # some topic is not rw (topic update --perm): only then a look per message
@@ -135,6 +137,10 @@ class SendService:
                     result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
                     touched.add(tid)
                 record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)
+                sized = sizes.get((tid, mtype))
+                if sized is None:
+                    sized = sizes[(tid, mtype)] = []
+                sized.append(len(msg.body))
                 seen[(tid, mid)] = result
                 results.append(result)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
@@ -142,4 +148,6 @@ class SendService:
             raise
         # Even a request that was all duplicates waits for the fsync covering the originals.
         await self.commit(batch, allocated, touched)
+        for (tid, mtype), sized in sizes.items():
+            self.tally.stored(tid, mtype, sized)
         return results

@@ -43,7 +43,9 @@ from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.health import Health
+from rockmq.broker.http_port import open_http_port
 from rockmq.broker.matches import MatchIndex
+from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
@@ -173,6 +175,8 @@ class Broker:
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name,
                                DeadLetters(ctx, self.reviver, fifo, self.cluster.name),
                                GroupAdmin(ctx, self.pop, self.puller, self.subscriptions, self.clients), self.clients)
+        self.metrics = BrokerMetrics(ctx, self.positions, self.clients, self.timers, self.transactions, self.streams,
+                                     lambda: self.replicator)
         self._tasks: list[asyncio.Task[None]] = []
         self._writing = False  # the background writers started (`_write`)
         self._told: asyncio.Task[None] | None = None  # telling the former primary of the new epoch
@@ -301,17 +305,28 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
     if settings.plaintext_port > 0:
         check_can_listen(settings.host, settings.plaintext_port)
+    if settings.http_port > 0:
+        check_can_listen(settings.host, settings.http_port, "--http-port")
     check_data_dir(settings.data_path)
     log.info("%s", compiled.describe())
     log.info("%s", settings.connection_limits.describe())
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
     broker = Broker(settings)
     port = await broker.start()
+    try:
+        # `broker` when scraped or probed: the one serving then (a promotion or a re-seed replaces it)
+        http = await open_http_port(broker.settings, lambda: broker, lambda: broker.health.reasons())
+    except CannotStart:
+        await broker.stop()
+        raise
     watching = asyncio.create_task(watch(settings.connection_limits))  # says when connections are refused
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
     role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
     print(f"rockmq broker listening on {settings.host}:{port}{_listeners(broker.settings)} (data in {settings.data_dir}, "
           f"flush {settings.flush}{role})", flush=True)
+    if http is not None:
+        print(f"rockmq HTTP port on {'https' if settings.tls_cert else 'http'}://{settings.host}:{http.port} "
+              f"(/metrics, /healthz, /readyz)", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
     while True:
@@ -333,5 +348,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             log.warning("re-seeded: following %s again from batch %d", settings.replica_of,
                         broker.follower.applied if broker.follower is not None else 0)
     watching.cancel()
-    await broker.drain(settings.drain_timeout_s)
+    await broker.drain(settings.drain_timeout_s)  # /readyz says "draining" meanwhile
+    if http is not None:
+        await http.stop()
     log.info("stopped")

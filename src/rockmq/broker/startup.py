@@ -20,9 +20,10 @@ class CannotStart(Exception):
     """The broker cannot start; the message is the one line to show."""
 
 
-def check_can_listen(host: str, port: int) -> None:
-    """Bind `host:port` once, as the gRPC server will (SO_REUSEADDR), and let it go again."""
-    where = f"{host}:{port}"
+def check_can_listen(host: str, port: int, flag: str = "") -> None:
+    """Bind `host:port` once, as the gRPC server will (SO_REUSEADDR), and let it go again (`flag`:
+    the option that named the port, said in the refusal)."""
+    where = f"{host}:{port}" + (f" ({flag})" if flag else "")
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as e:

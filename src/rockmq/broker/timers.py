@@ -39,9 +39,11 @@ class Lateness:
 
     counts: list[int] = field(default_factory=lambda: [0] * (len(LATENESS_BOUNDS_MS) + 1))
     max_ms: int = 0
+    total_ms: int = 0
 
     def add(self, late_ms: int, count: int = 1) -> None:
         self.counts[bisect.bisect_left(LATENESS_BOUNDS_MS, late_ms)] += count
+        self.total_ms += late_ms * count
         self.max_ms = max(self.max_ms, late_ms)
 
 

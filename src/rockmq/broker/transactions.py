@@ -153,6 +153,7 @@ class TransactionService:
                 ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
                 touched.append(topic.id)
         await self.commit(batch, allocated, touched)
+        ctx.tally.ended(topic_id, commit)
 
     def _resolve(self, batch: Batch, transaction_id: str, outcome: bytes) -> None:
         """Replace the half message by its outcome marker, which expires after the dedup window."""
@@ -187,6 +188,7 @@ class TransactionService:
                 log.warning("transaction %s (message %s) undecided after %d checks: rolled back",
                             txn_id, records.message_id(sealed), sent)
                 self._resolve(batch, txn_id, ROLLED_BACK)
+                ctx.tally.ended(topic_id, False)
                 continue
             nxt = now + int(s.txn_check_interval_s * 1000)
             batch.put(Family.TXN, txn_id.encode(), half_value((topic_id, due_ms, nxt, sent + 1), owner, sealed))

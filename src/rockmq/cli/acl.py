@@ -16,7 +16,8 @@ def register(sub: Subparsers) -> None:
     acls = subcommands(sub, "acl", "manage who may do what (ACL 2.0; needs a super user)", run)
     grant = with_endpoint(acls.add_parser("grant", help="allow (or --deny) a user actions on a resource"))
     grant.add_argument("user")
-    grant.add_argument("--resource", required=True, help="*, Topic:NAME, Topic:PREFIX*, Group:NAME or Group:PREFIX*")
+    grant.add_argument("--resource", required=True,
+                       help="*, Topic:NAME, Topic:PREFIX*, Group:NAME, Group:PREFIX* or Cluster (Get: read /metrics)")
     grant.add_argument("--actions", required=True, metavar="A[,A...]",
                        help="Pub, Sub, Create, Update, Delete, Get, List or All, comma separated")
     grant.add_argument("--source-ip", action="append", default=[], metavar="CIDR",

@@ -142,8 +142,8 @@ def _show(info: admin.GroupInfo) -> None:
     print(f"group {info.name}: {'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
           f"consume mode {_consume_mode(info.consume_mode)}, {info.inflight} in flight")
     table([[q.topic, q.broker, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
-            q.max_offset, q.lag, q.inflight] for q in info.queues],
-          ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT"])
+            q.max_offset, q.lag, q.inflight, f"{q.lag_ms / 1000:.1f}s"] for q in info.queues],
+          ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT", "LAG_TIME"])
     warn_unreachable(info.unreachable)
 
 

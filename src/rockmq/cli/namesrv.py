@@ -29,6 +29,7 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rockmq.auth.inner import inner_user
     from rockmq.broker.startup import CannotStart, check_can_listen
+    from rockmq.http.port import CannotServe
     from rockmq.namesrv.server import serve
 
     private_files()
@@ -42,9 +43,14 @@ def run(args: argparse.Namespace) -> int:
     inner = inner_user(settings)
     try:
         check_can_listen(args.host, args.port)
+        if settings.http_port > 0:
+            check_can_listen(args.host, settings.http_port, "--http-port")
     except CannotStart as e:
         raise CliError(str(e)) from None
     log_at(args.log_level, settings.audit_format)
-    asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), settings.connection_limits, args.ready_file,
-                      args.tls_cert or "", args.tls_key or "", inner))
+    try:
+        asyncio.run(serve(args.host, args.port, int(args.broker_timeout * 1000), settings.connection_limits,
+                          args.ready_file, args.tls_cert or "", args.tls_key or "", inner, settings.http_port))
+    except CannotServe as e:
+        raise CliError(str(e)) from None
     return 0

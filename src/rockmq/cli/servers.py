@@ -94,6 +94,8 @@ SERVE = (
     Flag("admin_secret", "that user's secret key (env ROCKMQ_ADMIN_SECRET)", metavar="S"),
     Flag("plaintext_port", "with --tls-cert: a plaintext listener on this port beside the TLS one (0 = any free port)",
          metavar="P"),
+    Flag("client_metrics_endpoint", "tell official clients to export their metrics (OTLP) to HOST:PORT",
+         metavar="HOST:PORT"),
     Flag("tls_ca", "CA (PEM) that this broker's own connections to other brokers, name servers and its primary verify "
                    "against (turns them to TLS)", metavar="FILE"),
 )
@@ -115,6 +117,8 @@ CLUSTER = (
                             "to its hard limit)", metavar="N"),
     Flag("idle_connection_timeout_s", "close a connection with no call for this long (default {default})",
          option="--idle-connection-timeout", metavar="SECONDS"),
+    Flag("http_port", "serve /metrics, /healthz and /readyz over HTTP on this port of --host (HTTPS with --tls-cert; "
+                      "/metrics behind HTTP Basic with --auth) (default: none; 0 = any free port)", metavar="P"),
     Flag("audit_format", "audit lines as text (fields in a fixed order, values quoted and escaped) or one JSON object "
                          "a line (default {default})", choices=AUDIT_FORMATS),
 )

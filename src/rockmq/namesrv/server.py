@@ -8,11 +8,16 @@ import time
 from typing import Any
 
 import grpc
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from rockmq.auth.exposure import warn_if_open
 from rockmq.auth.inner import Prover, inner_seam
+from rockmq.auth.scrape import admit_inner
 from rockmq.auth.users import User
 from rockmq.config import Settings
+from rockmq.http.app import make_app, rendering
+from rockmq.http.port import CannotServe, HttpPort
+from rockmq.namesrv.metrics import NameServerMetrics
 from rockmq.namesrv.registry import Registry
 from rockmq.plumbing.connection_limits import ConnectionLimits, raise_fd_limit, watch
 from rockmq.plumbing.ready_file import write_ready_file
@@ -77,19 +82,47 @@ async def start(service: NameServer, host: str, port: int, limits: ConnectionLim
     return server, bound
 
 
+async def open_http_port(host: str, port: int, registry: Registry, tls_cert: str = "", tls_key: str = "",
+                         inner: User | None = None) -> HttpPort:
+    """The name server's HTTP port: its /metrics (namesrv/metrics.py; with `inner`, for the cluster's
+    inner credentials only, auth/scrape.py), /healthz and /readyz (ready while it serves)."""
+    metrics = CollectorRegistry(auto_describe=False)
+    metrics.register(NameServerMetrics(registry))
+    ProcessCollector(registry=metrics)
+
+    def admit(authorization: str, peer: str) -> tuple[int, str] | None:
+        return admit_inner(inner, authorization, peer) if inner is not None else None
+
+    http = HttpPort(make_app(rendering(metrics), lambda: [], admit))
+    await http.start(host, port, tls_cert, tls_key)
+    return http
+
+
 async def serve(host: str, port: int, timeout_ms: int, limits: ConnectionLimits, ready_file: str | None = None,
-                tls_cert: str = "", tls_key: str = "", inner: User | None = None) -> None:
+                tls_cert: str = "", tls_key: str = "", inner: User | None = None, http_port: int = -1) -> None:
     """Serve until SIGTERM/SIGINT; TLS only with a certificate (re-read when its files change); with
-    `inner`, only to the cluster's brokers."""
+    `inner`, only to the cluster's brokers; with `http_port`, the HTTP port too."""
     warn_if_open("name server", host, inner is not None, "--inner-access-key / --inner-secret-key")
     raise_fd_limit()  # before the connection limit is sized from it
     log.info("%s", limits.describe())
-    server, bound = await start(NameServer(timeout_ms), host, port, limits, server_credentials(tls_cert, tls_key), inner)
+    service = NameServer(timeout_ms)
+    server, bound = await start(service, host, port, limits, server_credentials(tls_cert, tls_key), inner)
     print(f"rockmq name server listening on {host}:{bound}{' (TLS)' if tls_cert else ''}", flush=True)
+    http = None
+    if http_port >= 0:
+        try:
+            http = await open_http_port(host, http_port, service.registry, tls_cert, tls_key, inner)
+        except CannotServe:
+            await server.stop(grace=None)
+            raise
+        print(f"rockmq HTTP port on {'https' if tls_cert else 'http'}://{host}:{http.port} (/metrics, /healthz, /readyz)",
+              flush=True)
     stop = stop_event()
     if ready_file:
         write_ready_file(ready_file, host, bound)
     watching = asyncio.create_task(watch(limits))  # says when connections are refused
     await stop.wait()
     watching.cancel()
+    if http is not None:
+        await http.stop()
     await server.stop(grace=1)

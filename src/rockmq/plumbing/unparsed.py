@@ -11,11 +11,13 @@ handler is not wrapped (a wrapper would sit on every frame of the hot receive pa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from time import perf_counter
 from typing import Any, Protocol
 
 import grpc
 from google.protobuf.message import DecodeError
 
+from rockmq.plumbing.rpc_latency import RPC_LATENCY
 from rockmq.protocol import pb
 from rockmq.protocol.errors import BrokerError
 
@@ -31,6 +33,15 @@ class _Unparsed:
 
 UNPARSED = _Unparsed()
 Unparsed = _Unparsed  # the type a streaming handler's requests are annotated with beside theirs
+
+
+_CODES = {v.number: v.name for v in pb.Code.DESCRIPTOR.values}
+
+
+def _grpc_code(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """The gRPC status a call that raised ended with (an abort's, else UNKNOWN)."""
+    code = context.code()
+    return code.name if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK else "UNKNOWN"
 
 
 def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMethodHandler[Any, Any]:
@@ -53,9 +64,21 @@ def guarded(handler: grpc.RpcMethodHandler[Any, Any], what: str) -> grpc.RpcMeth
     inner: Any = behaviour  # an async handler (the stubs type it sync)
 
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        if request is UNPARSED:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-        return await inner(request, context)
+        start = perf_counter()
+        code = "OK"
+        try:
+            if request is UNPARSED:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+            reply = await inner(request, context)
+            status = getattr(reply, "status", None)  # a RocketMQ-style reply says its code; an encoded one is OK
+            if type(status) is pb.Status and status.code != pb.OK:
+                code = _CODES.get(status.code, "UNKNOWN")
+            return reply
+        except BaseException:
+            code = _grpc_code(context)
+            raise
+        finally:
+            RPC_LATENCY.record(what, code, (perf_counter() - start) * 1000)
 
     return grpc.unary_unary_rpc_method_handler(call, deserialize, handler.response_serializer)
 

@@ -77,6 +77,7 @@ class DiskSpace:
         self._free = self._need = 0
         self._looked = 0.0
         self._why = ""
+        self.refused = 0  # sends refused for want of space since start (/metrics)
         self.look()
 
     def room(self, size: int) -> None:
@@ -89,6 +90,7 @@ class DiskSpace:
             if self._left < 0 and not self.full:  # this send would be the one to go under the reserve
                 self._became(True, self._short())
             if self.full:
+                self.refused += 1
                 raise DiskFull(self._why)
 
     def look(self) -> None:

@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import os
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -31,15 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from secrets import token_urlsafe
 
+from prometheus_client import CollectorRegistry, ProcessCollector
+
 from rockmq.auth.inner import inner_user
 from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir, check_layout, hold_data_dir, shard_dir
 from rockmq.config import Settings, to_environ
+from rockmq.http.app import make_app
+from rockmq.http.port import CannotServe, HttpPort
+from rockmq.namesrv.metrics import NameServerMetrics
 from rockmq.namesrv.registry import Registry
 from rockmq.namesrv.server import NameServer, start
 from rockmq.plumbing.connection_limits import raise_fd_limit
 from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import server_credentials
+from rockmq.workers.metrics import ShardScrapes, Source
 from rockmq.workers.restarts import GiveUp, Restarts
 
 log = logging.getLogger(__name__)
@@ -95,6 +102,7 @@ class Shard:
     proc: Process | None = None
     serving_since: float | None = None  # monotonic; None while it starts
     started_ms: int = 0
+    http_port: int = 0  # with --http-port: its own, which the supervisor's asks (workers/metrics.py); kept across restarts
 
 
 def _how_it_ended(code: int) -> str:
@@ -116,6 +124,8 @@ class Supervisor:
         # for shard 0, any free port for the others (routes name them).
         plaintext = self.settings.plaintext_port
         beside = ["--plaintext-port", str(plaintext if shard.index == 0 else 0)] if plaintext >= 0 else []
+        if self.settings.http_port >= 0:
+            beside += ["--http-port", str(shard.http_port)]
         return [sys.executable, "-m", "rockmq.workers.shard", str(os.getpid()), "serve", "--workers", "1",
                 "--host", self.settings.host, "--port", str(port), "--data-dir", str(shard.data_dir), "--broker-name", shard.name,
                 "--namesrv", self.namesrv, "--ready-file", str(shard.ready_file), *beside]
@@ -127,6 +137,8 @@ class Supervisor:
                 check_can_listen(self.settings.host, port)
             except CannotStart:
                 port = 0
+        if self.settings.http_port >= 0:
+            shard.http_port = _free_port(self.settings.host, shard.http_port)
         shard.ready_file.unlink(missing_ok=True)
         shard.serving_since = None
         shard.started_ms = int(time.time() * 1000)
@@ -220,12 +232,55 @@ class Supervisor:
         log.info("shard %s %s", shard.name, "stopped" if code == 0 else _how_it_ended(code))
 
 
+def _free_port(host: str, wanted: int) -> int:
+    """`wanted` if it can be listened on still, else a free port of `host` (free now: the shard binds it
+    a moment later, as a restarted shard's gRPC port)."""
+    if wanted:
+        try:
+            check_can_listen(host, wanted)
+            return wanted
+        except CannotStart:
+            pass
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _reach(host: str) -> str:
+    """Where the supervisor reaches a shard listening on `host` (a wildcard: on loopback)."""
+    return LOOPBACK if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+
+
+async def _http_port(settings: Settings, supervisor: Supervisor, registry: Registry) -> HttpPort:
+    """The one HTTP port of the shards (workers/metrics.py): their series, each labelled with its shard, and
+    their readiness."""
+    own = CollectorRegistry(auto_describe=False)
+    own.register(NameServerMetrics(registry))
+    ProcessCollector(registry=own)
+    scheme = "https" if settings.tls_cert else "http"
+
+    def sources() -> list[Source]:
+        return [Source(x.name, f"{scheme}://{_reach(settings.host)}:{x.http_port}") for x in supervisor.shards]
+
+    scrapes = ShardScrapes(sources, own, settings.auth_enabled, settings.tls_ca if settings.tls_cert else None)
+    http = HttpPort(make_app(scrapes.render, scrapes.reasons))
+    try:
+        await http.start(settings.host, settings.http_port, settings.tls_cert, settings.tls_key)
+    except CannotServe as e:
+        raise CannotStart(str(e)) from None
+    print(f"rockmq HTTP port on {scheme}://{settings.host}:{http.port} (/metrics, /healthz, /readyz of every shard)",
+          flush=True)
+    return http
+
+
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     """Run `settings.shards` shards until SIGTERM or SIGINT (CannotStart: refused, or a shard gave up)."""
     stop = stop_event()
     raise_fd_limit()  # the shards inherit it; before the name server's connection limit is sized from it
     root = settings.data_path
     check_can_listen(settings.host, settings.port)  # before the data directory is made or opened
+    if settings.http_port > 0:
+        check_can_listen(settings.host, settings.http_port, "--http-port")
     check_data_dir(root)
     check_layout(root, settings.shards)
     lock = hold_data_dir(root)
@@ -239,10 +294,16 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     server, port = await start(service, host, 0, settings.connection_limits,
                                server_credentials(settings.tls_cert, settings.tls_key), inner_user(settings))
     namesrv = ",".join([f"{host}:{port}", *(a.strip() for a in settings.namesrv.split(",") if a.strip())])
+    http = None
     try:
         with tempfile.TemporaryDirectory(prefix="rockmq-shards-") as ready_dir:
-            await Supervisor(settings, namesrv, service.registry, Path(ready_dir)).run(stop, ready_file)
+            supervisor = Supervisor(settings, namesrv, service.registry, Path(ready_dir))
+            if settings.http_port >= 0:
+                http = await _http_port(settings, supervisor, service.registry)
+            await supervisor.run(stop, ready_file)
     finally:
         log.info("stopping")
+        if http is not None:
+            await http.stop()
         await server.stop(grace=1)
         os.close(lock)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -83,6 +84,11 @@ class OpLog:
         self.recording = False
         self.seq = 0
         self.ring: deque[tuple[int, bytes]] = deque()
+        # Replicas' lag: for each batch of the ring, when it was written (time.time()) and the messages
+        # written before it; `messages`: all since start (log entries: a send's, a commit's, a timer's...)
+        self.times: deque[tuple[float, int]] = deque()
+        self.messages = 0
+        self._stamped_messages = 0  # log entries of the batch being written
         self._held = 0
         self.grew = asyncio.Event()
         self._footprints: deque[tuple[int, int]] = deque()  # (batch number, bytes) of those kept
@@ -105,6 +111,7 @@ class OpLog:
         number = keys.encode_u64(self.seq)
         batch.put(Family.META, keys.REPLICATION_SEQ_KEY, number)
         self._stamped = data + oplog.encode([(oplog.PUT, Family.META, keys.REPLICATION_SEQ_KEY, number)])
+        self._stamped_messages = [op[1] for op in batch.ops or ()].count(Family.LOG)
         # the footprint spans what the ring would: it carries the batch's size
         batch.put_unshipped(Family.FOOTPRINTS, footprints.key(self.seq), footprints.footprint(len(self._stamped), touched))
         if self._drop_below:
@@ -117,14 +124,25 @@ class OpLog:
     def written(self, batch: Batch) -> None:
         data = self._stamped
         self.ring.append((batch.seq, data))
+        self.times.append((time.time(), self.messages))
+        self.messages += self._stamped_messages
         self._held += len(data)
         while self._held > self.ring_bytes and len(self.ring) > 1:
             self._held -= len(self.ring.popleft()[1])
+            self.times.popleft()
         self._drop_below = 0
         self._footprints.append((batch.seq, len(data)))
         self._footprint_bytes += len(data)
         self._trim_footprints()
         self.grew.set()
+
+    def lag(self, applied: int, now: float) -> tuple[int, float]:
+        """How far a replica that applied batch `applied` is behind: (messages, seconds since the first
+        batch it lacks was written); one behind the ring: at least since the ring's oldest."""
+        if applied >= self.seq or not self.ring:
+            return 0, 0.0
+        at, before = self.times[min(max(applied + 1 - self.ring[0][0], 0), len(self.ring) - 1)]
+        return self.messages - before, max(now - at, 0.0)
 
     def _trim_footprints(self) -> None:
         """The footprints kept span the batches the ring would hold across a restart; past an eighth
@@ -155,6 +173,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         self.acked = 0
         self._acked_moved = asyncio.Event()
         self.followers = 0
+        self.replicas: dict[str, int] = {}  # each Follow stream's replica (its peer) -> the batch it applied last
         self.stopping = False  # the broker is stopping: Follow streams end (`close`)
         self.snapshots = Snapshots(store, streams, lambda: fence.fenced)  # copies for replicas too far behind
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
@@ -169,6 +188,10 @@ class Replicator(replication_grpc.ReplicationServicer):
         store.write(batch)
 
     # --- sync replication ----------------------------------------------------------------------
+
+    def replica_lags(self, now: float) -> dict[str, tuple[int, float]]:
+        """Each replica following now -> how far behind it is (OpLog.lag: messages, seconds)."""
+        return {replica: self.batches.lag(applied, now) for replica, applied in self.replicas.items()}
 
     async def confirm(self, seq: int) -> None:
         """Wait until a replica applied batch `seq`, or fail the send (retriable). 0 (a batch that
@@ -252,6 +275,8 @@ class Replicator(replication_grpc.ReplicationServicer):
         self._confirmed(start)  # what it applied before (a restart of either side): it holds it
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
         sent = start  # the last batch handed to this stream
+        replica = context.peer()
+        self.replicas[replica] = start
 
         async def read_acks() -> bool:
             """Count what this replica applied, never more than this stream carried: a report beyond
@@ -268,6 +293,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                         lied = True
                 else:
                     self._confirmed(state.applied_seq)
+                    self.replicas[replica] = state.applied_seq
             return True
 
         reader = asyncio.create_task(read_acks())
@@ -306,6 +332,7 @@ class Replicator(replication_grpc.ReplicationServicer):
             self.streams.close(writes)
             reader.cancel()
             self.followers -= 1
+            self.replicas.pop(replica, None)
             log.info("a replica stopped following at batch %d", sent)
 
     async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,

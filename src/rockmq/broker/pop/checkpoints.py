@@ -317,12 +317,12 @@ class Checkpoints:
         ids = list({r[0]: None for r in decoded if not isinstance(r, BrokerError)})
         return dict(zip(ids, self.store.get_many(Family.CHECKPOINTS, [keys.checkpoint_key(group_id, topic_id, i) for i in ids])))
 
-    def in_flight(self, group_id: int) -> Iterator[tuple[int, int]]:
-        """(topic id, queue id) of each of a group's deliveries in flight."""
+    def in_flight(self, group_id: int) -> Iterator[tuple[int, int, int]]:
+        """(topic id, queue id, offset) of each of a group's deliveries in flight."""
         for key, raw in self.store.scan_prefix(Family.CHECKPOINTS, keys.group_prefix(group_id)):
             tid = keys.parse_checkpoint_key(key)[1]
-            for qid, _, _ in _entries(raw):
-                yield tid, qid
+            for qid, offset, _ in _entries(raw):
+                yield tid, qid, offset
 
     def drop_topic(self, batch: Batch, group_id: int, topic_id: int) -> None:
         """Every checkpoint of the group on the topic, in `batch` (a reset of its position)."""

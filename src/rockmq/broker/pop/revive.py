@@ -60,10 +60,11 @@ class Reviver:
         """A retry handed out (or dropped: its message is gone or no longer subscribed) in `batch`."""
         batch.delete(Family.RETRY, key)
 
-    def queues_waiting(self, gid: int) -> Iterator[tuple[int, int]]:
-        """(topic id, queue id) of each of a group's retries."""
+    def queues_waiting(self, gid: int) -> Iterator[tuple[int, int, int]]:
+        """(topic id, queue id, offset) of each of a group's retries."""
         for key, value in self.ctx.store.scan_prefix(Family.RETRY, keys.group_prefix(gid)):
-            yield keys.parse_retry_key(key)[1], keys.parse_retry_value(value)[0]
+            qid, offset, _ = keys.parse_retry_value(value)
+            yield keys.parse_retry_key(key)[1], qid, offset
 
     def dead_letter(self, batch: Batch, group: GroupConfig, topic: TopicConfig, queue_id: int, offset: int,
                     attempts: int) -> int:
@@ -80,6 +81,7 @@ class Reviver:
                                     DLQ_ATTEMPTS: str(attempts)})
         dlq = self.ctx.dlq_topic(group)
         self.ctx.logs.append_record(batch, dlq, 0, self.ctx.logs.seal(dlq, msg))
+        self.ctx.tally.dead_lettered(topic.id, group.name)
         log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
         return len(record)
 

@@ -70,9 +70,9 @@ class PopService:
         for group in self.ctx.meta.groups.values():
             if not group.fifo:
                 continue
-            for tid, qid in self.checkpoints.in_flight(group.id):
+            for tid, qid, _ in self.checkpoints.in_flight(group.id):
                 self.fifo.delivered((group.id, tid, qid), first_time=True)
-            for tid, qid in self.reviver.queues_waiting(group.id):
+            for tid, qid, _ in self.reviver.queues_waiting(group.id):
                 self.fifo.delivered((group.id, tid, qid), first_time=True)
                 self.fifo.revived((group.id, tid, qid))
 
@@ -83,12 +83,14 @@ class PopService:
         """A deleted topic's positions (its id is never used again)."""
         self.offsets.forget_topic(topic_id)
 
-    def inflight_count(self, group_id: int) -> dict[tuple[int, int], int]:
-        """Checkpoints + waiting redeliveries of a group per (topic, queue) (admin view)."""
-        counts: dict[tuple[int, int], int] = {}
-        for tid, qid in itertools.chain(self.checkpoints.in_flight(group_id), self.reviver.queues_waiting(group_id)):
-            counts[(tid, qid)] = counts.get((tid, qid), 0) + 1
-        return counts
+    def inflight(self, group_id: int) -> dict[tuple[int, int], tuple[int, int]]:
+        """A group's deliveries in flight and waiting for redelivery per (topic, queue) -> (how many,
+        the lowest offset among them) (admin view, lag)."""
+        found: dict[tuple[int, int], tuple[int, int]] = {}
+        for tid, qid, offset in itertools.chain(self.checkpoints.in_flight(group_id), self.reviver.queues_waiting(group_id)):
+            count, lowest = found.get((tid, qid), (0, offset))
+            found[(tid, qid)] = (count + 1, min(lowest, offset))
+        return found
 
     # --- receive ---------------------------------------------------------------------------
 
@@ -170,6 +172,7 @@ class PopService:
         take = Take(self, group, topic, sub, batch_size, invisible_ms, lanes, max_bytes)
         advanced = take.run()
         if take.out:
+            self.ctx.tally.handed_out(topic.id, group.name, len(take.out), take.size)
             self.reviver.note(take.issue.deadline)
             if renew_for is not None:
                 self.renewals.track(renew_for, take.issue.key)

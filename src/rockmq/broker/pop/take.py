@@ -103,6 +103,11 @@ class Take:
         self._positions: dict[tuple[int, int, int], int] = {}  # pop offsets advanced
         self._taken = False  # a retry was taken
 
+
+    @property
+    def size(self) -> int:
+        """Bytes handed out (a deferred message's: its record's parts and delivery fields)."""
+        return self._size
     def run(self) -> bool:
         """The three steps -> whether any state advanced (a look that only filtered messages out did)."""
         self.retried()

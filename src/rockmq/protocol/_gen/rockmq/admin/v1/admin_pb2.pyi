@@ -97,7 +97,7 @@ class GroupInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ..., consume_mode: _Optional[str] = ...) -> None: ...
 
 class GroupQueueInfo(_message.Message):
-    __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight", "broker")
+    __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight", "broker", "lag_ms")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +106,7 @@ class GroupQueueInfo(_message.Message):
     LAG_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_FIELD_NUMBER: _ClassVar[int]
     BROKER_FIELD_NUMBER: _ClassVar[int]
+    LAG_MS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     queue_id: int
     committed_offset: int
@@ -114,7 +115,8 @@ class GroupQueueInfo(_message.Message):
     lag: int
     inflight: int
     broker: str
-    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ..., broker: _Optional[str] = ...) -> None: ...
+    lag_ms: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ..., broker: _Optional[str] = ..., lag_ms: _Optional[int] = ...) -> None: ...
 
 class CreateGroupRequest(_message.Message):
     __slots__ = ("name", "fifo", "max_attempts", "consume_mode", "local")

@@ -1,0 +1,60 @@
+"""The broker's HTTP port (rockmq/http/): its /metrics (broker/metrics.py, computed before each scrape),
+/healthz and /readyz; with auth, /metrics for users granted Get on Cluster (auth/scrape.py). It outlives
+the broker it was opened for: a promotion or a re-seed replaces the broker, and each scrape reads the one
+serving then (`current`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Metric, ProcessCollector
+from prometheus_client.registry import Collector
+
+from rockmq.auth import scrape
+from rockmq.auth.access import AccessControl
+from rockmq.auth.users import Users
+from rockmq.broker.metrics import BrokerMetrics
+from rockmq.broker.startup import CannotStart
+from rockmq.config import Settings
+from rockmq.http.app import Ready, make_app, rendering
+from rockmq.http.port import CannotServe, HttpPort
+
+
+class Serving(Protocol):
+    """What the port reads of the broker serving now."""
+
+    metrics: BrokerMetrics
+    users: Users
+    access: AccessControl
+
+
+class _Current(Collector):
+    def __init__(self, current: Callable[[], Serving]) -> None:
+        self.current = current
+
+    def describe(self) -> Iterable[Metric]:
+        return ()
+
+    def collect(self) -> Iterable[Metric]:
+        return self.current().metrics.collect()
+
+
+async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Ready) -> HttpPort | None:
+    """The HTTP port listening if `http_port` is set (CannotStart if it cannot), else None."""
+    if s.http_port < 0:
+        return None
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Current(current))
+    ProcessCollector(registry=registry)
+
+    def admit(authorization: str, peer: str) -> scrape.Refusal | None:
+        broker = current()
+        return scrape.admit(broker.users, broker.access, authorization, peer) if s.auth_enabled else None
+
+    port = HttpPort(make_app(rendering(registry, lambda: current().metrics.refresh()), ready, admit))
+    try:
+        await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
+    except CannotServe as e:
+        raise CannotStart(str(e)) from None
+    return port
