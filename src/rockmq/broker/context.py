@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rockmq.broker import validate
 from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import AppendIndex, QueueLogs
+from rockmq.broker.trace import Tracer
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import check_name
@@ -68,7 +69,7 @@ class BrokerContext:
                                memory_mib=settings.store_memory_mib, disk_reserve_mib=settings.disk_reserve_mib)
         if not secret:
             secret, epoch = start_epoch(store)
-        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)
+        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index, Tracer(settings.trace_enabled))
         return cls(settings, store, load_metadata(store, settings), logs, secret, epoch, read_only, authorize_create)
 
     def ensure_topic(self, target: validate.Target) -> TopicConfig:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.message_index import HOUR_MS
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import records
 from rockmq.store import keys
@@ -84,6 +85,7 @@ class RetentionService:
         self.removed = 0  # messages removed since start
         self.freed_retries = 0  # ... and retry entries of removed messages
         self._retry_from = b""  # where the next sweep's look at the retry family starts
+        self._index_hour = 0  # index hours before this one are gone (broker/message_index.py)
 
     def _stored_at(self, topic_id: int, queue_id: int) -> Callable[[int], int | None]:
         read = self.ctx.logs.read
@@ -122,13 +124,16 @@ class RetentionService:
     async def sweep(self) -> int:
         """Remove what retention says is due, with what it owns; -> messages removed."""
         queues = self._queues()
-        cuts = self.plan(now_ms(), queues)
+        now = now_ms()
+        cuts = self.plan(now, queues)
         floors = {(tid, qid): lo for tid, qid, lo, _ in queues} | {(c.topic_id, c.queue_id): c.end for c in cuts}
         batch = self.ctx.store.batch()
         for c in cuts:
             batch.delete_range(Family.LOG, keys.log_key(c.topic_id, c.queue_id, c.start),
                                keys.log_key(c.topic_id, c.queue_id, c.end))
         self._free_matches(batch, cuts)
+        self._trim_traces(batch, now, queues, cuts)
+        self._trim_index(batch, now)
         freed = self._free_retries(batch, floors)
         if batch.empty:
             return 0
@@ -144,6 +149,28 @@ class RetentionService:
         bounds = [keys.log_key(c.topic_id, c.queue_id, c.start) for c in cuts]
         await self.ctx.store.compact(Family.LOG, min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
         return removed
+
+    def _trim_traces(self, batch: Batch, now: int, queues: list[tuple[int, int, int, int]], cuts: list[Cut]) -> None:
+        """Put into `batch` the removal of the traces of removed messages and, with a `trace_ttl_s`
+        shorter than retention, of messages stored longer ago than that (per queue, by offset, as the log)."""
+        s = self.ctx.settings
+        ends = {(c.topic_id, c.queue_id): c.end for c in cuts}
+        if s.trace_ttl_s < s.retention_s:
+            keep_from = now - s.trace_ttl_s * 1000
+            for tid, qid, lo, hi in queues:
+                end = first_to_keep(self._stored_at(tid, qid), lo, hi, keep_from)
+                ends[(tid, qid)] = max(end, ends.get((tid, qid), 0))
+        for (tid, qid), end in ends.items():
+            if end > 0:
+                batch.delete_range(Family.TRACE, keys.log_key(tid, qid, 0), keys.log_key(tid, qid, end))
+
+    def _trim_index(self, batch: Batch, now: int) -> None:
+        """Put into `batch` the removal of the index hours retention's age limit passed since the last sweep."""
+        keep_from = now - self.ctx.settings.retention_s * 1000
+        hour = keep_from // HOUR_MS
+        if hour > self._index_hour:
+            self.ctx.logs.messages.trim(batch, list(self.ctx.meta.topics_by_id), keep_from)
+            self._index_hour = hour
 
     def _free_matches(self, batch: Batch, cuts: list[Cut]) -> None:
         """Put the range deletes of every registered group's matches below the cuts into `batch`

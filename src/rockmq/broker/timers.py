@@ -20,6 +20,7 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.trace import Event
 from rockmq.protocol import pb, records, tokens
 from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
@@ -95,6 +96,7 @@ class TimerService:
         ctx = self.ctx
         logs = ctx.logs
         topics = ctx.meta.topics_by_id
+        trace = logs.trace.event
         now = now_ms()
         batch = ctx.store.batch()
         touched: set[int] = set()
@@ -111,7 +113,9 @@ class TimerService:
             if topic is None:  # the topic was deleted meanwhile
                 continue
             sealed = memoryview(value)[4:]  # `place` copies it once, into the log record
-            logs.append_record(batch, topic, logs.queue_of(topic, sealed), sealed, now, allocated=allocated)
+            queue_id = logs.queue_of(topic, sealed)
+            trace(batch, topic.id, queue_id, logs.append_record(batch, topic, queue_id, sealed, now, allocated=allocated),
+                  Event.TIMER_FIRED)
             touched.add(topic.id)
         for due_ms, count in due.items():
             self.lateness.add(now - due_ms, count)

@@ -32,6 +32,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
+from rockmq.broker.trace import Event
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError, over_limit
 from rockmq.store import keys
@@ -150,7 +151,8 @@ class TransactionService:
                 self.timers.schedule_record(batch, topic, sealed, due_ms)
             else:
                 queue_id = ctx.logs.queue_of(topic, sealed)
-                ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
+                offset = ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
+                ctx.logs.trace.event(batch, topic.id, queue_id, offset, Event.COMMITTED)
                 touched.append(topic.id)
         await self.commit(batch, allocated, touched)
 

@@ -243,6 +243,75 @@ def parse_dedup_value(raw: bytes) -> tuple[int, int, str, str]:
     return queue_id, offset, transaction_id, recall_handle
 
 
+# --- index family: topic · hour · kind · ... (broker/message_index.py) -----------------------
+# Every message stored, by its id and by each of its keys, in the hour of its store time: a lookup
+# is a point read or a prefix scan per hour, and retention trims whole hours with one range delete
+# per topic. A key's entries sort by store time, so a time window is one range of each hour.
+
+INDEX_HOUR_MS = 3_600_000
+BY_ID, BY_KEY = b"i", b"k"
+_INDEX_HEAD = struct.Struct(">IIc")  # topic · hour · kind
+_KEY_TAIL = struct.Struct(">QIQ")  # store_ms · queue · offset
+_pack_index_head, _pack_key_tail = _INDEX_HEAD.pack, _KEY_TAIL.pack
+
+
+@cython.locals(message_id=str)
+def index_id_key(topic_id: int, hour: int, message_id: str) -> bytes:
+    """-> `index_position` of the message with this id stored in this hour."""
+    return _pack_index_head(topic_id, hour, BY_ID) + message_id.encode()
+
+
+@cython.locals(key=str)
+def index_key_prefix(topic_id: int, hour: int, key: str) -> bytes:
+    """Of every entry of a message key in this hour (the key's length first: no key is another's prefix)."""
+    raw = key.encode()
+    return _pack_index_head(topic_id, hour, BY_KEY) + len(raw).to_bytes(2, "big") + raw
+
+
+def index_key_entry(prefix: bytes, store_ms: int, queue_id: int, offset: int) -> bytes:
+    """One message with that key: `index_key_prefix` · store time · queue · offset -> nothing."""
+    return prefix + _pack_key_tail(store_ms, queue_id, offset)
+
+
+def parse_index_key_tail(key: bytes) -> tuple[int, int, int]:
+    """(store_ms, queue, offset) of an `index_key_entry`."""
+    return _KEY_TAIL.unpack_from(key, len(key) - _KEY_TAIL.size)
+
+
+def index_time_bound(prefix: bytes, store_ms: int) -> bytes:
+    """Entries of `prefix` stored before `store_ms` sort below this."""
+    return prefix + _pack_u64(store_ms)
+
+
+def index_hour(topic_id: int, hour: int) -> bytes:
+    """Every index entry of a topic's hours before `hour` sorts below this (retention's cut)."""
+    return _pack_queue(topic_id, hour)
+
+
+def index_position(queue_id: int, offset: int) -> bytes:
+    return _pack_position(queue_id, offset)
+
+
+def parse_index_position(raw: bytes) -> tuple[int, int]:
+    return _POSITION.unpack(raw)
+
+
+# --- trace family: topic · queue · offset · event_ms · sequence -> event (broker/trace.py) -----
+# A stored message's life after it was stored, beside its log entry's key: one prefix scan reads it,
+# and retention trims it with the same range deletes (per queue, by offset) as the log.
+
+_TRACE = struct.Struct(">IIQQI")
+_pack_trace = _TRACE.pack
+
+
+def trace_key(topic_id: int, queue_id: int, offset: int, event_ms: int, seq: int) -> bytes:
+    return _pack_trace(topic_id, queue_id, offset, event_ms, seq)
+
+
+def parse_trace_key(key: bytes) -> tuple[int, int, int, int, int]:
+    return _TRACE.unpack(key)
+
+
 # --- staging family: kind · ... (broker/staging.py) ----------------------------------------
 # A staged chunk and its index entry are named by its handle (expiry bucket · sequence), so
 # expiring chunks is one range delete per kind; a sink's state by the sink id, a job by its number.

@@ -34,6 +34,9 @@ def _entry_at(entry: int) -> int:
     return _HEAD.size + entry * _ENTRY.size
 
 
+Settled = tuple[int, int, int]  # a delivery settled: queue, offset, attempt
+
+
 class Delivery(NamedTuple):
     """A live delivery, as a receipt handle names it."""
 
@@ -85,6 +88,10 @@ class Issue:
         """Deliveries of one queue whose handles were made from `next_entry` (records.frame_run), in that order."""
         pack = _ENTRY.pack
         self._entries += [pack(queue_id, offset, attempt) for offset in offsets]
+
+    def deliveries(self) -> Iterator[tuple[int, int, int]]:
+        """(queue, offset, attempt) of each message handed out."""
+        return _ENTRY.iter_unpack(b"".join(self._entries))
 
     @property
     def key(self) -> bytes:
@@ -246,17 +253,17 @@ class Checkpoints:
         return Delivery(group_id, topic_id, checkpoint_id, entry, *found, deadline)
 
     def acknowledge(self, batch: Batch, group_id: int, topic_id: int, handles: list[str],
-                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> tuple[list[BrokerError | None], list[int]]:
+                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> tuple[list[BrokerError | None], list[Settled]]:
         """An ack: `verify` and `settle` in one pass, for many, each checkpoint read once and rewritten (or
         removed) once in `batch` -> one result per handle, then per entry of the runs (None: settled),
-        and the queue of each delivery settled. A delivery named twice is refused the second time."""
+        and (queue, offset, attempt) of each delivery settled. A delivery named twice is refused the second time."""
         decoded = self._decode(group_id, topic_id, handles, runs)
         raws = self._read(group_id, topic_id, decoded)
         values = {cid: bytearray(raw) for cid, raw in raws.items() if raw is not None}
         now = now_ms()
         expired = {cid for cid, value in values.items() if _HEAD.unpack_from(value)[0] <= now}
         results: list[BrokerError | None] = []
-        queues: list[int] = []
+        acked: list[Settled] = []
         settled: dict[int, int] = {}  # checkpoint id -> entries settled here
         twice: set[tuple[int, int]] = set()  # (checkpoint id, entry) settled here
         pack_into, head, size = _ENTRY.pack_into, _HEAD.size, _ENTRY.size
@@ -281,10 +288,10 @@ class Checkpoints:
             settled[checkpoint_id] = settled.get(checkpoint_id, 0) + 1
             twice.add(r)
             results.append(None)
-            queues.append(found[0])
+            acked.append(found)
         for checkpoint_id, count in settled.items():
             self._rewrite(batch, group_id, topic_id, checkpoint_id, values[checkpoint_id], count)
-        return results, queues
+        return results, acked
 
     def _decode(self, group_id: int, topic_id: int, handles: list[str],
                 runs: Iterable[tuple[str, Sequence[int]]]) -> list[tuple[int, int] | BrokerError]:

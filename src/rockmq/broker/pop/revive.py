@@ -23,6 +23,7 @@ from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.trace import Event
 from rockmq.protocol import records
 from rockmq.store import keys
 from rockmq.store.db import Batch
@@ -75,6 +76,7 @@ class Reviver:
         msg.system_properties.dead_letter_queue.message_id = message_id
         dlq = self.ctx.dlq_topic(group)
         self.ctx.logs.append_record(batch, dlq, 0, self.ctx.logs.seal(dlq, msg))
+        self.ctx.logs.trace.event(batch, topic.id, queue_id, offset, Event.DEAD_LETTERED, group.id)
         log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
         return len(record)
 
