@@ -36,6 +36,7 @@ ACLS = "rockmq.admin.v1.Acls"  # grant, revoke, list: super users only
 USERS = "rockmq.admin.v1.Users"  # create, update, delete, list: super users only
 REPLICATION = "rockmq.replication.v1.Replication"
 NAMESRV = "rockmq.namesrv.v1.NameServer"
+MESSAGES = "rockmq.admin.v1.Messages"  # find and trace stored messages
 ALL_TOPICS, ALL_GROUPS = "", ""  # what List checks: `*`, `Topic:*` or `Group:*` allows it
 
 
@@ -155,6 +156,12 @@ _ADMIN: dict[str, Rule] = {
     "GetTimerStats": Rule(Who.USER, _listing(Kind.TOPIC)),  # pending messages of every topic
     "Promote": Rule(Who.SUPER),
 }
+# Reading stored messages is consuming them without a group: Sub on the topic, as RocketMQ's
+# queryMessage and viewMessage ask.
+_MESSAGES: dict[str, Rule] = {
+    m: Rule(Who.USER, lambda r: [topic_check(r.topic, SUB)])
+    for m in ("GetMessage", "FindMessages", "ListMessages", "TraceMessage")
+}
 _OTHERS: dict[str, Rule] = {
     **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},
     **{f"{USERS}/{m}": Rule(Who.SUPER) for m in ("CreateUser", "UpdateUser", "DeleteUser", "ListUsers")},
@@ -168,6 +175,7 @@ RULES: dict[str, Rule] = {
     **{f"{MESSAGING}/{m}": r for m, r in _V2.items()},
     **{f"{BATCH}/{m}": r for m, r in _BATCH.items()},
     **{f"{ADMIN}/{m}": r for m, r in _ADMIN.items()},
+    **{f"{MESSAGES}/{m}": r for m, r in _MESSAGES.items()},
     **_OTHERS,
 }
 SUPER_ONLY = Rule(Who.SUPER)  # a method the table does not name (users' admin calls): super users only

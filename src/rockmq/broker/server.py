@@ -23,6 +23,7 @@ from rockmq.auth.users import Users
 from rockmq.broker.api.acls import AclsServicer
 from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
+from rockmq.broker.api.messages import MessagesServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.api.users import UsersServicer
@@ -38,6 +39,7 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.matches import MatchIndex
+from rockmq.broker.message_lookup import MessageLookup
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.renew import Renewals
@@ -60,7 +62,7 @@ from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import add_port, server_credentials
 from rockmq.plumbing.unparsed import Guarding
-from rockmq.protocol import acl_grpc, admin_grpc, inner_grpc, replication_grpc, users_grpc
+from rockmq.protocol import acl_grpc, admin_grpc, inner_grpc, messages_grpc, replication_grpc, users_grpc
 from rockmq.store import Store
 from rockmq.store.disk_space import log_failure
 
@@ -180,6 +182,8 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, guarding)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
         users_grpc.add_UsersServicer_to_server(users, guarding)
+        lookup = MessageLookup(self.ctx, self.cluster.name)
+        messages_grpc.add_MessagesServicer_to_server(MessagesServicer(lookup, self.cluster), guarding)
         inner_grpc.add_InnerServicer_to_server(Prover(inner_user(self.settings)), guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging,
                               self.access if self.settings.auth_enabled else None)
