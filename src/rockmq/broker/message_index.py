@@ -26,6 +26,7 @@ _TOPIC_HOUR = struct.Struct(">II")
 class MessageIndex:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._trimmed = 0  # hours before this one are gone (`trim`)
 
     @staticmethod
     def add(batch: Batch, topic_id: int, queue_id: int, offset: int, store_ms: int, message_id: str,
@@ -64,10 +65,13 @@ class MessageIndex:
                 break
         return found
 
-    @staticmethod
-    def trim(batch: Batch, topic_ids: Iterable[int], keep_from_ms: int) -> None:
+    def trim(self, batch: Batch, topic_ids: Iterable[int], keep_from_ms: int) -> None:
         """Put into `batch` the removal of every entry of these topics filed in an hour that ended
-        before `keep_from_ms` (retention removed all of those hours' messages)."""
+        before `keep_from_ms` (retention removed all of those hours' messages); nothing if no hour
+        ended since the last trim."""
         cut = keep_from_ms // HOUR_MS
+        if cut <= self._trimmed:
+            return
         for tid in topic_ids:
             batch.delete_range(Family.INDEX, keys.index_hour(tid, 0), keys.index_hour(tid, cut))
+        self._trimmed = cut

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.message_index import HOUR_MS
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import records
 from rockmq.store import keys
@@ -85,7 +84,6 @@ class RetentionService:
         self.removed = 0  # messages removed since start
         self.freed_retries = 0  # ... and retry entries of removed messages
         self._retry_from = b""  # where the next sweep's look at the retry family starts
-        self._index_hour = 0  # index hours before this one are gone (broker/message_index.py)
 
     def _stored_at(self, topic_id: int, queue_id: int) -> Callable[[int], int | None]:
         read = self.ctx.logs.read
@@ -133,7 +131,7 @@ class RetentionService:
                                keys.log_key(c.topic_id, c.queue_id, c.end))
         self._free_matches(batch, cuts)
         self._trim_traces(batch, now, queues, cuts)
-        self._trim_index(batch, now)
+        self.ctx.logs.messages.trim(batch, list(self.ctx.meta.topics_by_id), now - self.ctx.settings.retention_s * 1000)
         freed = self._free_retries(batch, floors)
         if batch.empty:
             return 0
@@ -164,13 +162,6 @@ class RetentionService:
             if end > 0:
                 batch.delete_range(Family.TRACE, keys.log_key(tid, qid, 0), keys.log_key(tid, qid, end))
 
-    def _trim_index(self, batch: Batch, now: int) -> None:
-        """Put into `batch` the removal of the index hours retention's age limit passed since the last sweep."""
-        keep_from = now - self.ctx.settings.retention_s * 1000
-        hour = keep_from // HOUR_MS
-        if hour > self._index_hour:
-            self.ctx.logs.messages.trim(batch, list(self.ctx.meta.topics_by_id), keep_from)
-            self._index_hour = hour
 
     def _free_matches(self, batch: Batch, cuts: list[Cut]) -> None:
         """Put the range deletes of every registered group's matches below the cuts into `batch`
