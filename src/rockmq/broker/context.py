@@ -69,7 +69,7 @@ class BrokerContext:
                                memory_mib=settings.store_memory_mib, disk_reserve_mib=settings.disk_reserve_mib)
         if not secret:
             secret, epoch = start_epoch(store)
-        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index, Tracer(settings.trace_enabled))
+        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index, Tracer(settings.trace_enabled, settings.trace_ttl_s))
         return cls(settings, store, load_metadata(store, settings), logs, secret, epoch, read_only, authorize_create)
 
     def ensure_topic(self, target: validate.Target) -> TopicConfig:

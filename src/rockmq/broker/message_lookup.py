@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.retention import first_to_keep
+from rockmq.broker.trace import TraceEvent
 from rockmq.protocol import messages, pb, records
 from rockmq.protocol.errors import BrokerError
 
@@ -90,17 +91,25 @@ class MessageLookup:
             yield at, queue_id, offset
 
     def trace(self, topic_name: str, message_id: str) -> messages.TraceMessageResponse:
-        """Each stored copy of the message: its store, then its events."""
+        """The message's events while in no queue (a transaction's checks, a recall), then for each
+        stored copy its store and its events; oldest first."""
         found = self.get(topic_name, message_id)
         topic = self.ctx.meta.topic(topic_name)
-        groups = self.ctx.meta.groups_by_id
+        trace, store = self.ctx.logs.trace, self.ctx.store
         reply = messages.TraceMessageResponse()
+        unplaced = messages.TraceEvent(broker=self.broker, queue_id=-1, offset=-1)
+        for e in trace.unplaced_timeline(store, topic.id, message_id, now_ms(), MAX_EVENTS):
+            self._add(reply, e, unplaced)
         for stored in found.messages:
             sp = stored.message.system_properties
             place = messages.TraceEvent(broker=self.broker, queue_id=sp.queue_id, offset=sp.queue_offset)
             reply.events.add(at_ms=sp.store_timestamp.ToMilliseconds(), kind="stored").MergeFrom(place)
-            for e in self.ctx.logs.trace.timeline(self.ctx.store, topic.id, sp.queue_id, sp.queue_offset, MAX_EVENTS):
-                group = groups.get(e.group_id)
-                reply.events.add(at_ms=e.at_ms, kind=e.kind.name.lower().replace("_", "-"), group=group.name if group else "",
-                                 client_id=e.client_id, attempt=e.attempt).MergeFrom(place)
+            for e in trace.timeline(store, topic.id, sp.queue_id, sp.queue_offset, MAX_EVENTS):
+                self._add(reply, e, place)
+        reply.events.sort(key=lambda e: e.at_ms)
         return reply
+
+    def _add(self, reply: messages.TraceMessageResponse, e: TraceEvent, place: messages.TraceEvent) -> None:
+        group = self.ctx.meta.groups_by_id.get(e.group_id)
+        reply.events.add(at_ms=e.at_ms, kind=e.kind.name.lower().replace("_", "-"), group=group.name if group else "",
+                         client_id=e.client_id, attempt=e.attempt).MergeFrom(place)

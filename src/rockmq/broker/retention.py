@@ -131,7 +131,9 @@ class RetentionService:
                                keys.log_key(c.topic_id, c.queue_id, c.end))
         self._free_matches(batch, cuts)
         self._trim_traces(batch, now, queues, cuts)
-        self.ctx.logs.messages.trim(batch, list(self.ctx.meta.topics_by_id), now - self.ctx.settings.retention_s * 1000)
+        topic_ids = list(self.ctx.meta.topics_by_id)
+        self.ctx.logs.messages.trim(batch, topic_ids, now - self.ctx.settings.retention_s * 1000)
+        self.ctx.logs.trace.trim(batch, topic_ids, now)
         freed = self._free_retries(batch, floors)
         if batch.empty:
             return 0

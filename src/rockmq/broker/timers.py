@@ -85,11 +85,13 @@ class TimerService:
             await self.durable()  # a recall that found it gone (recalled before) answers once the replica agrees
             raise BrokerError(pb.NOT_FOUND, f"no pending delayed message of topic {topic!r} for this recall handle "
                                             "(delivered or recalled)")
+        message_id = records.message_id(raw[4:])
         batch = self.ctx.store.batch()
         batch.delete(Family.TIMERS, key)
         self.pending.add(batch, -1)
+        self.ctx.logs.trace.unplaced(batch, topic_id, message_id, Event.RECALLED)
         await self.commit(batch)
-        return records.message_id(raw[4:])
+        return message_id
 
     def move_due(self) -> tuple[int, int | None]:
         """Move up to `timer_move_batch` due messages; -> (moved, due time of the next pending timer)."""

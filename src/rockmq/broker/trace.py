@@ -9,12 +9,18 @@ retention trims it with the log, per queue by offset (broker/retention.py), at t
 `trace_ttl_s` after the message was stored. The value is small and fixed: the kind, the group id
 (named when read), the attempt, then the client id. "Stored" is not an event: the message's record
 and its index entry say it.
+
+A message not in a queue (a half message checked or rolled back, a delayed one recalled) has no
+log key: its events are filed under the topic's UNPLACED queue, at the hour of the event and a
+CRC-32 of its id (`_unplaced_slot`), with the id after the client's so that a collision is told
+apart; reading them is a prefix scan per hour of `trace_ttl_s`, and they go by the hour (`trim`).
 """
 
 from __future__ import annotations
 
 import itertools
 import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -33,11 +39,22 @@ class Event(IntEnum):
     INVISIBLE_CHANGED = 5
     DEAD_LETTERED = 6
     COMMITTED = 7
+    ROLLED_BACK = 8
+    CHECKED = 9  # a producer asked to resolve the transaction
+    RECALLED = 10
 
 
 _VALUE = struct.Struct(">BIH")  # kind · group id · attempt, then the client id (UTF-8)
 _pack_value = _VALUE.pack
 _U32 = 0xFFFFFFFF
+UNPLACED = _U32  # the queue id under which events of messages not in a queue are filed
+HOUR_MS = 3_600_000
+_ID = b"\0"  # between an unplaced event's client id and its message id
+
+
+def _unplaced_slot(hour: int, message_id: str) -> int:
+    """Where an unplaced message's events of that hour go, in the offset's place."""
+    return hour << 32 | zlib.crc32(message_id.encode())
 
 
 @dataclass(frozen=True)
@@ -52,9 +69,11 @@ class TraceEvent:
 class Tracer:
     """Writes events into batches (nothing when `enabled` is off) and reads a message's timeline."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, ttl_s: int = 72 * 3600) -> None:
         self.enabled = enabled
+        self.ttl_ms = ttl_s * 1000
         self._seq = itertools.count()
+        self._trimmed = 0  # unplaced events of hours before this one are gone
 
     def event(self, batch: Batch, topic_id: int, queue_id: int, offset: int, kind: Event, group_id: int = 0,
               attempt: int = 0, client_id: str = "") -> None:
@@ -75,11 +94,40 @@ class Tracer:
             put(Family.TRACE, key(topic_id, queue_id, offset, now, next(seq) & _U32),
                 _pack_value(what, group_id, attempt & 0xFFFF) + client)
 
+    def unplaced(self, batch: Batch, topic_id: int, message_id: str, kind: Event, client_id: str = "") -> None:
+        """An event of a message that is in no queue (yet, or ever)."""
+        if self.enabled:
+            now = now_ms()
+            key = keys.trace_key(topic_id, UNPLACED, _unplaced_slot(now // HOUR_MS, message_id), now, next(self._seq) & _U32)
+            batch.put(Family.TRACE, key, _pack_value(kind, 0, 0) + client_id.encode() + _ID + message_id.encode())
+
     @staticmethod
     def timeline(store: Store, topic_id: int, queue_id: int, offset: int, limit: int) -> list[TraceEvent]:
-        """The message's events, oldest first (at most `limit`)."""
-        out = []
-        for k, v in store.scan_prefix(Family.TRACE, keys.log_key(topic_id, queue_id, offset), limit):
-            kind, group_id, attempt = _VALUE.unpack_from(v)
-            out.append(TraceEvent(keys.parse_trace_key(k)[3], Event(kind), group_id, attempt, v[_VALUE.size:].decode()))
+        """The events of the message at that place, oldest first (at most `limit`)."""
+        return [_event(k, v) for k, v in store.scan_prefix(Family.TRACE, keys.log_key(topic_id, queue_id, offset), limit)]
+
+    def unplaced_timeline(self, store: Store, topic_id: int, message_id: str, now: int, limit: int) -> list[TraceEvent]:
+        """The events of the message while it was in no queue, within `trace_ttl_s`, oldest first."""
+        out: list[TraceEvent] = []
+        wanted = message_id.encode()
+        for hour in range((now - self.ttl_ms) // HOUR_MS, now // HOUR_MS + 1):
+            prefix = keys.log_key(topic_id, UNPLACED, _unplaced_slot(hour, message_id))
+            out += [_event(k, v) for k, v in store.scan_prefix(Family.TRACE, prefix, limit - len(out))
+                    if v.rpartition(_ID)[2] == wanted]
         return out
+
+    def trim(self, batch: Batch, topic_ids: Iterable[int], now: int) -> None:
+        """Put into `batch` the removal of the unplaced events of hours that ended `trace_ttl_s` ago (the placed
+        ones go with their messages: broker/retention.py); nothing if no hour ended since the last trim."""
+        cut = (now - self.ttl_ms) // HOUR_MS
+        if cut <= self._trimmed:
+            return
+        for tid in topic_ids:
+            batch.delete_range(Family.TRACE, keys.log_key(tid, UNPLACED, 0), keys.log_key(tid, UNPLACED, cut << 32))
+        self._trimmed = cut
+
+
+def _event(key: bytes, value: bytes) -> TraceEvent:
+    kind, group_id, attempt = _VALUE.unpack_from(value)
+    client = value[_VALUE.size:].partition(_ID)[0]
+    return TraceEvent(keys.parse_trace_key(key)[3], Event(kind), group_id, attempt, client.decode())

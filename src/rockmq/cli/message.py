@@ -308,7 +308,7 @@ def _print_trace(trace: messages_pb2.TraceMessageResponse, as_json: bool) -> Non
     if as_json:
         print(json.dumps({"events": events, "unreachable": list(trace.unreachable)}, indent=2))
         return
-    table([[e["at"], e["event"], f"{e['broker']}:{e['queue_id']}:{e['offset']}", e["group"] or "-",
+    table([[e["at"], e["event"], f"{e['broker']}:{e['queue_id']}:{e['offset']}" if e["offset"] != -1 else "-", e["group"] or "-",
             e["client_id"] or "-", e["attempt"] or "-"] for e in events],
           ["TIME", "EVENT", "WHERE", "GROUP", "CLIENT", "ATTEMPT"])
     warn_unreachable(trace.unreachable)
