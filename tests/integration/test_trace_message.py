@@ -54,6 +54,21 @@ def test_stored_delivered_acked(broker, conn, unique):
     assert [line.split()[1] for line in table[1:]] == ["stored", "delivered", "acked"]
 
 
+def test_one_event_covers_a_receive_and_an_ack_of_many(broker, conn, unique):
+    """A receive and an ack of a run of messages each write one event for the run: every message
+    of it shows both, a message past it neither."""
+    topic, group = unique("trace-run"), unique("trace-run-g")
+    conn.create_topic(topic, queues=1)
+    sent = conn.send_ok(*(message(topic, f"m{i}") for i in range(5)))
+    got = conn.receive_n(group, topic, 5)
+    assert [m.system_properties.queue_offset for m in got] == list(range(5))
+    conn.ack(group, topic, *got[1:4])
+    (later,) = conn.send_ok(message(topic, "later"))
+    acked, unacked = ["stored", "delivered", "acked"], ["stored", "delivered"]
+    assert [kinds(broker, topic, s.message_id) for s in sent] == [unacked, acked, acked, acked, unacked]
+    assert kinds(broker, topic, later.message_id) == ["stored"]
+
+
 def test_invisible_time_redelivery_and_the_dead_letter_queue(broker, conn, unique):
     topic, group = unique("trace-dlq"), unique("trace-dlq-g")
     conn.create_group(group, max_attempts=2)

@@ -17,7 +17,10 @@ WriteBatch, the filter matches of every registered group below the cut (one rang
 group and queue), and the retry entries that point below a queue's minimum offset (an idle
 group's, which its next receive would skip), found by a scan of at most `RETRY_SCAN` entries per
 sweep that resumes where the last one stopped. POP checkpoints of removed messages go when their
-invisible time runs out (revive finds the record gone); timers, staged chunks, de-duplication
+invisible time runs out (revive finds the record gone). Their traces go with the same range deletes
+(and, with a `trace_ttl_s` shorter than retention, those of messages stored longer ago than that), and
+the key and id index by the hour, once an hour is older than `retention_s`
+(broker/message_index.py, broker/trace.py). Timers, staged chunks, de-duplication
 entries and transaction markers are not owned by a stored message and expire on their own clocks.
 The size cap is an estimate (RocksDB's own file sizes, messages spread evenly in time): a sweep
 that removes too little is followed by another.

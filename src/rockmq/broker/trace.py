@@ -3,12 +3,14 @@
 
 An event is one put in the trace family, in the WriteBatch the broker writes anyway for what it
 records (a receive's checkpoint, an ack's settlement, a timer's move, a transaction's commit, a
-dead-letter copy): no extra write, no fsync of its own. Its key is the message's log key, then the
-event time and a sequence (`keys.trace_key`), so a message's timeline is one prefix scan, and
-retention trims it with the log, per queue by offset (broker/retention.py), at the latest
-`trace_ttl_s` after the message was stored. The value is small and fixed: the kind, the group id
-(named when read), the attempt, then the client id. "Stored" is not an event: the message's record
-and its index entry say it.
+dead-letter copy): no extra write, no fsync of its own. One event covers a range of consecutive
+offsets of one queue (a receive hands out runs, an ack settles them): a put per run, not per
+message. Its key is the log key of the range's last message, then the event time and a sequence
+(`keys.trace_key`), and its value holds the range's first offset, the kind, the group id (named
+when read), the attempt and the client id; a message's timeline is one bounded scan from its own
+log key (ranges are at most RANGE_MAX long), and retention trims it with the log, per queue by
+offset (broker/retention.py), at the latest `trace_ttl_s` after the message was stored. "Stored"
+is not an event: the message's record and its index entry say it.
 
 A message not in a queue (a half message checked or rolled back, a delayed one recalled) has no
 log key: its events are filed under the topic's UNPLACED queue, at the hour of the event and a
@@ -44,12 +46,14 @@ class Event(IntEnum):
     RECALLED = 10
 
 
-_VALUE = struct.Struct(">BIH")  # kind · group id · attempt, then the client id (UTF-8)
+_VALUE = struct.Struct(">BIHQ")  # kind · group id · attempt · the range's first offset, then the client id (UTF-8)
 _pack_value = _VALUE.pack
 _U32 = 0xFFFFFFFF
 UNPLACED = _U32  # the queue id under which events of messages not in a queue are filed
 HOUR_MS = 3_600_000
+RANGE_MAX = 1024  # offsets one event covers at most: how far back of a message's key its events can start
 _ID = b"\0"  # between an unplaced event's client id and its message id
+Range = tuple[int, int, int, int]  # queue, first offset, last offset, attempt
 
 
 def _unplaced_slot(hour: int, message_id: str) -> int:
@@ -78,33 +82,39 @@ class Tracer:
     def event(self, batch: Batch, topic_id: int, queue_id: int, offset: int, kind: Event, group_id: int = 0,
               attempt: int = 0, client_id: str = "") -> None:
         if self.enabled:
-            self.events(batch, topic_id, ((queue_id, offset, attempt),), kind, group_id, client_id)
+            self.ranges(batch, topic_id, ((queue_id, offset, offset, attempt),), kind, group_id, client_id)
 
-    def events(self, batch: Batch, topic_id: int, deliveries: Iterable[tuple[int, int, int]], kind: Event,
-               group_id: int = 0, client_id: str = "") -> None:
-        """One event of `kind` for each (queue, offset, attempt); a delivery after the first is REDELIVERED."""
+    def ranges(self, batch: Batch, topic_id: int, ranges: Iterable[Range], kind: Event, group_id: int = 0,
+               client_id: str = "") -> None:
+        """One event of `kind` for each range of offsets (queue, first, last, attempt); a delivery
+        after the first is REDELIVERED."""
         if not self.enabled:
             return
         now = now_ms()
         put, key, seq = batch.put, keys.trace_key, self._seq
         client = client_id.encode()
         redelivery = kind == Event.DELIVERED
-        for queue_id, offset, attempt in deliveries:
+        for queue_id, first, last, attempt in ranges:
             what = Event.REDELIVERED if redelivery and attempt > 1 else kind
-            put(Family.TRACE, key(topic_id, queue_id, offset, now, next(seq) & _U32),
-                _pack_value(what, group_id, attempt & 0xFFFF) + client)
+            for start in range(first, last + 1, RANGE_MAX):
+                end = min(last, start + RANGE_MAX - 1)
+                put(Family.TRACE, key(topic_id, queue_id, end, now, next(seq) & _U32),
+                    _pack_value(what, group_id, attempt & 0xFFFF, start) + client)
 
     def unplaced(self, batch: Batch, topic_id: int, message_id: str, kind: Event, client_id: str = "") -> None:
         """An event of a message that is in no queue (yet, or ever)."""
         if self.enabled:
             now = now_ms()
             key = keys.trace_key(topic_id, UNPLACED, _unplaced_slot(now // HOUR_MS, message_id), now, next(self._seq) & _U32)
-            batch.put(Family.TRACE, key, _pack_value(kind, 0, 0) + client_id.encode() + _ID + message_id.encode())
+            batch.put(Family.TRACE, key, _pack_value(kind, 0, 0, 0) + client_id.encode() + _ID + message_id.encode())
 
     @staticmethod
     def timeline(store: Store, topic_id: int, queue_id: int, offset: int, limit: int) -> list[TraceEvent]:
-        """The events of the message at that place, oldest first (at most `limit`)."""
-        return [_event(k, v) for k, v in store.scan_prefix(Family.TRACE, keys.log_key(topic_id, queue_id, offset), limit)]
+        """The events of the message at that place (those of the ranges that hold it), oldest first (at most `limit`)."""
+        scan = store.scan(Family.TRACE, keys.log_key(topic_id, queue_id, offset),
+                          keys.log_key(topic_id, queue_id, offset + RANGE_MAX))
+        found = sorted((_event(k, v) for k, v in scan if _VALUE.unpack_from(v)[3] <= offset), key=lambda e: e.at_ms)
+        return found[:limit]
 
     def unplaced_timeline(self, store: Store, topic_id: int, message_id: str, now: int, limit: int) -> list[TraceEvent]:
         """The events of the message while it was in no queue, within `trace_ttl_s`, oldest first."""
@@ -127,7 +137,20 @@ class Tracer:
         self._trimmed = cut
 
 
+def coalesce(deliveries: Iterable[tuple[int, int, int]]) -> list[Range]:
+    """(queue, offset, attempt) of deliveries, as ranges of consecutive offsets of one queue and attempt."""
+    out: list[Range] = []
+    for queue_id, offset, attempt in deliveries:
+        if out:
+            q, first, last, a = out[-1]
+            if q == queue_id and a == attempt and offset == last + 1:
+                out[-1] = (q, first, offset, a)
+                continue
+        out.append((queue_id, offset, offset, attempt))
+    return out
+
+
 def _event(key: bytes, value: bytes) -> TraceEvent:
-    kind, group_id, attempt = _VALUE.unpack_from(value)
+    kind, group_id, attempt, _ = _VALUE.unpack_from(value)
     client = value[_VALUE.size:].partition(_ID)[0]
     return TraceEvent(keys.parse_trace_key(key)[3], Event(kind), group_id, attempt, client.decode())

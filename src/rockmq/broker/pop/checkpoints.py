@@ -70,11 +70,13 @@ class Issue:
         self.checkpoint_id = 0  # taken with the first delivery: an empty receive costs nothing
         self._token = ""
         self._entries: list[bytes] = []
+        self.ranges: list[tuple[int, int, int, int]] = []  # (queue, first, last, attempt) handed out
 
     def add(self, queue_id: int, offset: int, attempt: int) -> str:
         """A delivery -> its receipt handle."""
         token, entry = self.next_entry()
         self._entries.append(_ENTRY.pack(queue_id, offset, attempt))
+        self._range(queue_id, offset, offset, attempt)
         return receipt.handle(token, entry)
 
     def next_entry(self) -> tuple[str, int]:
@@ -88,10 +90,21 @@ class Issue:
         """Deliveries of one queue whose handles were made from `next_entry` (records.frame_run), in that order."""
         pack = _ENTRY.pack
         self._entries += [pack(queue_id, offset, attempt) for offset in offsets]
+        if offsets and offsets[-1] - offsets[0] == len(offsets) - 1:  # consecutive: the usual run
+            self._range(queue_id, offsets[0], offsets[-1], attempt)
+        else:
+            for offset in offsets:
+                self._range(queue_id, offset, offset, attempt)
 
-    def deliveries(self) -> Iterator[tuple[int, int, int]]:
-        """(queue, offset, attempt) of each message handed out."""
-        return _ENTRY.iter_unpack(b"".join(self._entries))
+    def _range(self, queue_id: int, first: int, last: int, attempt: int) -> None:
+        """Note deliveries for the trace, as ranges of consecutive offsets (one trace event each)."""
+        ranges = self.ranges
+        if ranges:
+            q, start, end, a = ranges[-1]
+            if q == queue_id and a == attempt and first == end + 1:
+                ranges[-1] = (q, start, last, a)
+                return
+        ranges.append((queue_id, first, last, attempt))
 
     @property
     def key(self) -> bytes:

@@ -31,7 +31,7 @@ from rockmq.broker.pop.take import FRAME as FRAME  # re-exported, as Deferred: w
 from rockmq.broker.pop.take import Deferred as Deferred
 from rockmq.broker.pop.take import Take
 from rockmq.broker.subscriptions import Subscription, Subscriptions
-from rockmq.broker.trace import Event
+from rockmq.broker.trace import Event, coalesce
 from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError
@@ -188,7 +188,9 @@ class PopService:
                                               "send them in several requests")
         batch = self.ctx.store.batch()
         results, acked = self.checkpoints.acknowledge(batch, group.id, topic.id, handles, runs)
-        self.ctx.logs.trace.events(batch, topic.id, acked, Event.ACKED, group.id)
+        trace = self.ctx.logs.trace
+        if trace.enabled:
+            trace.ranges(batch, topic.id, coalesce(acked), Event.ACKED, group.id)
         self.ctx.store.write(batch)
         # Only once written: a failed write leaves them in flight, their queues held.
         self._release(group, topic, [queue_id for queue_id, _, _ in acked])

@@ -257,11 +257,9 @@ class Take:
 
     def write(self) -> bool:
         """The look's one WriteBatch, then the in-memory state that follows it -> whether any state advanced."""
-        issue = self.issue
-        issue.write(self.batch)
-        trace = self._ctx.logs.trace
-        if trace.enabled:
-            trace.events(self.batch, self._topic_id, issue.deliveries(), Event.DELIVERED, self._group_id, self._client_id)
+        self.issue.write(self.batch)
+        self._ctx.logs.trace.ranges(self.batch, self._topic_id, self.issue.ranges, Event.DELIVERED, self._group_id,
+                                    self._client_id)
         self._ctx.store.write(self.batch)
         self._offsets.advanced(self._positions)
         for apply in self._after:
