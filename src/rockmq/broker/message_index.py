@@ -13,7 +13,7 @@ retention already removed (its queue cut mid-hour) is skipped by the reader, whi
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
@@ -30,13 +30,12 @@ class MessageIndex:
 
     @staticmethod
     def add(batch: Batch, topic_id: int, queue_id: int, offset: int, store_ms: int, message_id: str,
-            message_keys: Iterable[str]) -> None:
+            message_keys: Sequence[str]) -> None:
         """Index a message being appended in `batch`."""
-        hour = store_ms // HOUR_MS
         put = batch.put
-        put(Family.INDEX, keys.index_id_key(topic_id, hour, message_id), keys.index_position(queue_id, offset))
-        for key in message_keys:
-            put(Family.INDEX, keys.index_key_entry(keys.index_key_prefix(topic_id, hour, key), store_ms, queue_id, offset), b"")
+        for key, value in keys.index_entries(topic_id, store_ms // HOUR_MS, store_ms, queue_id, offset, message_id,
+                                             message_keys):
+            put(Family.INDEX, key, value)
 
     def _hours(self, topic_id: int, from_ms: int, to_ms: int) -> range:
         """The hours of [from_ms, to_ms] that can hold entries of the topic (none before its oldest)."""

@@ -8,6 +8,7 @@ Topics and groups are named by small integer ids assigned at creation, keeping k
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import cython
 
@@ -255,9 +256,8 @@ _KEY_TAIL = struct.Struct(">QIQ")  # store_ms · queue · offset
 _pack_index_head, _pack_key_tail = _INDEX_HEAD.pack, _KEY_TAIL.pack
 
 
-@cython.locals(message_id=str)
 def index_id_key(topic_id: int, hour: int, message_id: str) -> bytes:
-    """-> `index_position` of the message with this id stored in this hour."""
+    """Of the message with this id stored in this hour (-> queue · offset: `parse_index_position`)."""
     return _pack_index_head(topic_id, hour, BY_ID) + message_id.encode()
 
 
@@ -268,13 +268,24 @@ def index_key_prefix(topic_id: int, hour: int, key: str) -> bytes:
     return _pack_index_head(topic_id, hour, BY_KEY) + len(raw).to_bytes(2, "big") + raw
 
 
-def index_key_entry(prefix: bytes, store_ms: int, queue_id: int, offset: int) -> bytes:
-    """One message with that key: `index_key_prefix` · store time · queue · offset -> nothing."""
-    return prefix + _pack_key_tail(store_ms, queue_id, offset)
+def index_entries(topic_id: int, hour: int, store_ms: int, queue_id: int, offset: int, message_id: str,
+                  message_keys: Sequence[str]) -> list[tuple[bytes, bytes]]:
+    """A message's entries: its id -> queue · offset, then per key `index_key_prefix` · store
+    time · queue · offset -> nothing. One call per message appended (compiled: no Python between
+    the packs)."""
+    position = _pack_position(queue_id, offset)
+    out = [(_pack_index_head(topic_id, hour, BY_ID) + message_id.encode(), position)]
+    if message_keys:
+        head = _pack_index_head(topic_id, hour, BY_KEY)
+        tail = _pack_key_tail(store_ms, queue_id, offset)
+        for key in message_keys:
+            raw = key.encode()
+            out.append((head + len(raw).to_bytes(2, "big") + raw + tail, b""))
+    return out
 
 
 def parse_index_key_tail(key: bytes) -> tuple[int, int, int]:
-    """(store_ms, queue, offset) of an `index_key_entry`."""
+    """(store_ms, queue, offset) of a key's entry (`index_entries`)."""
     return _KEY_TAIL.unpack_from(key, len(key) - _KEY_TAIL.size)
 
 
@@ -286,10 +297,6 @@ def index_time_bound(prefix: bytes, store_ms: int) -> bytes:
 def index_hour(topic_id: int, hour: int) -> bytes:
     """Every index entry of a topic's hours before `hour` sorts below this (retention's cut)."""
     return _pack_queue(topic_id, hour)
-
-
-def index_position(queue_id: int, offset: int) -> bytes:
-    return _pack_position(queue_id, offset)
 
 
 def parse_index_position(raw: bytes) -> tuple[int, int]:
