@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -137,8 +137,15 @@ class Tracer:
         self._trimmed = cut
 
 
-def coalesce(deliveries: Iterable[tuple[int, int, int]]) -> list[Range]:
+def coalesce(deliveries: Sequence[tuple[int, int, int]]) -> list[Range]:
     """(queue, offset, attempt) of deliveries, as ranges of consecutive offsets of one queue and attempt."""
+    if deliveries:  # the usual ack: one receive's run, every offset once -> one range, found by set comprehensions
+        kinds = {(q, a) for q, _, a in deliveries}
+        offsets = {o for _, o, _ in deliveries}
+        low, high = min(offsets), max(offsets)
+        if len(kinds) == 1 and len(offsets) == len(deliveries) and high - low == len(offsets) - 1:
+            ((queue_id, attempt),) = kinds
+            return [(queue_id, low, high, attempt)]
     out: list[Range] = []
     for queue_id, offset, attempt in deliveries:
         if out:
