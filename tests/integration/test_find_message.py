@@ -1,6 +1,7 @@
 """Finding stored messages on a real broker (issue 28 §4): `rockmq message get/find/list` and the
 Messages service behind them, by id, by key within a time window and by store time; what they
-say when more matched; bad input in one line; retention trimming the index."""
+say when more matched; bad input in one line; with --auth, Sub on the topic; retention trimming
+the index."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 
 import grpc
 import pytest
+from acl_setup import SECRETS, TOPIC, start_acl_broker
 from mqwire import message
 
 from rockmq.broker import message_index
@@ -135,3 +137,22 @@ def test_retention_trims_the_index(harness, monkeypatch):
     assert e.value.code() == grpc.StatusCode.NOT_FOUND
     found = stub.FindMessages(messages.FindMessagesRequest(topic="aging", key="k"), timeout=10).messages
     assert [m.message.system_properties.message_id for m in found] == [new.message_id]
+
+
+def test_with_auth_reading_needs_sub_on_the_topic(tmp_path):
+    """bob consumes the topic (Sub): he finds and traces its messages; alice only publishes to it: refused."""
+    broker = start_acl_broker(tmp_path / "data")
+    try:
+        def as_user(user: str, *args: str):
+            return broker.cli(*args, "--access-key", user, "--secret-key", SECRETS[user])
+
+        sent = as_user("alice", "message", "send", TOPIC, "secret order", "--key", "o-1")
+        assert sent.returncode == 0, sent.stderr
+        message_id = sent.stdout.split()[1]
+        assert ids(ok(as_user("bob", "message", "find", TOPIC, "--key", "o-1", "--json"))) == [message_id]
+        assert "stored" in ok(as_user("bob", "message", "trace", TOPIC, message_id))
+        refused = as_user("alice", "message", "get", TOPIC, message_id)
+        one_line(refused, 1, "alice")
+        assert "Sub" in refused.stderr and "secret order" not in refused.stderr
+    finally:
+        broker.stop()
