@@ -1,6 +1,7 @@
-"""This broker's answers to the Messages service (broker/api/messages.py): a stored message by id
-(the index's id entries), by key within a time window (its key entries), by store time (a binary
-search of each queue's log, appended in store-time order, then a scan), and its trace.
+"""This broker's answers to the Messages service (broker/api/messages.py; across the cluster:
+broker/cluster/message_fanout.py): a stored message by id (the index's id entries), by key within
+a time window (its key entries), by store time (a binary search of each queue's log, appended in
+store-time order, then a scan), and its trace.
 
 Each answer is at most `max` messages, oldest first, and says whether more matched. An index
 entry whose message retention removed since is skipped: the log is the truth.
@@ -60,7 +61,7 @@ class MessageLookup:
         found = [(0, q, o) for q, o in self.ctx.logs.messages.by_id(topic.id, message_id, now_ms())]
         return self._stored(topic.id, found, MAX_MESSAGES)
 
-    def find(self, request: messages.FindMessagesRequest) -> messages.MessagesResponse:
+    def by_key(self, request: messages.FindMessagesRequest) -> messages.MessagesResponse:
         topic = self.ctx.meta.topic(request.topic)
         if not request.key:
             raise BrokerError(pb.BAD_REQUEST, "a message key is required")
@@ -68,7 +69,7 @@ class MessageLookup:
         found = self.ctx.logs.messages.by_key(topic.id, request.key, request.from_ms, to_ms, limit + 1)
         return self._stored(topic.id, found, limit)
 
-    def list(self, request: messages.ListMessagesRequest) -> messages.MessagesResponse:
+    def by_time(self, request: messages.ListMessagesRequest) -> messages.MessagesResponse:
         topic = self.ctx.meta.topic(request.topic)
         to_ms, limit = check_window(request.from_ms, request.to_ms, request.max)
         queues = [self._stored_between(topic.id, q, request.from_ms, to_ms, limit + 1) for q in range(topic.queues)]

@@ -32,6 +32,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
+from rockmq.broker.cluster.message_fanout import MessageSearch
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
@@ -182,8 +183,8 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, guarding)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
         users_grpc.add_UsersServicer_to_server(users, guarding)
-        lookup = MessageLookup(self.ctx, self.cluster.name)
-        messages_grpc.add_MessagesServicer_to_server(MessagesServicer(lookup, self.cluster), guarding)
+        search = MessageSearch(MessageLookup(self.ctx, self.cluster.name), self.cluster)
+        messages_grpc.add_MessagesServicer_to_server(MessagesServicer(search), guarding)
         inner_grpc.add_InnerServicer_to_server(Prover(inner_user(self.settings)), guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging,
                               self.access if self.settings.auth_enabled else None)
