@@ -10,6 +10,7 @@ entry whose message retention removed since is skipped: the log is the truth.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterator
 
 from rockmq.broker.clock import now_ms
@@ -73,7 +74,8 @@ class MessageLookup:
         topic = self.ctx.meta.topic(request.topic)
         to_ms, limit = check_window(request.from_ms, request.to_ms, request.max)
         queues = [self._stored_between(topic.id, q, request.from_ms, to_ms, limit + 1) for q in range(topic.queues)]
-        return self._stored(topic.id, list(heapq.merge(*queues))[:limit + 1], limit)
+        merged = heapq.merge(*queues)  # lazily: each queue is read only as far as the answer needs
+        return self._stored(topic.id, list(itertools.islice(merged, limit + 1)), limit)
 
     def _stored_between(self, topic_id: int, queue_id: int, from_ms: int, to_ms: int, limit: int) -> Iterator[Found]:
         """Up to `limit` places in the queue stored in [from_ms, to_ms], oldest first."""
