@@ -3,6 +3,7 @@ fresh broker of each tree (the order rotated each round), the same load generato
 What every change to a per-message path states (docs/benchmarks.md "How to reproduce").
 
     python bench/ab.py --base REF [--scenarios produce-batch,consume-own,consume] [--rounds 5] [--duration 8]
+    python bench/ab.py --base HEAD --base-flags=--no-trace   # what a setting costs: the same tree, one flag apart
 
 Prints each round, then per scenario the medians of messages per second and of the broker's CPU µs
 per message (the steadier figure on a shared machine) for both trees, and this / base with the
@@ -23,9 +24,9 @@ from trees import HERE, data_path, rockmq, start, worktree
 DEFAULT_SCENARIOS = "produce-batch,consume-own,consume"  # the official consume pattern is `consume`
 
 
-def one(tree: Path, scenario: str, args: argparse.Namespace, data: Path) -> dict[str, Any]:
-    """One scenario against a fresh broker of `tree`."""
-    proc, endpoint = start(tree, data)
+def one(tree: Path, scenario: str, args: argparse.Namespace, data: Path, flags: list[str]) -> dict[str, Any]:
+    """One scenario against a fresh broker of `tree` started with `flags`."""
+    proc, endpoint = start(tree, data, *flags)
     try:
         out = rockmq("bench", "--endpoint", endpoint, "--scenario", scenario, "--duration", str(args.duration),
                      "--no-ceiling", "--json")
@@ -49,7 +50,8 @@ def measure(args: argparse.Namespace, base: Path, tmp: Path) -> dict[tuple[str, 
     for r in range(args.rounds):
         for scenario in args.scenarios:
             for name in names[r % 2:] + names[:r % 2]:
-                figures = one(trees[name], scenario, args, tmp / f"{name}-{scenario}-{r}")
+                flags = args.base_flags.split() if name == "base" else []
+                figures = one(trees[name], scenario, args, tmp / f"{name}-{scenario}-{r}", flags)
                 runs.setdefault((scenario, name), []).append(figures)
                 print(f"round {r + 1} {scenario:14} {name}: {figures['messages_per_s']:9,.0f} msg/s, "
                       f"{figures['broker_cpu_us_per_msg']:6.1f} µs CPU/msg", flush=True)
@@ -72,6 +74,7 @@ def main() -> None:
     parser.add_argument("--scenarios", default=DEFAULT_SCENARIOS, type=lambda s: [x for x in s.split(",") if x])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--base-flags", default="", help="`rockmq serve` flags of the base tree's broker (one string)")
     args = parser.parse_args()
     with worktree(args.base) as base, tempfile.TemporaryDirectory(prefix="rockmq-ab-data-") as tmp:
         assert base is not None

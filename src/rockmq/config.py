@@ -81,6 +81,10 @@ class Settings:
     retention_s: int = 72 * 3600
     retention_bytes: int = 0
     retention_check_s: float = 60.0
+    # The trace store (`rockmq message trace`): each stored message's events (delivered, acked, dead-
+    # lettered...), kept with the message and at most trace_ttl_s after it was stored (docs/storage.md).
+    trace_enabled: bool = True
+    trace_ttl_s: int = 72 * 3600
     # A filtered group whose POP position has not moved for this long loses its match index (the
     # entries written for it with every matching message); its next receive registers it again.
     idle_group_matches_s: int = 24 * 3600
@@ -224,6 +228,8 @@ class Settings:
             raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
         if self.retention_s < 1 or self.retention_bytes < 0 or self.retention_check_s <= 0:
             raise ConfigError("retention_s must be at least 1, retention_bytes at least 0, retention_check_s above 0")
+        if self.trace_ttl_s < 1:
+            raise ConfigError(f"trace_ttl_s must be at least 1, not {self.trace_ttl_s}")
         if self.store_memory_mib < MIN_MEMORY_MIB:
             raise ConfigError(f"store_memory_mib must be at least {MIN_MEMORY_MIB}, not {self.store_memory_mib}")
         if self.disk_reserve_mib < 0:
@@ -397,7 +403,8 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
     "auth": ("auth_enabled", "admin_user", "admin_secret", "auth_max_clock_skew_s", "inner_access_key",
              "inner_secret_key"),
     "storage": ("data_dir", "flush", "flush_interval_ms", "store_memory_mib", "disk_reserve_mib", "retention_s",
-                "retention_bytes", "retention_check_s", "idle_group_matches_s", "filter_index_properties"),
+                "retention_bytes", "retention_check_s", "trace_enabled", "trace_ttl_s", "idle_group_matches_s",
+                "filter_index_properties"),
     "cluster": ("broker_name", "namesrv", "namesrv_interval_s", "workers"),
     "replication": ("replication", "replication_timeout_s", "replica_of", "force_primary", "replication_ring_bytes"),
     "messages": ("auto_create_topics", "auto_create_groups", "default_queues", "max_body_size", "max_properties_size",

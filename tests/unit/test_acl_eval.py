@@ -148,16 +148,35 @@ def _method(service: str, name: str) -> str:
 
 def test_table_covers_every_method() -> None:
     """Every RPC of every service has its rule: nothing falls back to 'super users only' by omission."""
-    from rockmq.protocol import acl_grpc, admin_grpc, batch_grpc, namesrv_grpc, replication_grpc, svc, users_grpc
+    from rockmq.protocol import (
+        acl_grpc,
+        admin_grpc,
+        batch_grpc,
+        messages_grpc,
+        namesrv_grpc,
+        replication_grpc,
+        svc,
+        users_grpc,
+    )
 
     for module, service in ((svc, permissions.MESSAGING), (batch_grpc, permissions.BATCH), (admin_grpc, permissions.ADMIN),
-                            (acl_grpc, permissions.ACLS), (users_grpc, permissions.USERS),
+                            (messages_grpc, permissions.MESSAGES), (acl_grpc, permissions.ACLS), (users_grpc, permissions.USERS),
                             (replication_grpc, permissions.REPLICATION), (namesrv_grpc, permissions.NAMESRV)):
         servicer = next(v for k, v in vars(module).items() if k.endswith("Servicer"))
         methods = [m for m in vars(servicer) if not m.startswith("_")]
         assert methods
         missing = [m for m in methods if _method(service, m) not in permissions.RULES]
         assert not missing, f"{service}: {missing}"
+
+
+def test_reading_stored_messages_needs_sub_on_the_topic() -> None:
+    from rockmq.protocol import messages
+
+    for method, request in (("GetMessage", messages.GetMessageRequest(topic="orders", message_id="X")),
+                            ("FindMessages", messages.FindMessagesRequest(topic="orders", key="k")),
+                            ("ListMessages", messages.ListMessagesRequest(topic="orders")),
+                            ("TraceMessage", messages.TraceMessageRequest(topic="orders", message_id="X"))):
+        assert _checks(_method(permissions.MESSAGES, method), request) == {"Sub on Topic:orders"}
 
 
 def _checks(method: str, request: object) -> set[str]:

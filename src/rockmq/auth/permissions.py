@@ -39,6 +39,7 @@ USERS = "rockmq.admin.v1.Users"  # create, update, delete, list: super users onl
 REPLICATION = "rockmq.replication.v1.Replication"
 NAMESRV = "rockmq.namesrv.v1.NameServer"
 HEALTH = "grpc.health.v1.Health"
+MESSAGES = "rockmq.admin.v1.Messages"  # find and trace stored messages
 ALL_TOPICS, ALL_GROUPS = "", ""  # what List checks: `*`, `Topic:*` or `Group:*` allows it
 
 
@@ -181,6 +182,12 @@ _ADMIN: dict[str, Rule] = {
     "ListClients": Rule(Who.USER, _clients),
     "GetConfig": Rule(Who.SUPER),  # the broker's whole configuration: for its operators
 }
+# Reading stored messages is consuming them without a group: Sub on the topic, as RocketMQ's
+# queryMessage and viewMessage ask.
+_MESSAGES: dict[str, Rule] = {
+    m: Rule(Who.USER, lambda r: [topic_check(r.topic, SUB)])
+    for m in ("GetMessage", "FindMessages", "ListMessages", "TraceMessage")
+}
 _OTHERS: dict[str, Rule] = {
     **{f"{ACLS}/{m}": Rule(Who.SUPER) for m in ("GrantAcl", "RevokeAcl", "ListAcls")},
     **{f"{USERS}/{m}": Rule(Who.SUPER) for m in ("CreateUser", "UpdateUser", "DeleteUser", "ListUsers")},
@@ -199,6 +206,7 @@ RULES: dict[str, Rule] = {
     **{f"{MESSAGING}/{m}": r for m, r in _V2.items()},
     **{f"{BATCH}/{m}": r for m, r in _BATCH.items()},
     **{f"{ADMIN}/{m}": r for m, r in _ADMIN.items()},
+    **{f"{MESSAGES}/{m}": r for m, r in _MESSAGES.items()},
     **_OTHERS,
 }
 OPEN_METHODS = frozenset(m for m, r in RULES.items() if r.who is Who.ANYONE)  # the seam lets them through

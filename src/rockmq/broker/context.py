@@ -10,6 +10,7 @@ from rockmq.broker import validate
 from rockmq.broker.metadata import GroupConfig, Metadata, TopicConfig
 from rockmq.broker.queues import AppendIndex, QueueLogs
 from rockmq.broker.tally import Tally
+from rockmq.broker.trace import Tracer
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import check_name
@@ -72,7 +73,7 @@ class BrokerContext:
                                memory_mib=settings.store_memory_mib, disk_reserve_mib=settings.disk_reserve_mib)
         if not secret:
             secret, epoch = start_epoch(store)
-        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index)
+        logs = QueueLogs(store, f"{settings.host}:{settings.port}", index, Tracer(settings.trace_enabled, settings.trace_ttl_s))
         return cls(settings, store, load_metadata(store, settings), logs, secret, epoch, read_only, authorize_create)
 
     def ensure_topic(self, target: validate.Target) -> TopicConfig:

@@ -160,7 +160,8 @@ class Metadata:
         batch = self.store.batch()
         batch.delete(Family.META, keys.topic_meta(name))
         prefix = keys.topic_prefix(topic.id)
-        batch.delete_range(Family.LOG, prefix, keys.prefix_end(prefix))
+        for family in (Family.LOG, Family.INDEX, Family.TRACE):  # its messages, their index entries and traces
+            batch.delete_range(family, prefix, keys.prefix_end(prefix))
         for group in self.groups.values():  # their positions on it: the topic id is never used again
             positions = keys.group_prefix(group.id) + prefix
             batch.delete_range(Family.OFFSETS, positions, keys.prefix_end(positions))

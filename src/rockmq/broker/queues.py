@@ -13,7 +13,9 @@ from typing import Protocol
 
 from rockmq.broker.arrivals import Arrivals
 from rockmq.broker.clock import now_ms
+from rockmq.broker.message_index import MessageIndex
 from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.trace import Tracer
 from rockmq.protocol import pb, records
 from rockmq.protocol.send_request import SentMessage
 from rockmq.store import Store, keys
@@ -40,7 +42,8 @@ class _NoIndex:
 
 
 class QueueLogs:
-    def __init__(self, store: Store, store_host: str, index: AppendIndex | None = None) -> None:
+    def __init__(self, store: Store, store_host: str, index: AppendIndex | None = None,
+                 trace: Tracer | None = None) -> None:
         self.store = store
         self.store_host = store_host
         self._next: dict[tuple[int, int], int] = {}
@@ -49,6 +52,8 @@ class QueueLogs:
         self._round_robin: dict[int, int] = {}
         self._index = index or _NoIndex()
         self._indexed = self._index.topics  # live: read on every append
+        self.messages = MessageIndex(store)  # every append's id and keys
+        self.trace = trace or Tracer(enabled=False)  # what happens to the messages after
 
     def max_offset(self, topic_id: int, queue_id: int) -> int:
         """The offset the next message of this queue will get (= number ever appended)."""
@@ -93,7 +98,10 @@ class QueueLogs:
         `props`: the message's user properties, if at hand (spares the indexer a parse).
         `allocated`: collects each queue's first offset in the batch (see `write_appends`)."""
         offset = self._allocate(topic.id, queue_id, allocated)
-        self._put(batch, topic.id, queue_id, offset, records.place(sealed, queue_id, offset, store_ms or now_ms()), props)
+        store_ms = store_ms or now_ms()
+        self._put(batch, topic.id, queue_id, offset, records.place(sealed, queue_id, offset, store_ms), props)
+        sp = pb.SystemProperties.FromString(bytes(records.view(sealed).system_properties))  # not a received message's path
+        self.messages.add(batch, topic.id, queue_id, offset, store_ms, sp.message_id, sp.keys)
         return offset
 
     def append_received(self, batch: Batch, topic: TopicConfig, queue_id: int, msg: SentMessage, store_ms: int,
@@ -104,6 +112,7 @@ class QueueLogs:
         record = records.placed(msg.tag, msg.message_group, msg.rest, msg.system_properties, msg.body_encoding, msg.body,
                                 self.store_host, queue_id, offset, store_ms)
         self._put(batch, topic.id, queue_id, offset, record, msg.user_properties if topic.id in self._indexed else None)
+        self.messages.add(batch, topic.id, queue_id, offset, store_ms, msg.message_id, msg.keys)
         return offset
 
     def _allocate(self, topic_id: int, queue_id: int, allocated: dict[tuple[int, int], int] | None) -> int:

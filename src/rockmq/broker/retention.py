@@ -17,7 +17,10 @@ WriteBatch, the filter matches of every registered group below the cut (one rang
 group and queue), and the retry entries that point below a queue's minimum offset (an idle
 group's, which its next receive would skip), found by a scan of at most `RETRY_SCAN` entries per
 sweep that resumes where the last one stopped. POP checkpoints of removed messages go when their
-invisible time runs out (revive finds the record gone); timers, staged chunks, de-duplication
+invisible time runs out (revive finds the record gone). Their traces go with the same range deletes
+(and, with a `trace_ttl_s` shorter than retention, those of messages stored longer ago than that), and
+the key and id index by the hour, once an hour is older than `retention_s`
+(broker/message_index.py, broker/trace.py). Timers, staged chunks, de-duplication
 entries and transaction markers are not owned by a stored message and expire on their own clocks.
 The size cap is an estimate (RocksDB's own file sizes, messages spread evenly in time): a sweep
 that removes too little is followed by another.
@@ -128,13 +131,18 @@ class RetentionService:
     async def sweep(self) -> int:
         """Remove what retention says is due, with what it owns; -> messages removed."""
         queues = self._queues()
-        cuts = self.plan(now_ms(), queues)
+        now = now_ms()
+        cuts = self.plan(now, queues)
         floors = {(tid, qid): lo for tid, qid, lo, _ in queues} | {(c.topic_id, c.queue_id): c.end for c in cuts}
         batch = self.ctx.store.batch()
         for c in cuts:
             batch.delete_range(Family.LOG, keys.log_key(c.topic_id, c.queue_id, c.start),
                                keys.log_key(c.topic_id, c.queue_id, c.end))
         self._free_matches(batch, cuts)
+        self._trim_traces(batch, now, queues, cuts)
+        topic_ids = list(self.ctx.meta.topics_by_id)
+        self.ctx.logs.messages.trim(batch, topic_ids, now - self.ctx.settings.retention_s * 1000)
+        self.ctx.logs.trace.trim(batch, topic_ids, now)
         freed = self._free_retries(batch, floors)
         if batch.empty:
             return 0
@@ -150,6 +158,21 @@ class RetentionService:
         bounds = [keys.log_key(c.topic_id, c.queue_id, c.start) for c in cuts]
         await self.ctx.store.compact(Family.LOG, min(bounds), max(keys.log_key(c.topic_id, c.queue_id, c.end) for c in cuts))
         return removed
+
+    def _trim_traces(self, batch: Batch, now: int, queues: list[tuple[int, int, int, int]], cuts: list[Cut]) -> None:
+        """Put into `batch` the removal of the traces of removed messages and, with a `trace_ttl_s`
+        shorter than retention, of messages stored longer ago than that (per queue, by offset, as the log)."""
+        s = self.ctx.settings
+        ends = {(c.topic_id, c.queue_id): c.end for c in cuts}
+        if s.trace_ttl_s < s.retention_s:
+            keep_from = now - s.trace_ttl_s * 1000
+            for tid, qid, lo, hi in queues:
+                end = first_to_keep(self._stored_at(tid, qid), lo, hi, keep_from)
+                ends[(tid, qid)] = max(end, ends.get((tid, qid), 0))
+        for (tid, qid), end in ends.items():
+            if end > 0:
+                batch.delete_range(Family.TRACE, keys.log_key(tid, qid, 0), keys.log_key(tid, qid, end))
+
 
     def _free_matches(self, batch: Batch, cuts: list[Cut]) -> None:
         """Put the range deletes of every registered group's matches below the cuts into `batch`

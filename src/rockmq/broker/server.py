@@ -26,6 +26,7 @@ from rockmq.broker.api.acls import AclsServicer
 from rockmq.broker.api.admin import AdminServicer
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.health import HealthServicer
+from rockmq.broker.api.messages import MessagesServicer
 from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.api.users import UsersServicer
@@ -34,6 +35,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
+from rockmq.broker.cluster.message_fanout import MessageSearch
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
@@ -45,6 +47,7 @@ from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.health import Health
 from rockmq.broker.http_port import open_http_port
 from rockmq.broker.matches import MatchIndex
+from rockmq.broker.message_lookup import MessageLookup
 from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
@@ -68,7 +71,7 @@ from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import add_port, server_credentials
 from rockmq.plumbing.unparsed import Guarding
-from rockmq.protocol import acl_grpc, admin_grpc, inner_grpc, replication_grpc, users_grpc
+from rockmq.protocol import acl_grpc, admin_grpc, inner_grpc, messages_grpc, replication_grpc, users_grpc
 from rockmq.store import Store
 from rockmq.store.disk_space import log_failure
 
@@ -196,6 +199,8 @@ class Broker:
             replication_grpc.add_ReplicationServicer_to_server(self.replicator, guarding)
         users = UsersServicer(self.users, self.settings.auth_enabled, self.cluster, self.access.forget)
         users_grpc.add_UsersServicer_to_server(users, guarding)
+        search = MessageSearch(MessageLookup(self.ctx, self.cluster.name), self.cluster)
+        messages_grpc.add_MessagesServicer_to_server(MessagesServicer(search), guarding)
         inner_grpc.add_InnerServicer_to_server(Prover(inner_user(self.settings)), guarding)
         health_pb2_grpc.add_HealthServicer_to_server(HealthServicer(self.health), guarding)
         batch = BatchServicer(self.ctx, self.clients, self.pop, self.puller, self.staging,

@@ -20,6 +20,7 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.trace import Event
 from rockmq.protocol import pb, records, tokens
 from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
@@ -86,17 +87,20 @@ class TimerService:
             await self.durable()  # a recall that found it gone (recalled before) answers once the replica agrees
             raise BrokerError(pb.NOT_FOUND, f"no pending delayed message of topic {topic!r} for this recall handle "
                                             "(delivered or recalled)")
+        message_id = records.message_id(raw[4:])
         batch = self.ctx.store.batch()
         batch.delete(Family.TIMERS, key)
         self.pending.add(batch, -1)
+        self.ctx.logs.trace.unplaced(batch, topic_id, message_id, Event.RECALLED)
         await self.commit(batch)
-        return records.message_id(raw[4:])
+        return message_id
 
     def move_due(self) -> tuple[int, int | None]:
         """Move up to `timer_move_batch` due messages; -> (moved, due time of the next pending timer)."""
         ctx = self.ctx
         logs = ctx.logs
         topics = ctx.meta.topics_by_id
+        trace = logs.trace.event
         now = now_ms()
         batch = ctx.store.batch()
         touched: set[int] = set()
@@ -113,7 +117,9 @@ class TimerService:
             if topic is None:  # the topic was deleted meanwhile
                 continue
             sealed = memoryview(value)[4:]  # `place` copies it once, into the log record
-            logs.append_record(batch, topic, logs.queue_of(topic, sealed), sealed, now, allocated=allocated)
+            queue_id = logs.queue_of(topic, sealed)
+            trace(batch, topic.id, queue_id, logs.append_record(batch, topic, queue_id, sealed, now, allocated=allocated),
+                  Event.TIMER_FIRED)
             touched.add(topic.id)
         for due_ms, count in due.items():
             self.lateness.add(now - due_ms, count)

@@ -32,6 +32,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.timers import TimerService
+from rockmq.broker.trace import Event
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError, over_limit
 from rockmq.store import keys
@@ -145,12 +146,16 @@ class TransactionService:
         self._resolve(batch, transaction_id, outcome)
         allocated: dict[tuple[int, int], int] = {}
         touched: list[int] = []
-        if commit and topic is not None:
+        if not commit:
+            ctx.logs.trace.unplaced(batch, topic_id, records.message_id(sealed), Event.ROLLED_BACK, requester())
+        elif topic is not None:
             if due_ms > now_ms():
                 self.timers.schedule_record(batch, topic, sealed, due_ms)
+                ctx.logs.trace.unplaced(batch, topic_id, records.message_id(sealed), Event.COMMITTED, requester())
             else:
                 queue_id = ctx.logs.queue_of(topic, sealed)
-                ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
+                offset = ctx.logs.append_record(batch, topic, queue_id, sealed, allocated=allocated)
+                ctx.logs.trace.event(batch, topic.id, queue_id, offset, Event.COMMITTED)
                 touched.append(topic.id)
         await self.commit(batch, allocated, touched)
         ctx.tally.ended(topic_id, commit)
@@ -189,11 +194,13 @@ class TransactionService:
                             txn_id, records.message_id(sealed), sent)
                 self._resolve(batch, txn_id, ROLLED_BACK)
                 ctx.tally.ended(topic_id, False)
+                ctx.logs.trace.unplaced(batch, topic_id, records.message_id(sealed), Event.ROLLED_BACK)
                 continue
             nxt = now + int(s.txn_check_interval_s * 1000)
             batch.put(Family.TXN, txn_id.encode(), half_value((topic_id, due_ms, nxt, sent + 1), owner, sealed))
             batch.put(Family.TXNCHECKS, keys.txn_check_key(nxt, txn_id), b"")
             checks.append((topic.name, check_command(sealed, txn_id), owner))
+            ctx.logs.trace.unplaced(batch, topic_id, records.message_id(sealed), Event.CHECKED)
         ctx.store.write(batch)
         for topic_name, command, owner in checks:
             if not self.publishers.push_to_publisher(topic_name, command, owner):

@@ -1,4 +1,5 @@
-"""`rockmq message send|recall|tail`: through rockmq's own client, routed like any client's requests."""
+"""`rockmq message send|recall|tail`: through rockmq's own client, routed like any client's requests;
+`rockmq message get|find|list|trace`: the Messages admin service (broker/api/messages.py)."""
 
 from __future__ import annotations
 
@@ -19,22 +20,27 @@ from rockmq.cli.common import (
     credentials,
     format_ms,
     number,
+    signed_channel,
     subcommands,
+    table,
     tls,
+    warn_unreachable,
     with_endpoint,
 )
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
     from rockmq.client import Message, ReceivedMessage
+    from rockmq.protocol._gen.rockmq.admin.v1 import messages_pb2
 
 TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
 TAIL_INVISIBLE_S = 30  # what a tail receives stays invisible to the group's other consumers this long
 
 
 def register(sub: Subparsers) -> None:
-    message = subcommands(sub, "message", "send and tail messages", run)
+    message = subcommands(sub, "message", "send, tail, find and trace messages", run)
     _register_send(message)
+    _register_lookups(message)
     recall = with_endpoint(message.add_parser("recall", help="cancel a pending delayed message"))
     recall.add_argument("topic")
     recall.add_argument("handle", help="the recall handle `message send --delay` printed")
@@ -70,6 +76,8 @@ def _register_send(message: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action in LOOKUPS:
+        return _look_up(args)
     if args.action == "tail":
         from rockmq.protocol import admin
 
@@ -178,3 +186,146 @@ def tail_line(m: ReceivedMessage) -> str:
     props = f" properties={json.dumps(m.properties, ensure_ascii=False, sort_keys=True)}" if m.properties else ""
     return (f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'}{keys}{props} "
             f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}")
+
+
+# --- get, find, list, trace: the Messages service (broker/api/messages.py) ---------------------
+
+LOOKUPS = ("get", "find", "list", "trace")
+BODY_FORMATS = ("text", "hex", "json")
+
+
+def _register_lookups(message: Subparsers) -> None:
+    def lookup(name: str, help: str) -> argparse.ArgumentParser:
+        parser = with_endpoint(message.add_parser(name, help=help))
+        parser.add_argument("topic")
+        parser.add_argument("--json", action="store_true", help="one JSON document, for scripts")
+        return parser
+
+    def shown(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--body-format", choices=BODY_FORMATS, default="text",
+                            help="print the body as text (UTF-8, undecodable bytes replaced), hex, or parsed JSON")
+
+    def window(parser: argparse.ArgumentParser, required: bool) -> None:
+        parser.add_argument("--from", dest="from_", required=required, metavar="TIME",
+                            help="stored at or after this ISO 8601 time with a zone" + ("" if required else " (default: any)"))
+        parser.add_argument("--to", metavar="TIME", help="stored at or before this ISO 8601 time with a zone (default: now)")
+        parser.add_argument("--max", type=number(int, 1), default=100, help="show at most N messages (default 100)")
+
+    get = lookup("get", "show a stored message by its message id")
+    get.add_argument("message_id", metavar="ID")
+    shown(get)
+    find = lookup("find", "show the stored messages with a key")
+    find.add_argument("--key", required=True)
+    window(find, required=False)
+    shown(find)
+    listed = lookup("list", "show the messages stored in a time window")
+    window(listed, required=True)
+    shown(listed)
+    trace = lookup("trace", "show what happened to a message: stored, delivered, acknowledged...")
+    trace.add_argument("message_id", metavar="ID")
+
+
+def _instant(text: str | None, flag: str) -> int:
+    from rockmq.when import parse_instant_ms
+
+    if text is None:
+        return 0
+    try:
+        return parse_instant_ms(text)
+    except ValueError as e:
+        raise CliError(f"{flag}: {e}", EXIT_USAGE) from None
+
+
+def _look_up(args: argparse.Namespace) -> int:
+    from rockmq.protocol import messages, messages_grpc
+
+    stub = messages_grpc.MessagesStub(signed_channel(args))
+    if args.action == "trace":
+        trace = stub.TraceMessage(messages.TraceMessageRequest(topic=args.topic, message_id=args.message_id),
+                                  timeout=REQUEST_TIMEOUT_S)
+        _print_trace(trace, args.json)
+        return 0
+    if args.action == "get":
+        reply = stub.GetMessage(messages.GetMessageRequest(topic=args.topic, message_id=args.message_id),
+                                timeout=REQUEST_TIMEOUT_S)
+    else:
+        from_ms, to_ms = _instant(args.from_, "--from"), _instant(args.to, "--to")
+        if to_ms and to_ms < from_ms:
+            raise CliError("--to is before --from", EXIT_USAGE)
+        if args.action == "find":
+            reply = stub.FindMessages(messages.FindMessagesRequest(topic=args.topic, key=args.key, from_ms=from_ms,
+                                                                   to_ms=to_ms, max=args.max), timeout=REQUEST_TIMEOUT_S)
+        else:
+            reply = stub.ListMessages(messages.ListMessagesRequest(topic=args.topic, from_ms=from_ms, to_ms=to_ms,
+                                                                   max=args.max), timeout=REQUEST_TIMEOUT_S)
+    _print_messages(reply, args.body_format, args.json)
+    return 0
+
+
+def _body_shown(body: bytes, body_format: str) -> object:
+    """The body as `--body-format` asks (json: parsed, or the text if it is not JSON)."""
+    import json
+
+    if body_format == "hex":
+        return body.hex()
+    text = body.decode(errors="replace")
+    if body_format == "json":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _described(stored: messages_pb2.StoredMessage, body_format: str) -> dict[str, object]:
+    """What the commands show of a stored message."""
+    from rockmq.protocol import pb
+
+    m = stored.message
+    sp = m.system_properties
+    return {
+        "message_id": sp.message_id, "topic": m.topic.name, "broker": stored.broker, "queue_id": sp.queue_id,
+        "offset": sp.queue_offset, "stored": format_ms(sp.store_timestamp.ToMilliseconds()),
+        "born": format_ms(sp.born_timestamp.ToMilliseconds()), "born_host": sp.born_host,
+        "tag": sp.tag if sp.HasField("tag") else None, "keys": list(sp.keys),
+        "message_group": sp.message_group if sp.HasField("message_group") else None,
+        "type": pb.MessageType.Name(sp.message_type), "properties": dict(m.user_properties),
+        "body": _body_shown(m.body, body_format),
+    }
+
+
+def _print_messages(reply: messages_pb2.MessagesResponse, body_format: str, as_json: bool) -> None:
+    import json
+
+    shown = [_described(s, body_format) for s in reply.messages]
+    if as_json:
+        print(json.dumps({"messages": shown, "more": reply.more, "unreachable": list(reply.unreachable)}, indent=2))
+    else:
+        for i, d in enumerate(shown):
+            if i:
+                print()
+            body = d.pop("body")
+            for name, value in d.items():
+                if value not in (None, [], {}):
+                    print(f"{name + ':':15} {value}")
+            print(f"{'body:':15} {body if isinstance(body, str) else json.dumps(body)}")
+        if not shown:
+            print("no message matched")
+        elif reply.more:
+            print(f"\n... more matched: showing the first {len(shown)} (raise --max or narrow --from/--to)")
+        warn_unreachable(reply.unreachable)
+
+
+def _print_trace(trace: messages_pb2.TraceMessageResponse, as_json: bool) -> None:
+    import json
+
+    events = [{"at": format_ms(e.at_ms), "event": e.kind, "broker": e.broker, "queue_id": e.queue_id,
+               "offset": e.offset, "group": e.group, "client_id": e.client_id, "attempt": e.attempt}
+              for e in trace.events]
+    if as_json:
+        print(json.dumps({"events": events, "unreachable": list(trace.unreachable)}, indent=2))
+        return
+    table([[e["at"], e["event"], f"{e['broker']}:{e['queue_id']}:{e['offset']}" if e["offset"] != -1 else "-", e["group"] or "-",
+            e["client_id"] or "-", e["attempt"] or "-"] for e in events],
+          ["TIME", "EVENT", "WHERE", "GROUP", "CLIENT", "ATTEMPT"])
+    warn_unreachable(trace.unreachable)

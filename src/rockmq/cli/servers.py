@@ -78,6 +78,9 @@ SERVE = (
                                  "they are refused ({default})", metavar="N"),
     Flag("disk_reserve_mib", "free disk space kept beside the memtables' next flush: below it sends are refused, "
                              "'disk full' ({default})", metavar="MIB"),
+    Flag("trace_enabled", "record no message traces (rockmq message trace)", option="--no-trace", const=False),
+    Flag("trace_ttl_s", "keep a message's trace at most this long after it was stored (default {default})",
+         option="--trace-ttl", metavar="SECONDS"),
     Flag("auto_create_topics", "refuse sends and routes for unknown topics", option="--no-auto-create-topics",
          const=False),
     Flag("workers", "broker shard processes on this machine, joined as a cluster behind --port: a number, or auto "

@@ -8,6 +8,7 @@ Topics and groups are named by small integer ids assigned at creation, keeping k
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import cython
 
@@ -246,6 +247,81 @@ def parse_dedup_value(raw: bytes) -> tuple[int, int, str, str]:
     queue_id, offset = _POSITION.unpack_from(raw)
     transaction_id, _, recall_handle = raw[_POSITION.size :].decode().partition("\n")
     return queue_id, offset, transaction_id, recall_handle
+
+
+# --- index family: topic · hour · kind · ... (broker/message_index.py) -----------------------
+# Every message stored, by its id and by each of its keys, in the hour of its store time: a lookup
+# is a point read or a prefix scan per hour, and retention trims whole hours with one range delete
+# per topic. A key's entries sort by store time, so a time window is one range of each hour.
+
+INDEX_HOUR_MS = 3_600_000
+BY_ID, BY_KEY = b"i", b"k"
+_INDEX_HEAD = struct.Struct(">IIc")  # topic · hour · kind
+_KEY_TAIL = struct.Struct(">QIQ")  # store_ms · queue · offset
+_pack_index_head, _pack_key_tail = _INDEX_HEAD.pack, _KEY_TAIL.pack
+
+
+def index_id_key(topic_id: int, hour: int, message_id: str) -> bytes:
+    """Of the message with this id stored in this hour (-> queue · offset: `parse_index_position`)."""
+    return _pack_index_head(topic_id, hour, BY_ID) + message_id.encode()
+
+
+@cython.locals(key=str)
+def index_key_prefix(topic_id: int, hour: int, key: str) -> bytes:
+    """Of every entry of a message key in this hour (the key's length first: no key is another's prefix)."""
+    raw = key.encode()
+    return _pack_index_head(topic_id, hour, BY_KEY) + len(raw).to_bytes(2, "big") + raw
+
+
+def index_entries(topic_id: int, hour: int, store_ms: int, queue_id: int, offset: int, message_id: str,
+                  message_keys: Sequence[str]) -> list[tuple[bytes, bytes]]:
+    """A message's entries: its id -> queue · offset, then per key `index_key_prefix` · store
+    time · queue · offset -> nothing. One call per message appended (compiled: no Python between
+    the packs)."""
+    position = _pack_position(queue_id, offset)
+    out = [(_pack_index_head(topic_id, hour, BY_ID) + message_id.encode(), position)]
+    if message_keys:
+        head = _pack_index_head(topic_id, hour, BY_KEY)
+        tail = _pack_key_tail(store_ms, queue_id, offset)
+        for key in message_keys:
+            raw = key.encode()
+            out.append((head + len(raw).to_bytes(2, "big") + raw + tail, b""))
+    return out
+
+
+def parse_index_key_tail(key: bytes) -> tuple[int, int, int]:
+    """(store_ms, queue, offset) of a key's entry (`index_entries`)."""
+    return _KEY_TAIL.unpack_from(key, len(key) - _KEY_TAIL.size)
+
+
+def index_time_bound(prefix: bytes, store_ms: int) -> bytes:
+    """Entries of `prefix` stored before `store_ms` sort below this."""
+    return prefix + _pack_u64(store_ms)
+
+
+def index_hour(topic_id: int, hour: int) -> bytes:
+    """Every index entry of a topic's hours before `hour` sorts below this (retention's cut)."""
+    return _pack_queue(topic_id, hour)
+
+
+def parse_index_position(raw: bytes) -> tuple[int, int]:
+    return _POSITION.unpack(raw)
+
+
+# --- trace family: topic · queue · offset · event_ms · sequence -> event (broker/trace.py) -----
+# A stored message's life after it was stored, beside its log entry's key: one prefix scan reads it,
+# and retention trims it with the same range deletes (per queue, by offset) as the log.
+
+_TRACE = struct.Struct(">IIQQI")
+_pack_trace = _TRACE.pack
+
+
+def trace_key(topic_id: int, queue_id: int, offset: int, event_ms: int, seq: int) -> bytes:
+    return _pack_trace(topic_id, queue_id, offset, event_ms, seq)
+
+
+def parse_trace_key(key: bytes) -> tuple[int, int, int, int, int]:
+    return _TRACE.unpack(key)
 
 
 # --- staging family: kind · ... (broker/staging.py) ----------------------------------------

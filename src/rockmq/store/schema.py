@@ -61,6 +61,8 @@ class Family(metaclass=_Families):
     MATCHES = FamilyName("matches", 10)  # offsets a filtered subscription matched
     STAGING = FamilyName("staging", 11)  # the Spark sink's staged chunks, sinks and publish jobs (broker/staging.py)
     FOOTPRINTS = FamilyName("footprints", 12)  # keys each replicated batch touched (store/footprints.py), never shipped
+    INDEX = FamilyName("index", 13)  # messages by id and by key (broker/message_index.py)
+    TRACE = FamilyName("trace", 14)  # what happened to each stored message (broker/trace.py)
 
 
 assert len({f.id for f in Family}) == len(Family), "two families share an id"

@@ -34,6 +34,9 @@ def _entry_at(entry: int) -> int:
     return _HEAD.size + entry * _ENTRY.size
 
 
+Settled = tuple[int, int, int]  # a delivery settled: queue, offset, attempt
+
+
 class Delivery(NamedTuple):
     """A live delivery, as a receipt handle names it."""
 
@@ -67,11 +70,13 @@ class Issue:
         self.checkpoint_id = 0  # taken with the first delivery: an empty receive costs nothing
         self._token = ""
         self._entries: list[bytes] = []
+        self.ranges: list[tuple[int, int, int, int]] = []  # (queue, first, last, attempt) handed out
 
     def add(self, queue_id: int, offset: int, attempt: int) -> str:
         """A delivery -> its receipt handle."""
         token, entry = self.next_entry()
         self._entries.append(_ENTRY.pack(queue_id, offset, attempt))
+        self._range(queue_id, offset, offset, attempt)
         return receipt.handle(token, entry)
 
     def next_entry(self) -> tuple[str, int]:
@@ -85,6 +90,21 @@ class Issue:
         """Deliveries of one queue whose handles were made from `next_entry` (records.frame_run), in that order."""
         pack = _ENTRY.pack
         self._entries += [pack(queue_id, offset, attempt) for offset in offsets]
+        if offsets and offsets[-1] - offsets[0] == len(offsets) - 1:  # consecutive: the usual run
+            self._range(queue_id, offsets[0], offsets[-1], attempt)
+        else:
+            for offset in offsets:
+                self._range(queue_id, offset, offset, attempt)
+
+    def _range(self, queue_id: int, first: int, last: int, attempt: int) -> None:
+        """Note deliveries for the trace, as ranges of consecutive offsets (one trace event each)."""
+        ranges = self.ranges
+        if ranges:
+            q, start, end, a = ranges[-1]
+            if q == queue_id and a == attempt and first == end + 1:
+                ranges[-1] = (q, start, last, a)
+                return
+        ranges.append((queue_id, first, last, attempt))
 
     @property
     def key(self) -> bytes:
@@ -246,17 +266,17 @@ class Checkpoints:
         return Delivery(group_id, topic_id, checkpoint_id, entry, *found, deadline)
 
     def acknowledge(self, batch: Batch, group_id: int, topic_id: int, handles: list[str],
-                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> tuple[list[BrokerError | None], list[int]]:
+                    runs: Iterable[tuple[str, Sequence[int]]] = ()) -> tuple[list[BrokerError | None], list[Settled]]:
         """An ack: `verify` and `settle` in one pass, for many, each checkpoint read once and rewritten (or
         removed) once in `batch` -> one result per handle, then per entry of the runs (None: settled),
-        and the queue of each delivery settled. A delivery named twice is refused the second time."""
+        and (queue, offset, attempt) of each delivery settled. A delivery named twice is refused the second time."""
         decoded = self._decode(group_id, topic_id, handles, runs)
         raws = self._read(group_id, topic_id, decoded)
         values = {cid: bytearray(raw) for cid, raw in raws.items() if raw is not None}
         now = now_ms()
         expired = {cid for cid, value in values.items() if _HEAD.unpack_from(value)[0] <= now}
         results: list[BrokerError | None] = []
-        queues: list[int] = []
+        acked: list[Settled] = []
         settled: dict[int, int] = {}  # checkpoint id -> entries settled here
         twice: set[tuple[int, int]] = set()  # (checkpoint id, entry) settled here
         pack_into, head, size = _ENTRY.pack_into, _HEAD.size, _ENTRY.size
@@ -281,10 +301,10 @@ class Checkpoints:
             settled[checkpoint_id] = settled.get(checkpoint_id, 0) + 1
             twice.add(r)
             results.append(None)
-            queues.append(found[0])
+            acked.append(found)
         for checkpoint_id, count in settled.items():
             self._rewrite(batch, group_id, topic_id, checkpoint_id, values[checkpoint_id], count)
-        return results, queues
+        return results, acked
 
     def _decode(self, group_id: int, topic_id: int, handles: list[str],
                 runs: Iterable[tuple[str, Sequence[int]]]) -> list[tuple[int, int] | BrokerError]:

@@ -23,6 +23,7 @@ from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.trace import Event
 from rockmq.protocol import records
 from rockmq.protocol.conventions import DLQ_ATTEMPTS, DLQ_ORIGIN_OFFSET, DLQ_ORIGIN_QUEUE
 from rockmq.store import keys
@@ -82,6 +83,7 @@ class Reviver:
         dlq = self.ctx.dlq_topic(group)
         self.ctx.logs.append_record(batch, dlq, 0, self.ctx.logs.seal(dlq, msg))
         self.ctx.tally.dead_lettered(topic.id, group.name)
+        self.ctx.logs.trace.event(batch, topic.id, queue_id, offset, Event.DEAD_LETTERED, group.id)
         log.info("message %s of %s moved to %s", message_id, topic.name, dlq.name)
         return len(record)
 

@@ -31,6 +31,7 @@ from rockmq.broker.pop.take import FRAME as FRAME  # re-exported, as Deferred: w
 from rockmq.broker.pop.take import Deferred as Deferred
 from rockmq.broker.pop.take import Take
 from rockmq.broker.subscriptions import Subscription, Subscriptions
+from rockmq.broker.trace import Event, coalesce
 from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError
@@ -147,7 +148,8 @@ class PopService:
         until = loop.time() + poll_s
         while True:
             arrival = arrivals.tags(topic.id, waits_for)  # taken before looking: no lost wake-up
-            out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for, lanes, max_bytes)
+            out, advanced = self._receive_once(group, topic, sub, batch_size, invisible_ms, renew_for, lanes, max_bytes,
+                                               client_id)
             left = until - loop.time()
             if out or left <= 0 or arrivals.ended:
                 return out
@@ -165,11 +167,11 @@ class PopService:
 
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
                       invisible_ms: int, renew_for: str | None = None, lanes: Route | None = None,
-                      max_bytes: int = 0) -> tuple[list[bytes | Deferred], bool]:
+                      max_bytes: int = 0, client_id: str = "") -> tuple[list[bytes | Deferred], bool]:
         """One look at the retries and the queues (pop/take.py) -> (messages, whether any state
         advanced); past `max_bytes` (if above 0) of framed messages, the rest `Deferred`. What it
         handed out is then due for revive at its deadline, and renewed for `renew_for`."""
-        take = Take(self, group, topic, sub, batch_size, invisible_ms, lanes, max_bytes)
+        take = Take(self, group, topic, sub, batch_size, invisible_ms, lanes, max_bytes, client_id)
         advanced = take.run()
         if take.out:
             self.ctx.tally.handed_out(topic.id, group.name, len(take.out), take.size)
@@ -190,9 +192,13 @@ class PopService:
             raise BrokerError(pb.BAD_REQUEST, f"an ack names at most {MAX_ACK_ENTRIES} deliveries, not {named}: "
                                               "send them in several requests")
         batch = self.ctx.store.batch()
-        results, queues = self.checkpoints.acknowledge(batch, group.id, topic.id, handles, runs)
+        results, acked = self.checkpoints.acknowledge(batch, group.id, topic.id, handles, runs)
+        trace = self.ctx.logs.trace
+        if trace.enabled:
+            trace.ranges(batch, topic.id, coalesce(acked), Event.ACKED, group.id)
         self.ctx.store.write(batch)
-        self._release(group, topic, queues)  # only once written: a failed write leaves them in flight, their queues held
+        # Only once written: a failed write leaves them in flight, their queues held.
+        self._release(group, topic, [queue_id for queue_id, _, _ in acked])
         return results
 
     def _release(self, group: GroupConfig, topic: TopicConfig, queues: Sequence[int]) -> None:
@@ -213,6 +219,8 @@ class PopService:
         new_deadline = now_ms() + invisible_ms
         batch = self.ctx.store.batch()
         new_handle = self.checkpoints.move(batch, found, new_deadline)
+        self.ctx.logs.trace.event(batch, topic.id, found.queue_id, found.offset, Event.INVISIBLE_CHANGED, group.id,
+                                  found.attempt)
         self.ctx.store.write(batch)
         self.reviver.note(new_deadline)
         return new_handle

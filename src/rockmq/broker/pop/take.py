@@ -36,6 +36,7 @@ from rockmq.broker.pop.offsets import PopOffsets
 from rockmq.broker.pop.revive import Reviver
 from rockmq.broker.queues import by_offset
 from rockmq.broker.subscriptions import Subscription
+from rockmq.broker.trace import Event
 from rockmq.filter.record_filter import accept_all
 from rockmq.protocol import records
 from rockmq.protocol.field_keys import ReceivedMessageFields
@@ -77,12 +78,13 @@ class Take:
 
     __slots__ = ("_ctx", "_offsets", "_reviver", "_fifo", "_sub", "_accept", "_lanes", "_group_id", "_topic_id",
                  "_queues", "_batch_size", "_invisible_ms", "_max_reply_bytes", "_frame_bytes", "_plain", "batch",
-                 "issue", "out", "_size", "_framed", "_after", "_left", "_positions", "_taken")
+                 "issue", "out", "_size", "_framed", "_after", "_left", "_positions", "_taken", "_client_id")
 
     def __init__(self, sources: Sources, group: GroupConfig, topic: TopicConfig, sub: Subscription | None,
-                 batch_size: int, invisible_ms: int, lanes: Route | None, max_bytes: int) -> None:
+                 batch_size: int, invisible_ms: int, lanes: Route | None, max_bytes: int, client_id: str = "") -> None:
         """`lanes`: which lanes' messages the consumer takes (None: all; a FIFO group's receive has none);
-        `max_bytes` (if above 0): framed messages past it go out `Deferred`."""
+        `max_bytes` (if above 0): framed messages past it go out `Deferred`; `client_id`: the
+        consumer, for the trace."""
         ctx = self._ctx = sources.ctx
         deadline = now_ms() + invisible_ms
         self.batch = ctx.store.batch()
@@ -102,6 +104,7 @@ class Take:
         self._left = False  # a message was left for another lane's consumers
         self._positions: dict[tuple[int, int, int], int] = {}  # pop offsets advanced
         self._taken = False  # a retry was taken
+        self._client_id = client_id
 
 
     @property
@@ -260,6 +263,8 @@ class Take:
     def write(self) -> bool:
         """The look's one WriteBatch, then the in-memory state that follows it -> whether any state advanced."""
         self.issue.write(self.batch)
+        self._ctx.logs.trace.ranges(self.batch, self._topic_id, self.issue.ranges, Event.DELIVERED, self._group_id,
+                                    self._client_id)
         self._ctx.store.write(self.batch)
         self._offsets.advanced(self._positions)
         for apply in self._after:
