@@ -57,8 +57,8 @@ def stored(broker, conn, unique):
 def test_get_by_id_shows_headers_properties_and_body(broker, stored):
     topic, sent, _, _ = stored
     out = ok(broker.cli("message", "get", topic, sent[0]))
-    assert f"message_id:     {sent[0]}" in out and "keys:           ['order-1']" in out and "tag:            a" in out
-    assert "properties:     {'region': 'eu'}" in out and 'body:           {"n": 1}' in out
+    assert f"message_id:     {sent[0]}" in out and "keys:           order-1" in out and "tag:            a" in out
+    assert "properties:     region=eu" in out and 'body:           {"n": 1}' in out
     (shown,) = json.loads(ok(broker.cli("message", "get", topic, sent[0], "--json", "--body-format", "json")))["messages"]
     assert shown["body"] == {"n": 1} and shown["properties"] == {"region": "eu"} and shown["topic"] == topic
     assert shown["stored"] and shown["offset"] == 0

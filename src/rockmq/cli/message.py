@@ -307,13 +307,22 @@ def _print_messages(reply: messages_pb2.MessagesResponse, body_format: str, as_j
             body = d.pop("body")
             for name, value in d.items():
                 if value not in (None, [], {}):
-                    print(f"{name + ':':15} {value}")
+                    print(f"{name + ':':15} {_plain(value)}")
             print(f"{'body:':15} {body if isinstance(body, str) else json.dumps(body)}")
         if not shown:
             print("no message matched")
         elif reply.more:
             print(f"\n... more matched: showing the first {len(shown)} (raise --max or narrow --from/--to)")
         warn_unreachable(reply.unreachable)
+
+
+def _plain(value: object) -> object:
+    """A field as a person reads it: keys comma-separated, properties as k=v."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return value
 
 
 def _print_trace(trace: messages_pb2.TraceMessageResponse, as_json: bool) -> None:
