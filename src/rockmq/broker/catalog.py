@@ -129,7 +129,9 @@ class Catalog:
             raise BrokerError(pb.PRECONDITION_FAILED, f"cannot shrink topic {topic.name!r} to {queues} queues on "
                                                       f"{self.broker}: queue {used[0]} has held messages (only queues "
                                                       "that never held one may go)")
-        return self.topic_info(self.ctx.meta.update_topic(topic, queues, request.perm or topic.perm), True)
+        updated = self.ctx.meta.update_topic(topic, queues, request.perm or topic.perm)
+        self.subscriptions.grown(updated)
+        return self.topic_info(updated, True)
 
     def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
         info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types,
