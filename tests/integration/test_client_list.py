@@ -61,3 +61,18 @@ def test_bad_input_is_one_line(broker, unique):
     assert_one_line_error(broker.cli("client", "list", "--group", unique("nope")), 1, "does not exist")
     assert_one_line_error(broker.cli("client", "list", "--topic", unique("nope")), 1, "does not exist")
     assert_one_line_error(broker.cli("client", "list", "--group", "g", "--topic", "t"), 2, "not allowed")
+
+
+def test_a_language_this_broker_does_not_know_is_listed_by_number(broker, conn, unique):
+    """A newer client's language (an enum value past those compiled in) does not break its settings."""
+    topic, client_id = unique("cl-lang"), unique("future-client")
+    conn.create_topic(topic)
+    settings = producer_settings(topic)
+    settings.user_agent.language = 99  # proto3 enums are open: the value arrives as a number
+    settings.user_agent.version = "9.9.9"
+    stream = TelemetryStream(conn.mq, client_metadata(client_id), settings)
+    try:
+        assert stream.next(RPC_TIMEOUT, "settings") is not None
+        assert clients(broker, "--topic", topic)[client_id]["language"] == "99"
+    finally:
+        stream.close()
