@@ -11,7 +11,8 @@ from broker_process import AUTH_ADMIN, AUTH_SECRET
 from dead_letters import dead_letters, make_dead_letters
 from test_cli import assert_one_line_error, ok, table
 
-from rockmq.protocol import pb
+from rockmq.broker import dead_letters as dead_letters_module
+from rockmq.protocol import admin, pb
 
 
 def iso(ms: int) -> str:
@@ -123,3 +124,23 @@ def test_acl_get_lists_and_update_changes(auth_broker, unique):
     assert_one_line_error(auth_broker.cli("dlq", "purge", group, *as_user), 1, "may not Update")
     ok(auth_broker.cli("acl", "grant", user, "--resource", f"Group:{group}", "--actions", "Get,Update", *admin))
     assert "purged 0 " in ok(auth_broker.cli("dlq", "purge", group, *as_user))
+
+
+def test_a_high_rate_still_sends_back_in_bounded_chunks(harness, monkeypatch):
+    """--rate is the client's number: a chunk in memory (and in one write) stays at most UNPACED_CHUNK letters."""
+    monkeypatch.setattr(dead_letters_module, "UNPACED_CHUNK", 2)
+    conn = harness.conn
+    conn.create_topic("dlq-chunks")
+    make_dead_letters(conn, "dlq-chunks", "dlq-chunker", [str(i) for i in range(5)])
+    letters = harness.services.catalog.dead_letters
+    chunks: list[int] = []
+    send_back = letters._send_back
+
+    def counted(group, chunk, reply):  # a spy: the real call, its chunk's size noted
+        chunks.append(len(chunk))
+        send_back(group, chunk, reply)
+
+    monkeypatch.setattr(letters, "_send_back", counted)
+    reply = conn.admin.ResendDeadLetters(admin.DlqResendRequest(group="dlq-chunker", all=True, rate=1_000_000),
+                                         timeout=30)
+    assert reply.resent == 5 and max(chunks) <= 2, (reply, chunks)
