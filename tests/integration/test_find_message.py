@@ -112,6 +112,7 @@ def test_bad_input_is_one_line(broker, stored):
     one_line(broker.cli("message", "list", topic, "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"),
              2, "--to is before --from")
     one_line(broker.cli("message", "trace", topic, "NO-SUCH-ID"), 1, "no message 'NO-SUCH-ID'")
+    one_line(broker.cli("message", "list", topic, "--from", "1969-12-31T00:00:00Z"), 1, "cannot start before 1970")
 
 
 @pytest.mark.broker_settings(retention_s=1, retention_check_s=3600)  # only the sweeps the test runs
