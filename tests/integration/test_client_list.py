@@ -7,13 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from mqwire import RPC_TIMEOUT
 from telemetry_stream import TelemetryStream, producer_settings
 from test_cli import assert_one_line_error, ok, table
 from waiting import wait_for
 
 from rockmq.plumbing.channels import client_metadata
-from rockmq.protocol import pb
+from rockmq.protocol import admin, pb, rpc
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "compat"))
 from official_client import producer, simple_consumer  # noqa: E402
@@ -76,3 +77,13 @@ def test_a_language_this_broker_does_not_know_is_listed_by_number(broker, conn, 
         assert clients(broker, "--topic", topic)[client_id]["language"] == "99"
     finally:
         stream.close()
+
+
+@pytest.mark.broker_settings(max_list_page=2)
+def test_a_listing_holds_at_most_max_list_page_clients(harness):
+    """Clients connect by the thousand: one reply holds a page of them and says more are connected."""
+    for i in range(3):
+        harness.conn.mq.Heartbeat(rpc.HeartbeatRequest(client_type=pb.PRODUCER), timeout=RPC_TIMEOUT,
+                                  metadata=client_metadata(f"many-{i}"))
+    reply = harness.conn.admin.ListClients(admin.ListClientsRequest(), timeout=RPC_TIMEOUT)
+    assert len(reply.clients) == 2 and reply.more
