@@ -4,15 +4,19 @@ and never acknowledged until the group's attempts ran out), sent back to their g
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime
 
+import grpc
 from broker_process import AUTH_ADMIN, AUTH_SECRET
 from dead_letters import dead_letters, make_dead_letters
 from test_cli import assert_one_line_error, ok, table
 
 from rockmq.broker import dead_letters as dead_letters_module
 from rockmq.protocol import admin, pb
+from rockmq.store import keys
+from rockmq.store.schema import Family
 
 
 def iso(ms: int) -> str:
@@ -144,3 +148,28 @@ def test_a_high_rate_still_sends_back_in_bounded_chunks(harness, monkeypatch):
     reply = conn.admin.ResendDeadLetters(admin.DlqResendRequest(group="dlq-chunker", all=True, rate=1_000_000),
                                          timeout=30)
     assert reply.resent == 5 and max(chunks) <= 2, (reply, chunks)
+
+
+def test_a_group_deleted_during_a_paced_resend_keeps_no_retries(harness):
+    """The resend stops at the deletion: nothing it queues afterwards outlives the group (its id is never used again)."""
+    conn = harness.conn
+    conn.create_topic("dlq-deleted")
+    make_dead_letters(conn, "dlq-deleted", "dlq-goner", ["1", "2", "3", "4"])
+    group, topic = harness.group("dlq-goner"), harness.topic("dlq-deleted")
+    assert group is not None and topic is not None
+    codes: list[grpc.StatusCode] = []
+
+    def resend() -> None:
+        try:
+            conn.admin.ResendDeadLetters(admin.DlqResendRequest(group="dlq-goner", all=True, rate=1), timeout=30)
+        except grpc.RpcError as e:
+            codes.append(e.code())
+
+    sending = threading.Thread(target=resend)
+    sending.start()
+    time.sleep(0.5)  # the first letter went back; the rest wait for their seconds
+    conn.admin.DeleteGroup(admin.DeleteGroupRequest(name="dlq-goner", force=True), timeout=10)
+    sending.join(30)
+    retries = keys.retry_prefix(group.id, topic.id)
+    assert harness.call(lambda: harness.services.ctx.store.first_key(Family.RETRY, retries, keys.prefix_end(retries))) is None
+    assert codes == [grpc.StatusCode.NOT_FOUND]

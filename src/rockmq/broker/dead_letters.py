@@ -132,9 +132,16 @@ class DeadLetters:
                 # Paced: the chunk's share of a second at `rate`; unpaced, the loop's other work between two chunks.
                 await asyncio.sleep(len(chunk) / request.rate if request.rate else 0)
                 chunk = []
+                self._still_there(group, reply)
         self._send_back(group, chunk, reply)
         reply.unknown.extend(sorted(wanted - found))
         return reply
+
+    def _still_there(self, group: GroupConfig, reply: admin.DlqResendResponse) -> None:
+        """Refuse to go on once the group was deleted meanwhile: a retry queued for it would outlive it."""
+        if self.ctx.meta.groups.get(group.name) is not group:
+            raise BrokerError(pb.CONSUMER_GROUP_NOT_FOUND, f"consumer group {group.name!r} was deleted while its dead "
+                                                           f"letters were sent back ({reply.resent} were)")
 
     def _send_back(self, group: GroupConfig, letters: list[Letter], reply: admin.DlqResendResponse) -> None:
         """Queue each letter's original for the group's next receives (one write), or say why not."""
