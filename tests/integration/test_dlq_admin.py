@@ -4,14 +4,19 @@ and never acknowledged until the group's attempts ran out), sent back to their g
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime
 
+import grpc
 from broker_process import AUTH_ADMIN, AUTH_SECRET
 from dead_letters import dead_letters, make_dead_letters
 from test_cli import assert_one_line_error, ok, table
 
-from rockmq.protocol import pb
+from rockmq.broker import dead_letters as dead_letters_module
+from rockmq.protocol import admin, pb
+from rockmq.store import keys
+from rockmq.store.schema import Family
 
 
 def iso(ms: int) -> str:
@@ -123,3 +128,48 @@ def test_acl_get_lists_and_update_changes(auth_broker, unique):
     assert_one_line_error(auth_broker.cli("dlq", "purge", group, *as_user), 1, "may not Update")
     ok(auth_broker.cli("acl", "grant", user, "--resource", f"Group:{group}", "--actions", "Get,Update", *admin))
     assert "purged 0 " in ok(auth_broker.cli("dlq", "purge", group, *as_user))
+
+
+def test_a_high_rate_still_sends_back_in_bounded_chunks(harness, monkeypatch):
+    """--rate is the client's number: a chunk in memory (and in one write) stays at most UNPACED_CHUNK letters."""
+    monkeypatch.setattr(dead_letters_module, "UNPACED_CHUNK", 2)
+    conn = harness.conn
+    conn.create_topic("dlq-chunks")
+    make_dead_letters(conn, "dlq-chunks", "dlq-chunker", [str(i) for i in range(5)])
+    letters = harness.services.catalog.dead_letters
+    chunks: list[int] = []
+    send_back = letters._send_back
+
+    def counted(group, chunk, reply):  # a spy: the real call, its chunk's size noted
+        chunks.append(len(chunk))
+        send_back(group, chunk, reply)
+
+    monkeypatch.setattr(letters, "_send_back", counted)
+    reply = conn.admin.ResendDeadLetters(admin.DlqResendRequest(group="dlq-chunker", all=True, rate=1_000_000),
+                                         timeout=30)
+    assert reply.resent == 5 and max(chunks) <= 2, (reply, chunks)
+
+
+def test_a_group_deleted_during_a_paced_resend_keeps_no_retries(harness):
+    """The resend stops at the deletion: nothing it queues afterwards outlives the group (its id is never used again)."""
+    conn = harness.conn
+    conn.create_topic("dlq-deleted")
+    make_dead_letters(conn, "dlq-deleted", "dlq-goner", ["1", "2", "3", "4"])
+    group, topic = harness.group("dlq-goner"), harness.topic("dlq-deleted")
+    assert group is not None and topic is not None
+    codes: list[grpc.StatusCode] = []
+
+    def resend() -> None:
+        try:
+            conn.admin.ResendDeadLetters(admin.DlqResendRequest(group="dlq-goner", all=True, rate=1), timeout=30)
+        except grpc.RpcError as e:
+            codes.append(e.code())
+
+    sending = threading.Thread(target=resend)
+    sending.start()
+    time.sleep(0.5)  # the first letter went back; the rest wait for their seconds
+    conn.admin.DeleteGroup(admin.DeleteGroupRequest(name="dlq-goner", force=True), timeout=10)
+    sending.join(30)
+    retries = keys.retry_prefix(group.id, topic.id)
+    assert harness.call(lambda: harness.services.ctx.store.first_key(Family.RETRY, retries, keys.prefix_end(retries))) is None
+    assert codes == [grpc.StatusCode.NOT_FOUND]

@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 import grpc
 import pytest
 from acl_setup import SECRETS, TOPIC, start_acl_broker
+from harness import BrokerHarness
 from mqwire import message
+from waiting import wait_for
 
 from rockmq.broker import message_index
 from rockmq.protocol import messages, messages_grpc
@@ -110,6 +112,7 @@ def test_bad_input_is_one_line(broker, stored):
     one_line(broker.cli("message", "list", topic, "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"),
              2, "--to is before --from")
     one_line(broker.cli("message", "trace", topic, "NO-SUCH-ID"), 1, "no message 'NO-SUCH-ID'")
+    one_line(broker.cli("message", "list", topic, "--from", "1969-12-31T00:00:00Z"), 1, "cannot start before 1970")
 
 
 @pytest.mark.broker_settings(retention_s=1, retention_check_s=3600)  # only the sweeps the test runs
@@ -156,3 +159,24 @@ def test_with_auth_reading_needs_sub_on_the_topic(tmp_path):
         assert "Sub" in refused.stderr and "secret order" not in refused.stderr
     finally:
         broker.stop()
+
+
+def test_a_replica_finds_and_traces_what_it_holds(tmp_path):
+    """Finding and tracing only read: a replica answers them (as it answers pulls) instead of naming its primary."""
+    primary = BrokerHarness(tmp_path / "primary", replication="async").start()
+    replica = BrokerHarness(tmp_path / "replica", replica_of=primary.endpoint).start()
+    try:
+        primary.conn.create_topic("replicated", queues=1)
+        (sent,) = primary.conn.send_ok(message("replicated", "held", keys=("rk",)))
+        wait_for(lambda: len(replica.stored("replicated")) == 1, 15, 0.1, what="the replica to hold the message")
+        stub = messages_grpc.MessagesStub(replica.conn.channel)
+        got = stub.GetMessage(messages.GetMessageRequest(topic="replicated", message_id=sent.message_id), timeout=10)
+        assert [m.message.body for m in got.messages] == [b"held"]
+        found = stub.FindMessages(messages.FindMessagesRequest(topic="replicated", key="rk"), timeout=10).messages
+        assert [m.message.system_properties.message_id for m in found] == [sent.message_id]
+        listed = stub.ListMessages(messages.ListMessagesRequest(topic="replicated"), timeout=10).messages
+        assert len(listed) == 1
+        stub.TraceMessage(messages.TraceMessageRequest(topic="replicated", message_id=sent.message_id), timeout=10)
+    finally:
+        replica.stop()
+        primary.stop()

@@ -13,8 +13,10 @@ from scrape import samples, value
 from tls_certs import free_port
 from waiting import wait_for
 
+from rockmq.broker import metrics as broker_metrics
 from rockmq.client import AsyncProducer, Message, Producer, SimpleConsumer
-from rockmq.protocol import pb
+from rockmq.plumbing.channels import client_metadata
+from rockmq.protocol import pb, rpc
 
 BODY = b"x" * 100
 
@@ -113,3 +115,16 @@ def test_pulls_count_for_groups_that_exist_only(tmp_path, unique):
     out = {s.labels["consumer_group"]: s.value for s in scraped
            if s.name == "rocketmq_messages_out_total" and s.labels["topic"] == topic}
     assert out == {group: 3}
+
+
+def test_connections_by_version_are_capped(harness, monkeypatch):
+    """Clients name their own version: a client per made-up version adds no series past the cap."""
+    monkeypatch.setattr(broker_metrics, "MAX_SERIES", 3)
+    for i in range(5):
+        harness.conn.mq.Heartbeat(rpc.HeartbeatRequest(client_type=pb.PRODUCER), timeout=10,
+                                  metadata=client_metadata(f"made-up-{i}", version=f"0.0.{i}"))
+    metrics = harness.services.metrics
+    harness.run(metrics.refresh())
+    families = {f.name: f for f in harness.call(lambda: list(metrics.collect()))}
+    assert len(families["rocketmq_producer_connections"].samples) == 3
+    assert families["rockmq_metrics_series_dropped"].samples[0].value == 2

@@ -74,3 +74,16 @@ def test_perm_outlives_a_restart(fresh_broker, unique):
         assert (info.perm, info.queue_count) == ("r", 2)
     finally:
         conn.close()
+
+
+def test_grown_queues_serve_a_filtered_group(broker, conn, unique):
+    """A group registered its filter when the topic had 2 queues; the queues added later are read too."""
+    topic, group = unique("grow-filter"), unique("grow-filter-group")
+    conn.create_topic(topic, queues=2)
+    conn.create_group(group)
+    assert conn.receive(group, topic, tag="keep")[0] in (pb.OK, pb.MESSAGE_NOT_FOUND)  # registers the filter
+    ok(broker.cli("topic", "update", topic, "--queues", "4"))
+    for i in range(8):  # round robin: every queue, the new ones too
+        conn.send_ok(message(topic, f"k{i}", tag="keep"), message(topic, f"d{i}", tag="drop"))
+    got = conn.receive_n(group, topic, 8, tag="keep")
+    assert sorted(m.body for m in got) == sorted(f"k{i}".encode() for i in range(8))

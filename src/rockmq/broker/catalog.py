@@ -129,7 +129,9 @@ class Catalog:
             raise BrokerError(pb.PRECONDITION_FAILED, f"cannot shrink topic {topic.name!r} to {queues} queues on "
                                                       f"{self.broker}: queue {used[0]} has held messages (only queues "
                                                       "that never held one may go)")
-        return self.topic_info(self.ctx.meta.update_topic(topic, queues, request.perm or topic.perm), True)
+        updated = self.ctx.meta.update_topic(topic, queues, request.perm or topic.perm)
+        self.subscriptions.grown(updated)
+        return self.topic_info(updated, True)
 
     def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
         info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types,
@@ -212,13 +214,15 @@ class Catalog:
         return self.fanout.clients(request, lambda: self._clients_here(request))
 
     def _clients_here(self, request: admin.ListClientsRequest) -> admin.ListClientsResponse:
-        """The clients connected here (of the group, or of the topic, which must exist)."""
+        """The clients connected here (of the group, or of the topic, which must exist), at most max_list_page."""
         if request.group:
             self.ctx.meta.group(request.group)
         if request.topic:
             self.ctx.meta.topic(request.topic)
         now = time.monotonic()
+        connected = self.clients.connected(request.group, request.topic)
+        most = self.ctx.settings.max_list_page
         return admin.ListClientsResponse(clients=[
             admin.ClientInfo(client_id=s.client_id, kind=kind_of(s), group=s.group, topics=s.topics, language=s.language,
                              version=s.version, address=s.address, broker=self.broker, idle_s=now - s.last_seen)
-            for s in self.clients.connected(request.group, request.topic)])
+            for s in connected[:most]], more=len(connected) > most)

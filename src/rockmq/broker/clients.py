@@ -106,6 +106,14 @@ def identify(session: Session, address: str, language: str, version: str) -> Non
         session.version = version[:MAX_IDENTITY]
 
 
+def _language(value: int) -> str:
+    """A UA's language by name; one this broker's protocol does not know (a newer client's: proto3
+    enums are open) by its number; "" if not said."""
+    if not value:
+        return ""
+    return pb.Language.Name(value) if value in pb.Language.values() else str(value)
+
+
 def kind_of(session: Session) -> str:
     return KINDS.get(session.client_type, "unknown")
 
@@ -328,7 +336,7 @@ class Clients:
         _check_names(given)
         session.client_type = given.client_type
         ua = given.user_agent
-        identify(session, "", pb.Language.Name(ua.language) if ua.language else "", ua.version)
+        identify(session, "", _language(ua.language), ua.version)
         if given.HasField("publishing"):
             self._set_publishing(session, tuple(t.name for t in given.publishing.topics))
             out.publishing.max_body_size = self.ctx.settings.max_body_size

@@ -30,7 +30,7 @@ from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
 from rockmq.store.schema import Family
 
-UNPACED_CHUNK = 1000  # letters sent back per write without a rate
+UNPACED_CHUNK = 1000  # letters sent back per write at most (per second's share with a rate)
 MAX_REPORTED = 100  # letters a resend's reply says why it skipped (it counts them all): a reply stays small
 
 
@@ -120,7 +120,7 @@ class DeadLetters:
         reply = admin.DlqResendResponse()
         found: set[str] = set()
         chunk: list[Letter] = []
-        size = request.rate or UNPACED_CHUNK
+        size = min(request.rate or UNPACED_CHUNK, UNPACED_CHUNK)  # the rate is the client's number: not a chunk's size
         for letter in [] if topic is None else self._letters(topic, 0, 0):  # streamed: one chunk in memory
             if not request.all:
                 if letter.message_id not in wanted:
@@ -129,12 +129,19 @@ class DeadLetters:
             chunk.append(letter)
             if len(chunk) == size:
                 self._send_back(group, chunk, reply)
+                # Paced: the chunk's share of a second at `rate`; unpaced, the loop's other work between two chunks.
+                await asyncio.sleep(len(chunk) / request.rate if request.rate else 0)
                 chunk = []
-                if request.rate:  # the next second's share
-                    await asyncio.sleep(1.0)
+                self._still_there(group, reply)
         self._send_back(group, chunk, reply)
         reply.unknown.extend(sorted(wanted - found))
         return reply
+
+    def _still_there(self, group: GroupConfig, reply: admin.DlqResendResponse) -> None:
+        """Refuse to go on once the group was deleted meanwhile: a retry queued for it would outlive it."""
+        if self.ctx.meta.groups.get(group.name) is not group:
+            raise BrokerError(pb.CONSUMER_GROUP_NOT_FOUND, f"consumer group {group.name!r} was deleted while its dead "
+                                                           f"letters were sent back ({reply.resent} were)")
 
     def _send_back(self, group: GroupConfig, letters: list[Letter], reply: admin.DlqResendResponse) -> None:
         """Queue each letter's original for the group's next receives (one write), or say why not."""

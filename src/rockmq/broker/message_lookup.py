@@ -29,7 +29,9 @@ Found = tuple[int, int, int]  # store_ms, queue, offset
 def check_window(from_ms: int, to_ms: int, limit: int) -> tuple[int, int]:
     """(to_ms with 0 as now, max with 0 as DEFAULT_MAX), or why the request is refused."""
     to_ms = to_ms or now_ms()
-    if from_ms < 0 or to_ms < from_ms:
+    if from_ms < 0:
+        raise BrokerError(pb.BAD_REQUEST, f"the time window cannot start before 1970 (the epoch): {from_ms} ms")
+    if to_ms < from_ms:
         raise BrokerError(pb.BAD_REQUEST, f"the time window must not end before it starts ({from_ms} > {to_ms} ms)")
     if not 0 <= limit <= MAX_MESSAGES:
         raise BrokerError(pb.BAD_REQUEST, f"max must be in [1, {MAX_MESSAGES}], not {limit}")

@@ -98,10 +98,11 @@ class BrokerMetrics(Collector):
 
     async def _compute(self) -> None:
         lag, dropped = await self._lag()
+        connections = self._connections()
         self._gauges = [*lag, *self._counts(), *self._storage(), GaugeMetricFamily(
             "rocketmq_storage_message_reserve_time", "ms since the store time of the oldest message kept",
-            value=await self._reserve_ms()), *self._connections(), *self._replication()]
-        self._dropped = dropped
+            value=await self._reserve_ms()), *(b.family for b in connections), *self._limits(), *self._replication()]
+        self._dropped = dropped + sum(b.dropped for b in connections)
         self._computed = time.monotonic()
 
     def collect(self) -> Iterator[Metric]:
@@ -222,15 +223,23 @@ class BrokerMetrics(Collector):
                     oldest = records.store_ms(record)
         return max(0, now_ms() - oldest) if oldest else 0
 
-    def _connections(self) -> Iterator[Metric]:
+    def _connections(self) -> list[Bounded]:
+        """Client sessions by language and version: values the clients name, so capped (MAX_SERIES) like lag."""
         producers: dict[tuple[str, ...], int] = {}
         consumers: dict[tuple[str, ...], int] = {}
         for session in list(self.clients.sessions.values()):
             counts = producers if session.client_type in PRODUCERS else consumers
             key = (session.language or UNKNOWN, session.version or UNKNOWN)
             counts[key] = counts.get(key, 0) + 1
+        out = []
         for name, counts in (("rocketmq_producer_connections", producers), ("rocketmq_consumer_connections", consumers)):
-            yield _gauge(name, "Client sessions by language and version", ["language", "version"], counts.items())
+            family = Bounded(GaugeMetricFamily(name, "Client sessions by language and version", labels=["language", "version"]))
+            for labels, n in counts.items():
+                family.add(list(labels), n)
+            out.append(family)
+        return out
+
+    def _limits(self) -> Iterator[Metric]:
         limits = self.ctx.settings.connection_limits
         limit = limits.connections
         sockets = open_sockets(0)

@@ -149,14 +149,21 @@ class Subscriptions:
         if current is not None:
             self._remove(current)
             _drop_matches(batch, group.id, topic.id)
-        batch.put(Family.META, keys.subscription_meta(group.id, topic.id), json.dumps({
-            "group_id": group.id, "topic_id": topic.id, "sql": sub.sql, "expression": sub.expression,
-            "indexed_from": indexed_from}).encode())
+        _record(batch, sub)
         self.ctx.store.write(batch)
         self._add(sub)
         log.info("group %s subscribes to %s with %s %r", group.name, topic.name, "SQL92" if sub.sql else "tags",
                  sub.expression)
         return sub
+
+    def grown(self, topic: TopicConfig) -> None:
+        """The topic has more queues now (`rockmq topic update --queues`): its registrations cover them.
+        A new queue's matches were indexed from its first append (the index is per topic): from offset 0."""
+        batch = self.ctx.store.batch()
+        for sub in [s for s in self._subs.values() if s.topic_id == topic.id and len(s.indexed_from) < topic.queues]:
+            sub.indexed_from.extend([0] * (topic.queues - len(sub.indexed_from)))
+            _record(batch, sub)
+        self.ctx.store.write(batch)
 
     def forget_topic(self, topic_id: int) -> None:
         for sub in [s for s in self._subs.values() if s.topic_id == topic_id]:
@@ -231,6 +238,13 @@ def _match_range(group_id: int, topic_id: int) -> tuple[bytes, bytes]:
     """The key range of a group's matches in a topic."""
     prefix = keys.match_prefix(group_id, topic_id)
     return prefix, keys.prefix_end(prefix)
+
+
+def _record(batch: Batch, sub: Subscription) -> None:
+    """Put the registration into `batch` (read back at start)."""
+    batch.put(Family.META, keys.subscription_meta(sub.group_id, sub.topic_id), json.dumps({
+        "group_id": sub.group_id, "topic_id": sub.topic_id, "sql": sub.sql, "expression": sub.expression,
+        "indexed_from": sub.indexed_from}).encode())
 
 
 def _drop_matches(batch: Batch, group_id: int, topic_id: int) -> None:

@@ -148,13 +148,18 @@ def coalesce(deliveries: Sequence[tuple[int, int, int]]) -> list[Range]:
             return [(queue_id, low, high, attempt)]
     out: list[Range] = []
     for queue_id, offset, attempt in deliveries:
-        if out:
-            q, first, last, a = out[-1]
-            if q == queue_id and a == attempt and offset == last + 1:
-                out[-1] = (q, first, offset, a)
-                continue
-        out.append((queue_id, offset, offset, attempt))
+        extend(out, queue_id, offset, offset, attempt)
     return out
+
+
+def extend(ranges: list[Range], queue_id: int, first: int, last: int, attempt: int) -> None:
+    """Add offsets first..last of a queue and attempt to `ranges`: the last range grows if they follow it."""
+    if ranges:
+        q, start, end, a = ranges[-1]
+        if q == queue_id and a == attempt and first == end + 1:
+            ranges[-1] = (q, start, last, a)
+            return
+    ranges.append((queue_id, first, last, attempt))
 
 
 def _event(key: bytes, value: bytes) -> TraceEvent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from rockmq.cli.common import admin_stub, print_json, subcommands, table, warn_unreachable, with_endpoint, with_json
@@ -31,4 +32,7 @@ def run(args: argparse.Namespace) -> int:
             c.address or "-", c.broker] for c in reply.clients],
           ["CLIENT_ID", "KIND", "GROUP", "TOPICS", "LANGUAGE", "VERSION", "ADDRESS", "BROKER"])
     warn_unreachable(reply.unreachable)
+    if reply.more:
+        print("rockmq: more clients are connected than a broker lists (max_list_page): narrow with --group or --topic",
+              file=sys.stderr)
     return 0

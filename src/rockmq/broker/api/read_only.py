@@ -18,6 +18,7 @@ ALLOWED = frozenset({
     "NotifyClientTermination", "ListTopics", "DescribeTopic", "ListGroups", "DescribeGroup", "ListMembers",
     "GetTimerStats", "Pull", "Fetch", "Promote", "ListUsers", "ListAcls", "DescribeCluster", "ListDeadLetters",
     "ListClients", "GetConfig",
+    "GetMessage", "FindMessages", "ListMessages", "TraceMessage",  # rockmq.admin.v1.Messages: the replicated store
     "Check", "Watch",  # grpc.health.v1: a replica says whether it is ready too
 })
 STREAMING = frozenset({"ReceiveMessage"})

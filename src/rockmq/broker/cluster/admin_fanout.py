@@ -290,7 +290,7 @@ class AdminFanout:
         else:
             live = await self.cluster.live()
             parts, unreachable, _ = await self._ask(sorted(live), live, "ListClients", _local(request), here, "clients")
-        reply = admin.ListClientsResponse(unreachable=unreachable)
+        reply = admin.ListClientsResponse(unreachable=unreachable, more=any(part.more for part in parts))
         for part in parts:
             reply.clients.extend(part.clients)
         return reply

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+from rockmq.broker import trace
 from rockmq.broker.clock import now_ms
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.protocol import pb, receipt
@@ -70,7 +71,7 @@ class Issue:
         self.checkpoint_id = 0  # taken with the first delivery: an empty receive costs nothing
         self._token = ""
         self._entries: list[bytes] = []
-        self.ranges: list[tuple[int, int, int, int]] = []  # (queue, first, last, attempt) handed out
+        self.ranges: list[trace.Range] = []  # (queue, first, last, attempt) handed out
 
     def add(self, queue_id: int, offset: int, attempt: int) -> str:
         """A delivery -> its receipt handle."""
@@ -98,13 +99,7 @@ class Issue:
 
     def _range(self, queue_id: int, first: int, last: int, attempt: int) -> None:
         """Note deliveries for the trace, as ranges of consecutive offsets (one trace event each)."""
-        ranges = self.ranges
-        if ranges:
-            q, start, end, a = ranges[-1]
-            if q == queue_id and a == attempt and first == end + 1:
-                ranges[-1] = (q, start, last, a)
-                return
-        ranges.append((queue_id, first, last, attempt))
+        trace.extend(self.ranges, queue_id, first, last, attempt)
 
     @property
     def key(self) -> bytes:

@@ -433,12 +433,14 @@ class ClientInfo(_message.Message):
     def __init__(self, client_id: _Optional[str] = ..., kind: _Optional[str] = ..., group: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., version: _Optional[str] = ..., address: _Optional[str] = ..., broker: _Optional[str] = ..., idle_s: _Optional[float] = ...) -> None: ...
 
 class ListClientsResponse(_message.Message):
-    __slots__ = ("clients", "unreachable")
+    __slots__ = ("clients", "unreachable", "more")
     CLIENTS_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     clients: _containers.RepeatedCompositeFieldContainer[ClientInfo]
     unreachable: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, clients: _Optional[_Iterable[_Union[ClientInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
+    more: bool
+    def __init__(self, clients: _Optional[_Iterable[_Union[ClientInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ..., more: _Optional[bool] = ...) -> None: ...
 
 class GetConfigRequest(_message.Message):
     __slots__ = ()
