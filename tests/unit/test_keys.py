@@ -46,3 +46,19 @@ def test_dedup_value_round_trip():
     assert keys.parse_dedup_value(keys.dedup_value(3, 99)) == (3, 99, "", "")
     assert keys.parse_dedup_value(keys.dedup_value(0xFFFFFFFF, 0, "txn-1", "")) == (0xFFFFFFFF, 0, "txn-1", "")
     assert keys.parse_dedup_value(keys.dedup_value(1, 2, "", "RH")) == (1, 2, "", "RH")
+
+
+@given(u32, st.integers(0, 2**32 - 2), u64, u32, u64, st.lists(st.text(min_size=1, max_size=40), max_size=3))
+def test_index_entries_fall_in_their_lookups_ranges(topic, hour, store_ms, queue, offset, message_keys):
+    """What `MessageIndex.add` writes is what its lookups read: the id entry under the hour's id
+    head, each key entry between the key's time bounds and parsing back, and all below the next hour."""
+    id_head, key_head = keys.index_heads(topic, hour)
+    assert keys.parse_index_position(keys.index_position(queue, offset)) == (queue, offset)
+    assert keys.index_id_key(id_head, "01AB") == id_head + b"01AB" < keys.index_hour(topic, hour + 1)
+    entries = keys.index_key_entries(key_head, store_ms, queue, offset, message_keys)
+    assert len(entries) == len(message_keys)
+    for key, entry in zip(message_keys, entries, strict=True):
+        prefix = keys.index_key_prefix(key_head, key)
+        assert keys.index_time_bound(prefix, store_ms) <= entry < keys.index_time_bound(prefix, store_ms + 1)
+        assert keys.parse_index_key_tail(entry) == (store_ms, queue, offset)
+        assert keys.index_hour(topic, hour) <= entry < keys.index_hour(topic, hour + 1)

@@ -23,19 +23,29 @@ HOUR_MS = keys.INDEX_HOUR_MS
 _TOPIC_HOUR = struct.Struct(">II")
 
 
+_INDEX = Family.INDEX  # a str, read once per entry
+
+
 class MessageIndex:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._trimmed = 0  # hours before this one are gone (`trim`)
+        # topic id -> (hour, its id head, its key head): a message's entries pack no head, and a
+        # topic's messages mostly arrive in the same hour. One entry per topic appended to.
+        self._heads: dict[int, tuple[int, bytes, bytes]] = {}
 
-    @staticmethod
-    def add(batch: Batch, topic_id: int, queue_id: int, offset: int, store_ms: int, message_id: str,
+    def add(self, batch: Batch, topic_id: int, queue_id: int, offset: int, store_ms: int, message_id: str,
             message_keys: Sequence[str]) -> None:
         """Index a message being appended in `batch`."""
+        hour = store_ms // HOUR_MS
+        heads = self._heads.get(topic_id)
+        if heads is None or heads[0] != hour:
+            heads = self._heads[topic_id] = (hour, *keys.index_heads(topic_id, hour))
         put = batch.put
-        for key, value in keys.index_entries(topic_id, store_ms // HOUR_MS, store_ms, queue_id, offset, message_id,
-                                             message_keys):
-            put(Family.INDEX, key, value)
+        put(_INDEX, keys.index_id_key(heads[1], message_id), keys.index_position(queue_id, offset))
+        if message_keys:
+            for entry in keys.index_key_entries(heads[2], store_ms, queue_id, offset, message_keys):
+                put(_INDEX, entry, b"")
 
     def _hours(self, topic_id: int, from_ms: int, to_ms: int) -> range:
         """The hours of [from_ms, to_ms] that can hold entries of the topic (none before its oldest)."""
@@ -49,7 +59,8 @@ class MessageIndex:
         """(queue, offset) of each message stored with this id (a resend after the de-duplication
         window is stored again), oldest first."""
         hours = self._hours(topic_id, 0, now)
-        found = self.store.get_many(Family.INDEX, [keys.index_id_key(topic_id, h, message_id) for h in hours])
+        found = self.store.get_many(Family.INDEX, [keys.index_id_key(keys.index_heads(topic_id, h)[0], message_id)
+                                                   for h in hours])
         return [keys.parse_index_position(raw) for raw in found if raw is not None]
 
     def by_key(self, topic_id: int, key: str, from_ms: int, to_ms: int, limit: int) -> list[tuple[int, int, int]]:
@@ -57,7 +68,7 @@ class MessageIndex:
         first, at most `limit` of them."""
         found: list[tuple[int, int, int]] = []
         for hour in self._hours(topic_id, from_ms, to_ms):
-            prefix = keys.index_key_prefix(topic_id, hour, key)
+            prefix = keys.index_key_prefix(keys.index_heads(topic_id, hour)[1], key)
             lower, upper = keys.index_time_bound(prefix, from_ms), keys.index_time_bound(prefix, to_ms + 1)
             found.extend(keys.parse_index_key_tail(k) for k, _ in self.store.scan(Family.INDEX, lower, upper, limit - len(found)))
             if len(found) >= limit:

@@ -258,39 +258,49 @@ INDEX_HOUR_MS = 3_600_000
 BY_ID, BY_KEY = b"i", b"k"
 _INDEX_HEAD = struct.Struct(">IIc")  # topic · hour · kind
 _KEY_TAIL = struct.Struct(">QIQ")  # store_ms · queue · offset
-_pack_index_head, _pack_key_tail = _INDEX_HEAD.pack, _KEY_TAIL.pack
+_pack_index_head, _pack_key_tail, _pack_u16 = _INDEX_HEAD.pack, _KEY_TAIL.pack, struct.Struct(">H").pack
 
 
-def index_id_key(topic_id: int, hour: int, message_id: str) -> bytes:
-    """Of the message with this id stored in this hour (-> queue · offset: `parse_index_position`)."""
-    return _pack_index_head(topic_id, hour, BY_ID) + message_id.encode()
+def index_heads(topic_id: int, hour: int) -> tuple[bytes, bytes]:
+    """The heads of a topic's hour: of its id entries, and of its key entries (`MessageIndex`
+    keeps the current hour's, so a message's entries pack none)."""
+    return _pack_index_head(topic_id, hour, BY_ID), _pack_index_head(topic_id, hour, BY_KEY)
 
 
-@cython.locals(key=str)
-def index_key_prefix(topic_id: int, hour: int, key: str) -> bytes:
-    """Of every entry of a message key in this hour (the key's length first: no key is another's prefix)."""
+@cython.locals(message_id=str)  # compiled: encoded by a direct call, not a looked-up method
+def index_id_key(id_head: bytes, message_id: str) -> bytes:
+    """Of the message with this id stored in the hour of `id_head` (-> `index_position`)."""
+    return id_head + message_id.encode()
+
+
+@cython.locals(key=str, raw=bytes)
+def index_key_prefix(key_head: bytes, key: str) -> bytes:
+    """Of every entry of a message key in the hour of `key_head` (the key's length first: no key
+    is another's prefix)."""
     raw = key.encode()
-    return _pack_index_head(topic_id, hour, BY_KEY) + len(raw).to_bytes(2, "big") + raw
+    return key_head + _pack_u16(len(raw)) + raw
 
 
-def index_entries(topic_id: int, hour: int, store_ms: int, queue_id: int, offset: int, message_id: str,
-                  message_keys: Sequence[str]) -> list[tuple[bytes, bytes]]:
-    """A message's entries: its id -> queue · offset, then per key `index_key_prefix` · store
-    time · queue · offset -> nothing. One call per message appended (compiled: no Python between
-    the packs)."""
-    position = _pack_position(queue_id, offset)
-    out = [(_pack_index_head(topic_id, hour, BY_ID) + message_id.encode(), position)]
-    if message_keys:
-        head = _pack_index_head(topic_id, hour, BY_KEY)
-        tail = _pack_key_tail(store_ms, queue_id, offset)
-        for key in message_keys:
-            raw = key.encode()
-            out.append((head + len(raw).to_bytes(2, "big") + raw + tail, b""))
+@cython.locals(key=str, raw=bytes, tail=bytes)
+def index_key_entries(key_head: bytes, store_ms: int, queue_id: int, offset: int,
+                      message_keys: Sequence[str]) -> list[bytes]:
+    """A message's key entries (-> nothing): per key `index_key_prefix` · store time · queue ·
+    offset, so a key's entries sort by store time. Compiled: no Python between the packs."""
+    tail = _pack_key_tail(store_ms, queue_id, offset)
+    out = []
+    for key in message_keys:
+        raw = key.encode()
+        out.append(key_head + _pack_u16(len(raw)) + raw + tail)
     return out
 
 
+def index_position(queue_id: int, offset: int) -> bytes:
+    """An id entry's value: where the message is."""
+    return _pack_position(queue_id, offset)
+
+
 def parse_index_key_tail(key: bytes) -> tuple[int, int, int]:
-    """(store_ms, queue, offset) of a key's entry (`index_entries`)."""
+    """(store_ms, queue, offset) of a key's entry (`index_key_entries`)."""
     return _KEY_TAIL.unpack_from(key, len(key) - _KEY_TAIL.size)
 
 
