@@ -187,7 +187,7 @@ def test_disk_full(tmpfs: Tmpfs):
         assert proc.wait(20) == 0, list(broker.log)[mark:]
         time.sleep(0.2)  # the log pump catches up
         assert not _lines(broker, mark, "Traceback") and not _lines(broker, mark, "ERROR"), list(broker.log)[mark:]
-        said = _lines(broker, mark, "WARNING")
+        said = [line for line in _lines(broker, mark, "WARNING") if "draining" not in line]  # the drain's own line
         assert len(said) <= 1, said
         print(f"disk full: SIGTERM on the full disk: exit 0; the broker said: {said}")
 
