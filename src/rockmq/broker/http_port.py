@@ -5,6 +5,7 @@ serving then (`current`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
@@ -13,12 +14,15 @@ from prometheus_client.registry import Collector
 
 from rockmq.auth import scrape
 from rockmq.auth.access import AccessControl
+from rockmq.auth.exposure import is_loopback
 from rockmq.auth.users import Users
 from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.startup import CannotStart
 from rockmq.config import Settings
 from rockmq.http.app import Ready, make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
+
+log = logging.getLogger(__name__)
 
 
 class Serving(Protocol):
@@ -52,6 +56,9 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
         broker = current()
         return scrape.admit(broker.users, broker.access, authorization, peer) if s.auth_enabled else None
 
+    if s.auth_enabled and not s.tls_cert and not is_loopback(s.host):
+        log.warning("the HTTP port on %s takes /metrics credentials (HTTP Basic) in cleartext: give --tls-cert and "
+                    "--tls-key to make it HTTPS (docs/operations.md)", s.host)
     port = HttpPort(make_app(rendering(registry, lambda: current().metrics.refresh()), ready, admit))
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
