@@ -21,10 +21,11 @@ from datetime import timedelta
 from typing import Any
 
 from rockmq.broker.api.batch import BatchServicer
-from rockmq.broker.api.messaging import SERVICE, MessagingServicer
+from rockmq.broker.api.messaging import MessagingServicer
 from rockmq.broker.server import Broker
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
+from rockmq.protocol.conventions import MESSAGING_SERVICE
 from rockmq.protocol.send_request import read
 
 
@@ -89,7 +90,7 @@ async def _run(args: argparse.Namespace, data_dir: str) -> dict[str, float]:
 
 def _method(messaging: MessagingServicer, name: str) -> Any:
     """A MessagingService method as the server runs it: deserializer, handler, serializer."""
-    details = _Call(f"/{SERVICE}/{name}")
+    details = _Call(f"/{MESSAGING_SERVICE}/{name}")
     return messaging.handler().service(details)  # type: ignore[arg-type]
 
 
