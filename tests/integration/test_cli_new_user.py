@@ -5,6 +5,7 @@ gRPC log line), `message send`/`tail` say and show what a user needs, and list/d
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -91,6 +92,15 @@ def test_tls_mismatches_say_what_to_add(command: tuple[str, ...], tls_broker, br
 
 
 # --- message send and tail ---------------------------------------------------------------------
+
+
+def test_a_program_importing_the_cli_keeps_its_grpc_log():
+    """Only the command quiets gRPC's own log: a program (a test run, an application) that imports
+    rockmq.cli keeps its environment, and so do the servers it starts (a replica's TLS refusal is logged)."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    code = "import os, rockmq.cli; print(os.environ.get('GRPC_VERBOSITY'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "None", out
 
 
 def test_delay_and_deliver_at_say_what_they_take(broker):

@@ -16,11 +16,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 # gRPC's own log lines (a failed TLS handshake's `I1129 ... CERTIFICATE_VERIFY_FAILED`) are not the
-# command's: it says what failed in one line. Read once, when gRPC is first imported; the servers keep them.
-if sys.argv[1:2] not in (["serve"], ["namesrv"]):
+# command's: it says what failed in one line. Read once, when gRPC is first imported; the servers keep
+# them, and so does a program that imports rockmq.cli (a test run, an application: its environment, and
+# its servers', is not the command's to change) -- only the `rockmq` script and `python -m rockmq` quiet it.
+if (Path(sys.argv[0]).name == "rockmq" or Path(sys.argv[0]).parts[-2:] == ("rockmq", "__main__.py")) and \
+        sys.argv[1:2] not in (["serve"], ["namesrv"]):
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 import grpc  # noqa: E402
