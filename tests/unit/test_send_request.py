@@ -29,7 +29,8 @@ def messages(draw: st.DrawFn) -> pb.Message:
     for field, value in (("tag", draw(maybe)), ("message_group", draw(maybe)), ("trace_context", draw(maybe)),
                          ("store_host", draw(st.one_of(st.none(), st.just("h:1")))),
                          ("queue_offset", draw(st.one_of(st.none(), st.integers(0, 2**40)))),
-                         ("delivery_attempt", draw(st.one_of(st.none(), st.just(2))))):
+                         ("delivery_attempt", draw(st.one_of(st.none(), st.just(2)))),
+                         ("lite_topic", draw(maybe)), ("priority", draw(st.sampled_from([None, 0, 7, -1])))):
         if value is not None:
             setattr(sp, field, value)
     for stamp in ("delivery_timestamp", "born_timestamp", "store_timestamp"):
@@ -75,6 +76,8 @@ def _agrees(sent: SentMessage, msg: pb.Message) -> None:
     assert sent.tag == (sp.tag if sp.HasField("tag") else None)
     assert sent.message_group == (sp.message_group if sp.HasField("message_group") else None)
     assert sent.keys == list(sp.keys) and sent.message_id == sp.message_id and sent.queue_id == sp.queue_id
+    assert sent.lite_topic == (sp.lite_topic if sp.HasField("lite_topic") else None)
+    assert sent.priority == (sp.priority if sp.HasField("priority") else None)
     assert (sent.body_encoding, sent.message_type) == (sp.body_encoding, sp.message_type)
     ts = sp.delivery_timestamp
     assert sent.delivery == ((ts.seconds, ts.nanos) if sp.HasField("delivery_timestamp") else None)
@@ -150,7 +153,7 @@ def test_the_common_message_is_scanned() -> None:
 @pytest.mark.parametrize("raw", [
     b"\x0a\x05\x22\x03abc" + b"\x0a\x02\x22\x00",  # an empty body written (protobuf would leave it out)
     b"\x0a\x04\x1a\x02\x18\x00",  # message_id written empty
-    b"\x0a\x06\x1a\x04\xb0\x01\x01\x00",  # an unknown system property (22: priority) and a stray byte
+    b"\x0a\x06\x1a\x04\xb8\x01\x01\x00",  # an unknown system property (23) and a stray byte
     b"\x0a\x03\x22\x01a\x12\x00",  # an unknown request field
     b"\x0a\x04\x1a\x02\x1a\x00" b"\x0a\x04\x1a\x02\x1a\x00",  # fine, twice (message_id empty: written empty)
     b"\x0a\x07\x12\x05\x0a\x01\xff\x12\x00",  # a user property key that is not UTF-8
@@ -168,3 +171,14 @@ def test_parsed_is_what_the_scan_reads() -> None:
     scanned = scan(rpc.SendMessageRequest(messages=[msg]).SerializeToString())
     assert scanned is not None
     assert parsed(pb.Message.FromString(msg.SerializeToString())) == scanned[0]
+
+
+def test_lite_topic_and_priority_are_scanned() -> None:
+    """A lite message's lite topic and a priority (0 included: the field is optional) are read by the scan."""
+    for field, value in (("lite_topic", "session-1"), ("priority", 0), ("priority", 9)):
+        msg = pb.Message(topic=pb.Resource(name="t"), body=b"b")
+        msg.system_properties.message_id = "m"
+        setattr(msg.system_properties, field, value)
+        scanned = scan(rpc.SendMessageRequest(messages=[msg]).SerializeToString())
+        assert scanned is not None and getattr(scanned[0], field) == value
+        assert parsed(pb.Message.FromString(msg.SerializeToString())) == scanned[0]

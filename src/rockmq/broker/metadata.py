@@ -18,7 +18,11 @@ from rockmq.store import Store, keys
 from rockmq.store.db import Batch
 from rockmq.store.schema import Family
 
-MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")  # what a topic takes unless it is told
+# A topic of one of these takes it alone: LITE holds lite topics (docs/lite-topics.md), PRIORITY
+# messages with a priority (docs/priority.md).
+LITE, PRIORITY = "LITE", "PRIORITY"
+ALL_TYPES = (*MESSAGE_TYPES, LITE, PRIORITY)
 
 
 @dataclass
@@ -28,6 +32,8 @@ class TopicConfig:
     queues: int
     message_types: list[str] = field(default_factory=lambda: list(MESSAGE_TYPES))
     perm: str = "rw"  # PERMS: "r" refuses sends, "w" refuses receives (and routes say so)
+    lite_topic_ttl_s: int = 0  # LITE: a lite topic expires this long after its last message (0: the broker's default)
+    max_priority: int = 9  # PRIORITY: priorities 0..max_priority
 
 
 PERMS = ("rw", "r", "w")
@@ -80,10 +86,13 @@ def parse_types(types: list[str] | None) -> list[str]:
     out = []
     for t in types:
         up = t.strip().upper()
-        if up not in MESSAGE_TYPES:
-            raise BrokerError(pb.BAD_REQUEST, f"unknown message type {t!r}: use {', '.join(MESSAGE_TYPES)}")
+        if up not in ALL_TYPES:
+            raise BrokerError(pb.BAD_REQUEST, f"unknown message type {t!r}: use {', '.join(ALL_TYPES)}")
         if up not in out:
             out.append(up)
+    for alone in (LITE, PRIORITY):
+        if alone in out and len(out) > 1:
+            raise BrokerError(pb.BAD_REQUEST, f"a {alone} topic takes {alone} messages only, not {', '.join(out)}")
     return out
 
 

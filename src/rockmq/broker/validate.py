@@ -25,7 +25,8 @@ from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX, check_name, dlq_topic, group_of_retry_topic
 from rockmq.protocol.errors import BrokerError
 
-_TYPE_NAMES: dict[int, str] = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION"}
+_TYPE_NAMES: dict[int, str] = {pb.NORMAL: "NORMAL", pb.FIFO: "FIFO", pb.DELAY: "DELAY", pb.TRANSACTION: "TRANSACTION",
+                               pb.LITE: "LITE", pb.PRIORITY: "PRIORITY"}
 MAX_MESSAGE_ID = 128
 # Tags and message groups, in UTF-8 bytes: well under what the stored record's 16-bit length
 # fields hold (protocol/records.py), so a message that passes here always seals.

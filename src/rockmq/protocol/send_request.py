@@ -43,6 +43,8 @@ _QUEUE_ID = cython.declare(cython.int, number(_SP, "queue_id"))
 _QUEUE_OFFSET = cython.declare(cython.int, number(_SP, "queue_offset"))
 _MESSAGE_GROUP = cython.declare(cython.int, number(_SP, "message_group"))
 _TRACE_CONTEXT = cython.declare(cython.int, number(_SP, "trace_context"))
+_LITE_TOPIC = cython.declare(cython.int, number(_SP, "lite_topic"))
+_PRIORITY = cython.declare(cython.int, number(_SP, "priority"))
 _TOPIC = cython.declare(cython.int, number(_M, "topic"))
 _USER_PROPERTIES = cython.declare(cython.int, number(_M, "user_properties"))
 _SYSTEM_PROPERTIES = cython.declare(cython.int, number(_M, "system_properties"))
@@ -68,6 +70,8 @@ class SentMessage(NamedTuple):
     body: memoryview
     rest: bytes
     system_properties: bytes
+    lite_topic: str | None = None  # a LITE message's lite topic (docs/lite-topics.md)
+    priority: int | None = None  # a PRIORITY message's priority
 
     def message(self) -> pb.Message:
         """The message parsed, for the rarer paths that keep a protobuf object (delayed and
@@ -100,9 +104,11 @@ def parsed(msg: pb.Message) -> SentMessage:
               sp.message_id, sp.body_encoding, sp.message_type,
               (delivery.seconds, delivery.nanos) if sp.HasField("delivery_timestamp") else None, queue_id,
               sp.message_group if sp.HasField("message_group") else None)
+    lite_topic = sp.lite_topic if sp.HasField("lite_topic") else None
+    priority = sp.priority if sp.HasField("priority") else None
     sp_bytes, body = sp.SerializeToString(), msg.body
     msg.ClearField("system_properties")
-    return SentMessage(*fields, memoryview(body), msg.SerializeToString(), sp_bytes)
+    return SentMessage(*fields, memoryview(body), msg.SerializeToString(), sp_bytes, lite_topic, priority)
 
 
 _new = tuple.__new__  # a SentMessage made without its Python-level __new__
@@ -179,7 +185,7 @@ class _Reader(Reader):
     @cython.locals(start=cython.Py_ssize_t, end=cython.Py_ssize_t, field=cython.int, cut=cython.Py_ssize_t,
                    kept=cython.Py_ssize_t, data=bytes, queue_id=cython.ulonglong, number=cython.ulonglong, sp=cython.int,
                    sp_end=cython.Py_ssize_t, sp_key=cython.Py_ssize_t, body_end=cython.Py_ssize_t, encoding=cython.ulonglong,
-                   mtype=cython.ulonglong)
+                   mtype=cython.ulonglong, priority=cython.longlong)
     def message(self, start: int, end: int, whole: memoryview) -> SentMessage:
         data = self.data
         topic = ""
@@ -192,6 +198,8 @@ class _Reader(Reader):
         mtype = 0
         queue_id = 0
         delivery: tuple[int, int] | None = None
+        lite: str | None = None
+        priority = -1  # none
         body = whole[end:end]
         sp_key = end  # no system properties: the rest is the whole message
         sp_end = end
@@ -212,6 +220,10 @@ class _Reader(Reader):
                 while self.at < sp_end:
                     cut = self.at
                     sp = self.key(sp_end, sp, _KEYS)
+                    if sp == _PRIORITY:  # optional: 0 is written when set
+                        self.expect(VARINT)
+                        priority = self.varint(sp_end, INT32)
+                        continue
                     if sp == _BODY_ENCODING or sp == _MESSAGE_TYPE or sp == _QUEUE_ID or sp == _QUEUE_OFFSET:
                         self.expect(VARINT)
                         number = self.varint(sp_end, INT64 if sp == _QUEUE_OFFSET else INT32)
@@ -240,6 +252,8 @@ class _Reader(Reader):
                         self.text(sp_end, True)
                     elif sp == _TRACE_CONTEXT:
                         self.text(sp_end, False)
+                    elif sp == _LITE_TOPIC:
+                        lite = self.text(sp_end, False)
                     elif sp == _BODY_DIGEST:
                         self.digest(sp_end)
                     elif sp == _BORN_TIMESTAMP:
@@ -265,7 +279,7 @@ class _Reader(Reader):
             raise NotCanonical
         rest = data[start:sp_key] + data[sp_end:end] if sp_key < end else data[start:end]
         return _new(SentMessage, (topic, props, tag, keys, mid, encoding, mtype, delivery, queue_id, group, body,
-                           rest, b"".join(sp_parts)))
+                           rest, b"".join(sp_parts), lite, None if priority < 0 else priority))
 
 
 @cython.locals(end=cython.Py_ssize_t, size=cython.Py_ssize_t, reader=_Reader)
