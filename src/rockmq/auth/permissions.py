@@ -163,6 +163,8 @@ _ADMIN: dict[str, Rule] = {
     # A consumer may see the queues and offsets of a topic it reads (`rockmq message tail` checks the topic exists).
     "DescribeTopic": Rule(Who.USER, _named(Kind.TOPIC, GET, SUB)),
     "DeleteTopic": Rule(Who.USER, _named(Kind.TOPIC, DELETE)),
+    # Lite topics are covered by their parent's entries (docs/lite-topics.md).
+    "ListLiteTopics": Rule(Who.USER, lambda request: [topic_check(request.topic, GET, SUB)]),
     "CreateGroup": Rule(Who.USER, _named(Kind.GROUP, CREATE)),
     "ListGroups": Rule(Who.USER, _listing(Kind.GROUP)),
     "DescribeGroup": Rule(Who.USER, _named(Kind.GROUP, GET)),

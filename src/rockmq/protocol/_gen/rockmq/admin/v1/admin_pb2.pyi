@@ -7,20 +7,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TopicInfo(_message.Message):
-    __slots__ = ("name", "queue_count", "message_types", "queues", "unreachable", "perm")
+    __slots__ = ("name", "queue_count", "message_types", "queues", "unreachable", "perm", "lite_topic_ttl_s", "max_priority", "lite_topic_count")
     NAME_FIELD_NUMBER: _ClassVar[int]
     QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TYPES_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     PERM_FIELD_NUMBER: _ClassVar[int]
+    LITE_TOPIC_TTL_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    LITE_TOPIC_COUNT_FIELD_NUMBER: _ClassVar[int]
     name: str
     queue_count: int
     message_types: _containers.RepeatedScalarFieldContainer[str]
     queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
     unreachable: _containers.RepeatedScalarFieldContainer[str]
     perm: str
-    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ..., perm: _Optional[str] = ...) -> None: ...
+    lite_topic_ttl_s: int
+    max_priority: int
+    lite_topic_count: int
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., unreachable: _Optional[_Iterable[str]] = ..., perm: _Optional[str] = ..., lite_topic_ttl_s: _Optional[int] = ..., max_priority: _Optional[int] = ..., lite_topic_count: _Optional[int] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
     __slots__ = ("queue_id", "min_offset", "max_offset", "broker")
@@ -35,18 +41,62 @@ class QueueInfo(_message.Message):
     def __init__(self, queue_id: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., broker: _Optional[str] = ...) -> None: ...
 
 class CreateTopicRequest(_message.Message):
-    __slots__ = ("name", "queue_count", "message_types", "brokers", "local")
+    __slots__ = ("name", "queue_count", "message_types", "brokers", "local", "lite_topic_ttl_s", "max_priority")
     NAME_FIELD_NUMBER: _ClassVar[int]
     QUEUE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TYPES_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
     LOCAL_FIELD_NUMBER: _ClassVar[int]
+    LITE_TOPIC_TTL_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     name: str
     queue_count: int
     message_types: _containers.RepeatedScalarFieldContainer[str]
     brokers: _containers.RepeatedScalarFieldContainer[str]
     local: bool
-    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., brokers: _Optional[_Iterable[str]] = ..., local: _Optional[bool] = ...) -> None: ...
+    lite_topic_ttl_s: int
+    max_priority: int
+    def __init__(self, name: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ..., brokers: _Optional[_Iterable[str]] = ..., local: _Optional[bool] = ..., lite_topic_ttl_s: _Optional[int] = ..., max_priority: _Optional[int] = ...) -> None: ...
+
+class ListLiteTopicsRequest(_message.Message):
+    __slots__ = ("topic", "after", "limit", "prefix", "local")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    after: str
+    limit: int
+    prefix: str
+    local: bool
+    def __init__(self, topic: _Optional[str] = ..., after: _Optional[str] = ..., limit: _Optional[int] = ..., prefix: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
+
+class LiteTopicInfo(_message.Message):
+    __slots__ = ("name", "queue_id", "min_offset", "max_offset", "last_store_ms", "broker")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_STORE_MS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_store_ms: int
+    broker: str
+    def __init__(self, name: _Optional[str] = ..., queue_id: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., last_store_ms: _Optional[int] = ..., broker: _Optional[str] = ...) -> None: ...
+
+class ListLiteTopicsResponse(_message.Message):
+    __slots__ = ("lite_topics", "more", "unreachable")
+    LITE_TOPICS_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    lite_topics: _containers.RepeatedCompositeFieldContainer[LiteTopicInfo]
+    more: bool
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, lite_topics: _Optional[_Iterable[_Union[LiteTopicInfo, _Mapping]]] = ..., more: _Optional[bool] = ..., unreachable: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TopicRequest(_message.Message):
     __slots__ = ("name", "local")
@@ -79,7 +129,7 @@ class DeleteTopicResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class GroupInfo(_message.Message):
-    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight", "unreachable", "consume_mode")
+    __slots__ = ("name", "fifo", "max_attempts", "queues", "inflight", "unreachable", "consume_mode", "lite_wildcard")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIFO_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +137,7 @@ class GroupInfo(_message.Message):
     INFLIGHT_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     CONSUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    LITE_WILDCARD_FIELD_NUMBER: _ClassVar[int]
     name: str
     fifo: bool
     max_attempts: int
@@ -94,7 +145,8 @@ class GroupInfo(_message.Message):
     inflight: int
     unreachable: _containers.RepeatedScalarFieldContainer[str]
     consume_mode: str
-    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ..., consume_mode: _Optional[str] = ...) -> None: ...
+    lite_wildcard: bool
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[GroupQueueInfo, _Mapping]]] = ..., inflight: _Optional[int] = ..., unreachable: _Optional[_Iterable[str]] = ..., consume_mode: _Optional[str] = ..., lite_wildcard: _Optional[bool] = ...) -> None: ...
 
 class GroupQueueInfo(_message.Message):
     __slots__ = ("topic", "queue_id", "committed_offset", "pop_offset", "max_offset", "lag", "inflight", "broker", "lag_ms")
@@ -119,18 +171,20 @@ class GroupQueueInfo(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., committed_offset: _Optional[int] = ..., pop_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., lag: _Optional[int] = ..., inflight: _Optional[int] = ..., broker: _Optional[str] = ..., lag_ms: _Optional[int] = ...) -> None: ...
 
 class CreateGroupRequest(_message.Message):
-    __slots__ = ("name", "fifo", "max_attempts", "consume_mode", "local")
+    __slots__ = ("name", "fifo", "max_attempts", "consume_mode", "local", "lite_wildcard")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIFO_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CONSUME_MODE_FIELD_NUMBER: _ClassVar[int]
     LOCAL_FIELD_NUMBER: _ClassVar[int]
+    LITE_WILDCARD_FIELD_NUMBER: _ClassVar[int]
     name: str
     fifo: bool
     max_attempts: int
     consume_mode: str
     local: bool
-    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., consume_mode: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
+    lite_wildcard: bool
+    def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., max_attempts: _Optional[int] = ..., consume_mode: _Optional[str] = ..., local: _Optional[bool] = ..., lite_wildcard: _Optional[bool] = ...) -> None: ...
 
 class GroupRequest(_message.Message):
     __slots__ = ("name", "local")

@@ -84,6 +84,11 @@ class AdminStub:
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.SerializeToString,
                 response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.FromString,
                 _registered_method=True)
+        self.ListLiteTopics = channel.unary_unary(
+                '/rockmq.admin.v1.Admin/ListLiteTopics',
+                request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListLiteTopicsRequest.SerializeToString,
+                response_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListLiteTopicsResponse.FromString,
+                _registered_method=True)
         self.DescribeCluster = channel.unary_unary(
                 '/rockmq.admin.v1.Admin/DescribeCluster',
                 request_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ClusterRequest.SerializeToString,
@@ -198,6 +203,12 @@ class AdminServicer:
         """Make a replica a primary: it stops following and serves writes. Refused (FAILED_PRECONDITION)
         while the primary answers, unless forced; the old primary is fenced by the new epoch.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLiteTopics(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -320,6 +331,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Promote,
                     request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.FromString,
                     response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.SerializeToString,
+            ),
+            'ListLiteTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLiteTopics,
+                    request_deserializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListLiteTopicsRequest.FromString,
+                    response_serializer=rockmq_dot_admin_dot_v1_dot_admin__pb2.ListLiteTopicsResponse.SerializeToString,
             ),
             'DescribeCluster': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeCluster,
@@ -642,6 +658,33 @@ class Admin:
             '/rockmq.admin.v1.Admin/Promote',
             rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteRequest.SerializeToString,
             rockmq_dot_admin_dot_v1_dot_admin__pb2.PromoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLiteTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rockmq.admin.v1.Admin/ListLiteTopics',
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ListLiteTopicsRequest.SerializeToString,
+            rockmq_dot_admin_dot_v1_dot_admin__pb2.ListLiteTopicsResponse.FromString,
             options,
             channel_credentials,
             insecure,
