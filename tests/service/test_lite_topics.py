@@ -9,9 +9,13 @@ import time
 
 import pytest
 from mqwire import RPC_TIMEOUT, message
+from waiting import wait_for
 
+from rockmq.broker.clock import now_ms
 from rockmq.plumbing.channels import CLIENT_ID_HEADER, LANGUAGE_HEADER, VERSION_HEADER
 from rockmq.protocol import admin, pb, rpc
+from rockmq.store import keys
+from rockmq.store.schema import Family
 
 
 def lite_message(topic: str, lite: str, body: str) -> pb.Message:
@@ -190,3 +194,34 @@ def test_lite_topics_survive_a_restart(harness, unique, parent):
     assert sorted(bodies(a.receive(poll_s=2))) == [("r1", "after"), ("r1", "before"), ("r2", "new")]
     listed = harness.conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=parent), timeout=RPC_TIMEOUT)
     assert [(t.name, t.max_offset) for t in listed.lite_topics] == [("r1", 2), ("r2", 1)]
+
+
+@pytest.mark.broker_settings(lite_topic_ttl_s=1)
+def test_idle_lite_topics_expire_with_their_keys(harness, unique, parent):
+    a = Lite(harness.conn, unique("g"), parent, "client-a")
+    a.sync(pb.COMPLETE_ADD, "old")
+    harness.conn.send_ok(lite_message(parent, "old", "x"))
+    a.ack(*a.receive(poll_s=2))
+    tid = harness.topic(parent).id
+    expiry = harness.services.lite_expiry
+    wait_for(lambda: harness.call(lambda: expiry.round(now_ms()) or expiry.expired) == 1)
+    store = harness.services.ctx.store
+    assert sorted(harness.call(lambda: list(store.scan_prefix(Family.LITE, b"")))) == [
+        (keys.lite_counter_key(keys.LITE_NEXT, tid), keys.encode_u32(keys.LITE_QUEUE_BASE + 1)),
+        (keys.lite_counter_key(keys.LITE_COUNT, tid), keys.encode_u64(0))]
+    assert harness.call(lambda: list(store.scan_prefix(Family.LOG, keys.topic_prefix(tid)))) == []
+    assert harness.call(lambda: harness.services.lite.topics.count(tid)) == 0
+    assert harness.services.lite.holding(tid, "old") == 0
+    harness.conn.send_ok(lite_message(parent, "old", "new life"))  # the name again: a new lite topic, from offset 0
+    listed = harness.conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=parent), timeout=RPC_TIMEOUT)
+    assert [(t.name, t.queue_id, t.min_offset, t.max_offset) for t in listed.lite_topics] == [
+        ("old", keys.LITE_QUEUE_BASE + 1, 0, 1)]
+
+
+@pytest.mark.broker_settings(lite_subscription_quota=2)
+def test_a_complete_add_over_the_quota_keeps_what_was_held(harness, unique, parent):
+    a = Lite(harness.conn, unique("g"), parent, "client-a")
+    a.sync(pb.PARTIAL_ADD, "z")
+    assert a.sync(pb.COMPLETE_ADD, "a", "b", "z").status.code == pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED
+    harness.conn.send_ok(*(lite_message(parent, n, n) for n in ("a", "b", "z")))
+    assert sorted(bodies(a.receive(poll_s=2))) == [("a", "a"), ("z", "z")]

@@ -46,6 +46,7 @@ from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.health import Health
 from rockmq.broker.http_port import open_http_port
+from rockmq.broker.lite.expiry import LiteExpiry
 from rockmq.broker.lite.subscriptions import LiteSubscriptions
 from rockmq.broker.lite.topics import LiteTopics
 from rockmq.broker.matches import MatchIndex
@@ -169,6 +170,7 @@ class Broker:
         self.lite = LiteSubscriptions(lite_topics, ctx.logs.arrivals,
                                       s.lite_subscription_quota, s.max_clients)
         self.clients = Clients(ctx, self.subscriptions, self.renewals, self.lite)
+        self.lite_expiry = LiteExpiry(ctx, self.lite, self.clients.unsubscribed_lite)
         self.timers = TimerService(ctx, self.committer)
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
         self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer, self.lite)
@@ -243,7 +245,7 @@ class Broker:
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks += [asyncio.create_task(t) for t in
                         (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
-                         self.staging.run(), self.retention.run())]
+                         self.staging.run(), self.retention.run(), self.lite_expiry.run())]
 
     def _fenced(self) -> None:
         """A promoted replica superseded this primary: its writers and registrations stop (the store

@@ -31,7 +31,7 @@ from rockmq.broker.api.replies import (
 from rockmq.broker.clients import Clients, Session, identify
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.subscriptions import LiteSubscriptions, quota_exceeded
 from rockmq.broker.metadata import TopicConfig, is_lite
 from rockmq.broker.pop.service import Deferred, PopService
 from rockmq.broker.pull import PullService
@@ -344,7 +344,12 @@ class MessagingServicer:
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} is not a LITE topic: it has no lite topics")
         language = header(context, LANGUAGE_HEADER) or session.language
         version = header(context, VERSION_HEADER) or session.version
-        self.lite.sync(cid, group, topic, request.action, list(request.lite_topic_set), f"{language.upper()} {version}")
+        names = list(request.lite_topic_set)
+        dropped = self.lite.sync(cid, group, topic, request.action, names, f"{language.upper()} {version}")
+        for name in dropped:
+            self.clients.unsubscribed_lite(cid, name)
+        if dropped:
+            raise quota_exceeded(cid, topic, len(names), self.lite.quota)
         return rpc.SyncLiteSubscriptionResponse(status=OK)
 
 
