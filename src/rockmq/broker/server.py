@@ -35,6 +35,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
+from rockmq.broker.cluster.lite_routing import LiteRouting
 from rockmq.broker.cluster.message_fanout import MessageSearch
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.reseed import prepare
@@ -173,7 +174,9 @@ class Broker:
         self.lite_expiry = LiteExpiry(ctx, self.lite, self.clients.unsubscribed_lite)
         self.timers = TimerService(ctx, self.committer)
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
-        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer, self.lite)
+        self.lite_routing = LiteRouting(self.cluster)
+        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer, self.lite,
+                                  self.lite_routing)
         self.staging = StagingService(ctx, self.timers, self.dedup, self.committer)
         self.retention = RetentionService(ctx, self.subscriptions)
         fifo = FifoLocks()
@@ -196,7 +199,7 @@ class Broker:
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.cluster, self.streams, self.lite,
+                                      self.clients, self.cluster, self.streams, self.lite, self.lite_routing,
                                       self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         guarding = Guarding(self.server)  # the generated services' unary methods refuse bytes that do not parse
