@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rockmq.broker import validate
+from rockmq.broker import priority, validate
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
-from rockmq.broker.metadata import TopicConfig, check_writable
+from rockmq.broker.metadata import PRIORITY, TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
@@ -75,6 +75,8 @@ class SendService:
             if mtype == "TRANSACTION":
                 self.transactions.check_room()
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
+            if msg.priority is not None or mtype == PRIORITY:  # the one look a plain message pays
+                validate.check_priority(msg.priority, mtype, msg.message_group is not None, delivery is not None, topic)
         except BrokerError as e:
             return e
         if dead_letter:  # due now, whatever the send-back asked, in the dead-letter topic's first queue
@@ -134,6 +136,8 @@ class SendService:
                     queue_id = -1
                 else:
                     queue_id = picked if picked >= 0 else choose(topic, group)
+                    if mtype == PRIORITY:  # its level's queue in the lane picked (docs/priority.md)
+                        queue_id = priority.queue_of(queue_id, msg.priority or 0, topic.max_priority)
                     result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
                     touched.add(tid)
                 record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)

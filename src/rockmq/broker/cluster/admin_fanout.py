@@ -59,12 +59,14 @@ class AdminFanout:
         for broker, count in spread(total, chosen).items():
             part = admin.CreateTopicRequest(name=request.name, queue_count=count, message_types=request.message_types,
                                             local=True)
+            part.max_priority = request.max_priority
             created = await self._create_on(broker, live[broker], "CreateTopic", part,
                                              lambda p: self._create_here_and_register(p, here), done)
             info.queues.extend(admin.QueueInfo(queue_id=q.queue_id, min_offset=q.min_offset, max_offset=q.max_offset,
                                                broker=broker) for q in created.queues)
         del info.message_types[:]
         info.message_types.extend(created.message_types)
+        info.queue_count, info.max_priority = len(info.queues), created.max_priority  # a PRIORITY topic's rounded up
         return info
 
     async def topics(self, here: dict[str, admin.TopicInfo]) -> dict[str, admin.TopicInfo]:

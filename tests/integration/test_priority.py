@@ -1,0 +1,97 @@
+"""Priority messages (docs/priority.md) on a real broker, through rockmq's client and CLI: a
+PRIORITY topic's queues are whole lanes of its levels, a backlog is consumed highest priority
+first by POP receives, and sends are refused with the range, or the type, that was wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from rockmq.client import AsyncProducer, AsyncSimpleConsumer, Message
+from rockmq.client.errors import IllegalArgument
+
+
+def ok(result) -> str:
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result.stdout
+
+
+def one_line_error(result) -> str:
+    assert result.returncode != 0 and result.stdout == "", (result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_topic_create_rounds_queues_to_whole_levels(broker, unique):
+    topic, small = unique("prio-create"), unique("prio-small")
+    out = ok(broker.cli("topic", "create", topic, "--types", "PRIORITY", "--queues", "12"))
+    assert "20 queues" in out and "(PRIORITY)" in out and "priorities 0..9" in out  # 2 lanes of the default 10 levels
+    described = ok(broker.cli("topic", "describe", topic))
+    assert "priorities 0..9" in described.splitlines()[0]
+    out = ok(broker.cli("topic", "create", small, "--types", "PRIORITY", "--max-priority", "2"))
+    assert "9 queues" in out and "priorities 0..2" in out  # the default 8 queues, rounded up to 3 lanes of 3 levels
+    assert "max_priority must be 1..99" in one_line_error(
+        broker.cli("topic", "create", unique("prio-big"), "--types", "PRIORITY", "--max-priority", "100"))
+    assert "9 queues" in ok(broker.cli("topic", "update", small, "--queues", "7"))  # grows by whole lanes only
+
+
+def test_backlog_goes_out_highest_priority_first(broker, unique):
+    topic, group = unique("prio-order"), unique("prio-order-g")
+    ok(broker.cli("topic", "create", topic, "--types", "PRIORITY", "--max-priority", "4", "--queues", "10"))
+
+    async def scenario():
+        async with AsyncProducer(broker.endpoint) as p:
+            sent = [Message(topic, f"{i}".encode(), priority=i % 5) for i in range(100)]
+            sent.append(Message(topic, b"none"))  # no priority on a PRIORITY topic: refused as NORMAL
+            with pytest.raises(IllegalArgument) as refused:
+                await p.send(sent.pop())
+            assert refused.value.status_name == "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"
+            assert "accepts PRIORITY" in str(refused.value)
+            receipts = await p.send_batch(sent)
+        assert {r.queue_id for r in receipts} == {-1}  # the broker picks a PRIORITY message's queue
+        got: list = []
+        async with AsyncSimpleConsumer(broker.endpoint, group, {topic: "*"}, await_s=1) as c:
+            deadline = time.monotonic() + 20
+            while len(got) < 100 and time.monotonic() < deadline:
+                batch = await c.receive(7, invisible_s=30)
+                for m in batch:
+                    await c.ack(m)
+                got += batch
+        levels = [m.priority for m in got]
+        assert len(got) == 100 and levels == sorted(levels, reverse=True), levels
+        assert {m.queue_id % 5 for m in got if m.priority == 4} == {4}
+
+    asyncio.run(scenario())
+
+
+def test_out_of_range_and_misplaced_priorities_are_refused(broker, unique):
+    topic, plain = unique("prio-range"), unique("prio-plain")
+    ok(broker.cli("topic", "create", topic, "--types", "PRIORITY"))
+    ok(broker.cli("topic", "create", plain))
+
+    async def scenario():
+        async with AsyncProducer(broker.endpoint) as p:
+            with pytest.raises(IllegalArgument) as high:
+                await p.send(Message(topic, b"x", priority=12))
+            assert high.value.status_name == "BAD_REQUEST" and "priority must be 0..9, not 12" in str(high.value)
+            with pytest.raises(IllegalArgument) as elsewhere:
+                await p.send(Message(plain, b"x", priority=1))
+            assert elsewhere.value.status_name == "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"
+            assert "does not accept PRIORITY" in str(elsewhere.value)
+            assert (await p.send(Message(topic, b"x", priority=9))).offset == 0
+
+    asyncio.run(scenario())
+
+
+def test_cli_send_with_priority(broker, unique):
+    topic = unique("prio-cli")
+    ok(broker.cli("topic", "create", topic, "--types", "PRIORITY", "--max-priority", "3"))
+    ok(broker.cli("message", "send", topic, "urgent", "--priority", "3"))
+    assert "priority must be 0..3, not 7" in one_line_error(broker.cli("message", "send", topic, "x", "--priority", "7"))
+    assert "--priority cannot be combined" in one_line_error(
+        broker.cli("message", "send", topic, "x", "--priority", "1", "--message-group", "g"))
+    described = ok(broker.cli("topic", "describe", topic, "--json"))
+    assert '"maxPriority": 3' in described or '"max_priority": 3' in described
