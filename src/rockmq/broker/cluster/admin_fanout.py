@@ -180,7 +180,8 @@ class AdminFanout:
             return here()
         parts, unreachable = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True), here,
                                                     "topic", name)
-        info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable)
+        info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable,
+                               max_priority=parts[0].max_priority)
         for part in parts:
             info.queue_count += part.queue_count
             info.queues.extend(part.queues)
