@@ -7,7 +7,7 @@ import pytest
 
 from rockmq.broker import priority
 from rockmq.broker.metadata import PRIORITY, TopicConfig
-from rockmq.broker.validate import check_priority
+from rockmq.broker.validate import Checked, check_priority, check_staged
 from rockmq.protocol import pb
 from rockmq.protocol.errors import BrokerError
 
@@ -58,3 +58,11 @@ def test_check_priority_levels_and_refusals():
         check_priority(1, "NORMAL", False, False, plain)
     assert elsewhere.value.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
     assert "a NORMAL message has no priority" in elsewhere.value.message
+
+
+def test_priority_messages_are_not_staged():
+    m = pb.Message(topic=pb.Resource(name="jobs"), body=b"x")
+    m.system_properties.priority = 3
+    with pytest.raises(BrokerError) as refused:
+        check_staged(m, Checked(TOPIC, PRIORITY))
+    assert refused.value.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE and "cannot be staged" in refused.value.message

@@ -260,6 +260,8 @@ def check_staged(msg: pb.Message, checked: Checked) -> None:
     sp = msg.system_properties
     if checked.message_type == "TRANSACTION":
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "transactional messages cannot be staged")
+    if checked.message_type == PRIORITY or sp.HasField("priority"):  # publishing places by the broker's rotation
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "priority messages cannot be staged: send them")
     if group_of_retry_topic(msg.topic.name) is not None:
         raise BrokerError(pb.FORBIDDEN, f"topic {msg.topic.name!r} is a retry topic: it takes no staged writes")
     digest = sp.body_digest
