@@ -95,3 +95,39 @@ def test_cli_send_with_priority(broker, unique):
         broker.cli("message", "send", topic, "x", "--priority", "1", "--message-group", "g"))
     described = ok(broker.cli("topic", "describe", topic, "--json"))
     assert '"maxPriority": 3' in described or '"max_priority": 3' in described
+
+
+def test_push_consumer_by_offsets_fetches_higher_levels_first(broker, unique):
+    """rockmq's push consumer pulls by offsets: a queue of a lower level waits while one of a higher
+    level has messages unfinished or waiting. Before a queue's first message it does not know its
+    level: that first pull asks for one message, the one a lower level may hand out early."""
+    from rockmq.client.push import AsyncPushConsumer
+
+    topic, group = unique("prio-push"), unique("prio-push-g")
+    ok(broker.cli("topic", "create", topic, "--types", "PRIORITY", "--max-priority", "2", "--queues", "3"))
+    handled: list[int] = []
+
+    async def handler(m):
+        handled.append(m.priority)
+        await asyncio.sleep(0.001)
+
+    async def scenario():
+        async with AsyncProducer(broker.endpoint) as p:
+            await p.send_batch([Message(topic, f"{i}".encode(), priority=(2 if i % 10 == 0 else 1 if i % 10 == 1 else 0))
+                                for i in range(300)])
+        c = AsyncPushConsumer(broker.endpoint, group, {topic: "*"}, handler, concurrency=1, batch_size=8,
+                              heartbeat_s=0.3, commit_interval_s=0.3, poll_s=1.0, shutdown_timeout_s=2.0)
+        await c.start()
+        try:
+            deadline = time.monotonic() + 20
+            while len(handled) < 300 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        finally:
+            await c.close()
+
+    asyncio.run(scenario())
+    assert sorted(handled) == [0] * 240 + [1] * 30 + [2] * 30
+    last_high = max(i for i, level in enumerate(handled) if level == 2)
+    last_mid = max(i for i, level in enumerate(handled) if level == 1)
+    assert handled[:last_high].count(0) <= 1 and handled[:last_high].count(1) <= 1, handled[:last_high + 1]
+    assert handled[:last_mid].count(0) <= 1, handled[:last_mid + 1]

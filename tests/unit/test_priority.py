@@ -66,3 +66,23 @@ def test_priority_messages_are_not_staged():
     with pytest.raises(BrokerError) as refused:
         check_staged(m, Checked(TOPIC, PRIORITY))
     assert refused.value.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE and "cannot be staged" in refused.value.message
+
+
+def test_a_pulled_queue_waits_for_probes_and_higher_levels_with_work():
+    from rockmq.client import Queue
+    from rockmq.client.push.fetcher import Ranks
+    from rockmq.client.push.owned import OwnedQueue
+
+    low, mid, high = (OwnedQueue.at(Queue("jobs", "b0", "127.0.0.1:9000", q), 0) for q in range(3))
+    ranks = Ranks(probing={high})
+    assert ranks.outranked(low)  # high's level is not known yet
+    ranks.probing.clear()
+    for owned, level in ((low, 0), (mid, 1), (high, 2)):
+        ranks.learn(owned, level)
+    assert ranks.ranked == [mid, high] and not ranks.outranked(low)  # nothing waits anywhere
+    high.backlog = True
+    assert ranks.outranked(low) and ranks.outranked(mid) and not ranks.outranked(high)
+    high.backlog, mid.cached = False, 1
+    assert ranks.outranked(low) and not ranks.outranked(mid)
+    ranks.forget(mid)
+    assert not ranks.outranked(low)
