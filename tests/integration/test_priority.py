@@ -131,3 +131,33 @@ def test_push_consumer_by_offsets_fetches_higher_levels_first(broker, unique):
     last_mid = max(i for i, level in enumerate(handled) if level == 1)
     assert handled[:last_high].count(0) <= 1 and handled[:last_high].count(1) <= 1, handled[:last_high + 1]
     assert handled[:last_mid].count(0) <= 1, handled[:last_mid + 1]
+
+
+def test_wire_types_a_priority_topic_takes(broker, conn, unique):
+    """On the wire: a PRIORITY message without a priority is of the lowest level; a message with a
+    priority and no declared type is PRIORITY; a NORMAL one is refused."""
+    from mqwire import message
+
+    from rockmq.protocol import pb
+
+    topic, group = unique("prio-wire"), unique("prio-wire-g")
+    ok(broker.cli("topic", "create", topic, "--types", "PRIORITY", "--max-priority", "1"))
+    unsaid = message(topic, "unsaid")
+    unsaid.system_properties.message_type = pb.PRIORITY
+    undeclared = message(topic, "undeclared")
+    undeclared.system_properties.ClearField("message_type")
+    undeclared.system_properties.priority = 1
+    conn.send_ok(unsaid, undeclared)
+    normal = conn.send(message(topic, "normal"))
+    assert normal.entries[0].status.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, normal
+    got = conn.receive_n(group, topic, 2)
+    assert [(m.body, m.system_properties.queue_id) for m in got] == [(b"undeclared", 1), (b"unsaid", 0)]
+
+
+def test_max_priority_survives_a_restart(fresh_broker, unique):
+    topic = unique("prio-restart")
+    ok(fresh_broker.cli("topic", "create", topic, "--types", "PRIORITY", "--max-priority", "4"))
+    fresh_broker.restart()
+    assert "priorities 0..4" in ok(fresh_broker.cli("topic", "describe", topic))
+    assert "priority must be 0..4, not 5" in one_line_error(
+        fresh_broker.cli("message", "send", topic, "x", "--priority", "5"))
