@@ -16,7 +16,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.dead_letters import DeadLetters, page_limit
 from rockmq.broker.group_admin import GroupAdmin, in_use
 from rockmq.broker.lite.topics import LiteTopics
-from rockmq.broker.metadata import GroupConfig, TopicConfig, check_queue_count, is_lite
+from rockmq.broker.metadata import PRIORITY, GroupConfig, TopicConfig, check_queue_count, is_lite, priority_queues
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
 from rockmq.protocol import admin, pb, records
@@ -75,7 +75,7 @@ class Catalog:
 
     def _create_here(self, request: admin.CreateTopicRequest) -> admin.TopicInfo:
         topic = self.ctx.meta.create_topic(request.name, request.queue_count, list(request.message_types),
-                                           request.lite_topic_ttl_s)
+                                           lite_topic_ttl_s=request.lite_topic_ttl_s, max_priority=request.max_priority)
         return self.topic_info(topic, True)
 
     def _page(self, names: SortedNames, table: Mapping[str, Entry], request: Listing) -> tuple[list[Entry], str]:
@@ -127,6 +127,8 @@ class Catalog:
         a message (a message there would be lost to its groups, and its offsets reused)."""
         topic = self.ctx.meta.topic(request.name)
         queues = request.queue_count or topic.queues
+        if PRIORITY in topic.message_types:  # whole lanes: every queue keeps its level (broker/priority.py)
+            queues = priority_queues(queues, topic.max_priority)
         check_queue_count(queues)
         used = [q for q in range(queues, topic.queues) if self.ctx.logs.max_offset(topic.id, q) > 0]
         if used:
@@ -161,6 +163,8 @@ class Catalog:
                                perm=topic.perm, lite_topic_ttl_s=topic.lite_topic_ttl_s)
         if is_lite(topic):
             info.lite_topic_count = self.lite.count(topic.id)
+        if PRIORITY in topic.message_types:
+            info.max_priority = topic.max_priority
         if with_queues:
             logs = self.ctx.logs
             info.queues.extend(admin.QueueInfo(queue_id=q, min_offset=logs.min_offset(topic.id, q),

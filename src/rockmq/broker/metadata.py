@@ -11,6 +11,7 @@ import itertools
 import json
 from dataclasses import asdict, dataclass, field
 
+from rockmq.broker import priority
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX, check_name
 from rockmq.protocol.errors import AlreadyExists, BrokerError, over_limit
@@ -33,7 +34,7 @@ class TopicConfig:
     message_types: list[str] = field(default_factory=lambda: list(MESSAGE_TYPES))
     perm: str = "rw"  # PERMS: "r" refuses sends, "w" refuses receives (and routes say so)
     lite_topic_ttl_s: int = 0  # LITE: a lite topic expires this long after its last message (0: the broker's default)
-    max_priority: int = 9  # PRIORITY: priorities 0..max_priority
+    max_priority: int = priority.DEFAULT_MAX_PRIORITY  # PRIORITY: priorities 0..max_priority
 
 
 PERMS = ("rw", "r", "w")
@@ -84,6 +85,14 @@ def check_queue_count(queues: int, brokers: int = 1) -> None:
     """A topic's queue count: 1..MAX_QUEUES on each broker, over `brokers` (a topic spread over a cluster)."""
     if not 1 <= queues <= MAX_QUEUES * brokers:
         raise BrokerError(pb.BAD_REQUEST, f"queue count must be 1..{MAX_QUEUES * brokers}, not {queues}")
+
+
+def priority_queues(queues: int, max_priority: int) -> int:
+    """A PRIORITY topic's queue count on a broker for `queues` asked: whole lanes of its levels."""
+    bad = priority.check_max_priority(max_priority)
+    if bad is not None:
+        raise BrokerError(pb.BAD_REQUEST, bad)
+    return priority.queue_count(queues, max_priority)
 
 
 def parse_types(types: list[str] | None) -> list[str]:
@@ -155,11 +164,17 @@ class Metadata:
         batch.put(Family.META, keys.NEXT_ID_KEY, keys.encode_u64(self._next_id))
         return new_id
 
-    def create_topic(self, name: str, queues: int, types: list[str] | None = None,
-                     lite_topic_ttl_s: int = 0) -> TopicConfig:
+    def create_topic(self, name: str, queues: int, types: list[str] | None = None, lite_topic_ttl_s: int = 0,
+                     max_priority: int = 0) -> TopicConfig:
+        """`max_priority`: a PRIORITY topic's (0: the default); its queues are rounded up to whole
+        lanes of its levels (broker/priority.py)."""
         check_name("topic", name)
         if name in self.topics:
             raise AlreadyExists(f"topic {name!r} already exists")
+        message_types = parse_types(types)
+        max_priority = max_priority or priority.DEFAULT_MAX_PRIORITY
+        if PRIORITY in message_types:
+            queues = priority_queues(queues, max_priority)
         check_queue_count(queues)
         if len(self.topics) - len(self._of_groups) >= self.max_topics and not self._of_group(name):
             raise over_limit(f"cannot create topic {name!r}", "max_topics", self.max_topics,
@@ -167,8 +182,8 @@ class Metadata:
         batch = self.store.batch()
         if lite_topic_ttl_s < 0:
             raise BrokerError(pb.BAD_REQUEST, f"lite_topic_ttl_s must not be negative, not {lite_topic_ttl_s}")
-        topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=parse_types(types),
-                            lite_topic_ttl_s=lite_topic_ttl_s)
+        topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=message_types,
+                            lite_topic_ttl_s=lite_topic_ttl_s, max_priority=max_priority)
         batch.put(Family.META, keys.topic_meta(name), json.dumps(asdict(topic)).encode())
         self.store.write(batch)
         self._add_topic(topic)

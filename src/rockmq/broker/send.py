@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rockmq.broker import validate
+from rockmq.broker import priority, validate
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.lite.subscriptions import LiteSubscriptions
 from rockmq.broker.lite.topics import Created, check_lite_message
-from rockmq.broker.metadata import TopicConfig, check_writable
+from rockmq.broker.metadata import PRIORITY, TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
@@ -89,12 +89,15 @@ class SendService:
             target, mtype, dead_letter = validate.check_fields(
                 msg.topic, msg.message_id, msg.queue_id, len(msg.body), msg.tag, msg.keys, msg.message_group,
                 msg.user_properties, due if delivery is not None else None,
-                msg.message_type or (pb.LITE if lite is not None else 0), ctx.meta, ctx.settings, now, chosen)
+                msg.message_type or (pb.LITE if lite is not None else pb.PRIORITY if msg.priority is not None else 0),
+                ctx.meta, ctx.settings, now, chosen)
             if lite is not None or mtype == "LITE":
                 check_lite_message(lite, mtype, msg.message_group is not None, delivery is not None, msg.priority)
             if mtype == "TRANSACTION":
                 self.transactions.check_room()
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
+            if msg.priority is not None or mtype == PRIORITY:  # a plain message: this test only
+                validate.check_priority(msg.priority, mtype, msg.message_group is not None, delivery is not None, topic)
         except BrokerError as e:
             return e
         if dead_letter:  # due now, whatever the send-back asked, in the dead-letter topic's first queue
@@ -185,6 +188,8 @@ class SendService:
                     queue_id = -1
                 else:
                     queue_id = picked if picked >= 0 else choose(topic, group)
+                    if mtype == PRIORITY:  # its level's queue in the lane picked (docs/priority.md)
+                        queue_id = priority.queue_of(queue_id, msg.priority or 0, topic.max_priority)
                     result = SendResult(pb.OK, "OK", mid, append(batch, topic, queue_id, msg, now, allocated))
                     touched.add(tid)
                 record(batch, bucket, tid, mid, queue_id, result.offset, result.transaction_id, result.recall_handle)

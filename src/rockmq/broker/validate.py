@@ -19,7 +19,7 @@ from typing import NamedTuple, Protocol
 import cython
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from rockmq.broker.metadata import MESSAGE_TYPES, GroupConfig, TopicConfig
+from rockmq.broker.metadata import MESSAGE_TYPES, PRIORITY, GroupConfig, TopicConfig
 from rockmq.config import Settings
 from rockmq.protocol import pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RECONSUME_TIMES, RETRY_PREFIX, check_name, dlq_topic, group_of_retry_topic
@@ -199,6 +199,27 @@ def check_fields(name: str, mid: str, queue_id: int, size: int, tag: str | None,
     return _new(Checked, (target, mtype, False))  # without NamedTuple's Python-level __new__: SendMessage's every message
 
 
+def check_priority(priority: int | None, mtype: str, grouped: bool, delayed: bool, topic: TopicConfig) -> int:
+    """The level a message takes on `topic` (docs/priority.md), or a BrokerError: only PRIORITY
+    messages (to PRIORITY topics: `check_fields` matched the type) have a priority, 0..max_priority,
+    never with a message group or a delivery time. One without a priority gets 0, the lowest: a
+    message that says nothing never overtakes those that asked for a place. SendMessage calls it
+    only for a message with a priority or of type PRIORITY, so plain sends never come here."""
+    if mtype != PRIORITY:
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                          f"a {mtype} message has no priority: priorities are for PRIORITY messages to PRIORITY topics "
+                          f"(topic {topic.name!r} accepts {', '.join(topic.message_types)})")
+    if grouped or delayed:
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                          f"a PRIORITY message cannot have a {'message group' if grouped else 'delivery time'}")
+    if priority is None:
+        return 0
+    if not 0 <= priority <= topic.max_priority:
+        raise BrokerError(pb.BAD_REQUEST, f"priority must be 0..{topic.max_priority}, not {priority} "
+                                          f"(topic {topic.name!r})")
+    return priority
+
+
 def utf8_over(text: str, limit: int) -> bool:
     """Whether `text` is over `limit` bytes as UTF-8 (a character is 1-4 bytes: encoded only when
     its length leaves that in doubt)."""
@@ -239,6 +260,8 @@ def check_staged(msg: pb.Message, checked: Checked) -> None:
     sp = msg.system_properties
     if checked.message_type == "TRANSACTION":
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "transactional messages cannot be staged")
+    if checked.message_type == PRIORITY or sp.HasField("priority"):  # publishing places by the broker's rotation
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "priority messages cannot be staged: send them")
     if group_of_retry_topic(msg.topic.name) is not None:
         raise BrokerError(pb.FORBIDDEN, f"topic {msg.topic.name!r} is a retry topic: it takes no staged writes")
     digest = sp.body_digest

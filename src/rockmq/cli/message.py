@@ -69,6 +69,8 @@ def _register_send(message: Subparsers) -> None:
     send.add_argument("--message-group", help="message group (makes it a FIFO message)")
     send.add_argument("--group", dest="consumer_group", help=argparse.SUPPRESS)  # only to say what to use instead
     send.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    send.add_argument("--priority", type=number(int, 0), help="to a PRIORITY topic: 0..its max priority, higher "
+                                                                "is consumed first (a PRIORITY message)")
     due = send.add_mutually_exclusive_group()
     due.add_argument("--delay", help="deliver after this delay: 1500ms, 30s, 2h, 1d (a DELAY message)")
     due.add_argument("--deliver-at", metavar="TIME",
@@ -132,9 +134,12 @@ def _message_to_send(args: argparse.Namespace) -> Message:
     if due is not None and args.message_group:
         raise CliError("--message-group cannot be combined with --delay/--deliver-at: a message is FIFO or delayed",
                        EXIT_USAGE)
+    if args.priority is not None and (due is not None or args.message_group):
+        raise CliError("--priority cannot be combined with --message-group or --delay/--deliver-at: "
+                       "a message is PRIORITY, FIFO or delayed", EXIT_USAGE)
     return Message(args.topic, _body(args), tag=args.tag, keys=tuple(args.key), properties=props,
                    message_group=args.message_group or None,
-                   deliver_at=None if due is None else datetime.fromtimestamp(due / 1000, UTC))
+                   deliver_at=None if due is None else datetime.fromtimestamp(due / 1000, UTC), priority=args.priority)
 
 
 async def _send_or_recall(args: argparse.Namespace) -> int:
@@ -289,6 +294,7 @@ def _described(stored: messages_pb2.StoredMessage, body_format: str) -> dict[str
         "born": format_ms(sp.born_timestamp.ToMilliseconds()), "born_host": sp.born_host,
         "tag": sp.tag if sp.HasField("tag") else None, "keys": list(sp.keys),
         "message_group": sp.message_group if sp.HasField("message_group") else None,
+        "priority": sp.priority if sp.HasField("priority") else None,
         "type": pb.MessageType.Name(sp.message_type), "properties": dict(m.user_properties),
         "body": _body_shown(m.body, body_format),
     }

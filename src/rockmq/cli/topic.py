@@ -21,7 +21,7 @@ from rockmq.cli.common import (
 
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
-    from rockmq.protocol import admin_grpc
+    from rockmq.protocol import admin, admin_grpc
 
 
 def register(sub: Subparsers) -> None:
@@ -33,6 +33,8 @@ def register(sub: Subparsers) -> None:
                                                     "(default all)")
     create.add_argument("--brokers", default="", help="in a cluster: brokers to spread the queues over, e.g. b1,b2 "
                                                       "(default all)")
+    create.add_argument("--max-priority", type=number(int, 1), help="a PRIORITY topic's priorities are 0..N "
+                                                                    "(default 9; docs/priority.md)")
     with_json(with_endpoint(topic.add_parser("list", help="list topics")))
     with_json(with_endpoint(topic.add_parser("describe", help="show a topic's queues and offsets"))).add_argument("name")
     with_endpoint(topic.add_parser("delete", help="delete a topic and its messages")).add_argument("name")
@@ -67,10 +69,12 @@ def _create(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
     types = [t for t in args.types.split(",") if t.strip()]
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     request = admin.CreateTopicRequest(name=args.name, queue_count=args.queues or 0, message_types=types, brokers=brokers)
+    request.max_priority = args.max_priority or 0
     info = stub.CreateTopic(request, timeout=30)
     held = sorted({q.broker for q in info.queues})
     where = f" on {', '.join(held)}" if len(held) > 1 else ""
-    print(f"created topic {info.name} with {info.queue_count} queues{where} ({', '.join(info.message_types)})")
+    print(f"created topic {info.name} with {info.queue_count} queues{where} ({', '.join(info.message_types)})"
+          f"{_priorities(info)}")
 
 
 def _update(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
@@ -100,7 +104,13 @@ def _describe(stub: admin_grpc.AdminStub, name: str, as_json: bool) -> None:
     if as_json:
         print_json(info)
         return
-    print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}, perm {info.perm or 'rw'}")
+    print(f"topic {info.name}: {info.queue_count} queues, types {', '.join(info.message_types)}, perm {info.perm or 'rw'}"
+          f"{_priorities(info)}")
     table([[q.broker, q.queue_id, q.min_offset, q.max_offset, q.max_offset - q.min_offset] for q in info.queues],
           ["BROKER", "QUEUE", "MIN_OFFSET", "MAX_OFFSET", "MESSAGES"])
     warn_unreachable(info.unreachable)
+
+
+def _priorities(info: admin.TopicInfo) -> str:
+    """A PRIORITY topic's range, as create and describe print it ("" for other topics)."""
+    return f", priorities 0..{info.max_priority}" if info.max_priority else ""

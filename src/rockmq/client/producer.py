@@ -348,7 +348,7 @@ class AsyncProducer:
 
     async def _resend(self, request: rpc.SendMessageRequest) -> None:
         """The spool's way back to the broker: the same retries, no spooling."""
-        receipts(*await self.sender.deliver(request, Message.from_pb(request.messages[0]), None), len(request.messages))
+        receipts(*await self.sender.deliver(request, Message.from_pb(request.messages[0]), None), request.messages)
 
     # --- spool and transaction checks --------------------------------------------------------
 

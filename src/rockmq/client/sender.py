@@ -155,7 +155,7 @@ class Sender:
             log.debug("spooled %d message(s) to %s: %s", len(messages), messages[0].topic, e)
             return [SendReceipt(m.system_properties.message_id, m.topic.name, "", -1, spooled=True)
                     for m in request.messages]
-        return receipts(sent_to, entries, len(messages))
+        return receipts(sent_to, entries, request.messages)
 
     async def deliver(self, request: rpc.SendMessageRequest, first: Message, arg: Any, queue: Queue | None = None,
                       failed: Failure | None = None) -> tuple[Queue, list[rpc.SendResultEntry]]:
@@ -203,7 +203,7 @@ class Sender:
             raise
         self.faults.record(queue.broker, (time.monotonic() - started) * 1000)
         try:
-            return receipts(queue, reply.entries, 1)[0]
+            return receipts(queue, reply.entries, request.messages)[0]
         except BatchSendError as e:
             raise e.errors[0] from None
 
@@ -228,13 +228,15 @@ def aim(request: rpc.SendMessageRequest, queue: Queue) -> str:
     return queue.endpoint
 
 
-def receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry], expected: int) -> list[SendReceipt]:
-    """The receipts of a reply; BatchSendError if the broker refused some entries (MULTIPLE_RESULTS)."""
-    if len(entries) != expected:
-        raise from_status(pb.INTERNAL_ERROR, f"the broker answered {len(entries)} entries for {expected} messages")
+def receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry], sent: Sequence[pb.Message]) -> list[SendReceipt]:
+    """The receipts of a reply to the `sent` messages; BatchSendError if the broker refused some
+    entries (MULTIPLE_RESULTS). A PRIORITY message's queue is its level's, which the broker picks
+    (docs/priority.md): its receipt says -1."""
+    if len(entries) != len(sent):
+        raise from_status(pb.INTERNAL_ERROR, f"the broker answered {len(entries)} entries for {len(sent)} messages")
     found = [SendReceipt(e.message_id, queue.topic, queue.broker, e.offset, e.transaction_id, e.recall_handle,
-                             queue_id=queue.queue_id)
-             if e.status.code == pb.OK else None for e in entries]
+                         queue_id=-1 if m.system_properties.HasField("priority") else queue.queue_id)
+             if e.status.code == pb.OK else None for e, m in zip(entries, sent, strict=True)]
     errors = {i: from_status(e.status.code, e.status.message) for i, e in enumerate(entries) if e.status.code != pb.OK}
     if errors:
         raise BatchSendError(found, errors)

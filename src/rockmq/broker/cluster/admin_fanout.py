@@ -68,6 +68,7 @@ class AdminFanout:
                                                broker=broker) for q in created.queues)
         del info.message_types[:]
         info.message_types.extend(created.message_types)
+        info.queue_count, info.max_priority = len(info.queues), created.max_priority  # a PRIORITY topic's rounded up
         return info
 
     async def topics(self, here: dict[str, admin.TopicInfo]) -> dict[str, admin.TopicInfo]:
@@ -183,7 +184,8 @@ class AdminFanout:
         parts, unreachable = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True), here,
                                                     "topic", name)
         info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable,
-                               lite_topic_ttl_s=parts[0].lite_topic_ttl_s, perm=parts[0].perm)
+                               lite_topic_ttl_s=parts[0].lite_topic_ttl_s, perm=parts[0].perm,
+                               max_priority=parts[0].max_priority)
         for part in parts:
             info.queue_count += part.queue_count
             info.queues.extend(part.queues)

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import NamedTuple, Protocol
 
+from rockmq.broker import priority
 from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lanes import Route
-from rockmq.broker.metadata import GroupConfig, TopicConfig
+from rockmq.broker.metadata import PRIORITY, GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.fifo import FifoLocks
 from rockmq.broker.pop.offsets import PopOffsets
@@ -78,7 +79,8 @@ class Take:
 
     __slots__ = ("_ctx", "_offsets", "_reviver", "_fifo", "_sub", "_accept", "_lanes", "_group_id", "_topic_id",
                  "_queues", "_batch_size", "_invisible_ms", "_max_reply_bytes", "_frame_bytes", "_plain", "batch",
-                 "issue", "out", "_size", "_framed", "_after", "_left", "_positions", "_taken", "_client_id")
+                 "issue", "out", "_size", "_framed", "_after", "_left", "_positions", "_taken", "_client_id",
+                 "_max_priority")
 
     def __init__(self, sources: Sources, group: GroupConfig, topic: TopicConfig, sub: Subscription | None,
                  batch_size: int, invisible_ms: int, lanes: Route | None, max_bytes: int, client_id: str = "") -> None:
@@ -105,6 +107,7 @@ class Take:
         self._positions: dict[tuple[int, int, int], int] = {}  # pop offsets advanced
         self._taken = False  # a retry was taken
         self._client_id = client_id
+        self._max_priority = topic.max_priority if PRIORITY in topic.message_types else -1  # -1: not by level
 
 
     @property
@@ -157,13 +160,26 @@ class Take:
     # --- 2. new messages -----------------------------------------------------------------------
 
     def new(self) -> None:
-        """New messages, rotating fairly over the topic's queues."""
-        n = self._queues
+        """New messages, rotating fairly over the topic's queues; a PRIORITY topic's from its highest
+        level down, each level's lanes rotated (broker/priority.py)."""
+        n, top = self._queues, self._max_priority
+        if top >= 0:
+            self._by_level(n, top)
+            return
         start = self._offsets.rotate(self._group_id, self._topic_id, n)
         for i in range(n):
             if self.full():
                 break
             self._queue((start + i) % n)
+
+    def _by_level(self, n: int, top: int) -> None:
+        """A PRIORITY topic's `n` queues of levels 0..`top`, highest level first: a lower level is
+        looked at only once every higher one is empty (or filtered out) or the batch is full."""
+        start_lane = self._offsets.rotate(self._group_id, self._topic_id, n // (top + 1))
+        for qid in priority.visit_order(n, top, start_lane):
+            if self.full():
+                break
+            self._queue(qid)
 
     def _queue(self, qid: int) -> None:
         """New messages of one queue from its pop offset, which moves past what was looked at."""

@@ -101,22 +101,25 @@ class Assignment:
                 await self._acquire_all([q for q in queues if q in self._wanted and q not in self.owned])
 
     async def _acquire_all(self, queues: list[Queue]) -> None:
-        """Take each queue; one that cannot be read yet is tried again at the next rebalance."""
+        """Take each queue; one that cannot be read yet is tried again at the next rebalance. Where
+        each starts is read first and then all start at once: a PRIORITY topic's queues learn
+        their levels together (fetcher.py)."""
+        starts: list[tuple[Queue, int]] = []
         for queue in queues:
             try:
-                await self._acquire(queue)
+                starts.append((queue, await self._start_of(queue)))
             except RockmqError as e:
                 log.warning("group %s: cannot take %s/%s:%d yet: %s", self._group, queue.topic, queue.broker,
                             queue.queue_id, e)
+        for queue, start in starts:
+            owned = self.owned[queue] = OwnedQueue.at(queue, start)
+            self._fetcher.attach(owned)
+            self._dispatcher.attach(owned)
 
-    async def _acquire(self, queue: Queue) -> None:
-        """Start reading `queue` where the group left it (new to the group: at `start_from`)."""
+    async def _start_of(self, queue: Queue) -> int:
+        """Where reading `queue` starts: where the group left it (new to the group: at `start_from`)."""
         start = await self._committer.committed(queue)
-        if start is None:
-            start = await self._pull.offset_at(queue, self._start_from)
-        owned = self.owned[queue] = OwnedQueue.at(queue, start)
-        self._fetcher.attach(owned)
-        self._dispatcher.attach(owned)
+        return start if start is not None else await self._pull.offset_at(queue, self._start_from)
 
     async def _release(self, queue: Queue) -> None:
         """Hand a queue over: stop pulling, give running handlers a moment, commit where we are."""

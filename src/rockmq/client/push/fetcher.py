@@ -1,7 +1,15 @@
 """Pulling a push consumer's owned queues, within flow control (clustering, broadcast): at most
 `max_cached_messages` and `max_cached_bytes` (of bodies) pulled and unfinished per queue. Each pull
 is sized to what is left (flow.py, pure) and past either limit pulling that queue pauses until a
-message of it finishes (the cache's accounting is owned.py's)."""
+message of it finishes (the cache's accounting is owned.py's).
+
+A PRIORITY topic keeps each priority in queues of its own (docs/priority.md): a queue's level is
+learnt from the priority of the first message pulled from it, and a queue pauses while an owned
+queue of the same topic with a higher level has messages unfinished or more waiting, so a backlog
+is fetched highest level first. To learn the levels before a backlog floods in, a queue's first
+pull asks for one message without waiting for it (a probe), and the topic's other queues wait
+for the probes of those taken with them. Queues of other topics are all of level 0: past their
+probes they never wait for each other."""
 
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from rockmq.client.consumer import Filter
 from rockmq.client.errors import RockmqError
@@ -23,6 +32,30 @@ from rockmq.protocol import pb
 log = logging.getLogger(__name__)
 
 Dispatch = Callable[[OwnedQueue, ReceivedMessage], None]
+OUTRANKED_WAIT_S = 0.02  # how often a queue held back by a higher level looks again
+
+
+@dataclass(eq=False)
+class Ranks:
+    """One topic's owned queues as priority sees them: those whose first pull is still to come
+    (`probing`), and those of a level above 0 (`ranked`)."""
+
+    probing: set[OwnedQueue] = field(default_factory=set)
+    ranked: list[OwnedQueue] = field(default_factory=list)
+
+    def learn(self, owned: OwnedQueue, level: int) -> None:
+        owned.level = level
+        if level > 0:
+            self.ranked.append(owned)
+
+    def outranked(self, owned: OwnedQueue) -> bool:
+        """Another queue's probe is due, or a queue of a higher level has messages unfinished or waiting."""
+        return bool(self.probing) or any(o.level > owned.level and (o.cached or o.backlog) for o in self.ranked)
+
+    def forget(self, owned: OwnedQueue) -> None:
+        self.probing.discard(owned)
+        if owned in self.ranked:
+            self.ranked.remove(owned)
 
 
 class Fetcher:
@@ -39,10 +72,12 @@ class Fetcher:
         self._batch_size = batch_size
         self._max_messages, self._max_bytes = max_cached_messages, max_cached_bytes
         self._poll_s = poll_s
+        self._ranks: dict[str, Ranks] = {}  # topic -> what its owned queues' levels are
 
     def attach(self, owned: OwnedQueue) -> None:
         """A queue just taken: its pull loop."""
         queue = owned.queue
+        self._ranks.setdefault(queue.topic, Ranks()).probing.add(owned)
         owned.puller = asyncio.create_task(self.run(owned), name=f"rockmq-pull-{queue.topic}-{queue.queue_id}")
 
     def _filter_for(self, topic: str) -> Filter:
@@ -51,27 +86,40 @@ class Fetcher:
         return self._filters[topic]
 
     async def run(self, owned: OwnedQueue) -> None:
-        """Pull the queue until it is let go: as much as its cache has room for, or wait for room."""
-        while not owned.stopped:
-            owned.space.clear()
-            room = min(self._batch_size, self._max_messages - owned.cached)
-            bytes_left = self._max_bytes - owned.cached_bytes
-            if room <= 0 or bytes_left <= 0:
-                await self._wait_for_space(owned)
-                continue
-            result = await self._pull_once(owned, room, bytes_left)
-            if result is None:
-                continue
-            if owned.released():
-                return
-            await self._take(owned, result)
-
-    async def _pull_once(self, owned: OwnedQueue, room: int, bytes_left: int) -> PullResult | None:
-        """One pull sized to the room left; None after a failure (handled: the loop pulls again)."""
+        """Pull the queue until it is let go: as much as its cache has room for, or wait for room
+        (or for higher levels of its topic to empty)."""
+        ranks = self._ranks.setdefault(owned.queue.topic, Ranks())  # `attach` made it (a probe due)
         try:
-            return await self._pull.pull(owned.queue, owned.position,
-                                         max_messages=pull_size(room, bytes_left, owned.typical_body),
-                                         filter=self._filter_for(owned.queue.topic), poll_s=self._poll_s,
+            while not owned.stopped:
+                owned.space.clear()
+                room = min(self._batch_size, self._max_messages - owned.cached)
+                bytes_left = self._max_bytes - owned.cached_bytes
+                if room <= 0 or bytes_left <= 0:
+                    await self._wait_for_space(owned)
+                    continue
+                probe = owned in ranks.probing
+                if not probe and ranks.outranked(owned):
+                    await asyncio.sleep(OUTRANKED_WAIT_S)
+                    continue
+                size = 1 if probe else pull_size(room, bytes_left, owned.typical_body)
+                result = await self._pull_once(owned, size, bytes_left, 0.0 if probe else self._poll_s)
+                ranks.probing.discard(owned)
+                if result is None:
+                    continue
+                if owned.released():
+                    return
+                owned.backlog = len(result.messages) >= size
+                if owned.level < 0 and result.messages:
+                    ranks.learn(owned, result.messages[0].priority or 0)
+                await self._take(owned, result)
+        finally:
+            ranks.forget(owned)
+
+    async def _pull_once(self, owned: OwnedQueue, size: int, bytes_left: int, poll_s: float) -> PullResult | None:
+        """One pull of `size` messages at most; None after a failure (handled: the loop pulls again)."""
+        try:
+            return await self._pull.pull(owned.queue, owned.position, max_messages=size,
+                                         filter=self._filter_for(owned.queue.topic), poll_s=poll_s,
                                          max_bytes=bytes_left)
         except RockmqError as e:
             if e.code == pb.ILLEGAL_OFFSET:

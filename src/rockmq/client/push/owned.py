@@ -35,6 +35,8 @@ class OwnedQueue:
     cached: int = 0
     cached_bytes: int = 0
     typical_body: float = 0.0  # running typical body size of its messages (sizes its pulls)
+    level: int = -1  # its messages' priority (0: none; -1: not learnt yet): docs/priority.md
+    backlog: bool = False  # its last pull got all it asked for: more may be waiting
     stopped: bool = False
     space: asyncio.Event = field(default_factory=asyncio.Event)  # set when the cache drops below the limits
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # orderly: set when the buffer gets a message
