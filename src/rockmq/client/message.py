@@ -4,6 +4,10 @@ Delays are milliseconds (or a timedelta) and delivery times datetimes with a zon
 refused with IllegalArgument: when.py); both reach the wire as a proper Timestamp (seconds and
 nanos), never as milliseconds stuffed into the seconds field.
 
+A message with `lite_topic` goes to that lite topic of its LITE parent `topic` (message type
+LITE); the protocol forbids it together with a message group, a delivery time or a priority,
+and a transactional send: refused with IllegalArgument before anything is sent.
+
 A message gets its id when it is first sent and keeps it: sending the same Message again (alone
 or in a batch, say after a BatchSendError or a lost reply) is a retry, which the broker answers
 with the first send's receipt and does not store again (within its de-dup window, 10 minutes).
@@ -34,6 +38,7 @@ class Message:
     delay: timedelta | int | None = None  # milliseconds, or a timedelta
     deliver_at: datetime | None = None
     message_id: str | None = field(default=None, compare=False)  # set by the first send
+    lite_topic: str | None = None  # a lite topic of the LITE topic `topic` (docs/client.md "Lite topics")
 
     def due_ms(self, now_ms: int) -> int | None:
         """When the message is due, in ms since the epoch (None: at once)."""
@@ -61,7 +66,7 @@ class Message:
         return cls(topic=m.topic.name, body=m.body, tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
                    properties=dict(m.user_properties),
                    message_group=sp.message_group if sp.HasField("message_group") else None, deliver_at=deliver_at,
-                   message_id=sp.message_id or None)
+                   message_id=sp.message_id or None, lite_topic=sp.lite_topic if sp.HasField("lite_topic") else None)
 
     def to_pb(self, message_id: str, born_host: str, now_ms: int, transactional: bool = False) -> pb.Message:
         m = pb.Message(topic=pb.Resource(name=self.topic), body=self.body, user_properties=dict(self.properties))
@@ -80,7 +85,11 @@ class Message:
             sp.message_group = self.message_group
         if due is not None:
             sp.delivery_timestamp.FromMilliseconds(due)
-        if transactional:
+        if self.lite_topic is not None:
+            self._check_lite(due, transactional)
+            sp.lite_topic = self.lite_topic
+            sp.message_type = pb.LITE
+        elif transactional:
             sp.message_type = pb.TRANSACTION
         elif self.message_group is not None:
             sp.message_type = pb.FIFO
@@ -89,6 +98,14 @@ class Message:
         else:
             sp.message_type = pb.NORMAL
         return m
+
+    def _check_lite(self, due: int | None, transactional: bool) -> None:
+        """What a lite message may not carry (the protocol's rule, as the broker applies it)."""
+        clash = ("a message group" if self.message_group is not None else "a delivery time" if due is not None
+                 else "a transaction" if transactional else None)
+        if clash is not None:
+            raise IllegalArgument(f"a message to lite topic {self.lite_topic!r} cannot have {clash}",
+                                  code=pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE)
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,7 @@ _DECODE: dict[str, Callable[[pb.Message], object]] = {
     "born_ms": lambda m: _ms(m.system_properties.born_timestamp),
     "store_ms": lambda m: _ms(m.system_properties.store_timestamp),
     "receipt_handle": lambda m: m.system_properties.receipt_handle,
+    "lite_topic": lambda m: m.system_properties.lite_topic if m.system_properties.HasField("lite_topic") else None,
 }
 
 
@@ -134,7 +152,7 @@ class ReceivedMessage:
     building 15 fields eagerly cost ~5 µs per message, the bound of a consuming loop."""
 
     FIELDS = ("topic", "body", "message_id", "tag", "keys", "properties", "message_group", "queue_id", "offset",
-              "delivery_attempt", "born_ms", "store_ms", "receipt_handle", "broker", "endpoint")
+              "delivery_attempt", "born_ms", "store_ms", "receipt_handle", "broker", "endpoint", "lite_topic")
     __slots__ = (*FIELDS, "_wire")
 
     topic: str
@@ -152,13 +170,15 @@ class ReceivedMessage:
     receipt_handle: str
     broker: str
     endpoint: str  # where to ack it: the broker that handed it out
+    lite_topic: str | None  # the lite topic of a LITE topic it came from (acks name it)
     _wire: pb.Message | None
 
     def __init__(self, topic: str, body: bytes, message_id: str, tag: str | None, keys: tuple[str, ...],
                  properties: dict[str, str], message_group: str | None, queue_id: int, offset: int, delivery_attempt: int,
-                 born_ms: int, store_ms: int, receipt_handle: str, broker: str, endpoint: str) -> None:
+                 born_ms: int, store_ms: int, receipt_handle: str, broker: str, endpoint: str,
+                 lite_topic: str | None = None) -> None:
         values = (topic, body, message_id, tag, keys, properties, message_group, queue_id, offset, delivery_attempt,
-                  born_ms, store_ms, receipt_handle, broker, endpoint)
+                  born_ms, store_ms, receipt_handle, broker, endpoint, lite_topic)
         for name, value in zip(self.FIELDS, values, strict=True):
             _set(self, name, value)
         _set(self, "_wire", None)
