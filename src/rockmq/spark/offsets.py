@@ -43,6 +43,7 @@ class QueueState:
     endpoint: str
     min_offset: int
     max_offset: int
+    lite_topic: str | None = None  # a LITE topic's queues are its lite topics (docs/spark.md)
 
     @property
     def key(self) -> str:
