@@ -67,6 +67,7 @@ class Brokers:
         self.timeout_s = timeout_s
         self.tls = tls
         self.credentials = credentials
+        self.listed_lite: set[str] = set()  # LITE topics whose every lite topic `queues` listed (no broker missing)
 
     def _channel(self, endpoint: str) -> grpc.Channel:
         return channel(endpoint, self.tls, self.credentials)
@@ -108,9 +109,11 @@ class Brokers:
         return sorted(out, key=lambda s: (s.broker, s.queue_id))
 
     def _lite_queues(self, topic: str, where: dict[str, str], strict: bool) -> list[QueueState]:
-        """The lite topics of LITE topic `topic`, each as the queue it is: every page of ListLiteTopics."""
+        """The lite topics of LITE topic `topic`, each as the queue it is: every page of ListLiteTopics.
+        A broker that did not answer or is missing from the route is an error if `strict`, else its
+        lite topics are left out for now (and the listing is not complete: `listed_lite`)."""
         admin_stub = admin_grpc.AdminStub(self._channel(self.endpoint))
-        out, after = [], ""
+        out, after, complete = [], "", True
         while True:
             page = _retry(f"ListLiteTopics {topic!r}", self.endpoint, functools.partial(
                 admin_stub.ListLiteTopics, admin.ListLiteTopicsRequest(topic=topic, after=after, limit=LITE_PAGE),
@@ -118,13 +121,18 @@ class Brokers:
             if page.unreachable and strict:
                 raise SourceError(f"broker(s) {', '.join(page.unreachable)} of topic {topic!r} did not answer: "
                                   "their lite topics cannot be read")
+            complete = complete and not page.unreachable
             for t in page.lite_topics:
                 broker = t.broker or next(iter(where), "")
                 if broker in where:
                     out.append(QueueState(topic, broker, t.queue_id, where[broker], t.min_offset, t.max_offset, t.name))
                 elif strict:
                     raise SourceError(f"broker {broker!r} holds lite topics of {topic!r} but is not in its route")
+                else:
+                    complete = False
             if not page.more or not page.lite_topics:
+                if complete:
+                    self.listed_lite.add(topic)
                 return sorted(out, key=lambda s: (s.broker, s.queue_id))
             after = page.lite_topics[-1].name
 

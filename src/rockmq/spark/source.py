@@ -221,8 +221,13 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
 
 
 def _discover(opts: SourceOptions) -> list[om.QueueState]:
+    return _listing(opts)[0]
+
+
+def _listing(opts: SourceOptions) -> tuple[list[om.QueueState], set[str]]:
+    """Every queue of the topics (a LITE topic's: its lite topics), and the LITE topics listed completely."""
     brokers = opts.brokers()
-    return [q for topic in opts.topics for q in brokers.queues(topic)]
+    return [q for topic in opts.topics for q in brokers.queues(topic)], brokers.listed_lite
 
 
 def _partitions(opts: SourceOptions, start: om.Offsets, end: om.Offsets, queues: list[om.QueueState]) -> list[QueueRange]:
@@ -292,7 +297,8 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._target.setdefault(q.topic, {})[q.key] = q.max_offset
 
     def latestOffset(self, start: om.Offsets, limit: ReadLimit) -> om.Offsets:
-        queues = self._queues = _discover(self.opts)
+        queues, listed_lite = _listing(self.opts)
+        self._queues = queues
         available: om.Offsets = {}
         effective = {t: dict(qs) for t, qs in start.items()}
         for q in queues:
@@ -314,7 +320,7 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = om.rate_limit(effective, available, max_rows)
         # Skipped (failOnDataLoss=false) ranges are not re-planned: past the loss, the end moves forward.
-        return om.merge_forward(start, end)
+        return om.forget_gone(om.merge_forward(start, end), listed_lite, queues)
 
     def _lost(self, what: str) -> None:
         if self.opts.fail_on_data_loss:
