@@ -31,13 +31,15 @@ from rockmq.auth.permissions import SESSION_GRANT
 from rockmq.auth.seam import Refused, current_identity, forbidden
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.topics import MAX_LITE_TOPIC_SIZE
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group, check_name
 from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.errors import OK, over_limit
 
-CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
+CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER, pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER)
 NO_LANES: frozenset[str] = frozenset()
 SETTINGS_AGAIN_S = 1.0  # a producer gets its settings again after this: the Node.js client may miss the first reply
 
@@ -127,8 +129,9 @@ class Clients:
     user's own silent longest goes first. They are kept in the order they were last heard from, all
     and each user's, so hearing from a client and evicting one are O(1)."""
 
-    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget) -> None:
+    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget, lite: LiteSubscriptions) -> None:
         self.ctx = ctx
+        self.lite = lite
         self.subscriptions = subscriptions
         self.renewals = renewals
         self.sessions: OrderedDict[str, Session] = OrderedDict()  # the one heard from last, last
@@ -289,6 +292,7 @@ class Clients:
                 del self._of_user[s.user]
             self._set_publishing(s, ())
             self._leave(s)
+            self.lite.drop(client_id)
 
     def terminated(self, client_id: str) -> None:
         """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it
@@ -366,7 +370,10 @@ class Clients:
                 self._laned.add(session.group)
             group = self.ctx.group_to_read(session.group) if session.group else None
             fifo = bool(group and group.fifo)
-            sub.fifo = fifo
+            sub.fifo = fifo or given.client_type == pb.LITE_PUSH_CONSUMER  # a lite topic is consumed in order
+            if given.client_type in (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER):  # the client needs both
+                sub.lite_subscription_quota = self.lite.quota
+                sub.max_lite_topic_size = MAX_LITE_TOPIC_SIZE
             sub.receive_batch_size = self.ctx.settings.receive_batch
             if not sub.HasField("long_polling_timeout") or sub.long_polling_timeout.ToMilliseconds() <= 0:
                 sub.long_polling_timeout.FromMilliseconds(_ms(20))

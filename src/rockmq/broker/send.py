@@ -20,6 +20,8 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.topics import Created, check_lite_message
 from rockmq.broker.metadata import TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
@@ -53,8 +55,9 @@ def _writable(checked: Checked) -> Checked:
 
 class SendService:
     def __init__(self, ctx: BrokerContext, timers: TimerService, transactions: TransactionService, dedup: Dedup,
-                 committer: Committer) -> None:
+                 committer: Committer, lite: LiteSubscriptions) -> None:
         self.ctx = ctx
+        self.lite = lite
         self.timers = timers
         self.transactions = transactions
         self.dedup = dedup
@@ -67,11 +70,14 @@ class SendService:
         ctx = self.ctx
         delivery = msg.delivery
         due = validate.timestamp_ms(delivery[0], delivery[1]) if delivery is not None else 0
+        lite = msg.lite_topic
         try:
             target, mtype, dead_letter = validate.check_fields(
                 msg.topic, msg.message_id, msg.queue_id, len(msg.body), msg.tag, msg.keys, msg.message_group,
-                msg.user_properties, due if delivery is not None else None, msg.message_type, ctx.meta, ctx.settings, now,
-                chosen)
+                msg.user_properties, due if delivery is not None else None,
+                msg.message_type or (pb.LITE if lite is not None else 0), ctx.meta, ctx.settings, now, chosen)
+            if lite is not None or mtype == "LITE":
+                check_lite_message(lite, mtype, msg.message_group is not None, delivery is not None, msg.priority)
             if mtype == "TRANSACTION":
                 self.transactions.check_room()
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
@@ -101,6 +107,8 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
+        created: Created = {}  # lite topics this request creates
+        lite_stored: dict[int, list[tuple[str, int]]] = {}  # LITE topic -> (lite topic, queue) appended to
         sizes: dict[tuple[int, str], list[int]] = {}  # (topic id, type) -> sizes of the messages stored (for /metrics)
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
@@ -126,6 +134,13 @@ class SendService:
                     continue
                 group = msg.message_group
                 picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
+                if msg.lite_topic is not None:  # its lite topic's queue, whatever the client picked
+                    try:
+                        picked = self.lite.topics.place(batch, topic, msg.lite_topic, created)
+                    except BrokerError as e:
+                        results.append(SendResult(e.code, e.message, mid))
+                        continue
+                    lite_stored.setdefault(tid, []).append((msg.lite_topic, picked))
                 if mtype == "TRANSACTION":
                     result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                     queue_id = -1
@@ -145,9 +160,17 @@ class SendService:
                 results.append(result)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
             logs.rollback(allocated)
+            self.lite.topics.rollback(created)
             raise
         # Even a request that was all duplicates waits for the fsync covering the originals.
-        await self.commit(batch, allocated, touched)
+        try:
+            await self.commit(batch, allocated, touched)
+        except BaseException:
+            self.lite.topics.rollback(created)  # those it wrote stay
+            raise
+        self.lite.topics.written(created)
+        for tid, stored_in in lite_stored.items():
+            self.lite.arrived(tid, stored_in)
         for (tid, mtype), sized in sizes.items():
             self.tally.stored(tid, mtype, sized)
         return results

@@ -31,7 +31,8 @@ from rockmq.broker.api.replies import (
 from rockmq.broker.clients import Clients, Session, identify
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.metadata import TopicConfig, is_lite
 from rockmq.broker.pop.service import Deferred, PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
@@ -69,8 +70,10 @@ UNARY_METHODS = {
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
-                 cluster: Cluster, streams: StalledStreams, access: AccessControl | None = None) -> None:
+                 cluster: Cluster, streams: StalledStreams, lite: LiteSubscriptions,
+                 access: AccessControl | None = None) -> None:
         self.ctx = ctx
+        self.lite = lite
         self.streams = streams
         self.access = access  # auth on: what the handlers check themselves (auth/access.py)
         self.cluster = cluster
@@ -330,7 +333,19 @@ class MessagingServicer:
     @unary(rpc.SyncLiteSubscriptionResponse)
     async def SyncLiteSubscription(self, request: rpc.SyncLiteSubscriptionRequest,
                                    context: Context) -> rpc.SyncLiteSubscriptionResponse:
-        raise BrokerError(pb.UNSUPPORTED, "lite topics are not supported")
+        """A lite consumer's subscriptions (broker/lite/subscriptions.py): held per client id."""
+        cid = client_id(context)
+        if not cid:
+            raise BrokerError(pb.CLIENT_ID_REQUIRED, f"the {CLIENT_ID_HEADER} header is required")
+        session = self.clients.register(cid, "SyncLiteSubscription")
+        group = self.ctx.group_for(request.group.name)
+        topic = self.ctx.meta.topic(request.topic.name)
+        if not is_lite(topic):
+            raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} is not a LITE topic: it has no lite topics")
+        language = header(context, LANGUAGE_HEADER) or session.language
+        version = header(context, VERSION_HEADER) or session.version
+        self.lite.sync(cid, group, topic, request.action, list(request.lite_topic_set), f"{language.upper()} {version}")
+        return rpc.SyncLiteSubscriptionResponse(status=OK)
 
 
 def _pulled(messages: list[bytes], next_offset: int) -> Iterator[bytes]:

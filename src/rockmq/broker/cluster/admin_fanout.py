@@ -57,8 +57,10 @@ class AdminFanout:
         info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
         done: list[str] = []
         for broker, count in spread(total, chosen).items():
-            part = admin.CreateTopicRequest(name=request.name, queue_count=count, message_types=request.message_types,
-                                            local=True)
+            part = admin.CreateTopicRequest()
+            part.CopyFrom(request)  # every setting of the topic, for this broker's share of the queues
+            part.queue_count, part.local = count, True
+            part.ClearField("brokers")
             created = await self._create_on(broker, live[broker], "CreateTopic", part,
                                              lambda p: self._create_here_and_register(p, here), done)
             info.queues.extend(admin.QueueInfo(queue_id=q.queue_id, min_offset=q.min_offset, max_offset=q.max_offset,
@@ -107,8 +109,9 @@ class AdminFanout:
             return here()
         check_name("group", request.name)
         live = await self.cluster.live()
-        part = admin.CreateGroupRequest(name=request.name, fifo=request.fifo, max_attempts=request.max_attempts,
-                                        consume_mode=request.consume_mode, local=True)
+        part = admin.CreateGroupRequest()
+        part.CopyFrom(request)
+        part.local = True
         done: list[str] = []
 
         async def created_here(_: admin.CreateGroupRequest) -> admin.GroupInfo:
