@@ -30,7 +30,7 @@ from rockmq.broker.lane_fallback import (
     trim,
 )
 from rockmq.broker.lanes import Consumers, Route, message_lane
-from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_readable
+from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_readable, is_lite
 from rockmq.filter.record_filter import RecordFilter, accept_all
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import base_group, check_name, lane_group
@@ -59,7 +59,8 @@ class PullService:
         self._pulled = {k: v for k, v in self._pulled.items() if k[0] != group_name or topic_id not in (None, k[1])}
 
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
-        if not 0 <= queue_id < topic.queues:
+        """A queue of the topic; a LITE topic's lite topics are queues too (read by offset: message tail --lite-topic)."""
+        if not 0 <= queue_id < topic.queues and not (is_lite(topic) and queue_id >= keys.LITE_QUEUE_BASE):
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {queue_id}")
 
     def _reader(self, group_name: str) -> None:

@@ -160,9 +160,11 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
     if receipt.recall_handle and message.deliver_at is not None:
         due = format_ms(round(message.deliver_at.timestamp() * 1000))
         print(f"sent {receipt.message_id} to {args.topic}, due at {due}; recall handle {receipt.recall_handle}")
+    elif message.lite_topic is not None:  # the receipt's queue is the one sent through, not the lite topic's
+        print(f"sent {receipt.message_id} to lite topic {message.lite_topic} of {args.topic} at offset {receipt.offset} "
+              f"(broker {receipt.broker})")
     else:
-        where = args.topic if message.lite_topic is None else f"lite topic {message.lite_topic} of {args.topic}"
-        print(f"sent {receipt.message_id} to {where} at offset {receipt.offset} "
+        print(f"sent {receipt.message_id} to {args.topic} at offset {receipt.offset} "
               f"(broker {receipt.broker}, queue {receipt.queue_id})")
     return 0
 
