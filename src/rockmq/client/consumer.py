@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
-from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LITE_REFRESH_S, LONG_POLL_S, REQUEST_TIMEOUT_S
+from rockmq.client.limits import (
+    ASSIGNMENT_TTL_S,
+    BATCH_SIZE,
+    HEARTBEAT_S,
+    INVISIBLE_S,
+    LITE_REFRESH_S,
+    LONG_POLL_S,
+    REQUEST_TIMEOUT_S,
+)
 from rockmq.client.lite import LiteSubscriptions, parent_topic
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, received_batch, unreachable
@@ -60,7 +68,7 @@ class AsyncSimpleConsumer:
                  await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  lane: str | None = None, transport: Transport | None = None,
                  credentials: Credentials | None = None, tls: Tls | None = None,
-                 lite_refresh_s: float = LITE_REFRESH_S) -> None:
+                 lite_refresh_s: float = LITE_REFRESH_S, heartbeat_s: float = HEARTBEAT_S) -> None:
         self.group = group
         self.lane = check_lane(lane)
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
@@ -70,7 +78,7 @@ class AsyncSimpleConsumer:
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging (not rockmq)
         self._handles_only: set[str] = set()  # endpoints whose Ack takes no receipt runs (rockmq before them)
-        self.lite = LiteSubscriptions(self.session, group, pb.SIMPLE_CONSUMER, lite_refresh_s)
+        self.lite = LiteSubscriptions(self.session, group, pb.SIMPLE_CONSUMER, lite_refresh_s, heartbeat_s)
 
     async def __aenter__(self) -> AsyncSimpleConsumer:
         return self

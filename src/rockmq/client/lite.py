@@ -6,9 +6,11 @@ its characters) and keeps it once the broker accepted it (a quota refusal, Quota
 nothing); `unsubscribe` forgets the name first, then sends PARTIAL_REMOVE. Every `refresh_s`
 (30 s, as the official clients) each parent's whole set goes again as COMPLETE_ADD, which
 replaces the broker's copy: that is the client's liveness for the broker (which drops the sets
-of clients it stops hearing from), and repairs any difference a failed call left. Each round
-also heartbeats with the lite client type (LITE_SIMPLE_CONSUMER / LITE_PUSH_CONSUMER), as the
-official lite consumers declare themselves. Calls go to the access points, as the official
+of clients it stops hearing from), and repairs any difference a failed call left. A simple
+consumer also heartbeats every `heartbeat_s` (10 s, as the official clients) with the lite client
+type LITE_SIMPLE_CONSUMER, so a consumer that does not receive for a while is still heard from;
+a push consumer's heartbeats are its membership's, which declare LITE_PUSH_CONSUMER from the
+first subscription on. Calls go to the access points, as the official
 client sends them; the broker answers for the parent on every broker.
 
 Bounded: the sets hold what the broker accepted, so at most its lite subscription quota.
@@ -55,8 +57,11 @@ def sync_request(action: pb.LiteSubscriptionAction, topic: str, group: str,
 class LiteSubscriptions:
     """Per parent topic, the lite topics this client holds; and the task that refreshes them."""
 
-    def __init__(self, session: Session, group: str, client_type: pb.ClientType, refresh_s: float) -> None:
+    def __init__(self, session: Session, group: str, client_type: pb.ClientType, refresh_s: float,
+                 heartbeat_s: float | None = None) -> None:
+        """`heartbeat_s`: heartbeat this often once subscribed (None: the consumer heartbeats itself)."""
         self._session = session
+        self._heartbeat_s = heartbeat_s
         self._group = group
         self._lite_type = LITE_CLIENT_TYPE[client_type]
         self._base_type = client_type
@@ -80,7 +85,8 @@ class LiteSubscriptions:
         await self._sync(pb.PARTIAL_ADD, topic, [name])
         self._sets.setdefault(topic, set()).add(name)
         if self._refresher is None and not self._closed:
-            await self._heartbeat()
+            if self._heartbeat_s is not None:
+                await self._heartbeat()
             self._refresher = asyncio.create_task(self._run(), name="rockmq-lite-refresh")
 
     async def unsubscribe(self, topic: str, name: str) -> None:
@@ -95,16 +101,23 @@ class LiteSubscriptions:
         await self._sync(pb.PARTIAL_REMOVE, topic, [name])
 
     async def refresh(self) -> None:
-        """One round: each parent's whole set as COMPLETE_ADD, and a heartbeat."""
-        await self._heartbeat()
+        """Each parent's whole set as COMPLETE_ADD."""
         for topic, names in list(self._sets.items()):
             await self._sync(pb.COMPLETE_ADD, topic, sorted(names))
 
     async def _run(self) -> None:
+        """Heartbeats (if this consumer sends them here) and, every `refresh_s`, a refresh."""
+        loop = asyncio.get_running_loop()
+        tick = min(self._refresh_s, self._heartbeat_s or self._refresh_s)
+        refreshed = loop.time()
         while True:
-            await asyncio.sleep(self._refresh_s)
+            await asyncio.sleep(tick)
             try:
-                await self.refresh()
+                if self._heartbeat_s is not None:
+                    await self._heartbeat()
+                if loop.time() - refreshed >= self._refresh_s - tick / 2:
+                    refreshed = loop.time()
+                    await self.refresh()
             except RockmqError as e:  # the next round tries again
                 log.warning("group %s: refreshing lite subscriptions failed: %s", self._group, e)
 
