@@ -53,7 +53,7 @@ async def _run(args: argparse.Namespace, data_dir: str) -> dict[str, float]:
     try:
         b = broker
         messaging = MessagingServicer(b.ctx, b.sender, b.pop, b.puller, b.timers, b.transactions, b.clients, b.cluster, b.streams,
-                                      b.lite)
+                                      b.lite, b.lite_routing)
         batch_api = BatchServicer(b.ctx, b.clients, b.pop, b.puller)
         topic = "pop-bench"
         body = b"x" * args.size

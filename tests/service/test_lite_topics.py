@@ -8,57 +8,14 @@ import threading
 import time
 
 import pytest
+from lite_wire import Lite, bodies, lite_message, meta
 from mqwire import RPC_TIMEOUT, message
+from waiting import wait_for
 
-from rockmq.plumbing.channels import CLIENT_ID_HEADER, LANGUAGE_HEADER, VERSION_HEADER
+from rockmq.broker.clock import now_ms
 from rockmq.protocol import admin, pb, rpc
-
-
-def lite_message(topic: str, lite: str, body: str) -> pb.Message:
-    msg = message(topic, body)
-    msg.system_properties.message_type = pb.LITE
-    msg.system_properties.lite_topic = lite
-    return msg
-
-
-def meta(client: str, language: str = "JAVA") -> list[tuple[str, str]]:
-    """An official client's headers (rockmq's own say PYTHON and rockmq)."""
-    return [(CLIENT_ID_HEADER, client), (LANGUAGE_HEADER, language), (VERSION_HEADER, "5.1.2")]
-
-
-class Lite:
-    """A lite consumer of one group and parent, as a client id (its own subscriptions)."""
-
-    def __init__(self, conn, group: str, topic: str, client: str, language: str = "JAVA") -> None:
-        self.conn, self.group, self.topic, self.meta = conn, group, topic, meta(client, language)
-
-    def sync(self, action: int, *names: str) -> rpc.SyncLiteSubscriptionResponse:
-        return self.conn.mq.SyncLiteSubscription(rpc.SyncLiteSubscriptionRequest(
-            action=action, topic=pb.Resource(name=self.topic), group=pb.Resource(name=self.group),
-            lite_topic_set=list(names)), metadata=self.meta, timeout=RPC_TIMEOUT)
-
-    def receive(self, poll_s: float = 0.0, batch: int = 32, invisible_ms: int = 30_000) -> list[pb.Message]:
-        req = rpc.ReceiveMessageRequest(group=pb.Resource(name=self.group), batch_size=batch,
-                                        message_queue=pb.MessageQueue(topic=pb.Resource(name=self.topic), id=0),
-                                        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))
-        req.invisible_duration.FromMilliseconds(invisible_ms)
-        req.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
-        frames = list(self.conn.mq.ReceiveMessage(req, metadata=self.meta, timeout=poll_s + RPC_TIMEOUT))
-        assert frames[0].status.code in (pb.OK, pb.MESSAGE_NOT_FOUND), frames[0]
-        return [f.message for f in frames if f.WhichOneof("content") == "message"]
-
-    def ack(self, *messages: pb.Message) -> None:
-        reply = self.conn.mq.AckMessage(rpc.AckMessageRequest(
-            group=pb.Resource(name=self.group), topic=pb.Resource(name=self.topic),
-            entries=[rpc.AckMessageEntry(message_id=m.system_properties.message_id,
-                                         receipt_handle=m.system_properties.receipt_handle,
-                                         lite_topic=m.system_properties.lite_topic) for m in messages]),
-            metadata=self.meta, timeout=RPC_TIMEOUT)
-        assert reply.status.code == pb.OK, reply
-
-
-def bodies(messages: list[pb.Message]) -> list[tuple[str, str]]:
-    return [(m.system_properties.lite_topic, m.body.decode()) for m in messages]
+from rockmq.store import keys
+from rockmq.store.schema import Family
 
 
 @pytest.fixture
@@ -190,3 +147,34 @@ def test_lite_topics_survive_a_restart(harness, unique, parent):
     assert sorted(bodies(a.receive(poll_s=2))) == [("r1", "after"), ("r1", "before"), ("r2", "new")]
     listed = harness.conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=parent), timeout=RPC_TIMEOUT)
     assert [(t.name, t.max_offset) for t in listed.lite_topics] == [("r1", 2), ("r2", 1)]
+
+
+@pytest.mark.broker_settings(lite_topic_ttl_s=1)
+def test_idle_lite_topics_expire_with_their_keys(harness, unique, parent):
+    a = Lite(harness.conn, unique("g"), parent, "client-a")
+    a.sync(pb.COMPLETE_ADD, "old")
+    harness.conn.send_ok(lite_message(parent, "old", "x"))
+    a.ack(*a.receive(poll_s=2))
+    tid = harness.topic(parent).id
+    expiry = harness.services.lite_expiry
+    wait_for(lambda: harness.call(lambda: expiry.round(now_ms()) or expiry.expired) == 1)
+    store = harness.services.ctx.store
+    assert sorted(harness.call(lambda: list(store.scan_prefix(Family.LITE, b"")))) == [
+        (keys.lite_counter_key(keys.LITE_NEXT, tid), keys.encode_u32(keys.LITE_QUEUE_BASE + 1)),
+        (keys.lite_counter_key(keys.LITE_COUNT, tid), keys.encode_u64(0))]
+    assert harness.call(lambda: list(store.scan_prefix(Family.LOG, keys.topic_prefix(tid)))) == []
+    assert harness.call(lambda: harness.services.lite.topics.count(tid)) == 0
+    assert harness.services.lite.holding(tid, "old") == 0
+    harness.conn.send_ok(lite_message(parent, "old", "new life"))  # the name again: a new lite topic, from offset 0
+    listed = harness.conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=parent), timeout=RPC_TIMEOUT)
+    assert [(t.name, t.queue_id, t.min_offset, t.max_offset) for t in listed.lite_topics] == [
+        ("old", keys.LITE_QUEUE_BASE + 1, 0, 1)]
+
+
+@pytest.mark.broker_settings(lite_subscription_quota=2)
+def test_a_complete_add_over_the_quota_keeps_what_was_held(harness, unique, parent):
+    a = Lite(harness.conn, unique("g"), parent, "client-a")
+    a.sync(pb.PARTIAL_ADD, "z")
+    assert a.sync(pb.COMPLETE_ADD, "a", "b", "z").status.code == pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED
+    harness.conn.send_ok(*(lite_message(parent, n, n) for n in ("a", "b", "z")))
+    assert sorted(bodies(a.receive(poll_s=2))) == [("a", "a"), ("z", "z")]

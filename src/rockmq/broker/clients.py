@@ -323,6 +323,15 @@ class Clients:
                 return True
         return False
 
+    def unsubscribed_lite(self, client_id: str, lite_topic: str) -> None:
+        """Tell a lite consumer the broker dropped its subscription to a lite topic (it expired, or is
+        over the quota): NotifyUnsubscribeLiteCommand on its Telemetry stream, if open (Java and Node
+        drop the name; Python 5.1.2 ignores it)."""
+        session = self.sessions.get(client_id)
+        if session is not None:
+            command = rpc.NotifyUnsubscribeLiteCommand(lite_topic=lite_topic)
+            session.push(rpc.TelemetryCommand(status=OK, notify_unsubscribe_lite_command=command))
+
     def complete_settings(self, session: Session, given: pb.Settings) -> pb.Settings:
         """The client's settings with the broker's part filled in (see the protocol notes)."""
         out = pb.Settings()

@@ -12,8 +12,10 @@ transactional ones to the transaction service as half messages.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from rockmq.broker import validate
 from rockmq.broker.clock import now_ms
@@ -43,6 +45,17 @@ class SendResult:
 Checked = tuple[TopicConfig, str, SentMessage, int] | BrokerError
 
 
+class LiteOwners(Protocol):
+    """Where the lite messages of a request belong (broker/cluster/lite_routing.py)."""
+
+    @property
+    def enabled(self) -> bool: ...  # several brokers: some may be elsewhere
+
+    async def elsewhere(self, messages: Sequence[SentMessage]) -> dict[str, list[int]]: ...
+
+    async def forward(self, endpoint: str, messages: list[SentMessage]) -> list[SendResult]: ...
+
+
 def _writable(checked: Checked) -> Checked:
     """A checked message, or the refusal of a send to a read-only topic."""
     if isinstance(checked, tuple):
@@ -55,9 +68,10 @@ def _writable(checked: Checked) -> Checked:
 
 class SendService:
     def __init__(self, ctx: BrokerContext, timers: TimerService, transactions: TransactionService, dedup: Dedup,
-                 committer: Committer, lite: LiteSubscriptions) -> None:
+                 committer: Committer, lite: LiteSubscriptions, owners: LiteOwners) -> None:
         self.ctx = ctx
         self.lite = lite
+        self.owners = owners
         self.timers = timers
         self.transactions = transactions
         self.dedup = dedup
@@ -92,11 +106,33 @@ class SendService:
             return topic, mtype, parsed(dead), 0
         return topic, mtype, msg, due
 
-    async def send(self, messages: Sequence[SentMessage], chosen: bool = False) -> list[SendResult]:
+    async def send(self, messages: Sequence[SentMessage], chosen: bool = False, forwarded: bool = False) -> list[SendResult]:
         """Store a request's messages (`send_request.read`: from its bytes); each gets its own result. Durable when this returns.
-        `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
+        `chosen`: the client chose each message's queue (`queue_id`, checked valid here). Lite messages
+        another broker owns go there (`owners`), unless another broker `forwarded` them here."""
         self.ctx.refuse_if_draining()
         validate.check_request(messages)
+        remote = await self.owners.elsewhere(messages) if self.owners.enabled and not forwarded else {}
+        if remote:
+            return await self._send_split(messages, remote, chosen)
+        return await self._send_here(messages, chosen)
+
+    async def _send_split(self, messages: Sequence[SentMessage], remote: dict[str, list[int]],
+                          chosen: bool) -> list[SendResult]:
+        """Those stored here and those passed to their owners, at once, answered in request order."""
+        elsewhere = {i for indexes in remote.values() for i in indexes}
+        here = [i for i in range(len(messages)) if i not in elsewhere]
+        parts = [(here, self._send_here([messages[i] for i in here], chosen))] if here else []
+        parts += [(indexes, self.owners.forward(endpoint, [messages[i] for i in indexes]))
+                  for endpoint, indexes in remote.items()]
+        answers = await asyncio.gather(*(call for _, call in parts))
+        results: list[SendResult | None] = [None] * len(messages)
+        for (indexes, _), answer in zip(parts, answers, strict=True):
+            for i, result in zip(indexes, answer, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    async def _send_here(self, messages: Sequence[SentMessage], chosen: bool) -> list[SendResult]:
         self.ctx.store.space.room(sum(len(m.body) for m in messages))  # disk full: refused before anything is written
         logs = self.ctx.logs
         dedup = self.dedup

@@ -35,6 +35,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
+from rockmq.broker.cluster.lite_routing import LiteRouting
 from rockmq.broker.cluster.message_fanout import MessageSearch
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.reseed import prepare
@@ -46,6 +47,7 @@ from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.health import Health
 from rockmq.broker.http_port import open_http_port
+from rockmq.broker.lite.expiry import LiteExpiry
 from rockmq.broker.lite.subscriptions import LiteSubscriptions
 from rockmq.broker.lite.topics import LiteTopics
 from rockmq.broker.matches import MatchIndex
@@ -169,9 +171,12 @@ class Broker:
         self.lite = LiteSubscriptions(lite_topics, ctx.logs.arrivals,
                                       s.lite_subscription_quota, s.max_clients)
         self.clients = Clients(ctx, self.subscriptions, self.renewals, self.lite)
+        self.lite_expiry = LiteExpiry(ctx, self.lite, self.clients.unsubscribed_lite)
         self.timers = TimerService(ctx, self.committer)
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
-        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer, self.lite)
+        self.lite_routing = LiteRouting(self.cluster)
+        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer, self.lite,
+                                  self.lite_routing)
         self.staging = StagingService(ctx, self.timers, self.dedup, self.committer)
         self.retention = RetentionService(ctx, self.subscriptions)
         fifo = FifoLocks()
@@ -194,7 +199,7 @@ class Broker:
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.cluster, self.streams, self.lite,
+                                      self.clients, self.cluster, self.streams, self.lite, self.lite_routing,
                                       self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         guarding = Guarding(self.server)  # the generated services' unary methods refuse bytes that do not parse
@@ -243,7 +248,7 @@ class Broker:
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks += [asyncio.create_task(t) for t in
                         (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
-                         self.staging.run(), self.retention.run())]
+                         self.staging.run(), self.retention.run(), self.lite_expiry.run())]
 
     def _fenced(self) -> None:
         """A promoted replica superseded this primary: its writers and registrations stop (the store

@@ -59,6 +59,12 @@ class Reader:
             self.walk, self.cursor = True, LITE_QUEUE_BASE - 1
 
 
+def quota_exceeded(client_id: str, topic: TopicConfig, wanted: int, quota: int) -> BrokerError:
+    return BrokerError(pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
+                       f"client {client_id[:64]!r} would hold {wanted:,} lite topics of {topic.name!r}, over its "
+                       f"quota of {quota:,} (lite_subscription_quota)")
+
+
 def read_names(action: int, names: list[str], client: str) -> list[str]:
     """The names a SyncLiteSubscription means. The official Python client 5.1.2 sends a PARTIAL_ADD of
     `subscribe_lite("s1")` as its characters `["s", "1"]` (docs/protocol.md): from that client
@@ -84,16 +90,18 @@ class LiteSubscriptions:
     # --- subscribing ----------------------------------------------------------------------------
 
     def sync(self, client_id: str, group: GroupConfig, topic: TopicConfig, action: int, names: list[str],
-             client: str) -> None:
+             client: str) -> list[str]:
         """Apply a SyncLiteSubscription: PARTIAL_ADD adds, PARTIAL_REMOVE removes, COMPLETE_ADD replaces
-        the client's set, COMPLETE_REMOVE drops it. A set over the quota: LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
-        nothing changed. In a wildcard group every action binds the client to all of the parent."""
+        the client's set, COMPLETE_REMOVE drops it -> the names the broker dropped: a COMPLETE_ADD over
+        the quota (a quota lowered since) keeps what the client held first, up to the quota. A
+        PARTIAL_ADD over it: LITE_SUBSCRIPTION_QUOTA_EXCEEDED, nothing changed. In a wildcard group
+        every action binds the client to all of the parent."""
         names = read_names(action, names, client)
         for name in names:
             check_lite_name(name)
         reader = self.reader(client_id, group, topic)
         if reader.names is None:
-            return
+            return []
         wanted = set(reader.names)
         if action == pb.PARTIAL_ADD:
             wanted.update(names)
@@ -105,11 +113,15 @@ class LiteSubscriptions:
             wanted = set()
         else:
             raise BrokerError(pb.BAD_REQUEST, f"unknown lite subscription action {action}")
+        dropped: list[str] = []
         if len(wanted) > self.quota:
-            raise BrokerError(pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
-                              f"client {client_id[:64]!r} would hold {len(wanted):,} lite topics of {topic.name!r}, "
-                              f"over its quota of {self.quota:,} (lite_subscription_quota)")
+            if action != pb.COMPLETE_ADD:
+                raise quota_exceeded(client_id, topic, len(wanted), self.quota)
+            held = reader.names
+            ordered = sorted(wanted, key=lambda n: (n not in held, n))
+            wanted, dropped = set(ordered[:self.quota]), ordered[self.quota:]
         self._set(reader, wanted)
+        return dropped
 
     def _set(self, reader: Reader, wanted: set[str]) -> None:
         assert reader.names is not None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import Any
 
 from rockmq.broker.metadata import TopicConfig
 from rockmq.protocol import pb
@@ -175,3 +176,16 @@ def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delaye
     for present, what in ((grouped, "message group"), (delayed, "delivery time"), (priority is not None, "priority")):
         if present:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, f"a LITE message takes no {what}")
+
+
+CACHED_POSITIONS = 65_536  # lite topics' offsets a position cache keeps (QueueLogs, PopOffsets)
+
+
+def trim_lite(cache: dict[Any, int], limit: int) -> int:
+    """Drop the oldest lite topics' entries of a position cache keyed by (..., queue) down to half of
+    CACHED_POSITIONS (they are read from the store again when needed) -> the size at which to trim
+    next. Called by the cache's owner only where no entry is about to be written (after a write)."""
+    lite = [k for k in cache if k[-1] >= LITE_QUEUE_BASE]
+    for key in lite[:max(0, len(lite) - CACHED_POSITIONS // 2)]:
+        del cache[key]
+    return max(limit, len(cache) + CACHED_POSITIONS // 2)
