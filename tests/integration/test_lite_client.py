@@ -145,6 +145,7 @@ def test_cli_sends_lists_and_tails_lite_topics(broker, conn, unique):
 
     out = ok(broker.cli("message", "tail", topic, "--lite-topic", "alpha", "--group", group, "--count", "3", "--timeout", "5"))
     assert [ln.split()[-1] for ln in out.splitlines() if ln.strip()] == ["a-0", "a-1", "a-2"]
+    assert all(" lite=alpha " in ln for ln in out.splitlines() if ln.strip())
     again = ok(broker.cli("message", "tail", topic, "--lite-topic", "alpha", "--group", group, "--timeout", "1"))
     assert again.strip() == "", "the group's position was committed: nothing again"
     assert_one_line_error(broker.cli("message", "tail", topic, "--lite-topic", "gamma", "--group", group), 1,

@@ -245,10 +245,12 @@ async def _tail_lite(args: argparse.Namespace, lite: admin.LiteTopicInfo) -> int
 
 
 def tail_line(m: ReceivedMessage) -> str:
-    """One received message: where it is, its id, tag, keys, properties and attempt, then its body."""
+    """One received message: where it is (a lite topic's: its name too), its id, tag, keys, properties
+    and attempt, then its body."""
+    lite = f" lite={m.lite_topic}" if m.lite_topic is not None else ""
     keys = f" keys={','.join(m.keys)}" if m.keys else ""
     props = f" properties={json.dumps(m.properties, ensure_ascii=False, sort_keys=True)}" if m.properties else ""
-    return (f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'}{keys}{props} "
+    return (f"[{m.broker}:{m.queue_id}:{m.offset}]{lite} id={m.message_id} tag={m.tag or '-'}{keys}{props} "
             f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}")
 
 
