@@ -96,14 +96,13 @@ class PopLoops:
     async def _run_handlers(self, held: Held) -> None:
         """Every handler of the batch within the `concurrency` slots; a lite topic's messages one
         after another, in the order received (the broker hands a lite topic out in order)."""
-        alone = []
-        chains: dict[str, list[int]] = {}
+        if held.messages[0].lite_topic is None:  # one receive, one topic: a plain topic's batch has no lite topic
+            await asyncio.gather(*(self._runner.run(m, held, i) for i, m in enumerate(held.messages)))
+            return
+        chains: dict[str | None, list[int]] = {}
         for i, m in enumerate(held.messages):
-            if m.lite_topic is None:
-                alone.append(self._runner.run(m, held, i))
-            else:
-                chains.setdefault(m.lite_topic, []).append(i)
-        await asyncio.gather(*alone, *(self._run_in_order(held, chain) for chain in chains.values()))
+            chains.setdefault(m.lite_topic, []).append(i)
+        await asyncio.gather(*(self._run_in_order(held, chain) for chain in chains.values()))
 
     async def _run_in_order(self, held: Held, chain: list[int]) -> None:
         """One lite topic's messages in order; after a failure the rest are not run but failed with
