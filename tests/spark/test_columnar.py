@@ -83,6 +83,15 @@ def test_columns_hold_what_was_sent():
     assert a["store_timestamp"].isoformat() == "2026-01-01T00:00:00+00:00"
     assert (b["queue_offset"], b["tag"], b["keys"], b["properties"], b["body"], b["born_timestamp"]) == (
         8, None, [], [], b"", None)
+    assert a["lite_topic"] is None and b["lite_topic"] is None
+
+
+def test_a_lite_topics_batch_names_it_on_both_paths():
+    recs = [sealed(i, b"x", None, [], {}, None) for i in range(3)]
+    data, offsets = pack(recs)
+    fast = columnar.decode("replies", "broker-a", 65_536, 0, data, offsets, 3, lite_topic="session-1")
+    slow = decode_simple("replies", "broker-a", 65_536, 0, record_slices(data, offsets, 3), lite_topic="session-1")
+    assert [r["lite_topic"] for r in fast.to_pylist()] == ["session-1"] * 3 and rows(fast) == rows(slow)
 
 
 def test_a_record_of_another_version_is_a_clear_error_on_both_paths():

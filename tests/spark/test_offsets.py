@@ -108,3 +108,10 @@ def test_options():
     for options, words in bad:
         with pytest.raises(SourceError, match=words):
             SourceOptions.parse(options, streaming=True)
+
+
+def test_expired_lite_topics_leave_the_checkpoint_only_after_a_complete_listing():
+    offsets = {"replies": {"b:65536": 3, "b:65537": 1}, "orders": {"b:0": 9}}
+    listed = [om.QueueState("replies", "b", 65_537, "e", 0, 1, "s2"), om.QueueState("orders", "b", 0, "e", 0, 9)]
+    assert om.forget_gone(offsets, {"replies"}, listed) == {"replies": {"b:65537": 1}, "orders": {"b:0": 9}}
+    assert om.forget_gone(offsets, set(), listed) == offsets  # a broker missing from the listing: keep every position

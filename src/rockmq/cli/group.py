@@ -32,6 +32,9 @@ def register(sub: Subparsers) -> None:
     create.add_argument("--consume-mode", choices=("pop", "offset"), default="",
                         help="how the group consumes: pop (ReceiveMessage) or offset (pull, UpdateOffset); the other way "
                              "is refused (default: set by the group's first use)")
+    create.add_argument("--lite-wildcard", action="store_true",
+                        help="its lite consumers receive every lite topic of the LITE topic they subscribe, including "
+                             "ones created later")
     with_json(with_endpoint(group.add_parser("list", help="list consumer groups")))
     with_json(with_endpoint(group.add_parser("describe", help="show a group's offsets, lag and in-flight messages"))
               ).add_argument("name")
@@ -79,10 +82,10 @@ def _create(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
     from rockmq.protocol import admin
 
     request = admin.CreateGroupRequest(name=args.name, fifo=args.fifo, max_attempts=args.max_attempts,
-                                       consume_mode=args.consume_mode)
+                                       consume_mode=args.consume_mode, lite_wildcard=args.lite_wildcard)
     info = stub.CreateGroup(request, timeout=10)
     print(f"created group {info.name} ({'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
-          f"consume mode {_consume_mode(info.consume_mode)})")
+          f"consume mode {_consume_mode(info.consume_mode)}{', lite wildcard' if info.lite_wildcard else ''})")
 
 
 def _list(stub: admin_grpc.AdminStub, as_json: bool) -> None:
@@ -140,7 +143,8 @@ def _update(stub: admin_grpc.AdminStub, args: argparse.Namespace) -> None:
 
 def _show(info: admin.GroupInfo) -> None:
     print(f"group {info.name}: {'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, "
-          f"consume mode {_consume_mode(info.consume_mode)}, {info.inflight} in flight")
+          f"consume mode {_consume_mode(info.consume_mode)}{', lite wildcard' if info.lite_wildcard else ''}, "
+          f"{info.inflight} in flight")
     table([[q.topic, q.broker, q.queue_id, q.pop_offset, "-" if q.committed_offset < 0 else q.committed_offset,
             q.max_offset, q.lag, q.inflight, f"{q.lag_ms / 1000:.1f}s"] for q in info.queues],
           ["TOPIC", "BROKER", "QUEUE", "POP_OFFSET", "COMMITTED", "MAX_OFFSET", "LAG", "INFLIGHT", "LAG_TIME"])

@@ -31,6 +31,7 @@ from rockmq.cli.common import (
 if TYPE_CHECKING:
     from rockmq.cli.common import Subparsers
     from rockmq.client import Message, ReceivedMessage
+    from rockmq.protocol import admin
     from rockmq.protocol._gen.rockmq.admin.v1 import messages_pb2
 
 TAIL_POLL_S = 5.0  # a tail's long poll: how long a broker holds a receive open while it has nothing
@@ -57,6 +58,10 @@ def register(sub: Subparsers) -> None:
                       help="stop after this many messages (default: run until Ctrl-C)")
     tail.add_argument("--timeout", type=number(float, 0), default=0,
                       help="stop after this many idle seconds (default: never)")
+    tail.add_argument("--lite-topic", metavar="NAME",
+                      help="tail this lite topic of the LITE topic: its queue is read by offset from where --group left "
+                           "it (else from its first message) and the position committed after each batch (not with "
+                           "--no-ack); the group becomes an offset group: give tailing a group of its own")
 
 
 def _register_send(message: Subparsers) -> None:
@@ -67,6 +72,8 @@ def _register_send(message: Subparsers) -> None:
     send.add_argument("--tag")
     send.add_argument("--key", action="append", default=[], help="a message key (repeatable)")
     send.add_argument("--message-group", help="message group (makes it a FIFO message)")
+    send.add_argument("--lite-topic", metavar="NAME", help="send to this lite topic of the LITE topic (created by its first "
+                                                           "message; not with --message-group, --delay or --deliver-at)")
     send.add_argument("--group", dest="consumer_group", help=argparse.SUPPRESS)  # only to say what to use instead
     send.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
     send.add_argument("--priority", type=number(int, 0), help="to a PRIORITY topic: 0..its max priority, higher "
@@ -84,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         from rockmq.protocol import admin
 
         admin_stub(args).DescribeTopic(admin.TopicRequest(name=args.topic), timeout=REQUEST_TIMEOUT_S)  # tailing creates no topic
+        if args.lite_topic is not None:
+            return asyncio.run(_tail_lite(args, _lite_topic(args)))
         return asyncio.run(_tail(args))
     return asyncio.run(_send_or_recall(args))
 
@@ -139,7 +148,8 @@ def _message_to_send(args: argparse.Namespace) -> Message:
                        "a message is PRIORITY, FIFO or delayed", EXIT_USAGE)
     return Message(args.topic, _body(args), tag=args.tag, keys=tuple(args.key), properties=props,
                    message_group=args.message_group or None,
-                   deliver_at=None if due is None else datetime.fromtimestamp(due / 1000, UTC), priority=args.priority)
+                   deliver_at=None if due is None else datetime.fromtimestamp(due / 1000, UTC), lite_topic=args.lite_topic,
+                   priority=args.priority)
 
 
 async def _send_or_recall(args: argparse.Namespace) -> int:
@@ -156,6 +166,9 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
     if receipt.recall_handle and message.deliver_at is not None:
         due = format_ms(round(message.deliver_at.timestamp() * 1000))
         print(f"sent {receipt.message_id} to {args.topic}, due at {due}; recall handle {receipt.recall_handle}")
+    elif message.lite_topic is not None:  # the receipt's queue is the one sent through, not the lite topic's
+        print(f"sent {receipt.message_id} to lite topic {message.lite_topic} of {args.topic} at offset {receipt.offset} "
+              f"(broker {receipt.broker})")
     else:
         print(f"sent {receipt.message_id} to {args.topic} at offset {receipt.offset} "
               f"(broker {receipt.broker}, queue {receipt.queue_id})")
@@ -172,7 +185,7 @@ async def _tail(args: argparse.Namespace) -> int:
     async with AsyncSimpleConsumer(args.endpoint, args.group, {args.topic: wanted}, await_s=poll_s,
                                    request_timeout=REQUEST_TIMEOUT_S, tls=tls(args), credentials=credentials(args)) as consumer:
         while not args.count or received < args.count:
-            batch = await consumer.receive(min(32, args.count - received) if args.count else 32, invisible_s=TAIL_INVISIBLE_S)
+            batch = await consumer.receive(_tail_batch(args, received), invisible_s=TAIL_INVISIBLE_S)
             for m in batch:
                 print(tail_line(m), flush=True)
             if batch:
@@ -185,11 +198,65 @@ async def _tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tail_batch(args: argparse.Namespace, received: int) -> int:
+    """How many messages the next receive or pull of a tail asks for."""
+    return min(32, args.count - received) if args.count else 32
+
+
+def _lite_topic(args: argparse.Namespace) -> admin.LiteTopicInfo:
+    """The lite topic `--lite-topic` names, as ListLiteTopics lists it (its broker, queue, offsets)."""
+    from rockmq.protocol import admin
+
+    reply = admin_stub(args).ListLiteTopics(admin.ListLiteTopicsRequest(topic=args.topic, prefix=args.lite_topic, limit=1),
+                                            timeout=REQUEST_TIMEOUT_S)
+    if not reply.lite_topics or reply.lite_topics[0].name != args.lite_topic:
+        missing = "; some of its brokers did not answer" if reply.unreachable else ""
+        raise CliError(f"topic {args.topic} has no lite topic {args.lite_topic} (none sent yet, or expired){missing}")
+    found: admin.LiteTopicInfo = reply.lite_topics[0]
+    return found
+
+
+async def _tail_lite(args: argparse.Namespace, lite: admin.LiteTopicInfo) -> int:
+    """Tail one lite topic: pull its queue from the group's committed offset (else its first
+    message), print, and commit after each batch unless `--no-ack`."""
+    from rockmq.client import AsyncPullConsumer, Filter, Queue
+
+    poll_s = min(TAIL_POLL_S, args.timeout) if args.timeout else TAIL_POLL_S
+    wanted = Filter.sql92(args.sql) if args.sql is not None else Filter.tag(args.tag)
+    received, idle_since = 0, time.monotonic()
+    async with AsyncPullConsumer(args.endpoint, args.group, request_timeout=REQUEST_TIMEOUT_S, tls=tls(args),
+                                 credentials=credentials(args)) as consumer:
+        routed = await consumer.queues(args.topic)
+        broker = lite.broker or (routed[0].broker if routed else "")
+        endpoint = next((q.endpoint for q in routed if q.broker == broker), None)
+        if endpoint is None:
+            raise CliError(f"broker {broker} of lite topic {lite.name} is not in the route of {args.topic}")
+        queue = Queue(args.topic, broker, endpoint, lite.queue_id)
+        committed = await consumer.committed(queue)
+        offset = lite.min_offset if committed is None else committed
+        while not args.count or received < args.count:
+            pulled = await consumer.pull(queue, offset, max_messages=_tail_batch(args, received), filter=wanted,
+                                         poll_s=poll_s)
+            for m in pulled.messages:
+                print(tail_line(m), flush=True)
+            if pulled.next_offset != offset and not args.no_ack:
+                await consumer.commit(queue, pulled.next_offset)
+            offset = pulled.next_offset
+            if pulled.messages:
+                received += len(pulled.messages)
+                idle_since = time.monotonic()
+            elif args.timeout and time.monotonic() - idle_since >= args.timeout:
+                break
+    return 0
+
+
 def tail_line(m: ReceivedMessage) -> str:
-    """One received message: where it is, its id, tag, keys, properties and attempt, then its body."""
+    """One received message: where it is (a lite topic's: its name too), its id, tag, keys, properties
+    and attempt, then its body."""
+    lite = f" lite={m.lite_topic}" if m.lite_topic is not None else ""
     keys = f" keys={','.join(m.keys)}" if m.keys else ""
     props = f" properties={json.dumps(m.properties, ensure_ascii=False, sort_keys=True)}" if m.properties else ""
-    return (f"[{m.broker}:{m.queue_id}:{m.offset}] id={m.message_id} tag={m.tag or '-'}{keys}{props} "
+    return (f"[{m.broker}:{m.queue_id}:{m.offset}]{lite} id={m.message_id} tag={m.tag or '-'}{keys}{props} "
             f"attempt={m.delivery_attempt} {m.body.decode(errors='replace')}")
 
 

@@ -6,6 +6,11 @@ assignment per broker) and returns as soon as one has messages or the long poll 
 that cannot be reached is passed over while another answers (assignments come from any access
 point: session.py).
 
+Lite topics (docs/client.md "Lite topics"): `subscribe_lite(name)` / `unsubscribe_lite(name)`
+choose which lite topics of a subscribed LITE topic this client receives (lite.py keeps the set
+and refreshes it); a received lite message carries `lite_topic`, which its ack and
+change_invisible_duration send along.
+
 With `lane="dev1"` the consumer is a member of its group's lane `dev1` (docs/client.md
 "Environment lanes"): it says so on every request, and the broker hands it that lane's messages
 only. A base consumer (no lane) gets the rest, and the messages of lanes with no live member.
@@ -21,7 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from rockmq.client.errors import BrokerRefused, RockmqError, Unimplemented, from_status
-from rockmq.client.limits import ASSIGNMENT_TTL_S, BATCH_SIZE, INVISIBLE_S, LONG_POLL_S, REQUEST_TIMEOUT_S
+from rockmq.client.limits import (
+    ASSIGNMENT_TTL_S,
+    BATCH_SIZE,
+    HEARTBEAT_S,
+    INVISIBLE_S,
+    LITE_REFRESH_S,
+    LONG_POLL_S,
+    REQUEST_TIMEOUT_S,
+)
+from rockmq.client.lite import LiteSubscriptions, parent_topic
 from rockmq.client.message import ReceivedMessage
 from rockmq.client.session import Endpoints, Session, received_batch, unreachable
 from rockmq.client.transport import Transport
@@ -53,7 +67,8 @@ class AsyncSimpleConsumer:
     def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  await_s: float = LONG_POLL_S, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  lane: str | None = None, transport: Transport | None = None,
-                 credentials: Credentials | None = None, tls: Tls | None = None) -> None:
+                 credentials: Credentials | None = None, tls: Tls | None = None,
+                 lite_refresh_s: float = LITE_REFRESH_S, heartbeat_s: float = HEARTBEAT_S) -> None:
         self.group = group
         self.lane = check_lane(lane)
         self.subscriptions = {t: f if isinstance(f, Filter) else Filter.tag(f) for t, f in subscriptions.items()}
@@ -63,6 +78,7 @@ class AsyncSimpleConsumer:
         self._assigned: dict[str, tuple[float, list[pb.MessageQueue]]] = {}
         self._streaming_only: set[str] = set()  # endpoints without BatchMessaging (not rockmq)
         self._handles_only: set[str] = set()  # endpoints whose Ack takes no receipt runs (rockmq before them)
+        self.lite = LiteSubscriptions(self.session, group, pb.SIMPLE_CONSUMER, lite_refresh_s, heartbeat_s)
 
     async def __aenter__(self) -> AsyncSimpleConsumer:
         return self
@@ -71,12 +87,22 @@ class AsyncSimpleConsumer:
         await self.close()
 
     async def close(self) -> None:
+        await self.lite.close()
         if self.lane is not None and not self.session.closed:  # its lane's messages fall back to the base at once
             request = rpc.NotifyClientTerminationRequest(group=pb.Resource(name=self.group))
             for endpoint in {address_of(q.broker.endpoints) for _, queues in self._assigned.values() for q in queues}:
                 with contextlib.suppress(RockmqError):
                     await self.session.unary(endpoint, "NotifyClientTermination", request)
         await self.session.close()
+
+    async def subscribe_lite(self, name: str, topic: str | None = None) -> None:
+        """Receive lite topic `name` of the subscribed LITE topic (`topic`: needed only when the
+        consumer subscribes several). QuotaExceeded when the client holds its quota of them."""
+        await self.lite.subscribe(parent_topic(self.subscriptions, topic), name)
+
+    async def unsubscribe_lite(self, name: str, topic: str | None = None) -> None:
+        """Stop receiving lite topic `name` (what this client holds in flight still needs its ack)."""
+        await self.lite.unsubscribe(parent_topic(self.subscriptions, topic), name)
 
     async def _assignments(self, topic: str) -> list[pb.MessageQueue]:
         """Where to receive the topic from (one entry per broker), cached for ASSIGNMENT_TTL_S."""
@@ -185,8 +211,8 @@ class AsyncSimpleConsumer:
             else:
                 return () if reply.status.code == pb.OK else reply.entries
         request = rpc.AckMessageRequest(group=pb.Resource(name=self.group), topic=pb.Resource(name=topic),
-                                        entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle)
-                                                 for m in part])
+                                        entries=[rpc.AckMessageEntry(message_id=m.message_id, receipt_handle=m.receipt_handle,
+                                                                     lite_topic=m.lite_topic) for m in part])
         reply = await self.session.unary(endpoint, "AckMessage", request, entries=len(part))
         return [e.status for e in reply.entries]
 
@@ -213,7 +239,7 @@ class AsyncSimpleConsumer:
         request = rpc.ChangeInvisibleDurationRequest(group=pb.Resource(name=self.group),
                                                      topic=pb.Resource(name=message.topic),
                                                      receipt_handle=message.receipt_handle,
-                                                     message_id=message.message_id)
+                                                     message_id=message.message_id, lite_topic=message.lite_topic)
         request.invisible_duration.FromMilliseconds(int(invisible_s * 1000))
         reply = await self.session.unary(message.endpoint, "ChangeInvisibleDuration", request)
         return message.replace(receipt_handle=reply.receipt_handle)

@@ -8,8 +8,11 @@
     │   ├── NotFound                 topic, group, message or offset unknown
     │   ├── IllegalArgument          the request is malformed (bad topic name, body, filter, a time
     │   │                            without a zone, ...)
-    │   └── Throttled                the broker is overloaded, is not the primary (a replica, a fenced
-    │                                primary) or a replica did not confirm (retriable elsewhere)
+    │   ├── Throttled                the broker is overloaded, is not the primary (a replica, a fenced
+    │   │                            primary) or a replica did not confirm (retriable elsewhere)
+    │   └── QuotaExceeded            a lite-topic quota is full: lite topics of a parent topic
+    │                                (LITE_TOPIC_QUOTA_EXCEEDED) or a client's lite subscriptions
+    │                                (LITE_SUBSCRIPTION_QUOTA_EXCEEDED); not retriable as it is
     ├── BatchSendError               some messages of a batch were refused: `.receipts` (a SendReceipt
     │                                or None per message, in order), `.errors` (index -> the error)
     └── ClientClosed                 the producer or consumer was closed
@@ -91,6 +94,10 @@ class Throttled(BrokerRefused):
     retriable = True
 
 
+class QuotaExceeded(BrokerRefused):
+    pass
+
+
 class ClientClosed(RockmqError):
     pass
 
@@ -108,6 +115,7 @@ class BatchSendError(RockmqError):
 
 
 _NOT_FOUND = {pb.NOT_FOUND, pb.TOPIC_NOT_FOUND, pb.CONSUMER_GROUP_NOT_FOUND, pb.MESSAGE_NOT_FOUND, pb.OFFSET_NOT_FOUND}
+_QUOTA = {pb.LITE_TOPIC_QUOTA_EXCEEDED, pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED}
 _RETRIABLE = {pb.TOO_MANY_REQUESTS, pb.SLAVE_PERSISTENCE_TIMEOUT, pb.MASTER_PERSISTENCE_TIMEOUT, pb.HA_NOT_AVAILABLE,
               pb.PROXY_TIMEOUT, pb.REQUEST_TIMEOUT, pb.INTERNAL_ERROR, pb.INTERNAL_SERVER_ERROR}
 
@@ -118,6 +126,8 @@ def from_status(code: int, message: str) -> BrokerRefused:
         return NotFound(message, code=code)
     if code in _RETRIABLE:
         return Throttled(message, code=code)
+    if code in _QUOTA:
+        return QuotaExceeded(message, code=code)
     if 40000 <= code < 50000:
         return IllegalArgument(message, code=code)
     return BrokerRefused(message, code=code, retriable=code >= 50000)

@@ -19,5 +19,6 @@ PUSH_BATCH_SIZE = 32  # a push consumer's handlers finish a received batch withi
 INVISIBLE_S = 30.0  # a POP-received message is hidden from the group's other consumers this long
 LONG_POLL_S = 10.0  # a receive or pull waits this long for a message to arrive
 HEARTBEAT_S = 10.0  # clients tell the brokers they are alive this often
+LITE_REFRESH_S = 30.0  # a lite consumer re-sends its whole set of lite subscriptions this often (its liveness)
 SYNC_SEND_TIMEOUT_S = 30.0  # the sync producer's limit on one call (a send with all its retries)
 SYNC_CONSUME_TIMEOUT_S = 60.0  # the sync consumers' limit on one call (beyond its long poll)

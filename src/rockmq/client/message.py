@@ -4,6 +4,10 @@ Delays are milliseconds (or a timedelta) and delivery times datetimes with a zon
 refused with IllegalArgument: when.py); both reach the wire as a proper Timestamp (seconds and
 nanos), never as milliseconds stuffed into the seconds field.
 
+A message with `lite_topic` goes to that lite topic of its LITE parent `topic` (message type
+LITE); the protocol forbids it together with a message group, a delivery time or a priority,
+and a transactional send: refused with IllegalArgument before anything is sent.
+
 A message gets its id when it is first sent and keeps it: sending the same Message again (alone
 or in a batch, say after a BatchSendError or a lost reply) is a retry, which the broker answers
 with the first send's receipt and does not store again (within its de-dup window, 10 minutes).
@@ -34,6 +38,7 @@ class Message:
     delay: timedelta | int | None = None  # milliseconds, or a timedelta
     deliver_at: datetime | None = None
     message_id: str | None = field(default=None, compare=False)  # set by the first send
+    lite_topic: str | None = None  # a lite topic of the LITE topic `topic` (docs/client.md "Lite topics")
     priority: int | None = None  # to a PRIORITY topic: 0..its max_priority, higher goes first (docs/priority.md)
 
     def due_ms(self, now_ms: int) -> int | None:
@@ -62,7 +67,8 @@ class Message:
         return cls(topic=m.topic.name, body=m.body, tag=sp.tag if sp.HasField("tag") else None, keys=tuple(sp.keys),
                    properties=dict(m.user_properties),
                    message_group=sp.message_group if sp.HasField("message_group") else None, deliver_at=deliver_at,
-                   message_id=sp.message_id or None, priority=sp.priority if sp.HasField("priority") else None)
+                   message_id=sp.message_id or None, lite_topic=sp.lite_topic if sp.HasField("lite_topic") else None,
+                   priority=sp.priority if sp.HasField("priority") else None)
 
     def to_pb(self, message_id: str, born_host: str, now_ms: int, transactional: bool = False) -> pb.Message:
         m = pb.Message(topic=pb.Resource(name=self.topic), body=self.body, user_properties=dict(self.properties))
@@ -81,7 +87,11 @@ class Message:
             sp.message_group = self.message_group
         if due is not None:
             sp.delivery_timestamp.FromMilliseconds(due)
-        if self.priority is not None:
+        if self.lite_topic is not None:
+            self._check_lite(due, transactional)
+            sp.lite_topic = self.lite_topic
+            sp.message_type = pb.LITE
+        elif self.priority is not None:
             if transactional or self.message_group is not None or due is not None:
                 raise ValueError("a PRIORITY message (priority) cannot be transactional, FIFO or delayed")
             sp.priority = self.priority
@@ -95,6 +105,14 @@ class Message:
         else:
             sp.message_type = pb.NORMAL
         return m
+
+    def _check_lite(self, due: int | None, transactional: bool) -> None:
+        """What a lite message may not carry (the protocol's rule, as the broker applies it)."""
+        clash = ("a message group" if self.message_group is not None else "a delivery time" if due is not None
+                 else "a priority" if self.priority is not None else "a transaction" if transactional else None)
+        if clash is not None:
+            raise IllegalArgument(f"a message to lite topic {self.lite_topic!r} cannot have {clash}",
+                                  code=pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE)
 
 
 @dataclass(frozen=True)
@@ -130,6 +148,7 @@ _DECODE: dict[str, Callable[[pb.Message], object]] = {
     "born_ms": lambda m: _ms(m.system_properties.born_timestamp),
     "store_ms": lambda m: _ms(m.system_properties.store_timestamp),
     "receipt_handle": lambda m: m.system_properties.receipt_handle,
+    "lite_topic": lambda m: m.system_properties.lite_topic if m.system_properties.HasField("lite_topic") else None,
     "priority": lambda m: m.system_properties.priority if m.system_properties.HasField("priority") else None,
 }
 
@@ -141,7 +160,8 @@ class ReceivedMessage:
     building 15 fields eagerly cost ~5 µs per message, the bound of a consuming loop."""
 
     FIELDS = ("topic", "body", "message_id", "tag", "keys", "properties", "message_group", "queue_id", "offset",
-              "delivery_attempt", "born_ms", "store_ms", "receipt_handle", "broker", "endpoint", "priority")
+              "delivery_attempt", "born_ms", "store_ms", "receipt_handle", "broker", "endpoint", "lite_topic",
+              "priority")
     __slots__ = (*FIELDS, "_wire")
 
     topic: str
@@ -159,15 +179,16 @@ class ReceivedMessage:
     receipt_handle: str
     broker: str
     endpoint: str  # where to ack it: the broker that handed it out
+    lite_topic: str | None  # the lite topic of a LITE topic it came from (acks name it)
     priority: int | None  # a PRIORITY message's (None: it has none)
     _wire: pb.Message | None
 
     def __init__(self, topic: str, body: bytes, message_id: str, tag: str | None, keys: tuple[str, ...],
                  properties: dict[str, str], message_group: str | None, queue_id: int, offset: int, delivery_attempt: int,
                  born_ms: int, store_ms: int, receipt_handle: str, broker: str, endpoint: str,
-                 priority: int | None = None) -> None:
+                 lite_topic: str | None = None, priority: int | None = None) -> None:
         values = (topic, body, message_id, tag, keys, properties, message_group, queue_id, offset, delivery_attempt,
-                  born_ms, store_ms, receipt_handle, broker, endpoint, priority)
+                  born_ms, store_ms, receipt_handle, broker, endpoint, lite_topic, priority)
         for name, value in zip(self.FIELDS, values, strict=True):
             _set(self, name, value)
         _set(self, "_wire", None)

@@ -170,7 +170,17 @@ def _in_thread(callback: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, 
     return lambda *args: asyncio.to_thread(callback, *args)
 
 
-class SimpleConsumer(_Sync):
+class _LiteConsumer(_Sync):
+    """A consumer's lite subscriptions (subscribe_lite / unsubscribe_lite as the asyncio consumer's)."""
+
+    def subscribe_lite(self, name: str, topic: str | None = None) -> None:
+        self._run(self._inner.subscribe_lite(name, topic))
+
+    def unsubscribe_lite(self, name: str, topic: str | None = None) -> None:
+        self._run(self._inner.unsubscribe_lite(name, topic))
+
+
+class SimpleConsumer(_LiteConsumer):
     def __init__(self, endpoint: Endpoints, group: str, subscriptions: dict[str, str | Filter], *,
                  timeout: float = SYNC_CONSUME_TIMEOUT_S, **options: Any) -> None:
         self._timeout = timeout
@@ -189,7 +199,7 @@ class SimpleConsumer(_Sync):
         return self._run(self._inner.change_invisible_duration(message, invisible_s))
 
 
-class PushConsumer(_Sync):
+class PushConsumer(_LiteConsumer):
     """Consumes from the moment it is made until `close()`; a plain-function handler runs on the
     consumer's worker threads (options as AsyncPushConsumer's)."""
 

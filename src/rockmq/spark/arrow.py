@@ -30,9 +30,11 @@ SCHEMA = pa.schema([
     ("born_timestamp", TIMESTAMP),
     ("store_timestamp", TIMESTAMP),
     ("broker", pa.string()),
+    ("lite_topic", pa.string()),  # the lite topic of a LITE topic's message; null for other topics
 ])
 DDL = ("topic STRING, queue_id INT, queue_offset BIGINT, message_id STRING, tag STRING, keys ARRAY<STRING>, "
-       "properties MAP<STRING,STRING>, body BINARY, born_timestamp TIMESTAMP, store_timestamp TIMESTAMP, broker STRING")
+       "properties MAP<STRING,STRING>, body BINARY, born_timestamp TIMESTAMP, store_timestamp TIMESTAMP, broker STRING, "
+       "lite_topic STRING")
 
 _iota = pa.array([], pa.int64())
 
@@ -51,16 +53,20 @@ def record_slices(records: bytes | memoryview, offsets: bytes | memoryview, coun
     return [bytes(records[ends[i]:ends[i + 1]]) for i in range(count)]
 
 
-def constant_columns(topic: str, broker: str, queue_id: int, first_offset: int, count: int) -> dict[str, pa.Array]:
+def constant_columns(topic: str, broker: str, queue_id: int, first_offset: int, count: int,
+                     lite_topic: str | None = None) -> dict[str, pa.Array]:
+    """The columns one queue's batch has alike (a lite topic is one queue: its name is one of them)."""
     return {
         "topic": pa.repeat(pa.scalar(topic, pa.string()), count),
         "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), count),
         "queue_offset": pc.add(iota(count), pa.scalar(first_offset, pa.int64())),
         "broker": pa.repeat(pa.scalar(broker, pa.string()), count),
+        "lite_topic": pa.repeat(pa.scalar(lite_topic, pa.string()), count),
     }
 
 
-def decode_simple(topic: str, broker: str, queue_id: int, first_offset: int, records: list[bytes]) -> pa.RecordBatch:
+def decode_simple(topic: str, broker: str, queue_id: int, first_offset: int, records: list[bytes],
+                  lite_topic: str | None = None) -> pa.RecordBatch:
     """One record batch of `records` (consecutive offsets from `first_offset`), via protobuf.
     A record of another version is a `RecordVersionError` (rockmq.protocol.records)."""
     ids, tags, keys, props, bodies, born, stored = [], [], [], [], [], [], []
@@ -77,7 +83,7 @@ def decode_simple(topic: str, broker: str, queue_id: int, first_offset: int, rec
         ts = sp.born_timestamp
         born.append(ts.seconds * 1_000_000 + ts.nanos // 1000 if sp.HasField("born_timestamp") else None)
         stored.append(parts.store_ms * 1000)
-    columns = constant_columns(topic, broker, queue_id, first_offset, len(records))
+    columns = constant_columns(topic, broker, queue_id, first_offset, len(records), lite_topic)
     columns.update({
         "message_id": pa.array(ids, pa.string()),
         "tag": pa.array(tags, pa.string()),

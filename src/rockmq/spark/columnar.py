@@ -191,18 +191,19 @@ def _header_field(records: pa.Array, name: str) -> pa.Array:
 
 
 def decode(topic: str, broker: str, queue_id: int, first_offset: int, records: bytes | memoryview,
-           offsets: bytes | memoryview, count: int) -> pa.RecordBatch:
-    """The record batch of a Fetch reply's records (consecutive offsets from `first_offset`)."""
+           offsets: bytes | memoryview, count: int, lite_topic: str | None = None) -> pa.RecordBatch:
+    """The record batch of a Fetch reply's records (consecutive offsets from `first_offset`) of
+    one queue (a lite topic's: `lite_topic`)."""
     if count == 0:
         return pa.RecordBatch.from_pylist([], schema=SCHEMA)
     try:
-        return decode_fast(topic, broker, queue_id, first_offset, records, offsets, count)
+        return decode_fast(topic, broker, queue_id, first_offset, records, offsets, count, lite_topic)
     except (Fallback, pa.ArrowIndexError):
-        return decode_simple(topic, broker, queue_id, first_offset, record_slices(records, offsets, count))
+        return decode_simple(topic, broker, queue_id, first_offset, record_slices(records, offsets, count), lite_topic)
 
 
 def decode_fast(topic: str, broker: str, queue_id: int, first_offset: int, records: bytes | memoryview,
-                offsets: bytes | memoryview, count: int) -> pa.RecordBatch:
+                offsets: bytes | memoryview, count: int, lite_topic: str | None = None) -> pa.RecordBatch:
     n = count
     data = _Bytes(records)
     ends_buf = pa.py_buffer(offsets)
@@ -252,7 +253,7 @@ def decode_fast(topic: str, broker: str, queue_id: int, first_offset: int, recor
     born_ts = pc.cast(pc.if_else(born.present, born_us, pa.scalar(None, I64)), TIMESTAMP)
 
     tag = _cut(data, tag_at, tag_len, pa.string())
-    columns = constant_columns(topic, broker, queue_id, first_offset, n)
+    columns = constant_columns(topic, broker, queue_id, first_offset, n, lite_topic)
     columns.update({
         "message_id": message_id,
         "tag": pc.if_else(pc.greater(tag_len, _s(0)), tag, pa.scalar(None, pa.string())),

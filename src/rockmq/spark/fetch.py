@@ -8,6 +8,7 @@ reused across tasks, and forked: a child never reuses its parent's channel).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +27,8 @@ from rockmq.spark.offsets import QueueState
 log = logging.getLogger(__name__)
 META = client_metadata("rockmq-spark")
 ATTEMPTS = 3  # metadata calls: a failed latestOffset fails the whole streaming query
+LITE = "LITE"  # a topic of this message type holds lite topics
+LITE_PAGE = 1000  # lite topics per ListLiteTopics call (the broker's most)
 T = TypeVar("T")
 
 
@@ -64,6 +67,7 @@ class Brokers:
         self.timeout_s = timeout_s
         self.tls = tls
         self.credentials = credentials
+        self.listed_lite: set[str] = set()  # LITE topics whose every lite topic `queues` listed (no broker missing)
 
     def _channel(self, endpoint: str) -> grpc.Channel:
         return channel(endpoint, self.tls, self.credentials)
@@ -91,6 +95,8 @@ class Brokers:
         if route.status.code != pb.OK:
             raise SourceError(f"rockmq QueryRoute {topic!r} at {self.endpoint}: {route.status.message}")
         where = {q.broker.name: address_of(q.broker.endpoints) for q in route.message_queues}
+        if LITE in info.message_types:  # its lite topics are its queues that hold messages
+            return self._lite_queues(topic, where, strict)
         out = []
         for q in info.queues:
             broker = q.broker or next(iter(where), "")
@@ -101,6 +107,34 @@ class Brokers:
                 continue
             out.append(QueueState(topic, broker, q.queue_id, where[broker], q.min_offset, q.max_offset))
         return sorted(out, key=lambda s: (s.broker, s.queue_id))
+
+    def _lite_queues(self, topic: str, where: dict[str, str], strict: bool) -> list[QueueState]:
+        """The lite topics of LITE topic `topic`, each as the queue it is: every page of ListLiteTopics.
+        A broker that did not answer or is missing from the route is an error if `strict`, else its
+        lite topics are left out for now (and the listing is not complete: `listed_lite`)."""
+        admin_stub = admin_grpc.AdminStub(self._channel(self.endpoint))
+        out, after, complete = [], "", True
+        while True:
+            page = _retry(f"ListLiteTopics {topic!r}", self.endpoint, functools.partial(
+                admin_stub.ListLiteTopics, admin.ListLiteTopicsRequest(topic=topic, after=after, limit=LITE_PAGE),
+                timeout=self.timeout_s))
+            if page.unreachable and strict:
+                raise SourceError(f"broker(s) {', '.join(page.unreachable)} of topic {topic!r} did not answer: "
+                                  "their lite topics cannot be read")
+            complete = complete and not page.unreachable
+            for t in page.lite_topics:
+                broker = t.broker or next(iter(where), "")
+                if broker in where:
+                    out.append(QueueState(topic, broker, t.queue_id, where[broker], t.min_offset, t.max_offset, t.name))
+                elif strict:
+                    raise SourceError(f"broker {broker!r} holds lite topics of {topic!r} but is not in its route")
+                else:
+                    complete = False
+            if not page.more or not page.lite_topics:
+                if complete:
+                    self.listed_lite.add(topic)
+                return sorted(out, key=lambda s: (s.broker, s.queue_id))
+            after = page.lite_topics[-1].name
 
     def offset_at(self, queue: QueueState, timestamp_ms: int) -> int:
         """The first offset of the queue stored at or after `timestamp_ms` (its end if none)."""

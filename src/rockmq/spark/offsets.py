@@ -43,6 +43,7 @@ class QueueState:
     endpoint: str
     min_offset: int
     max_offset: int
+    lite_topic: str | None = None  # a LITE topic's queues are its lite topics (docs/spark.md)
 
     @property
     def key(self) -> str:
@@ -171,6 +172,17 @@ def merge_forward(start: Offsets, end: Offsets) -> Offsets:
         for k, off in qs.items():
             out.setdefault(t, {}).setdefault(k, off)
     return out
+
+
+def forget_gone(offsets: Offsets, listed_topics: set[str], queues: list[QueueState]) -> Offsets:
+    """`offsets` without the positions of the lite topics that left a complete listing of their
+    LITE topic (`listed_topics`): expired, their queue ids never reused, so a checkpoint keeps
+    only the lite topics that exist, however many came and went."""
+    present: dict[str, set[str]] = {}
+    for q in queues:
+        present.setdefault(q.topic, set()).add(q.key)
+    return {t: {k: off for k, off in qs.items() if k in present.get(t, ())} if t in listed_topics else qs
+            for t, qs in offsets.items()}
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,11 @@ Options (names are case-insensitive; values strings):
 - `tls`, `tlsCaFile`: connect over TLS; `accessKey`, `secretKey`: sign as this user (rockmq/spark/connection.py).
 
 Columns: topic, queue_id, queue_offset, message_id, tag, keys, properties, body, born_timestamp,
-store_timestamp, and broker: (topic, broker, queue_id, queue_offset) identifies a message, since
+store_timestamp, broker and lite_topic: (topic, broker, queue_id, queue_offset) identifies a message, since
 in a cluster every broker has its own queue 0.
+
+A LITE topic is read as its lite topics (each one queue, listed with ListLiteTopics, every page):
+`lite_topic` is the lite topic's name, null for the messages of other topics (docs/spark.md).
 
 Streaming offsets (the checkpoint) are the JSON map above with concrete offsets: the next offset
 to read per queue. Queues of a topic that appear later (a topic created after the query
@@ -94,6 +97,7 @@ SCHEMA = StructType([
     StructField("born_timestamp", TimestampType()),
     StructField("store_timestamp", TimestampType()),
     StructField("broker", StringType()),
+    StructField("lite_topic", StringType()),
 ])
 
 
@@ -196,6 +200,7 @@ class QueueRange(InputPartition):
     timeout_s: float
     tls: Tls | None = None
     credentials: Credentials | None = None
+    lite_topic: str | None = None  # the queue is this lite topic of `topic`
 
 
 def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -211,16 +216,23 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     for reply in fetch_replies(p.endpoint, p.topic, p.broker, p.queue_id, p.start, p.end,
                                fail_on_data_loss=p.fail_on_data_loss, max_records=FETCH_RECORDS, max_bytes=FETCH_BYTES,
                                timeout_s=p.timeout_s, tls=p.tls, credentials=p.credentials):
-        yield decode(p.topic, p.broker, p.queue_id, reply.first_offset, reply.records, reply.offsets, reply.count)
+        yield decode(p.topic, p.broker, p.queue_id, reply.first_offset, reply.records, reply.offsets, reply.count,
+                     p.lite_topic)
 
 
 def _discover(opts: SourceOptions) -> list[om.QueueState]:
+    return _listing(opts)[0]
+
+
+def _listing(opts: SourceOptions) -> tuple[list[om.QueueState], set[str]]:
+    """Every queue of the topics (a LITE topic's: its lite topics), and the LITE topics listed completely."""
     brokers = opts.brokers()
-    return [q for topic in opts.topics for q in brokers.queues(topic)]
+    return [q for topic in opts.topics for q in brokers.queues(topic)], brokers.listed_lite
 
 
 def _partitions(opts: SourceOptions, start: om.Offsets, end: om.Offsets, queues: list[om.QueueState]) -> list[QueueRange]:
     where = {(q.topic, q.broker): q.endpoint for q in queues}
+    lite = {(q.topic, q.broker, q.queue_id): q.lite_topic for q in queues if q.lite_topic is not None}
     out = []
     for r in om.ranges(start, end, opts.max_per_partition):
         endpoint = where.get((r.topic, r.broker))
@@ -228,7 +240,7 @@ def _partitions(opts: SourceOptions, start: om.Offsets, end: om.Offsets, queues:
             raise SourceError(f"broker {r.broker!r} of topic {r.topic!r} is not in the topic's route now; "
                               f"cannot read [{r.start}, {r.end}) of its queue {r.queue_id}")
         out.append(QueueRange(endpoint, r.topic, r.broker, r.queue_id, r.start, r.end, opts.fail_on_data_loss, opts.timeout_s,
-                              opts.tls, opts.credentials))
+                              opts.tls, opts.credentials, lite.get((r.topic, r.broker, r.queue_id))))
     return out
 
 
@@ -285,7 +297,8 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._target.setdefault(q.topic, {})[q.key] = q.max_offset
 
     def latestOffset(self, start: om.Offsets, limit: ReadLimit) -> om.Offsets:
-        queues = self._queues = _discover(self.opts)
+        queues, listed_lite = _listing(self.opts)
+        self._queues = queues
         available: om.Offsets = {}
         effective = {t: dict(qs) for t, qs in start.items()}
         for q in queues:
@@ -307,7 +320,7 @@ class RockmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = om.rate_limit(effective, available, max_rows)
         # Skipped (failOnDataLoss=false) ranges are not re-planned: past the loss, the end moves forward.
-        return om.merge_forward(start, end)
+        return om.forget_gone(om.merge_forward(start, end), listed_lite, queues)
 
     def _lost(self, what: str) -> None:
         if self.opts.fail_on_data_loss:

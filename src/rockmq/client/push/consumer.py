@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 
 from rockmq.client.allocation import Strategy, average
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
-from rockmq.client.limits import HEARTBEAT_S, INVISIBLE_S, LONG_POLL_S, PUSH_BATCH_SIZE, REQUEST_TIMEOUT_S
+from rockmq.client.limits import HEARTBEAT_S, INVISIBLE_S, LITE_REFRESH_S, LONG_POLL_S, PUSH_BATCH_SIZE, REQUEST_TIMEOUT_S
+from rockmq.client.lite import LiteSubscriptions, parent_topic
 from rockmq.client.pull import AsyncPullConsumer
 from rockmq.client.push.assignment import Assignment
 from rockmq.client.push.commits import Committer
@@ -24,6 +25,7 @@ from rockmq.client.session import Endpoints
 from rockmq.client.transport import GrpcTransport, Transport
 from rockmq.plumbing.channels import Tls
 from rockmq.plumbing.credentials import Credentials
+from rockmq.protocol import pb
 from rockmq.protocol.conventions import RETRY_LADDER_S, check_lane, lane_group, retry_topic
 
 MODES = ("clustering", "broadcast", "pop")
@@ -60,7 +62,7 @@ class AsyncPushConsumer:
                  invisible_s: float = INVISIBLE_S, lane: str | None = None, lane_fallback: bool = True,
                  shutdown_timeout_s: float = 10.0, request_timeout: float = REQUEST_TIMEOUT_S, client_id: str | None = None,
                  transport: Transport | None = None, credentials: Credentials | None = None,
-                 tls: Tls | None = None) -> None:
+                 tls: Tls | None = None, lite_refresh_s: float = LITE_REFRESH_S) -> None:
         _check(mode, subscriptions, offset_file, start_from, (concurrency, max_cached_messages, max_cached_bytes, batch_size),
                retry_backoff_s)
         self.group = group
@@ -84,6 +86,7 @@ class AsyncPushConsumer:
         self.credentials = credentials
         self.session = self._pull.session
         self.client_id = self.session.client_id
+        self.lite = LiteSubscriptions(self.session, group, pb.PUSH_CONSUMER, lite_refresh_s)
         self._wire(offset_file)
         self._pop: PopLoops | None = None  # POP mode, once started
         self._loops: list[asyncio.Task[None]] = []
@@ -103,7 +106,8 @@ class AsyncPushConsumer:
         self._committer = Committer(self._pull, group=self.group, offset_file=offset_file,
                                     interval_s=self.commit_interval_s)
         self._membership = Membership(self.session, self._pull.queues, group=self.group, lane=self.lane,
-                                      heartbeat_s=self.heartbeat_s, rebalance_s=self.rebalance_s)
+                                      heartbeat_s=self.heartbeat_s, rebalance_s=self.rebalance_s,
+                                      client_type=lambda: self.lite.client_type)
         topics = [*self.subscriptions, retry_topic(self.state_group)] if self.mode == "clustering" else list(self.subscriptions)
         self._assignment = Assignment(self._pull, self._membership, self._committer, fetcher, self._dispatcher,
                                       group=self.group, mode=self.mode, topics=topics, strategy=self.strategy,
@@ -138,6 +142,18 @@ class AsyncPushConsumer:
         rebalance = None if self.mode == "pop" else self._assignment.rebalance
         self._loops.append(asyncio.create_task(self._membership.run(rebalance), name="rockmq-membership"))
 
+    async def subscribe_lite(self, name: str, topic: str | None = None) -> None:
+        """Receive lite topic `name` of the subscribed LITE topic (`topic`: needed only when the
+        consumer subscribes several); lite topics are served by POP: mode "pop" only. A lite
+        topic's messages reach the handler one at a time, in order (docs/client.md "Lite topics")."""
+        if self.mode != "pop":
+            raise ValueError(f"lite topics are received by POP: make the consumer with mode='pop', not {self.mode!r}")
+        await self.lite.subscribe(parent_topic(self.subscriptions, topic), name)
+
+    async def unsubscribe_lite(self, name: str, topic: str | None = None) -> None:
+        """Stop receiving lite topic `name`."""
+        await self.lite.unsubscribe(parent_topic(self.subscriptions, topic), name)
+
     def _simple_consumer(self) -> AsyncSimpleConsumer:
         """POP mode's receiver: the group's one POP state, over this consumer's transport and session settings."""
         return AsyncSimpleConsumer(self.session.access_points, self.state_group, dict(self.subscriptions),
@@ -161,6 +177,7 @@ class AsyncPushConsumer:
         await self._dispatcher.close()
         if self._pop is not None:
             await self._pop.close(self.shutdown_timeout_s)
+        await self.lite.close()
         await self._committer.commit_all(owned)
         await self._membership.leave()
         await self._pull.close()

@@ -25,8 +25,10 @@ class Membership:
     """Who is in the group (`members`, `live_lanes`) and which brokers hear from this member (`endpoints`)."""
 
     def __init__(self, session: Session, routes: Routes, *, group: str, lane: str | None, heartbeat_s: float,
-                 rebalance_s: float) -> None:
+                 rebalance_s: float, client_type: Callable[[], pb.ClientType] = lambda: pb.PUSH_CONSUMER) -> None:
+        """`client_type()`: what heartbeats declare (a lite consumer's changes once it subscribes)."""
         self._session = session
+        self._client_type = client_type
         self._routes = routes
         self._group, self._lane = group, lane
         self.client_id = session.client_id
@@ -69,7 +71,7 @@ class Membership:
 
     async def heartbeat(self) -> None:
         """To every known broker at once; fails only if every one of them failed."""
-        request = rpc.HeartbeatRequest(group=pb.Resource(name=self._group), client_type=pb.PUSH_CONSUMER)
+        request = rpc.HeartbeatRequest(group=pb.Resource(name=self._group), client_type=self._client_type())
         replies = await asyncio.gather(*(self._session.unary(e, "Heartbeat", request) for e in sorted(self.endpoints)),
                                        return_exceptions=True)
         errors = [r for r in replies if isinstance(r, BaseException)]

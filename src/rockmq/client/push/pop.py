@@ -1,7 +1,8 @@
 """A push consumer in POP mode: no rebalance and no offsets. Receive loops take `batch_size`
 messages each while `concurrency` handlers run; a batch's successes are acked in one request once
 its last handler is done, its failures come back after their backoff (ChangeInvisibleDuration),
-and while a batch is held, renewal rounds keep what waits from coming back as a duplicate (held.py)."""
+and while a batch is held, renewal rounds keep what waits from coming back as a duplicate (held.py).
+A lite topic's messages (`subscribe_lite`) are handled one after another, in order."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ class PopLoops:
         """Run a received batch's handlers, with renewal rounds while it is held, then settle it."""
         held.timer = asyncio.get_running_loop().call_later(self._invisible_s * RENEW_AT, self._start_round, held)
         try:
-            await asyncio.gather(*(self._runner.run(m, held, i) for i, m in enumerate(held.messages)))
+            await self._run_handlers(held)
         except asyncio.CancelledError:  # closing: what is unsettled comes back after its invisible time
             held.stop()
             if held.round is not None:
@@ -91,6 +92,26 @@ class PopLoops:
         if held.round is not None:  # a round in flight renews handles: ack with the new ones
             await held.round
         await self._settle(held)
+
+    async def _run_handlers(self, held: Held) -> None:
+        """Every handler of the batch within the `concurrency` slots; a lite topic's messages one
+        after another, in the order received (the broker hands a lite topic out in order)."""
+        if held.messages[0].lite_topic is None:  # one receive, one topic: a plain topic's batch has no lite topic
+            await asyncio.gather(*(self._runner.run(m, held, i) for i, m in enumerate(held.messages)))
+            return
+        chains: dict[str | None, list[int]] = {}
+        for i, m in enumerate(held.messages):
+            chains.setdefault(m.lite_topic, []).append(i)
+        await asyncio.gather(*(self._run_in_order(held, chain) for chain in chains.values()))
+
+    async def _run_in_order(self, held: Held, chain: list[int]) -> None:
+        """One lite topic's messages in order; after a failure the rest are not run but failed with
+        it, so they come back after it, in order."""
+        for at, i in enumerate(chain):
+            if not await self._runner.run(held.messages[i], held, i):
+                for j in chain[at + 1:]:
+                    held.verdicts[j] = False
+                return
 
     def _start_round(self, held: Held) -> None:
         held.round = asyncio.create_task(self._round(held), name="rockmq-pop-renew")
