@@ -203,8 +203,7 @@ class AdminFanout:
         local.local = True
         parts, unreachable = await self._everywhere("ListLiteTopics", local, here, "topic", request.topic)
         found = sorted((t for p in parts for t in p.lite_topics), key=lambda t: t.name)
-        # A broker with more filled its page (as long as the limit allows); with none, every name is here.
-        limit = max(len(p.lite_topics) for p in parts) if any(p.more for p in parts) else len(found)
+        limit = page_limit(request.limit, self.cluster.ctx.settings.max_list_page)  # each broker's page, as long
         return admin.ListLiteTopicsResponse(lite_topics=found[:limit], unreachable=unreachable,
                                             more=len(found) > limit or any(p.more for p in parts))
 
