@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
 from mqwire import Conn
+from shard_set import ShardSet
 from waiting import wait_for
 
 from rockmq.protocol import namesrv, namesrv_grpc
@@ -70,3 +71,11 @@ def cluster(tmp_path: Path):
 def lingering_cluster(tmp_path: Path):
     """A cluster whose name server keeps a dead broker registered for two minutes."""
     yield from _running(start_cluster(tmp_path, broker_timeout_s=120))
+
+
+@pytest.fixture
+def two_shards(tmp_path: Path):
+    """`rockmq serve --workers 2`, killed after the test."""
+    s = ShardSet(tmp_path / "data", 2).start()
+    yield s
+    s.kill()

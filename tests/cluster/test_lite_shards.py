@@ -5,30 +5,19 @@ consumer's assignment says) gets exactly its lite topics, in order."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 from lite_wire import Lite, bodies, lite_message
 from mqwire import RPC_TIMEOUT, Conn
-from shard_set import ShardSet
 
 from rockmq.protocol import admin, pb
 from rockmq.protocol.conventions import lite_owner
 
 
-@pytest.fixture
-def shards(tmp_path: Path):
-    s = ShardSet(tmp_path / "data", 2).start()
-    yield s
-    s.kill()
-
-
-def test_lite_topics_live_on_their_shard(shards):
-    conn = Conn(shards.endpoint)
+def test_lite_topics_live_on_their_shard(two_shards):
+    conn = Conn(two_shards.endpoint)
     try:
         conn.admin.CreateTopic(admin.CreateTopicRequest(name="agents", queue_count=2, message_types=["LITE"]),
                                timeout=RPC_TIMEOUT)
-        owners = shards.shards("agents")
+        owners = two_shards.shards("agents")
         names = [f"session-{i}" for i in range(12)]
         wanted = names[::3]
         a = Lite(conn, "replies", "agents", "client-a")
