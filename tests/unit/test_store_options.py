@@ -70,7 +70,7 @@ def test_options_are_applied(tmp_path: Path, memory_mib: int) -> None:
         assert trigger < int(cf["level0_slowdown_writes_trigger"])  # waiting for more tables never slows writes
         assert cf["enable_blob_files"] == ("true" if big else "false")
         assert table["cache_index_and_filter_blocks"] == "true"
-        bloom = family in (Family.DEDUP, Family.CHECKPOINTS)
+        bloom = family in (Family.DEDUP, Family.CHECKPOINTS, Family.LITE)
         assert table["filter_policy"].startswith("bloomfilter") == bloom, family
         assert (float(cf["memtable_prefix_bloom_size_ratio"]) == MEMTABLE_BLOOM_RATIO) == bloom, family
         assert cf["memtable_whole_key_filtering"] == ("true" if bloom else "false"), family

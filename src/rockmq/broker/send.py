@@ -176,6 +176,8 @@ class SendService:
                 if msg.lite_topic is not None:  # its lite topic's queue, whatever the client picked
                     try:
                         picked = self.lite.topics.place(batch, topic, msg.lite_topic, created)
+                        if (tid, msg.lite_topic) in created:  # made by this request: it starts at offset 0
+                            logs.new_queue(tid, picked)
                     except BrokerError as e:
                         results.append(SendResult(e.code, e.message, mid))
                         continue
@@ -199,6 +201,8 @@ class SendService:
                 sized.append(len(msg.body))
                 seen[(tid, mid)] = result
                 results.append(result)
+            if created:
+                self.lite.topics.count_created(batch, created)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
             logs.rollback(allocated)
             self.lite.topics.rollback(created)

@@ -59,7 +59,7 @@ BLOB_FAMILIES = (Family.LOG, Family.TIMERS)
 # pending: compactions copy the live rest of the oldest quarter of the files to new ones, and
 # RocksDB schedules such a compaction itself once those files are half garbage.
 BLOB_GC_FAMILIES = (Family.TIMERS,)
-BLOOM_FAMILIES = (Family.DEDUP, Family.CHECKPOINTS)
+BLOOM_FAMILIES = (Family.DEDUP, Family.CHECKPOINTS, Family.LITE)  # the lite family: a creating send's name is new
 MEMTABLE_BLOOM_RATIO = 0.1  # of the memtable's size, for its bloom filter
 MAX_TOTAL_WAL = 256 * MiB
 MEMORY_MIB = 192  # the default budget (store_memory_mib): keeps a broker under 300 MB RSS under load

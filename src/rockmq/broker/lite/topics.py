@@ -106,9 +106,13 @@ class LiteTopics:
         batch.put(Family.LITE, keys.lite_name_key(topic.id, name), keys.encode_u32(qid))
         batch.put(Family.LITE, keys.lite_queue_key(topic.id, qid), name.encode())
         self._next[topic.id], self._count[topic.id] = qid + 1, count + 1
-        self._counters(batch, topic.id)
         created[(topic.id, name)] = qid  # cached once written (`written`): until then the store says it is not there
         return qid
+
+    def count_created(self, batch: Batch, created: Created) -> None:
+        """The parents' counters after `place` created these, in their batch: once per request."""
+        for topic_id in {tid for tid, _ in created}:
+            self._counters(batch, topic_id)
 
     def _counters(self, batch: Batch, topic_id: int) -> None:
         batch.put(Family.LITE, keys.lite_counter_key(LITE_NEXT, topic_id), keys.encode_u32(self._next[topic_id]))
