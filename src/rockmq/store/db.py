@@ -19,10 +19,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from rocksdict import (
     BlockBasedOptions,
@@ -328,6 +328,14 @@ class Store:
         items = self._cf[family].items(from_key=lower, read_opt=bounds)  # stepped in Rust: no call per step
         # A generator, so `bounds` lives as long as the iteration: the iterator does not own it.
         yield from items if limit is None else itertools.islice(items, limit)
+
+    def scan_keys(self, family: FamilyName, lower: bytes, upper: bytes, limit: int) -> list[bytes]:
+        """Up to `limit` keys with lower <= key < upper, in key order (no value read)."""
+        bounds = ReadOptions()
+        bounds.set_iterate_lower_bound(lower)
+        bounds.set_iterate_upper_bound(upper)
+        found = cast(Iterable[bytes], self._cf[family].keys(from_key=lower, read_opt=bounds))  # its stub's type is loose
+        return list(itertools.islice(found, limit))
 
     def scan_prefix(self, family: FamilyName, prefix: bytes, limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         return self.scan(family, prefix, prefix_end(prefix), limit)
