@@ -94,7 +94,8 @@ class Figures:
                          f"{r['created']:,} lite topics, RSS {r['rss_mib']:.0f} MiB")
         lines += [f"  creation {self.lite_per_s:,.0f}/s vs plain {self.plain_per_s:,.0f} msg/s: {self.rate_ratio:.2f}x; "
                   f"broker CPU per message lite / plain {self.cpu_ratio():.2f}x",
-                  f"  broker RSS idle {self.rss_idle_mib:.0f} MiB, peak {self.rss_peak_mib:.0f} MiB (bound {rss_bound_mib():.0f})",
+                  f"  broker RSS idle {self.rss_idle_mib:.0f} MiB, peak {self.rss_peak_mib:.0f} MiB "
+                  f"(bound {rss_bound_mib():.0f})",
                   f"  wake-ups of the one subscribed lite topic: {', '.join(f'{s * 1000:.0f}' for s in self.wakes_s)} ms",
                   f"  restart {self.restart_s:.1f} s; expiry of all of them {self.expiry_s:.1f} s "
                   f"({self.count / max(self.expiry_s, 1e-9):,.0f}/s); left offline: {self.left}"]
