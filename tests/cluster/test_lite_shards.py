@@ -52,6 +52,9 @@ def test_lite_topics_live_on_their_shard(shards):
                 assert all(t.max_offset == 2 for t in listed.lite_topics)
             finally:
                 c.close()
+        merged = conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic="agents", limit=5), timeout=RPC_TIMEOUT)
+        assert [t.name for t in merged.lite_topics] == sorted(names)[:5] and merged.more
+        assert conn.describe_topic("agents").lite_topic_count == len(names)
         assert sorted(lite for lite, _ in bodies(got)) == sorted(wanted * 2)
         for name in wanted:
             assert [b for lite, b in bodies(got) if lite == name] == [f"{name}@{e}" for e in owners.values()]

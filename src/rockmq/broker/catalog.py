@@ -137,8 +137,11 @@ class Catalog:
         self.subscriptions.grown(updated)
         return self.topic_info(updated, True)
 
-    def lite_topics(self, request: admin.ListLiteTopicsRequest) -> admin.ListLiteTopicsResponse:
-        """A page of a LITE topic's lite topics, by name (`rockmq topic describe T --lite`)."""
+    def lite_topics(self, request: admin.ListLiteTopicsRequest) -> Awaitable[admin.ListLiteTopicsResponse]:
+        """A page of a LITE topic's lite topics, by name (`rockmq topic describe T --lite`), here or over the cluster."""
+        return self.fanout.lite_topics(request, lambda: self._lite_topics_here(request))
+
+    def _lite_topics_here(self, request: admin.ListLiteTopicsRequest) -> admin.ListLiteTopicsResponse:
         topic = self.ctx.meta.topic(request.topic)
         if not is_lite(topic):
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} is not a LITE topic: it holds no lite topics")

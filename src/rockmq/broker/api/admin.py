@@ -46,7 +46,7 @@ class AdminServicer(admin_grpc.AdminServicer):
         return admin.DeleteTopicResponse()
 
     @admin_call
-    def ListLiteTopics(self, request: admin.ListLiteTopicsRequest) -> admin.ListLiteTopicsResponse:
+    def ListLiteTopics(self, request: admin.ListLiteTopicsRequest) -> Awaitable[admin.ListLiteTopicsResponse]:
         return self.catalog.lite_topics(request)
 
     @admin_call
