@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 from broker_process import BrokerProcess
 from lite_wire import Lite, lite_message
 from mqwire import Conn
@@ -204,12 +205,18 @@ def expire(broker: BrokerProcess, count: int, figures: Figures) -> None:
     began = time.monotonic()
     broker.start(timeout=120)
     figures.restart_s = time.monotonic() - began
+    print(f"restarted in {figures.restart_s:.1f} s with --lite-topic-ttl 1", flush=True)
     conn = Conn(broker.endpoint)
     try:
         began = time.monotonic()
-        wait_for(lambda: conn.describe_topic(PARENT).lite_topic_count == 0, 60 + 4 * count / EXPIRY_STEP_PER_S, 0.5,
-                 what="every lite topic expired")
+        try:
+            wait_for(lambda: conn.describe_topic(PARENT).lite_topic_count == 0, 60 + 4 * count / EXPIRY_STEP_PER_S, 0.5,
+                     what="every lite topic expired")
+        except grpc.RpcError as e:
+            raise AssertionError(f"the broker stopped answering during expiry, {time.monotonic() - began:.0f} s in: {e}\n"
+                                 + "\n".join(list(broker.log)[-20:])) from None
         figures.expiry_s = time.monotonic() - began
+        print(f"expired in {figures.expiry_s:.1f} s", flush=True)
         listed = conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=PARENT), timeout=30)
         assert list(listed.lite_topics) == [] and not listed.more, listed
     finally:
@@ -231,6 +238,7 @@ def run(tmp_path: Path, count: int, rounds: int, processes: int = 1) -> Figures:
             conn.create_topic(PARENT, queues=8, types=("LITE",))
             figures.rounds = create(conn, rounds, count // rounds, processes, broker, rss)
             figures.wakes_s = wake_ups(conn)
+            print(f"wake-ups {[round(w, 3) for w in figures.wakes_s]} s", flush=True)
             assert conn.describe_topic(PARENT).lite_topic_count == count + 1  # and the probe's
         finally:
             conn.close()
