@@ -88,11 +88,7 @@ class Figures:
 
     def report(self) -> str:
         lines = [f"{self.count:,} lite topics of one {SIZE}-byte message, {BATCH} per SendMessage:"]
-        for i, r in enumerate(self.rounds, 1):
-            lines.append(f"  round {i}: plain {r['plain']['messages_per_s']:9,.0f} msg/s "
-                         f"{r['plain']['broker_cpu_us_per_msg']:6.1f} µs CPU/msg, lite (new) "
-                         f"{r['lite']['messages_per_s']:9,.0f} msg/s {r['lite']['broker_cpu_us_per_msg']:6.1f} µs CPU/msg, "
-                         f"{r['created']:,} lite topics, RSS {r['rss_mib']:.0f} MiB")
+        lines += [f"  {round_line(i, r)}" for i, r in enumerate(self.rounds, 1)]
         lines += [f"  creation {self.lite_per_s:,.0f}/s vs plain {self.plain_per_s:,.0f} msg/s: {self.rate_ratio:.2f}x; "
                   f"broker CPU per message lite / plain {self.cpu_ratio():.2f}x",
                   f"  broker RSS idle {self.rss_idle_mib:.0f} MiB, peak {self.rss_peak_mib:.0f} MiB "
@@ -101,6 +97,13 @@ class Figures:
                   f"  restart {self.restart_s:.1f} s; expiry of all of them {self.expiry_s:.1f} s "
                   f"({self.count / max(self.expiry_s, 1e-9):,.0f}/s); left offline: {self.left}"]
         return "\n".join(lines)
+
+
+def round_line(number: int, r: dict[str, Any]) -> str:
+    """One round's figures: plain and lite sends, lite topics so far, the broker's RSS."""
+    return (f"round {number}: plain {r['plain']['messages_per_s']:9,.0f} msg/s {r['plain']['broker_cpu_us_per_msg']:6.1f} µs "
+            f"CPU/msg, lite (new) {r['lite']['messages_per_s']:9,.0f} msg/s {r['lite']['broker_cpu_us_per_msg']:6.1f} µs "
+            f"CPU/msg, {r['created']:,} lite topics, RSS {r['rss_mib']:.0f} MiB")
 
 
 def rss_bound_mib() -> float:
@@ -152,7 +155,7 @@ def create(conn: Conn, rounds: int, per_round: int, processes: int, broker: Brok
         lite = bench(broker, PARENT, per_round, processes, "--lite-topics", "new")
         done.append({"plain": plain, "lite": lite, "created": conn.describe_topic(PARENT).lite_topic_count,
                      "rss_mib": rss.now_mib()})
-        print(f"round {len(done)}: {done[-1]['created']:,} lite topics, RSS {done[-1]['rss_mib']:.0f} MiB", flush=True)
+        print(round_line(len(done), done[-1]), flush=True)
     return done
 
 
