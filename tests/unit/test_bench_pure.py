@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rockmq.bench.options import DEFAULT_CONCURRENCY, parse_args
+from rockmq.bench.options import DEFAULT_CONCURRENCY, NEW_LITE, parse_args
 from rockmq.bench.probe import (
     broker_sample,
     family,
@@ -139,12 +139,21 @@ def test_options_defaults_and_no_ceiling() -> None:
     assert parse_args(["--repeats", "3"], "d").repeats == 3
 
 
+def test_lite_topics_count_or_new() -> None:
+    assert parse_args(["--scenario", "produce-batch"], "d").lite_topics is None
+    assert parse_args(["--scenario", "produce-batch", "--lite-topics", "1000"], "d").lite_topics == 1000
+    assert parse_args(["--scenario", "latency", "--lite-topics", "new"], "d").lite_topics == NEW_LITE
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--batch", "0"], "--batch must be positive"),
     (["--concurrency", "-1"], "--concurrency must be positive"),
     (["--messages", "0"], "--messages must be positive"),
     (["--repeats", "0"], "--repeats must be positive"),
     (["--scenario", "nope"], "invalid choice"),
+    (["--scenario", "produce-batch", "--lite-topics", "0"], "expected a positive count or 'new', not '0'"),
+    (["--scenario", "consume", "--lite-topics", "new"], "--lite-topics takes one of the scenarios produce-batch"),
+    (["--lite-topics", "10"], "not all"),
     (["--ceiling-dir", "/nonexistent/dir"], "--ceiling-dir /nonexistent/dir: no such directory"),
 ])
 def test_options_refused(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,8 @@ DEFAULT_CONCURRENCY = {"produce-batch": 64, "produce-single": 64, "consume": 8, 
                        "producer-own": 256}
 OWN_BATCH = 256  # consume-own, pull-own: messages per receive or pull (docs/benchmarks.md, consume-own)
 SEND_BATCH = 64  # producer-own: send_batch's size, compared with as many single sends in flight
+LITE_SCENARIOS = ("produce-batch", "produce-single", "latency")  # the raw sends, which --lite-topics turns into LITE ones
+NEW_LITE = 0  # --lite-topics new: every message to a lite topic of its own, created by that send
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,19 @@ class Options:
     tls: Tls | None = None  # --tls [--tls-ca FILE]
     access_key: str | None = None  # a broker run with --auth: every request signed as this user
     secret_key: str | None = None
+    lite_topics: int | None = None  # LITE messages to this many lite topics in turn (NEW_LITE: a new one each)
 
     def credentials(self) -> Credentials | None:
         return credentials_from(self.access_key, self.secret_key)
+
+
+def lite_topics(text: str) -> int:
+    """--lite-topics: a positive count, or 'new' (NEW_LITE)."""
+    if text == "new":
+        return NEW_LITE
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive count or 'new', not {text!r}")
+    return int(text)
 
 
 def parse_args(argv: list[str] | None, description: str) -> Options:
@@ -86,6 +98,9 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
     parser.add_argument("--tls-ca", metavar="FILE", help="verify the broker's certificate against this CA (PEM); implies --tls")
     parser.add_argument("--access-key", help="a broker run with --auth: sign as this user (env ROCKMQ_ACCESS_KEY)")
     parser.add_argument("--secret-key", help="the user's secret key (env ROCKMQ_SECRET_KEY)")
+    parser.add_argument("--lite-topics", metavar="N|new", type=lite_topics,
+                        help=f"send LITE messages (--topic must be a LITE topic): to N lite topics in turn, or 'new': each "
+                             f"message to a lite topic of its own, created by its send ({', '.join(LITE_SCENARIOS)})")
     args = parser.parse_args(argv)
     for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages", "repeats"):
         if getattr(args, name) <= 0:
@@ -93,6 +108,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
     for name in ("messages", "concurrency"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive")
+    if args.lite_topics is not None and args.scenario not in LITE_SCENARIOS:
+        parser.error(f"--lite-topics takes one of the scenarios {', '.join(LITE_SCENARIOS)}, not {args.scenario}")
     if args.ceiling_dir is not None and not os.path.isdir(args.ceiling_dir):
         parser.error(f"--ceiling-dir {args.ceiling_dir}: no such directory")
     if args.broker_pid is not None and broker_sample(args.broker_pid) is None:  # not silently left out of the figures

@@ -17,7 +17,7 @@ from typing import TypeVar
 import grpc
 
 from rockmq.bench.jobs import Tally
-from rockmq.bench.options import Options
+from rockmq.bench.options import NEW_LITE, Options
 from rockmq.client.errors import from_status
 from rockmq.plumbing.channels import Tls, client_metadata, open_aio_channel, open_channel
 from rockmq.protocol._gen.apache.rocketmq.v2 import definition_pb2 as pb
@@ -74,7 +74,8 @@ class Client:
         self._template = pb.Message(
             topic=self.topic,
             system_properties=pb.SystemProperties(
-                message_type=pb.NORMAL, body_encoding=pb.IDENTITY, born_host=socket.gethostname()
+                message_type=pb.NORMAL if opts.lite_topics is None else pb.LITE, body_encoding=pb.IDENTITY,
+                born_host=socket.gethostname()
             ),
         )
         self._id_prefix = tag[8:24]
@@ -106,7 +107,7 @@ class Client:
         bodies would compress to nothing in the store and flatter every figure)."""
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
         request = svc.SendMessageRequest()
-        size = self.opts.size
+        size, lite = self.opts.size, self.opts.lite_topics
         bodies = os.urandom(count * size)
         for i in range(count):
             message = request.messages.add()
@@ -116,8 +117,17 @@ class Client:
             props.message_id = f"{self._id_prefix}{self._sequence:016X}"
             props.born_timestamp.seconds = seconds
             props.born_timestamp.nanos = nanos
+            if lite is not None:
+                props.lite_topic = self.lite_topic(lite)
             self._sequence += 1
         return request
+
+    def lite_topic(self, count: int) -> str:
+        """The lite topic of the message numbered `_sequence`: one of `count` shared by every client
+        process in turn, or (NEW_LITE) one of its own, named after this client and the number."""
+        if count == NEW_LITE:
+            return f"{self._id_prefix[:8]}-{self._sequence}"
+        return f"lite-{self._sequence % count}"
 
 
 async def call(tally: Tally, method: str, pending: Awaitable[R], messages: int = 1) -> R | None:
