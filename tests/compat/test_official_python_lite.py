@@ -84,9 +84,10 @@ def _by_lite_topic(messages: Iterable[Message]) -> dict[str, list[str]]:
     return dict(got)
 
 
-def _consumed(listener: RecordingListener, count: int, timeout: float) -> list[Message]:
-    """Wait until `count` messages were consumed, then QUIET_S more (a duplicate or a stray would show)."""
-    wait_for(lambda: len(listener.messages) >= count, timeout)
+def _consumed(listener: RecordingListener, count: int, timeout: float, last: str | None = None) -> list[Message]:
+    """Wait until `count` messages were consumed (and the one with id `last`, if given), then QUIET_S
+    more (a duplicate or a stray would show); everything consumed."""
+    wait_for(lambda: len(listener.messages) >= count and (last is None or bool(listener.calls_for(last))), timeout)
     time.sleep(QUIET_S)
     with listener.lock:
         return list(listener.messages)
@@ -102,7 +103,21 @@ def _assert_delivered(parent: str, got: list[Message], want: dict[str, list[str]
 
 # --- LitePushConsumer ---------------------------------------------------------------------------
 
-def test_push_consumer_gets_exactly_its_lite_topics_in_order_promptly(broker, unique):
+@pytest.fixture(scope="module")
+def workers_broker(tmp_path_factory: pytest.TempPathFactory):
+    """`rockmq serve --workers 2`: shard processes behind one port."""
+    b = BrokerProcess(tmp_path_factory.mktemp("lite-workers"), "--workers", "2").start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(params=["serve", "workers"])
+def any_broker(request: pytest.FixtureRequest):
+    return request.getfixturevalue("broker" if request.param == "serve" else "workers_broker")
+
+
+def test_push_consumer_gets_exactly_its_lite_topics_in_order_promptly(any_broker, unique):
+    broker = any_broker
     parent, group = _lite_parent(broker, unique("py-lite")), unique("py-lite-g")
     mine, others = ["sess-a1", "sess-b2"], ["sess-c3", "sess-d4"]
     listener = _success()
@@ -140,7 +155,7 @@ def test_unsubscribe_lite_stops_delivery(broker, unique):
         c.unsubscribe_lite("drop")
         after = [send(p, parent, f"drop:{i}".encode(), lite_topic="drop").message_id for i in (1, 2)]
         kept = send(p, parent, b"keep:0", lite_topic="keep").message_id
-        got = _consumed(listener, 2, timeout=20)
+        got = _consumed(listener, 2, timeout=20, last=kept)
     ids = [m.message_id for m in got]
     assert ids.count(before) == 1 and ids.count(kept) == 1, f"received {_by_lite_topic(got)}\n{_log(broker)}"
     assert not set(after) & set(ids), f"delivered after unsubscribe_lite: {set(after) & set(ids)}"
