@@ -52,7 +52,8 @@ async def _run(args: argparse.Namespace, data_dir: str) -> dict[str, float]:
     await broker.start()
     try:
         b = broker
-        messaging = MessagingServicer(b.ctx, b.sender, b.pop, b.puller, b.timers, b.transactions, b.clients, b.cluster, b.streams)
+        messaging = MessagingServicer(b.ctx, b.sender, b.pop, b.puller, b.timers, b.transactions, b.clients, b.cluster, b.streams,
+                                      b.lite, b.lite_routing)
         batch_api = BatchServicer(b.ctx, b.clients, b.pop, b.puller)
         topic = "pop-bench"
         body = b"x" * args.size

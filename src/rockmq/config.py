@@ -85,6 +85,9 @@ class Settings:
     # lettered...), kept with the message and at most trace_ttl_s after it was stored (docs/storage.md).
     trace_enabled: bool = True
     trace_ttl_s: int = 72 * 3600
+    # A lite topic (docs/lite-topics.md) expires, its messages, name and positions removed, this long
+    # after its last message: the default of a LITE topic that sets none (`topic create --lite-topic-ttl`).
+    lite_topic_ttl_s: int = 24 * 3600
     # A filtered group whose POP position has not moved for this long loses its match index (the
     # entries written for it with every matching message); its next receive registers it again.
     idle_group_matches_s: int = 24 * 3600
@@ -181,6 +184,8 @@ class Settings:
     max_groups: int = 100_000  # consumer groups
     max_subscriptions_per_group: int = 1_000  # topics a group consumes through a filter (each its expression)
     max_client_topics: int = 1_000  # topics one client's Telemetry settings may publish or subscribe to
+    max_lite_topics_per_topic: int = 10_000_000  # lite topics one LITE topic holds (LITE_TOPIC_QUOTA_EXCEEDED)
+    lite_subscription_quota: int = 2_000  # lite topics one client holds (LITE_SUBSCRIPTION_QUOTA_EXCEEDED)
     max_transaction_checks: int = 1_000_000  # undecided transactions (half messages) the broker keeps checking
     max_staged_chunks: int = 100_000  # chunks the Spark sink staged and has not published or discarded (ttl: 1 h)
     max_list_page: int = 1_000  # topics or groups one ListTopics/ListGroups reply holds (the next page: its token)
@@ -228,6 +233,9 @@ class Settings:
             raise ConfigError(f"replication must be 'off', 'async' or 'sync', not {self.replication!r}")
         if self.retention_s < 1 or self.retention_bytes < 0 or self.retention_check_s <= 0:
             raise ConfigError("retention_s must be at least 1, retention_bytes at least 0, retention_check_s above 0")
+        for name in ("lite_topic_ttl_s", "max_lite_topics_per_topic", "lite_subscription_quota"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
         if self.trace_ttl_s < 1:
             raise ConfigError(f"trace_ttl_s must be at least 1, not {self.trace_ttl_s}")
         if self.store_memory_mib < MIN_MEMORY_MIB:
@@ -403,7 +411,8 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
     "auth": ("auth_enabled", "admin_user", "admin_secret", "auth_max_clock_skew_s", "inner_access_key",
              "inner_secret_key"),
     "storage": ("data_dir", "flush", "flush_interval_ms", "store_memory_mib", "disk_reserve_mib", "retention_s",
-                "retention_bytes", "retention_check_s", "trace_enabled", "trace_ttl_s", "idle_group_matches_s",
+                "retention_bytes", "retention_check_s", "trace_enabled", "trace_ttl_s", "lite_topic_ttl_s",
+                "idle_group_matches_s",
                 "filter_index_properties"),
     "cluster": ("broker_name", "namesrv", "namesrv_interval_s", "workers"),
     "replication": ("replication", "replication_timeout_s", "replica_of", "force_primary", "replication_ring_bytes"),
@@ -414,7 +423,8 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
     "limits": ("max_waiting_receives", "max_invisible_ms", "max_receive_batch", "receive_batch", "max_reply_bytes",
                "pop_scan_limit", "pull_scan_limit", "revive_batch", "revive_dlq_bytes", "max_clients",
                "max_sessions_per_user", "max_streams_per_user", "max_topics", "max_groups",
-               "max_subscriptions_per_group", "max_client_topics", "max_transaction_checks", "max_staged_chunks",
+               "max_subscriptions_per_group", "max_client_topics", "max_lite_topics_per_topic",
+               "lite_subscription_quota", "max_transaction_checks", "max_staged_chunks",
                "max_list_page", "max_renewals", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
                "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch"),
     "http": ("http_port", "client_metrics_endpoint"),

@@ -11,6 +11,8 @@ import pytest
 
 from rockmq.broker.clients import Clients
 from rockmq.broker.context import BrokerContext
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.topics import LiteTopics
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.pop.checkpoints import Checkpoints
 from rockmq.broker.pop.renew import Renewals
@@ -31,7 +33,8 @@ def _clients(ctx: BrokerContext, max_clients: int) -> Clients:
     s = ctx.settings
     renewals = Renewals(Checkpoints(ctx.store, ctx.secret, ctx.epoch), s.auto_renew_invisible_ms, s.client_silence_s,
                         s.max_renewals)
-    return Clients(ctx, Subscriptions(ctx, MatchIndex()), renewals)
+    return Clients(ctx, Subscriptions(ctx, MatchIndex()), renewals,
+                   LiteSubscriptions(LiteTopics(ctx.store, 10), ctx.logs.arrivals, 10, 100))
 
 
 def test_the_client_silent_longest_goes_first(ctx):

@@ -7,7 +7,8 @@ from rockmq.store import oplog
 from rockmq.store.schema import SCHEMA_VERSION, Family
 
 PINNED = {"meta": 0, "log": 1, "offsets": 2, "inflight": 3, "checkpoints": 4, "retry": 5, "timers": 6, "dedup": 7,
-          "txn": 8, "txnchecks": 9, "matches": 10, "staging": 11, "footprints": 12, "index": 13, "trace": 14}
+          "txn": 8, "txnchecks": 9, "matches": 10, "staging": 11, "footprints": 12, "index": 13, "trace": 14,
+          "lite": 15}
 
 
 def test_family_ids_are_pinned() -> None:

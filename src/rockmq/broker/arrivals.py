@@ -8,6 +8,10 @@ known (a retry become visible, a FIFO group released) wakes every receive of its
 
 No lost wake-up: a poll takes its event *before* it looks, and an arrival pops and sets the events
 it wakes, so an arrival between a poll's empty look and its wait still finds the poll's event.
+A lite consumer's receive waits on its reader's event (broker/lite/subscriptions.py): a message
+stored in a lite topic wakes only the readers holding it, so a consumer of 10 of a million lite
+topics is woken as a consumer of 10 queues is; what wakes every receive of the topic (a retry made
+visible, a deleted topic, the drain) wakes the readers too.
 Events are shared by the polls waiting for the same thing; the next arrival replaces them. The
 tag sets are the clients' to choose, and an event whose tags never arrive was kept for good: past
 MAX_IDLE_TAG_SETS on a topic, those no poll waits on are dropped (a poll takes its event and waits
@@ -27,6 +31,7 @@ class Arrivals:
     def __init__(self) -> None:
         self._pulls: dict[int, dict[int, asyncio.Event]] = {}  # topic -> queue -> event
         self._receives: dict[int, dict[Tags, asyncio.Event]] = {}  # topic -> tags -> event
+        self._readers: dict[int, dict[object, asyncio.Event]] = {}  # LITE topic -> reader key -> event
         self.tag_watched: set[int] = set()  # topics with a receive waiting for some tags: appends note their tags
         self._waited: dict[asyncio.Event, int] = {}  # event -> the polls waiting on it now
         self.woken = 0  # polls that ended their wait on an arrival (not on their timeout): tests read it
@@ -53,6 +58,23 @@ class Arrivals:
                 self.tag_watched.add(topic_id)
         return ev
 
+    def reader(self, topic_id: int, key: object) -> asyncio.Event:
+        """The event a lite reader's receive of the topic waits on (`key`: the reader's)."""
+        readers = self._readers.setdefault(topic_id, {})
+        ev = readers.get(key)
+        if ev is None:
+            ev = readers[key] = asyncio.Event()
+        return ev
+
+    def lite(self, topic_id: int, keys: Iterable[object]) -> None:
+        """Something changed for these readers of the topic (a lite topic they hold got a message or was released)."""
+        readers = self._readers.get(topic_id)
+        if readers:
+            for key in keys:
+                ev = readers.pop(key, None)
+                if ev is not None:
+                    ev.set()
+
     async def wait(self, ev: asyncio.Event, timeout: float) -> None:
         """Wait for `ev`, at most `timeout` seconds."""
         self._waited[ev] = self._waited.get(ev, 0) + 1
@@ -70,7 +92,7 @@ class Arrivals:
         """The broker drains: wake every poll, and from now on none waits (each answers what it found,
         empty or not, so that the server's shutdown is not held by long polls)."""
         self.ended = True
-        for topic_id in list(self._pulls.keys() | self._receives.keys()):
+        for topic_id in list(self._pulls.keys() | self._receives.keys() | self._readers.keys()):
             self.topic(topic_id)
 
     def appended(self, topic_id: int, queues: Iterable[int], tags: Set[str | None] | None) -> None:
@@ -101,5 +123,7 @@ class Arrivals:
     def receives(self, topic_id: int) -> None:
         """Wake every POP receive of the topic (a retry became visible, a FIFO group was released)."""
         for ev in self._receives.pop(topic_id, {}).values():
+            ev.set()
+        for ev in self._readers.pop(topic_id, {}).values():
             ev.set()
         self.tag_watched.discard(topic_id)

@@ -15,10 +15,11 @@ from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dead_letters import DeadLetters, page_limit
 from rockmq.broker.group_admin import GroupAdmin, in_use
-from rockmq.broker.metadata import GroupConfig, TopicConfig, check_queue_count
+from rockmq.broker.lite.topics import LiteTopics
+from rockmq.broker.metadata import GroupConfig, TopicConfig, check_queue_count, is_lite
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
-from rockmq.protocol import admin, pb
+from rockmq.protocol import admin, pb, records
 from rockmq.protocol.errors import BrokerError
 
 Entry = TypeVar("Entry", TopicConfig, GroupConfig)
@@ -48,8 +49,10 @@ class SortedNames:
 
 class Catalog:
     def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, positions: Positions, fanout: AdminFanout,
-                 broker: str, dead_letters: DeadLetters, group_admin: GroupAdmin, clients: Clients) -> None:
+                 broker: str, dead_letters: DeadLetters, group_admin: GroupAdmin, clients: Clients,
+                 lite: LiteTopics) -> None:
         self.ctx = ctx
+        self.lite = lite
         self.subscriptions = subscriptions
         self.positions = positions
         self.fanout = fanout
@@ -71,7 +74,8 @@ class Catalog:
         return self.fanout.create_topic(request, self._create_here)
 
     def _create_here(self, request: admin.CreateTopicRequest) -> admin.TopicInfo:
-        topic = self.ctx.meta.create_topic(request.name, request.queue_count, list(request.message_types))
+        topic = self.ctx.meta.create_topic(request.name, request.queue_count, list(request.message_types),
+                                           request.lite_topic_ttl_s)
         return self.topic_info(topic, True)
 
     def _page(self, names: SortedNames, table: Mapping[str, Entry], request: Listing) -> tuple[list[Entry], str]:
@@ -133,9 +137,30 @@ class Catalog:
         self.subscriptions.grown(updated)
         return self.topic_info(updated, True)
 
+    def lite_topics(self, request: admin.ListLiteTopicsRequest) -> Awaitable[admin.ListLiteTopicsResponse]:
+        """A page of a LITE topic's lite topics, by name (`rockmq topic describe T --lite`), here or over the cluster."""
+        return self.fanout.lite_topics(request, lambda: self._lite_topics_here(request))
+
+    def _lite_topics_here(self, request: admin.ListLiteTopicsRequest) -> admin.ListLiteTopicsResponse:
+        topic = self.ctx.meta.topic(request.topic)
+        if not is_lite(topic):
+            raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} is not a LITE topic: it holds no lite topics")
+        limit = page_limit(request.limit, self.ctx.settings.max_list_page)
+        found, more = self.lite.page(topic.id, request.after, request.prefix, limit)
+        logs = self.ctx.logs
+        reply = admin.ListLiteTopicsResponse(more=more)
+        for name, qid in found:
+            last = logs.max_offset(topic.id, qid) - 1
+            record = logs.read(topic.id, qid, last) if last >= 0 else None
+            reply.lite_topics.add(name=name, queue_id=qid, min_offset=logs.min_offset(topic.id, qid), max_offset=last + 1,
+                                  last_store_ms=records.view(record).store_ms if record is not None else 0, broker=self.broker)
+        return reply
+
     def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:
         info = admin.TopicInfo(name=topic.name, queue_count=topic.queues, message_types=topic.message_types,
-                               perm=topic.perm)
+                               perm=topic.perm, lite_topic_ttl_s=topic.lite_topic_ttl_s)
+        if is_lite(topic):
+            info.lite_topic_count = self.lite.count(topic.id)
         if with_queues:
             logs = self.ctx.logs
             info.queues.extend(admin.QueueInfo(queue_id=q, min_offset=logs.min_offset(topic.id, q),
@@ -149,7 +174,8 @@ class Catalog:
         """A group (max_attempts 0: the broker's default; consume_mode "": fixed by its first use),
         here or on every broker of the cluster."""
         return self.fanout.create_group(request, lambda: self.group_info(
-            self.ctx.new_group(request.name, request.fifo, request.max_attempts, request.consume_mode), False))
+            self.ctx.new_group(request.name, request.fifo, request.max_attempts, request.consume_mode,
+                               request.lite_wildcard), False))
 
     def groups(self, request: admin.ListGroupsRequest) -> admin.ListGroupsResponse:
         """A page of the groups, by name."""
@@ -162,7 +188,7 @@ class Catalog:
 
     def group_info(self, group: GroupConfig, with_queues: bool) -> admin.GroupInfo:
         info = admin.GroupInfo(name=group.name, fifo=group.fifo, max_attempts=group.max_attempts,
-                               consume_mode=group.consume_mode)
+                               consume_mode=group.consume_mode, lite_wildcard=group.lite_wildcard)
         if not with_queues:
             return info
         now = now_ms()

@@ -31,13 +31,15 @@ from rockmq.auth.permissions import SESSION_GRANT
 from rockmq.auth.seam import Refused, current_identity, forbidden
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lanes import EVERYTHING, Route, declared_lane, route
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.topics import MAX_LITE_TOPIC_SIZE
 from rockmq.broker.subscriptions import Subscriptions, record_filter
 from rockmq.protocol import pb, rpc
 from rockmq.protocol.conventions import base_group, check_name
 from rockmq.protocol.endpoints import endpoints_of
 from rockmq.protocol.errors import OK, over_limit
 
-CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER)
+CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.PULL_CONSUMER, pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER)
 NO_LANES: frozenset[str] = frozenset()
 SETTINGS_AGAIN_S = 1.0  # a producer gets its settings again after this: the Node.js client may miss the first reply
 
@@ -127,8 +129,9 @@ class Clients:
     user's own silent longest goes first. They are kept in the order they were last heard from, all
     and each user's, so hearing from a client and evicting one are O(1)."""
 
-    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget) -> None:
+    def __init__(self, ctx: BrokerContext, subscriptions: Subscriptions, renewals: Forget, lite: LiteSubscriptions) -> None:
         self.ctx = ctx
+        self.lite = lite
         self.subscriptions = subscriptions
         self.renewals = renewals
         self.sessions: OrderedDict[str, Session] = OrderedDict()  # the one heard from last, last
@@ -289,6 +292,7 @@ class Clients:
                 del self._of_user[s.user]
             self._set_publishing(s, ())
             self._leave(s)
+            self.lite.drop(client_id)
 
     def terminated(self, client_id: str) -> None:
         """The client said goodbye (NotifyClientTermination): forget it and stop renewing what it
@@ -318,6 +322,15 @@ class Clients:
             if s is not None and (s.user == user or not user) and s.push(command):
                 return True
         return False
+
+    def unsubscribed_lite(self, client_id: str, lite_topic: str) -> None:
+        """Tell a lite consumer the broker dropped its subscription to a lite topic (it expired, or is
+        over the quota): NotifyUnsubscribeLiteCommand on its Telemetry stream, if open (Java and Node
+        drop the name; Python 5.1.2 ignores it)."""
+        session = self.sessions.get(client_id)
+        if session is not None:
+            command = rpc.NotifyUnsubscribeLiteCommand(lite_topic=lite_topic)
+            session.push(rpc.TelemetryCommand(status=OK, notify_unsubscribe_lite_command=command))
 
     def complete_settings(self, session: Session, given: pb.Settings) -> pb.Settings:
         """The client's settings with the broker's part filled in (see the protocol notes)."""
@@ -366,7 +379,10 @@ class Clients:
                 self._laned.add(session.group)
             group = self.ctx.group_to_read(session.group) if session.group else None
             fifo = bool(group and group.fifo)
-            sub.fifo = fifo
+            sub.fifo = fifo or given.client_type == pb.LITE_PUSH_CONSUMER  # a lite topic is consumed in order
+            if given.client_type in (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER):  # the client needs both
+                sub.lite_subscription_quota = self.lite.quota
+                sub.max_lite_topic_size = MAX_LITE_TOPIC_SIZE
             sub.receive_batch_size = self.ctx.settings.receive_batch
             if not sub.HasField("long_polling_timeout") or sub.long_polling_timeout.ToMilliseconds() <= 0:
                 sub.long_polling_timeout.FromMilliseconds(_ms(20))

@@ -128,9 +128,11 @@ class BrokerContext:
         check_name("group", name)
         return GroupConfig(name, UNSTORED_GROUP_ID, max_attempts=self.settings.max_attempts)
 
-    def new_group(self, name: str, fifo: bool = False, max_attempts: int = 0, consume_mode: str = "") -> GroupConfig:
+    def new_group(self, name: str, fifo: bool = False, max_attempts: int = 0, consume_mode: str = "",
+                  lite_wildcard: bool = False) -> GroupConfig:
         """Create a group; max_attempts 0: the broker's default."""
-        return self.meta.create_group(name, fifo, max_attempts or self.settings.max_attempts, consume_mode)
+        return self.meta.create_group(name, fifo, max_attempts or self.settings.max_attempts, consume_mode,
+                                      lite_wildcard)
 
     def dlq_topic(self, group: GroupConfig) -> TopicConfig:
         return self.ensure_topic(validate.dead_letter_topic(group.name, self.meta))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig
-from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.pop.fifo import FifoLocks, in_order
 from rockmq.broker.pop.revive import Reviver
 from rockmq.broker.retention import first_to_keep, stored_at
 from rockmq.protocol import admin, pb, records
@@ -163,7 +163,7 @@ class DeadLetters:
             reply.resent += 1
         ctx.store.write(batch)
         for tid, qid in queued:
-            if group.fifo:  # a waiting retry holds its queue (pop/fifo.py), as after a restart
+            if in_order(group.fifo, qid):  # a waiting retry holds its queue (pop/fifo.py), as after a restart
                 self.fifo.delivered((group.id, tid, qid), first_time=True)
                 self.fifo.revived((group.id, tid, qid))
         for tid in {tid for tid, _ in queued}:

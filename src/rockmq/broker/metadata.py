@@ -39,6 +39,11 @@ class TopicConfig:
 PERMS = ("rw", "r", "w")
 
 
+def is_lite(topic: TopicConfig) -> bool:
+    """A LITE topic: its lite topics are queues from keys.LITE_QUEUE_BASE (broker/lite/)."""
+    return topic.message_types == [LITE]
+
+
 def check_perm(perm: str) -> str:
     if perm not in PERMS:
         raise BrokerError(pb.BAD_REQUEST, f"unknown permission {perm!r}: use {', '.join(PERMS)}")
@@ -69,6 +74,7 @@ class GroupConfig:
     fifo: bool = False
     max_attempts: int = 17
     consume_mode: str = ""  # POP or OFFSET; "" until the group's first use (and for groups made before modes)
+    lite_wildcard: bool = False  # its lite consumers receive every lite topic of their LITE topic (broker/lite/)
 
 
 MAX_QUEUES = 1024  # of a topic, on one broker
@@ -149,7 +155,8 @@ class Metadata:
         batch.put(Family.META, keys.NEXT_ID_KEY, keys.encode_u64(self._next_id))
         return new_id
 
-    def create_topic(self, name: str, queues: int, types: list[str] | None = None) -> TopicConfig:
+    def create_topic(self, name: str, queues: int, types: list[str] | None = None,
+                     lite_topic_ttl_s: int = 0) -> TopicConfig:
         check_name("topic", name)
         if name in self.topics:
             raise AlreadyExists(f"topic {name!r} already exists")
@@ -158,7 +165,10 @@ class Metadata:
             raise over_limit(f"cannot create topic {name!r}", "max_topics", self.max_topics,
                              "delete topics (rockmq topic delete) or raise max_topics (rockmq serve --max-topics)")
         batch = self.store.batch()
-        topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=parse_types(types))
+        if lite_topic_ttl_s < 0:
+            raise BrokerError(pb.BAD_REQUEST, f"lite_topic_ttl_s must not be negative, not {lite_topic_ttl_s}")
+        topic = TopicConfig(name=name, id=self._allocate_id(batch), queues=queues, message_types=parse_types(types),
+                            lite_topic_ttl_s=lite_topic_ttl_s)
         batch.put(Family.META, keys.topic_meta(name), json.dumps(asdict(topic)).encode())
         self.store.write(batch)
         self._add_topic(topic)
@@ -171,6 +181,8 @@ class Metadata:
         prefix = keys.topic_prefix(topic.id)
         for family in (Family.LOG, Family.INDEX, Family.TRACE):  # its messages, their index entries and traces
             batch.delete_range(family, prefix, keys.prefix_end(prefix))
+        for lower, upper in keys.lite_topic_ranges(topic.id):  # its lite topics' names
+            batch.delete_range(Family.LITE, lower, upper)
         for group in self.groups.values():  # their positions on it: the topic id is never used again
             positions = keys.group_prefix(group.id) + prefix
             batch.delete_range(Family.OFFSETS, positions, keys.prefix_end(positions))
@@ -209,7 +221,8 @@ class Metadata:
             raise BrokerError(pb.TOPIC_NOT_FOUND, f"topic {name!r} does not exist")
         return topic
 
-    def create_group(self, name: str, fifo: bool, max_attempts: int, consume_mode: str = "") -> GroupConfig:
+    def create_group(self, name: str, fifo: bool, max_attempts: int, consume_mode: str = "",
+                     lite_wildcard: bool = False) -> GroupConfig:
         check_name("group", name)
         if name in self.groups:
             raise AlreadyExists(f"group {name!r} already exists")
@@ -219,7 +232,7 @@ class Metadata:
                              "raise max_groups (rockmq serve --max-groups)")
         batch = self.store.batch()
         group = GroupConfig(name=name, id=self._allocate_id(batch), fifo=fifo, max_attempts=max_attempts,
-                            consume_mode=consume_mode)
+                            consume_mode=consume_mode, lite_wildcard=lite_wildcard)
         self._put_group(batch, group)
         self.store.write(batch)
         self._add_group(group)

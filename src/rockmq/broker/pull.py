@@ -30,13 +30,13 @@ from rockmq.broker.lane_fallback import (
     trim,
 )
 from rockmq.broker.lanes import Consumers, Route, message_lane
-from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_readable
+from rockmq.broker.metadata import OFFSET, GroupConfig, TopicConfig, check_readable, is_lite
 from rockmq.filter.record_filter import RecordFilter, accept_all
 from rockmq.protocol import pb, records
 from rockmq.protocol.conventions import base_group, check_name, lane_group
 from rockmq.protocol.errors import BrokerError
 from rockmq.store import keys
-from rockmq.store.keys import COMMITTED
+from rockmq.store.keys import COMMITTED, LITE_QUEUE_BASE
 from rockmq.store.schema import Family
 
 FETCH_SLICE = 1024  # records read between two turns of the event loop (a few ms)
@@ -59,7 +59,8 @@ class PullService:
         self._pulled = {k: v for k, v in self._pulled.items() if k[0] != group_name or topic_id not in (None, k[1])}
 
     def _check_queue(self, topic: TopicConfig, queue_id: int) -> None:
-        if not 0 <= queue_id < topic.queues:
+        """A queue of the topic: one of its `queues`, or of a LITE topic a lite topic's (ListLiteTopics names them)."""
+        if not 0 <= queue_id < topic.queues and not (queue_id >= LITE_QUEUE_BASE and is_lite(topic)):
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} has queues 0..{topic.queues - 1}, not {queue_id}")
 
     def _reader(self, group_name: str) -> None:

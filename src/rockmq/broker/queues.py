@@ -13,6 +13,7 @@ from typing import Protocol
 
 from rockmq.broker.arrivals import Arrivals
 from rockmq.broker.clock import now_ms
+from rockmq.broker.lite.topics import CACHED_POSITIONS, trim_lite
 from rockmq.broker.message_index import MessageIndex
 from rockmq.broker.metadata import TopicConfig
 from rockmq.broker.trace import Tracer
@@ -47,6 +48,7 @@ class QueueLogs:
         self.store = store
         self.store_host = store_host
         self._next: dict[tuple[int, int], int] = {}
+        self._trim_at = CACHED_POSITIONS  # past it, lite topics' entries of _next are dropped (trim_lite)
         self.arrivals = Arrivals()
         self._arrived_tags: dict[int, set[str | None]] = {}  # tag-watched topic -> tags appended since its last wake
         self._round_robin: dict[int, int] = {}
@@ -147,6 +149,8 @@ class QueueLogs:
         except Exception:
             self.rollback(allocated)
             raise
+        if len(self._next) > self._trim_at:  # a million lite topics: memory stays bounded
+            self._trim_at = trim_lite(self._next, CACHED_POSITIONS)
         arrived = self._arrived_tags
         for topic_id in touched:
             self.arrivals.appended(topic_id, [q for t, q in allocated if t == topic_id], arrived.pop(topic_id, None))
@@ -169,6 +173,10 @@ class QueueLogs:
     def forget_offsets(self) -> None:
         """Drop the cached next offsets (a replica's store changed underneath)."""
         self._next.clear()
+
+    def forget_queue(self, topic_id: int, queue_id: int) -> None:
+        """An expired lite topic's next offset (its queue id is never used again)."""
+        self._next.pop((topic_id, queue_id), None)
 
     def forget_topic(self, topic_id: int) -> None:
         """What is kept of a deleted topic (its id is never used again); its polls wake and find it gone."""

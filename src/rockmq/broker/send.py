@@ -12,14 +12,18 @@ transactional ones to the transaction service as half messages.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from rockmq.broker import validate
 from rockmq.broker.clock import now_ms
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.topics import Created, check_lite_message
 from rockmq.broker.metadata import TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
@@ -41,6 +45,17 @@ class SendResult:
 Checked = tuple[TopicConfig, str, SentMessage, int] | BrokerError
 
 
+class LiteOwners(Protocol):
+    """Where the lite messages of a request belong (broker/cluster/lite_routing.py)."""
+
+    @property
+    def enabled(self) -> bool: ...  # several brokers: some may be elsewhere
+
+    async def elsewhere(self, messages: Sequence[SentMessage]) -> dict[str, list[int]]: ...
+
+    async def forward(self, endpoint: str, messages: list[SentMessage]) -> list[SendResult]: ...
+
+
 def _writable(checked: Checked) -> Checked:
     """A checked message, or the refusal of a send to a read-only topic."""
     if isinstance(checked, tuple):
@@ -53,8 +68,10 @@ def _writable(checked: Checked) -> Checked:
 
 class SendService:
     def __init__(self, ctx: BrokerContext, timers: TimerService, transactions: TransactionService, dedup: Dedup,
-                 committer: Committer) -> None:
+                 committer: Committer, lite: LiteSubscriptions, owners: LiteOwners) -> None:
         self.ctx = ctx
+        self.lite = lite
+        self.owners = owners
         self.timers = timers
         self.transactions = transactions
         self.dedup = dedup
@@ -67,11 +84,14 @@ class SendService:
         ctx = self.ctx
         delivery = msg.delivery
         due = validate.timestamp_ms(delivery[0], delivery[1]) if delivery is not None else 0
+        lite = msg.lite_topic
         try:
             target, mtype, dead_letter = validate.check_fields(
                 msg.topic, msg.message_id, msg.queue_id, len(msg.body), msg.tag, msg.keys, msg.message_group,
-                msg.user_properties, due if delivery is not None else None, msg.message_type, ctx.meta, ctx.settings, now,
-                chosen)
+                msg.user_properties, due if delivery is not None else None,
+                msg.message_type or (pb.LITE if lite is not None else 0), ctx.meta, ctx.settings, now, chosen)
+            if lite is not None or mtype == "LITE":
+                check_lite_message(lite, mtype, msg.message_group is not None, delivery is not None, msg.priority)
             if mtype == "TRANSACTION":
                 self.transactions.check_room()
             topic = target if type(target) is TopicConfig else ctx.ensure_topic(target)
@@ -86,11 +106,33 @@ class SendService:
             return topic, mtype, parsed(dead), 0
         return topic, mtype, msg, due
 
-    async def send(self, messages: Sequence[SentMessage], chosen: bool = False) -> list[SendResult]:
+    async def send(self, messages: Sequence[SentMessage], chosen: bool = False, forwarded: bool = False) -> list[SendResult]:
         """Store a request's messages (`send_request.read`: from its bytes); each gets its own result. Durable when this returns.
-        `chosen`: the client chose each message's queue (`queue_id`, checked valid here)."""
+        `chosen`: the client chose each message's queue (`queue_id`, checked valid here). Lite messages
+        another broker owns go there (`owners`), unless another broker `forwarded` them here."""
         self.ctx.refuse_if_draining()
         validate.check_request(messages)
+        remote = await self.owners.elsewhere(messages) if self.owners.enabled and not forwarded else {}
+        if remote:
+            return await self._send_split(messages, remote, chosen)
+        return await self._send_here(messages, chosen)
+
+    async def _send_split(self, messages: Sequence[SentMessage], remote: dict[str, list[int]],
+                          chosen: bool) -> list[SendResult]:
+        """Those stored here and those passed to their owners, at once, answered in request order."""
+        elsewhere = {i for indexes in remote.values() for i in indexes}
+        here = [i for i in range(len(messages)) if i not in elsewhere]
+        parts = [(here, self._send_here([messages[i] for i in here], chosen))] if here else []
+        parts += [(indexes, self.owners.forward(endpoint, [messages[i] for i in indexes]))
+                  for endpoint, indexes in remote.items()]
+        answers = await asyncio.gather(*(call for _, call in parts))
+        results: list[SendResult | None] = [None] * len(messages)
+        for (indexes, _), answer in zip(parts, answers, strict=True):
+            for i, result in zip(indexes, answer, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    async def _send_here(self, messages: Sequence[SentMessage], chosen: bool) -> list[SendResult]:
         self.ctx.store.space.room(sum(len(m.body) for m in messages))  # disk full: refused before anything is written
         logs = self.ctx.logs
         dedup = self.dedup
@@ -101,6 +143,8 @@ class SendService:
         touched: set[int] = set()
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
+        created: Created = {}  # lite topics this request creates
+        lite_stored: dict[int, list[tuple[str, int]]] = {}  # LITE topic -> (lite topic, queue) appended to
         sizes: dict[tuple[int, str], list[int]] = {}  # (topic id, type) -> sizes of the messages stored (for /metrics)
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
@@ -126,6 +170,13 @@ class SendService:
                     continue
                 group = msg.message_group
                 picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
+                if msg.lite_topic is not None:  # its lite topic's queue, whatever the client picked
+                    try:
+                        picked = self.lite.topics.place(batch, topic, msg.lite_topic, created)
+                    except BrokerError as e:
+                        results.append(SendResult(e.code, e.message, mid))
+                        continue
+                    lite_stored.setdefault(tid, []).append((msg.lite_topic, picked))
                 if mtype == "TRANSACTION":
                     result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                     queue_id = -1
@@ -145,9 +196,17 @@ class SendService:
                 results.append(result)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
             logs.rollback(allocated)
+            self.lite.topics.rollback(created)
             raise
         # Even a request that was all duplicates waits for the fsync covering the originals.
-        await self.commit(batch, allocated, touched)
+        try:
+            await self.commit(batch, allocated, touched)
+        except BaseException:
+            self.lite.topics.rollback(created)  # those it wrote stay
+            raise
+        self.lite.topics.written(created)
+        for tid, stored_in in lite_stored.items():
+            self.lite.arrived(tid, stored_in)
         for (tid, mtype), sized in sizes.items():
             self.tally.stored(tid, mtype, sized)
         return results

@@ -35,6 +35,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
+from rockmq.broker.cluster.lite_routing import LiteRouting
 from rockmq.broker.cluster.message_fanout import MessageSearch
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
 from rockmq.broker.cluster.reseed import prepare
@@ -46,6 +47,9 @@ from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
 from rockmq.broker.health import Health
 from rockmq.broker.http_port import open_http_port
+from rockmq.broker.lite.expiry import LiteExpiry
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.topics import LiteTopics
 from rockmq.broker.matches import MatchIndex
 from rockmq.broker.message_lookup import MessageLookup
 from rockmq.broker.metrics import BrokerMetrics
@@ -163,21 +167,28 @@ class Broker:
         self.subscriptions = Subscriptions(ctx, matches)
         checkpoints = Checkpoints(store, secret, epoch)
         self.renewals = Renewals(checkpoints, s.auto_renew_invisible_ms, s.client_silence_s, s.max_renewals)
-        self.clients = Clients(ctx, self.subscriptions, self.renewals)
+        lite_topics = LiteTopics(store, s.max_lite_topics_per_topic)
+        self.lite = LiteSubscriptions(lite_topics, ctx.logs.arrivals,
+                                      s.lite_subscription_quota, s.max_clients)
+        self.clients = Clients(ctx, self.subscriptions, self.renewals, self.lite)
+        self.lite_expiry = LiteExpiry(ctx, self.lite, self.clients.unsubscribed_lite)
         self.timers = TimerService(ctx, self.committer)
         self.transactions = TransactionService(ctx, self.timers, self.committer, self.clients)
-        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer)
+        self.lite_routing = LiteRouting(self.cluster)
+        self.sender = SendService(ctx, self.timers, self.transactions, self.dedup, self.committer, self.lite,
+                                  self.lite_routing)
         self.staging = StagingService(ctx, self.timers, self.dedup, self.committer)
         self.retention = RetentionService(ctx, self.subscriptions)
         fifo = FifoLocks()
         self.reviver = Reviver(ctx, checkpoints, fifo)
         self.pop = PopService(ctx, checkpoints, fifo, self.reviver, self.renewals, self.committer, self.subscriptions,
-                              self.clients)
+                              self.clients, self.lite)
         self.puller = PullService(ctx, self.clients)
         self.positions = Positions(ctx, self.pop, self.puller)
         self.catalog = Catalog(ctx, self.subscriptions, self.positions, AdminFanout(self.cluster), self.cluster.name,
                                DeadLetters(ctx, self.reviver, fifo, self.cluster.name),
-                               GroupAdmin(ctx, self.pop, self.puller, self.subscriptions, self.clients), self.clients)
+                               GroupAdmin(ctx, self.pop, self.puller, self.subscriptions, self.clients), self.clients,
+                               lite_topics)
         self.metrics = BrokerMetrics(ctx, self.positions, self.clients, self.timers, self.transactions, self.streams,
                                      lambda: self.replicator)
         self._tasks: list[asyncio.Task[None]] = []
@@ -188,7 +199,7 @@ class Broker:
 
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
-                                      self.clients, self.cluster, self.streams,
+                                      self.clients, self.cluster, self.streams, self.lite, self.lite_routing,
                                       self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         guarding = Guarding(self.server)  # the generated services' unary methods refuse bytes that do not parse
@@ -237,7 +248,7 @@ class Broker:
         loops = (self.timers.loop, self.transactions.loop, self.reviver.loop)
         self._tasks += [asyncio.create_task(t) for t in
                         (*(loop.run() for loop in loops), self.renewals.run(self.clients), self._housekeeping(),
-                         self.staging.run(), self.retention.run())]
+                         self.staging.run(), self.retention.run(), self.lite_expiry.run())]
 
     def _fenced(self) -> None:
         """A promoted replica superseded this primary: its writers and registrations stop (the store

@@ -72,6 +72,8 @@ SERVE = (
     Flag("default_queues", "queues of an auto-created topic ({default})"),
     Flag("max_topics", "topics this broker holds at most, its groups' retry and dead-letter topics aside ({default})"),
     Flag("max_groups", "consumer groups this broker holds at most ({default})"),
+    Flag("max_lite_topics_per_topic", "lite topics one LITE topic holds at most on this broker ({default})"),
+    Flag("lite_subscription_quota", "lite topics one lite consumer holds at most ({default})"),
     Flag("max_sessions_per_user", "with --auth: client sessions one user holds at most; past it its own longest silent "
                                   "one goes ({default})", metavar="N"),
     Flag("max_streams_per_user", "with --auth: streaming calls (Telemetry, receives) one user has open at once; past it "
@@ -81,6 +83,8 @@ SERVE = (
     Flag("trace_enabled", "record no message traces (rockmq message trace)", option="--no-trace", const=False),
     Flag("trace_ttl_s", "keep a message's trace at most this long after it was stored (default {default})",
          option="--trace-ttl", metavar="SECONDS"),
+    Flag("lite_topic_ttl_s", "a lite topic expires this long after its last message, unless its LITE topic says "
+         "otherwise (default {default})", option="--lite-topic-ttl", metavar="SECONDS"),
     Flag("auto_create_topics", "refuse sends and routes for unknown topics", option="--no-auto-create-topics",
          const=False),
     Flag("workers", "broker shard processes on this machine, joined as a cluster behind --port: a number, or auto "

@@ -26,6 +26,8 @@ properties and reserved topic names. Pure constants and helpers, no I/O.
 from __future__ import annotations
 
 import re
+import zlib
+from collections.abc import Sequence
 
 from rockmq.protocol import pb
 from rockmq.protocol.errors import BrokerError
@@ -39,6 +41,16 @@ LANE_GROUP_SEPARATOR = "%LANE%"  # offset-based lane consumers keep their offset
 LANE_PROPERTY = "lane"
 QUEUE_CHOICE_HEADER = "x-rockmq-queue-choice"
 CLIENT_CHOOSES = "client"  # its value from a client that chose the queue
+# A call one broker makes to another on a client's behalf (a lite message sent to its owner, a lite
+# subscription made known): the receiver acts on it here and passes it on to nobody.
+FORWARDED_HEADER = "x-rockmq-forwarded"
+
+
+def lite_owner(lite_topic: str, brokers: Sequence[str]) -> str:
+    """The broker that holds a lite topic, of the brokers holding its LITE topic (docs/lite-topics.md):
+    a stable hash of its name over their names in order, so brokers and rockmq's client agree."""
+    ordered = sorted(brokers)
+    return ordered[zlib.crc32(lite_topic.encode()) % len(ordered)]
 
 NAME_RE = re.compile(r"^[%a-zA-Z0-9_-]{1,127}$")  # a topic or group name (and what an ACL resource names)
 RETRY_PREFIX = "%RETRY%"

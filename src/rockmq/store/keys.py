@@ -334,6 +334,61 @@ def parse_trace_key(key: bytes) -> tuple[int, int, int, int, int]:
     return _TRACE.unpack(key)
 
 
+# --- lite family: kind · parent topic · ... (broker/lite/topics.py) --------------------------
+# A lite topic is a queue of its LITE parent (ids from LITE_QUEUE_BASE, never reused): its
+# messages are ordinary log entries. This family names them: by name (`n`, the page order of a
+# listing), by queue (`q`, what expiry walks), and per parent the next queue id and the count.
+
+LITE_QUEUE_BASE = 1 << 16  # above every ordinary queue (metadata.MAX_QUEUES)
+LITE_BY_NAME, LITE_BY_QUEUE, LITE_NEXT, LITE_COUNT = b"n", b"q", b"a", b"c"
+_LITE_HEAD = struct.Struct(">cI")
+_LITE_QUEUE = struct.Struct(">cII")
+_U32 = struct.Struct(">I")
+
+
+def lite_name_key(topic_id: int, name: str) -> bytes:
+    return _LITE_HEAD.pack(LITE_BY_NAME, topic_id) + name.encode()
+
+
+def lite_names_prefix(topic_id: int) -> bytes:
+    return _LITE_HEAD.pack(LITE_BY_NAME, topic_id)
+
+
+def lite_queue_key(topic_id: int, queue_id: int) -> bytes:
+    return _LITE_QUEUE.pack(LITE_BY_QUEUE, topic_id, queue_id)
+
+
+def lite_queues_prefix(topic_id: int) -> bytes:
+    return _LITE_HEAD.pack(LITE_BY_QUEUE, topic_id)
+
+
+def parse_lite_queue_key(key: bytes) -> tuple[int, int]:
+    """(parent topic, queue) of a `lite_queue_key`."""
+    _, topic_id, queue_id = _LITE_QUEUE.unpack(key)
+    return topic_id, queue_id
+
+
+def lite_counter_key(kind: bytes, topic_id: int) -> bytes:
+    """A parent's next lite queue id (LITE_NEXT) or lite topic count (LITE_COUNT)."""
+    return _LITE_HEAD.pack(kind, topic_id)
+
+
+def lite_topic_ranges(topic_id: int) -> list[tuple[bytes, bytes]]:
+    """Every key of a parent's lite topics (a deleted topic's), as ranges."""
+    heads = [lite_names_prefix(topic_id), lite_queues_prefix(topic_id), lite_counter_key(LITE_NEXT, topic_id),
+             lite_counter_key(LITE_COUNT, topic_id)]
+    return [(head, prefix_end(head)) for head in heads]
+
+
+def encode_u32(value: int) -> bytes:
+    return _U32.pack(value)
+
+
+def decode_u32(raw: bytes) -> int:
+    value: int = _U32.unpack(raw)[0]
+    return value
+
+
 # --- staging family: kind · ... (broker/staging.py) ----------------------------------------
 # A staged chunk and its index entry are named by its handle (expiry bucket · sequence), so
 # expiring chunks is one range delete per kind; a sink's state by the sink id, a job by its number.

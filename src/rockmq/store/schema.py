@@ -63,6 +63,7 @@ class Family(metaclass=_Families):
     FOOTPRINTS = FamilyName("footprints", 12)  # keys each replicated batch touched (store/footprints.py), never shipped
     INDEX = FamilyName("index", 13)  # messages by id and by key (broker/message_index.py)
     TRACE = FamilyName("trace", 14)  # what happened to each stored message (broker/trace.py)
+    LITE = FamilyName("lite", 15)  # lite topics: names <-> queues of their LITE parent (broker/lite/topics.py)
 
 
 assert len({f.id for f in Family}) == len(Family), "two families share an id"

@@ -46,6 +46,10 @@ class AdminServicer(admin_grpc.AdminServicer):
         return admin.DeleteTopicResponse()
 
     @admin_call
+    def ListLiteTopics(self, request: admin.ListLiteTopicsRequest) -> Awaitable[admin.ListLiteTopicsResponse]:
+        return self.catalog.lite_topics(request)
+
+    @admin_call
     def CreateGroup(self, request: admin.CreateGroupRequest) -> Awaitable[admin.GroupInfo]:
         return self.catalog.create_group(request)
 

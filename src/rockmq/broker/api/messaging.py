@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 import grpc
 
 from rockmq.auth.access import AccessControl
+from rockmq.auth.seam import current_identity
 from rockmq.broker.api.replies import (
     OK,
     entry_results,
@@ -29,9 +30,11 @@ from rockmq.broker.api.replies import (
     unary,
 )
 from rockmq.broker.clients import Clients, Session, identify
+from rockmq.broker.cluster.lite_routing import LiteRouting
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.lite.subscriptions import LiteSubscriptions, quota_exceeded
+from rockmq.broker.metadata import TopicConfig, is_lite
 from rockmq.broker.pop.service import Deferred, PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
@@ -47,7 +50,13 @@ from rockmq.protocol import pb, rpc
 from rockmq.protocol.ack_request import AckRequest
 from rockmq.protocol.ack_request import read as read_ack
 from rockmq.protocol.consume_replies import ack_message_reply
-from rockmq.protocol.conventions import CLIENT_CHOOSES, LANE_HEADER, MESSAGING_SERVICE, QUEUE_CHOICE_HEADER
+from rockmq.protocol.conventions import (
+    CLIENT_CHOOSES,
+    FORWARDED_HEADER,
+    LANE_HEADER,
+    MESSAGING_SERVICE,
+    QUEUE_CHOICE_HEADER,
+)
 from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.field_keys import ReceivedMessageFields
 from rockmq.protocol.send_request import SentMessage, read
@@ -69,8 +78,11 @@ UNARY_METHODS = {
 class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
-                 cluster: Cluster, streams: StalledStreams, access: AccessControl | None = None) -> None:
+                 cluster: Cluster, streams: StalledStreams, lite: LiteSubscriptions, lite_routing: LiteRouting,
+                 access: AccessControl | None = None) -> None:
         self.ctx = ctx
+        self.lite = lite
+        self.lite_routing = lite_routing
         self.streams = streams
         self.access = access  # auth on: what the handlers check themselves (auth/access.py)
         self.cluster = cluster
@@ -193,7 +205,16 @@ class MessagingServicer:
         per message), answered encoded (`send_reply`)."""
         if self.access is not None:
             self.access.check_sends(m.topic for m in messages)
-        return send_reply(await self.sender.send(messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES))
+        return send_reply(await self.sender.send(messages, header(context, QUEUE_CHOICE_HEADER) == CLIENT_CHOOSES,
+                                                 self._forwarded(context)))
+
+    def _forwarded(self, context: Context) -> bool:
+        """A call another broker of the cluster made on a client's behalf (broker/cluster/lite_routing.py):
+        with authentication on, only under the cluster's inner credentials."""
+        if header(context, FORWARDED_HEADER) != "1":
+            return False
+        who = current_identity()
+        return self.access is None or (who is not None and who.inner)
 
     @unary(rpc.EndTransactionResponse)
     async def EndTransaction(self, request: rpc.EndTransactionRequest, context: Context) -> rpc.EndTransactionResponse:
@@ -330,7 +351,27 @@ class MessagingServicer:
     @unary(rpc.SyncLiteSubscriptionResponse)
     async def SyncLiteSubscription(self, request: rpc.SyncLiteSubscriptionRequest,
                                    context: Context) -> rpc.SyncLiteSubscriptionResponse:
-        raise BrokerError(pb.UNSUPPORTED, "lite topics are not supported")
+        """A lite consumer's subscriptions (broker/lite/subscriptions.py): held per client id."""
+        cid = client_id(context)
+        if not cid:
+            raise BrokerError(pb.CLIENT_ID_REQUIRED, f"the {CLIENT_ID_HEADER} header is required")
+        forwarded = self._forwarded(context)
+        if not forwarded:  # the client's own call (a forwarded one is the inner user's: it makes no session)
+            self.clients.register(cid, "SyncLiteSubscription")
+        group = self.ctx.group_for(request.group.name)
+        topic = self.ctx.meta.topic(request.topic.name)
+        if not is_lite(topic):
+            raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} is not a LITE topic: it has no lite topics")
+        said = tuple((h, header(context, h)) for h in (CLIENT_ID_HEADER, LANGUAGE_HEADER, VERSION_HEADER))
+        names = list(request.lite_topic_set)
+        dropped = self.lite.sync(cid, group, topic, request.action, names, f"{said[1][1].upper()} {said[2][1]}")
+        if not forwarded:
+            await self.lite_routing.subscribed(topic.name, request, cid, said)
+        for name in dropped:
+            self.clients.unsubscribed_lite(cid, name)
+        if dropped:
+            raise quota_exceeded(cid, topic, len(names), self.lite.quota)
+        return rpc.SyncLiteSubscriptionResponse(status=OK)
 
 
 def _pulled(messages: list[bytes], next_offset: int) -> Iterator[bytes]:

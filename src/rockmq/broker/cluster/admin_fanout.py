@@ -30,7 +30,8 @@ TopicChange = TypeVar("TopicChange", admin.CreateTopicRequest, admin.UpdateTopic
 PACED_TIMEOUT_S = 3600.0  # how long a broker may take to send dead letters back at a rate (`rockmq dlq resend --rate`)
 # What a broker answers to a call asked of every broker (`_everywhere`).
 Part = TypeVar("Part", admin.TopicInfo, admin.GroupInfo, admin.DlqListResponse, admin.DlqResendResponse,
-               admin.DlqPurgeResponse, admin.DeleteGroupResponse, admin.ListClientsResponse)
+               admin.DlqPurgeResponse, admin.DeleteGroupResponse, admin.ListClientsResponse,
+               admin.ListLiteTopicsResponse)
 
 
 class AdminFanout:
@@ -57,8 +58,10 @@ class AdminFanout:
         info = admin.TopicInfo(name=request.name, queue_count=total, message_types=request.message_types)
         done: list[str] = []
         for broker, count in spread(total, chosen).items():
-            part = admin.CreateTopicRequest(name=request.name, queue_count=count, message_types=request.message_types,
-                                            local=True)
+            part = admin.CreateTopicRequest()
+            part.CopyFrom(request)  # every setting of the topic, for this broker's share of the queues
+            part.queue_count, part.local = count, True
+            part.ClearField("brokers")
             created = await self._create_on(broker, live[broker], "CreateTopic", part,
                                              lambda p: self._create_here_and_register(p, here), done)
             info.queues.extend(admin.QueueInfo(queue_id=q.queue_id, min_offset=q.min_offset, max_offset=q.max_offset,
@@ -107,8 +110,9 @@ class AdminFanout:
             return here()
         check_name("group", request.name)
         live = await self.cluster.live()
-        part = admin.CreateGroupRequest(name=request.name, fifo=request.fifo, max_attempts=request.max_attempts,
-                                        consume_mode=request.consume_mode, local=True)
+        part = admin.CreateGroupRequest()
+        part.CopyFrom(request)
+        part.local = True
         done: list[str] = []
 
         async def created_here(_: admin.CreateGroupRequest) -> admin.GroupInfo:
@@ -178,11 +182,28 @@ class AdminFanout:
             return here()
         parts, unreachable = await self._everywhere("DescribeTopic", admin.TopicRequest(name=name, local=True), here,
                                                     "topic", name)
-        info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable)
+        info = admin.TopicInfo(name=name, message_types=parts[0].message_types, unreachable=unreachable,
+                               lite_topic_ttl_s=parts[0].lite_topic_ttl_s, perm=parts[0].perm)
         for part in parts:
             info.queue_count += part.queue_count
             info.queues.extend(part.queues)
+            info.lite_topic_count += part.lite_topic_count
         return info
+
+    async def lite_topics(self, request: admin.ListLiteTopicsRequest,
+                          here: Callable[[], admin.ListLiteTopicsResponse]) -> admin.ListLiteTopicsResponse:
+        """A page of a LITE topic's lite topics over every broker holding it: each broker's page of
+        the same size, merged by name (a lite topic lives on one broker), the first `limit` kept."""
+        if not self.cluster.enabled or request.local:
+            return here()
+        local = admin.ListLiteTopicsRequest()
+        local.CopyFrom(request)
+        local.local = True
+        parts, unreachable = await self._everywhere("ListLiteTopics", local, here, "topic", request.topic)
+        found = sorted((t for p in parts for t in p.lite_topics), key=lambda t: t.name)
+        limit = max(len(p.lite_topics) for p in parts)  # each broker's page is as long as the limit allows
+        return admin.ListLiteTopicsResponse(lite_topics=found[:limit], unreachable=unreachable,
+                                            more=len(found) > limit or any(p.more for p in parts))
 
     async def describe_group(self, name: str, local: bool, here: Callable[[], admin.GroupInfo]) -> admin.GroupInfo:
         if not self.cluster.enabled or local:

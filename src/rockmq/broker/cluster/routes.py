@@ -26,7 +26,7 @@ from rockmq.auth.inner_calls import NotProven, inner_channel
 from rockmq.broker import validate
 from rockmq.broker.cluster.fencing import Fence, epoch_proof, successor
 from rockmq.broker.context import BrokerContext
-from rockmq.broker.metadata import TopicConfig
+from rockmq.broker.metadata import TopicConfig, is_lite
 from rockmq.protocol import admin, admin_grpc, namesrv, namesrv_grpc, pb
 from rockmq.protocol.conventions import DLQ_PREFIX, RETRY_PREFIX, check_name
 from rockmq.protocol.errors import BrokerError
@@ -309,7 +309,9 @@ class Cluster:
         a replica or a fenced primary)."""
         check_name("topic", topic_name)
         group = self.ctx.group_to_read(group_name)
-        return await self.route(topic_name, per_broker=not group.fifo)
+        topic = self.ctx.meta.topics.get(topic_name)
+        lite = topic is not None and is_lite(topic)  # a lite consumer's receive serves its lite topics, whatever queue
+        return await self.route(topic_name, per_broker=lite or not group.fifo)
 
     def local_topic(self, topic_name: str, queue_id: int, owner: str) -> TopicConfig:
         """The local topic of a queue a request names; a queue of another broker is refused

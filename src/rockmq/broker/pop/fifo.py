@@ -14,7 +14,15 @@ delivery the store no longer has until a restart (issue 33 §8).
 
 from __future__ import annotations
 
+from rockmq.store.keys import LITE_QUEUE_BASE
+
 Key = tuple[int, int, int]  # group_id, topic_id, queue_id
+
+
+def in_order(group_fifo: bool, queue_id: int) -> bool:
+    """Whether a group's deliveries of a queue hold it: every queue of a FIFO group, and every lite
+    topic of any group (a lite topic is consumed in order: docs/lite-topics.md)."""
+    return group_fifo or queue_id >= LITE_QUEUE_BASE
 
 
 class FifoLocks:

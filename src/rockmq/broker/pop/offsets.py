@@ -13,6 +13,7 @@ so no queue starves behind a busy one.
 
 from __future__ import annotations
 
+from rockmq.broker.lite.topics import CACHED_POSITIONS, trim_lite
 from rockmq.broker.queues import QueueLogs
 from rockmq.store import Store, keys
 from rockmq.store.db import Batch
@@ -25,6 +26,7 @@ class PopOffsets:
         self._store = store
         self._logs = logs
         self._offsets: dict[tuple[int, int, int], int] = {}
+        self._trim_at = CACHED_POSITIONS  # past it, lite topics' positions are dropped (trim_lite)
         self._cursor: dict[tuple[int, int], int] = {}
 
     def get(self, group_id: int, topic_id: int, queue_id: int) -> int:
@@ -45,6 +47,8 @@ class PopOffsets:
     def advanced(self, positions: dict[tuple[int, int, int], int]) -> None:
         """The batch that advanced these pop offsets ((group, topic, queue) -> position) was written."""
         self._offsets.update(positions)
+        if len(self._offsets) > self._trim_at:
+            self._trim_at = trim_lite(self._offsets, CACHED_POSITIONS)
 
     def rotate(self, group_id: int, topic_id: int, queues: int) -> int:
         """The queue this receive of the group starts with; the next one starts one further on."""

@@ -22,7 +22,7 @@ from rockmq.broker.context import BrokerContext
 from rockmq.broker.deadlines import DeadlineLoop
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.broker.pop.checkpoints import Checkpoints
-from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.pop.fifo import FifoLocks, in_order
 from rockmq.broker.trace import Event
 from rockmq.protocol import records
 from rockmq.protocol.conventions import DLQ_ATTEMPTS, DLQ_ORIGIN_OFFSET, DLQ_ORIGIN_QUEUE
@@ -113,11 +113,11 @@ class Reviver:
                 try:
                     if attempt >= group.max_attempts:
                         dead_bytes += self.dead_letter(batch, group, topic, qid, offset, attempt)
-                        if group.fifo:
+                        if in_order(group.fifo, qid):
                             settled.append(partial(self.fifo.settled, (gid, tid, qid), was_inflight=True))
                     else:
                         self.requeue(batch, gid, tid, qid, offset, attempt)
-                        if group.fifo:
+                        if in_order(group.fifo, qid):
                             settled.append(partial(self.fifo.revived, (gid, tid, qid)))
                 except Exception:
                     log.exception("cannot revive %s:%d:%d for group %s; retrying in %d s",

@@ -21,9 +21,11 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.consume_mode import claim, refusal
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lanes import Route
-from rockmq.broker.metadata import POP, GroupConfig, TopicConfig, check_readable
+from rockmq.broker.lite.subscriptions import LiteSubscriptions
+from rockmq.broker.lite.take import LiteTake
+from rockmq.broker.metadata import POP, GroupConfig, TopicConfig, check_readable, is_lite
 from rockmq.broker.pop.checkpoints import Checkpoints
-from rockmq.broker.pop.fifo import FifoLocks
+from rockmq.broker.pop.fifo import FifoLocks, in_order
 from rockmq.broker.pop.offsets import PopOffsets
 from rockmq.broker.pop.renew import Renewals
 from rockmq.broker.pop.revive import Reviver
@@ -36,6 +38,7 @@ from rockmq.filter.tags import parse_tags
 from rockmq.protocol import pb, records, rpc
 from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.receipt import MAX_ACK_ENTRIES
+from rockmq.store.keys import LITE_QUEUE_BASE
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +54,10 @@ class Receivers(Protocol):
 
 class PopService:
     def __init__(self, ctx: BrokerContext, checkpoints: Checkpoints, fifo: FifoLocks, reviver: Reviver,
-                 renewals: Renewals, committer: Committer, subscriptions: Subscriptions, receivers: Receivers) -> None:
+                 renewals: Renewals, committer: Committer, subscriptions: Subscriptions, receivers: Receivers,
+                 lite: LiteSubscriptions) -> None:
         self.ctx = ctx
+        self.lite = lite
         self.receivers = receivers
         self.subscriptions = subscriptions
         self.checkpoints = checkpoints
@@ -67,15 +72,19 @@ class PopService:
     # --- state -----------------------------------------------------------------------------
 
     def _rebuild_fifo_locks(self) -> None:
-        """After a restart: the FIFO groups' in-flight and waiting messages hold their queues."""
+        """After a restart: the FIFO groups' in-flight and waiting messages hold their queues, and
+        every group's hold their lite topics."""
+        lite_topics = any(is_lite(t) for t in self.ctx.meta.topics.values())
         for group in self.ctx.meta.groups.values():
-            if not group.fifo:
+            if not group.fifo and not lite_topics:
                 continue
             for tid, qid, _ in self.checkpoints.in_flight(group.id):
-                self.fifo.delivered((group.id, tid, qid), first_time=True)
+                if in_order(group.fifo, qid):
+                    self.fifo.delivered((group.id, tid, qid), first_time=True)
             for tid, qid, _ in self.reviver.queues_waiting(group.id):
-                self.fifo.delivered((group.id, tid, qid), first_time=True)
-                self.fifo.revived((group.id, tid, qid))
+                if in_order(group.fifo, qid):
+                    self.fifo.delivered((group.id, tid, qid), first_time=True)
+                    self.fifo.revived((group.id, tid, qid))
 
     def pop_offset(self, group_id: int, topic_id: int, queue_id: int) -> int:
         return self.offsets.get(group_id, topic_id, queue_id)
@@ -140,6 +149,9 @@ class PopService:
         sub = self.subscriptions.resolve(group, topic, expr)  # a bad expression is refused before it registers
         claim(self.ctx.meta, group, POP, self.ctx.read_only)
         batch_size = min(batch_size or s.receive_batch, s.max_receive_batch)
+        if is_lite(topic):
+            return await self._receive_lite(group, topic, batch_size, invisible_ms, poll_s, client_id, renew_for,
+                                            max_bytes)
         if group.fifo:
             lanes = None
         arrivals = self.ctx.logs.arrivals
@@ -156,14 +168,21 @@ class PopService:
             if advanced:  # only filtered-out messages so far: look further at once
                 await asyncio.sleep(0)
                 continue
-            if self.waiting >= self.ctx.settings.max_waiting_receives:  # hold, but do not spin
-                await asyncio.sleep(min(left, BUSY_PAUSE_S))
+            if not await self._wait(arrival, left):
                 return out
-            self.waiting += 1
-            try:
-                await arrivals.wait(arrival, left)
-            finally:
-                self.waiting -= 1
+
+    async def _wait(self, arrival: asyncio.Event, left: float) -> bool:
+        """Wait for an arrival, at most `left` seconds -> False: too many receives wait already (this
+        one was held `BUSY_PAUSE_S`, not to spin, and answers what it has)."""
+        if self.waiting >= self.ctx.settings.max_waiting_receives:
+            await asyncio.sleep(min(left, BUSY_PAUSE_S))
+            return False
+        self.waiting += 1
+        try:
+            await self.ctx.logs.arrivals.wait(arrival, left)
+        finally:
+            self.waiting -= 1
+        return True
 
     def _receive_once(self, group: GroupConfig, topic: TopicConfig, sub: Subscription | None, batch_size: int,
                       invisible_ms: int, renew_for: str | None = None, lanes: Route | None = None,
@@ -173,12 +192,40 @@ class PopService:
         handed out is then due for revive at its deadline, and renewed for `renew_for`."""
         take = Take(self, group, topic, sub, batch_size, invisible_ms, lanes, max_bytes, client_id)
         advanced = take.run()
+        self._handed_out(take, group, topic, renew_for)
+        return take.out, advanced
+
+    def _handed_out(self, take: Take, group: GroupConfig, topic: TopicConfig, renew_for: str | None) -> None:
         if take.out:
             self.ctx.tally.handed_out(topic.id, group.name, len(take.out), take.size)
             self.reviver.note(take.issue.deadline)
             if renew_for is not None:
                 self.renewals.track(renew_for, take.issue.key)
-        return take.out, advanced
+
+    async def _receive_lite(self, group: GroupConfig, topic: TopicConfig, batch_size: int, invisible_ms: int,
+                            poll_s: float, client_id: str, renew_for: str | None,
+                            max_bytes: int) -> list[bytes | Deferred]:
+        """A lite consumer's receive: whatever queue it named, the lite topics its client holds
+        (broker/lite/), waiting for an arrival in one of them (only those wake it)."""
+        if not client_id:
+            raise BrokerError(pb.CLIENT_ID_REQUIRED, "a lite consumer's receive needs its x-mq-client-id header")
+        arrivals = self.ctx.logs.arrivals
+        loop = asyncio.get_running_loop()
+        until = loop.time() + poll_s
+        while True:
+            reader = self.lite.reader(client_id, group, topic)
+            arrival = arrivals.reader(topic.id, reader.key)  # taken before looking: no lost wake-up
+            take = LiteTake(self, group, topic, reader, self.lite.topics, batch_size, invisible_ms, max_bytes, client_id)
+            advanced = take.run()
+            self._handed_out(take, group, topic, renew_for)
+            left = until - loop.time()
+            if take.out or left <= 0 or arrivals.ended:
+                return take.out
+            if advanced:
+                await asyncio.sleep(0)
+                continue
+            if not await self._wait(arrival, left):
+                return take.out
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
@@ -203,11 +250,17 @@ class PopService:
 
     def _release(self, group: GroupConfig, topic: TopicConfig, queues: Sequence[int]) -> None:
         """Deliveries of these queues were just settled in the store: for a FIFO group they no longer
-        hold their queues, and waiting receives look again. Right after the write, before any await
-        (pop/fifo.py says why)."""
-        if group.fifo and queues:
-            for queue_id in queues:
-                self.fifo.settled((group.id, topic.id, queue_id), was_inflight=True)
+        hold their queues, nor lite topics theirs, and waiting receives look again. Right after the
+        write, before any await (pop/fifo.py says why)."""
+        held = [q for q in queues if in_order(group.fifo, q)]
+        if not held:
+            return
+        for queue_id in held:
+            self.fifo.settled((group.id, topic.id, queue_id), was_inflight=True)
+        lite = [q for q in held if q >= LITE_QUEUE_BASE]
+        if lite:
+            self.lite.released(topic.id, lite)
+        if len(lite) < len(held):
             self.ctx.logs.arrivals.receives(topic.id)
 
     def change_invisible(self, group: GroupConfig, topic: TopicConfig, handle: str, invisible_ms: int) -> str:

@@ -1,0 +1,191 @@
+"""Lite topics: which queue of its LITE parent each one is (docs/lite-topics.md).
+
+A lite topic is one queue of its parent topic, numbered from `keys.LITE_QUEUE_BASE` in creation
+order and never reused, so its messages are ordinary log entries and everything that reads a queue
+(receive, pull, Fetch, trace, index, retention) reads it unchanged. The first send naming it creates
+it, in that send's WriteBatch: a refused or failed send creates nothing (`rollback`). The `lite`
+family maps names to queues and back, and holds each parent's next queue id and count.
+
+Memory is bounded whatever the number of lite topics: names are read from the store (a point read
+through the block cache) behind a cache of at most CACHE_ENTRIES names; per parent there is a next
+id and a count, nothing per lite topic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from rockmq.broker.metadata import TopicConfig
+from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
+from rockmq.store import Store, keys
+from rockmq.store.db import Batch
+from rockmq.store.keys import LITE_COUNT, LITE_NEXT, LITE_QUEUE_BASE
+from rockmq.store.schema import Family
+
+MAX_LITE_TOPIC_SIZE = 64  # characters of a name (the Settings reply's max_lite_topic_size)
+_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_LITE_TOPIC_SIZE}}}")
+CACHE_ENTRIES = 65_536  # names kept in memory (~150 bytes each)
+MAX_QUEUE_ID = 2**32 - 1
+
+Created = dict[tuple[int, str], int]  # (parent, name) -> queue: lite topics a batch creates
+
+
+def check_lite_name(name: str) -> None:
+    """Refuse (ILLEGAL_LITE_TOPIC) a name that is not 1-64 letters, digits, `_` or `-`, as Apache's proxy does."""
+    if not _NAME.fullmatch(name):
+        shown = name[:64] + ("..." if len(name) > 64 else "")
+        raise BrokerError(pb.ILLEGAL_LITE_TOPIC, f"illegal lite topic {shown!r}: use 1-{MAX_LITE_TOPIC_SIZE} "
+                                                 "letters, digits, '_' or '-'")
+
+
+class LiteTopics:
+    def __init__(self, store: Store, max_per_topic: int) -> None:
+        self._store = store
+        self.max_per_topic = max_per_topic
+        self._cache: OrderedDict[tuple[int, str], int] = OrderedDict()
+        self._next: dict[int, int] = {}  # parent -> the next lite topic's queue id
+        self._count: dict[int, int] = {}  # parent -> lite topics it holds
+
+    # --- names --------------------------------------------------------------------------------
+
+    def queue_of(self, topic_id: int, name: str) -> int | None:
+        """The queue of a lite topic, or None if it does not exist."""
+        key = (topic_id, name)
+        qid = self._cache.get(key)
+        if qid is not None:
+            self._cache.move_to_end(key)
+            return qid
+        raw = self._store.get(Family.LITE, keys.lite_name_key(topic_id, name))
+        if raw is None:
+            return None
+        qid = keys.decode_u32(raw)
+        self._remember(key, qid)
+        return qid
+
+    def name_of(self, topic_id: int, queue_id: int) -> str | None:
+        raw = self._store.get(Family.LITE, keys.lite_queue_key(topic_id, queue_id))
+        return raw.decode() if raw is not None else None
+
+    def _remember(self, key: tuple[int, str], qid: int) -> None:
+        self._cache[key] = qid
+        if len(self._cache) > CACHE_ENTRIES:
+            self._cache.popitem(last=False)
+
+    def count(self, topic_id: int) -> int:
+        self._load(topic_id)
+        return self._count[topic_id]
+
+    def _load(self, topic_id: int) -> None:
+        if topic_id not in self._next:
+            raw = self._store.get(Family.LITE, keys.lite_counter_key(LITE_NEXT, topic_id))
+            self._next[topic_id] = keys.decode_u32(raw) if raw else LITE_QUEUE_BASE
+            raw = self._store.get(Family.LITE, keys.lite_counter_key(LITE_COUNT, topic_id))
+            self._count[topic_id] = keys.decode_u64(raw) if raw else 0
+
+    # --- creation -----------------------------------------------------------------------------
+
+    def place(self, batch: Batch, topic: TopicConfig, name: str, created: Created) -> int:
+        """The queue a message to lite topic `name` enters, created in `batch` if new (noted in
+        `created`, for `rollback`); past the parent's quota LITE_TOPIC_QUOTA_EXCEEDED."""
+        qid = created.get((topic.id, name))
+        if qid is None:
+            qid = self.queue_of(topic.id, name)
+        if qid is not None:
+            return qid
+        self._load(topic.id)
+        count, qid = self._count[topic.id], self._next[topic.id]
+        if count >= self.max_per_topic:
+            raise BrokerError(pb.LITE_TOPIC_QUOTA_EXCEEDED, f"topic {topic.name!r} holds {count:,} lite topics, its "
+                                                            f"quota (max_lite_topics_per_topic): {name!r} is not created")
+        if qid > MAX_QUEUE_ID:
+            raise BrokerError(pb.LITE_TOPIC_QUOTA_EXCEEDED, f"topic {topic.name!r} has used every lite topic id")
+        batch.put(Family.LITE, keys.lite_name_key(topic.id, name), keys.encode_u32(qid))
+        batch.put(Family.LITE, keys.lite_queue_key(topic.id, qid), name.encode())
+        self._next[topic.id], self._count[topic.id] = qid + 1, count + 1
+        self._counters(batch, topic.id)
+        created[(topic.id, name)] = qid  # cached once written (`written`): until then the store says it is not there
+        return qid
+
+    def _counters(self, batch: Batch, topic_id: int) -> None:
+        batch.put(Family.LITE, keys.lite_counter_key(LITE_NEXT, topic_id), keys.encode_u32(self._next[topic_id]))
+        batch.put(Family.LITE, keys.lite_counter_key(LITE_COUNT, topic_id), keys.encode_u64(self._count[topic_id]))
+
+    def written(self, created: Created) -> None:
+        """The batch that created these was written."""
+        for key, qid in created.items():
+            self._remember(key, qid)
+
+    def rollback(self, created: Created) -> None:
+        """The batch that created these failed: those it did not write do not exist (no id is
+        reused either way: the next one counts past them)."""
+        for (tid, name) in created:
+            if self._store.get(Family.LITE, keys.lite_name_key(tid, name)) is None:
+                self._count[tid] -= 1
+
+    # --- listing, expiry ----------------------------------------------------------------------
+
+    def page(self, topic_id: int, after: str, prefix: str, limit: int) -> tuple[list[tuple[str, int]], bool]:
+        """Up to `limit` lite topics by name, after `after`, starting with `prefix` -> ([(name, queue)], more)."""
+        head = keys.lite_names_prefix(topic_id)
+        lower = head + (after.encode() + b"\x00" if after and after >= prefix else prefix.encode())
+        upper = keys.prefix_end(head + prefix.encode()) if prefix else keys.prefix_end(head)
+        found = [(k[len(head):].decode(), keys.decode_u32(v)) for k, v in self._store.scan(Family.LITE, lower, upper, limit + 1)]
+        return found[:limit], len(found) > limit
+
+    def walk(self, topic_id: int, after_queue: int, limit: int) -> Iterator[tuple[int, str]]:
+        """Up to `limit` lite topics by queue id, after `after_queue` -> (queue, name)."""
+        lower = keys.lite_queue_key(topic_id, after_queue + 1) if after_queue < MAX_QUEUE_ID else None
+        if lower is None:
+            return
+        for k, v in self._store.scan(Family.LITE, lower, keys.prefix_end(keys.lite_queues_prefix(topic_id)), limit):
+            yield keys.parse_lite_queue_key(k)[1], v.decode()
+
+    def delete(self, batch: Batch, topic_id: int, queue_id: int, name: str) -> None:
+        """Remove an expired lite topic's names in `batch` (its log and offsets are the caller's)."""
+        self._load(topic_id)
+        batch.delete(Family.LITE, keys.lite_name_key(topic_id, name))
+        batch.delete(Family.LITE, keys.lite_queue_key(topic_id, queue_id))
+        self._count[topic_id] -= 1
+        self._counters(batch, topic_id)
+        self._cache.pop((topic_id, name), None)
+
+    def forget_topic(self, topic_id: int) -> None:
+        """A deleted parent's (its keys go with it: `keys.lite_topic_ranges`)."""
+        self._next.pop(topic_id, None)
+        self._count.pop(topic_id, None)
+        for key in [k for k in self._cache if k[0] == topic_id]:
+            del self._cache[key]
+
+
+
+def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delayed: bool, priority: int | None) -> None:
+    """A message's lite topic against its type: a LITE message names a legal one and no message
+    group, delivery time or priority (the protocol forbids them together); no other type names one."""
+    if mtype != "LITE":
+        if lite_topic is not None:
+            raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                              f"a {mtype} message takes no lite topic (send it to a LITE topic as a LITE message)")
+        return
+    if lite_topic is None:
+        raise BrokerError(pb.ILLEGAL_LITE_TOPIC, "a LITE message needs a lite topic")
+    check_lite_name(lite_topic)
+    for present, what in ((grouped, "message group"), (delayed, "delivery time"), (priority is not None, "priority")):
+        if present:
+            raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, f"a LITE message takes no {what}")
+
+
+CACHED_POSITIONS = 65_536  # lite topics' offsets a position cache keeps (QueueLogs, PopOffsets)
+
+
+def trim_lite(cache: dict[Any, int], limit: int) -> int:
+    """Drop the oldest lite topics' entries of a position cache keyed by (..., queue) down to half of
+    CACHED_POSITIONS (they are read from the store again when needed) -> the size at which to trim
+    next. Called by the cache's owner only where no entry is about to be written (after a write)."""
+    lite = [k for k in cache if k[-1] >= LITE_QUEUE_BASE]
+    for key in lite[:max(0, len(lite) - CACHED_POSITIONS // 2)]:
+        del cache[key]
+    return max(limit, len(cache) + CACHED_POSITIONS // 2)
