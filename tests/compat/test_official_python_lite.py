@@ -17,7 +17,8 @@ from collections.abc import Iterable
 import pytest
 from acl_setup import ADMIN, SECRETS, grant, signed
 from broker_process import BrokerProcess
-from mqwire import RPC_TIMEOUT
+from dead_letters import dead_letters
+from mqwire import RPC_TIMEOUT, Conn
 from official_client import (
     LITE,
     ConsumeResult,
@@ -171,6 +172,28 @@ def test_wildcard_group_gets_lite_topics_created_after_it_subscribed(broker, uni
         sent, _ = _send_all(p, parent, ["born-later-1", "born-later-2", "born-later-3"], rounds=2)
         got = _consumed(listener, 6, timeout=20)
     _assert_delivered(parent, got, dict(sent), broker)
+
+
+def test_a_message_the_listener_keeps_failing_goes_to_the_dead_letters_and_its_lite_topic_moves_on(broker, unique):
+    """The FIFO push consumer retries a failing message locally up to the group's max attempts, then
+    forwards it to the dead-letter topic (ForwardMessageToDeadLetterQueue with lite_topic)."""
+    parent, group = _lite_parent(broker, unique("py-lite-dlq")), unique("py-lite-dlq-g")
+    r = broker.cli("group", "create", group, "--max-attempts", "2")
+    assert r.returncode == 0, r.stderr
+    listener = RecordingListener(lambda m, previous: ConsumeResult.FAILURE if m.body == b"poison" else ConsumeResult.SUCCESS)
+    with producer(broker.endpoint, parent) as p, lite_push_consumer(broker.endpoint, group, parent, listener) as c:
+        subscribe_lite(c, "task-7")
+        poison = send(p, parent, b"poison", lite_topic="task-7").message_id
+        after = send(p, parent, b"after the poison", lite_topic="task-7").message_id
+        assert wait_for(lambda: bool(listener.calls_for(after)), 30), (
+            f"the message after the failing one never came: {listener.calls}\n{_log(broker)}")
+    conn = Conn(broker.endpoint)
+    try:
+        dead = dead_letters(conn, group)
+    finally:
+        conn.close()
+    assert [(d.message_id, d.topic) for d in dead] == [(poison, parent)], dead
+    assert len(listener.calls_for(poison)) == 2 and len(listener.calls_for(after)) == 1, listener.calls
 
 
 # --- LiteSimpleConsumer -------------------------------------------------------------------------
