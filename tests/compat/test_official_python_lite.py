@@ -104,19 +104,6 @@ def _assert_delivered(parent: str, got: list[Message], want: dict[str, list[str]
 
 # --- LitePushConsumer ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def workers_broker(tmp_path_factory: pytest.TempPathFactory):
-    """`rockmq serve --workers 2`: shard processes behind one port."""
-    b = BrokerProcess(tmp_path_factory.mktemp("lite-workers"), "--workers", "2").start()
-    yield b
-    b.stop()
-
-
-@pytest.fixture(params=["serve", "workers"])
-def any_broker(request: pytest.FixtureRequest):
-    return request.getfixturevalue("broker" if request.param == "serve" else "workers_broker")
-
-
 def test_push_consumer_gets_exactly_its_lite_topics_in_order_promptly(any_broker, unique):
     broker = any_broker
     parent, group = _lite_parent(broker, unique("py-lite")), unique("py-lite-g")

@@ -85,7 +85,8 @@ def _agent_daemon(a2a_bin: Path, env: dict[str, str], home: Path, *args: str) ->
             proc.wait()
 
 
-def test_echo_agent_round_trip(a2a_bin, broker, unique, tmp_path):
+def test_echo_agent_round_trip(a2a_bin, any_broker, unique, tmp_path):
+    broker = any_broker
     biz, biz_group = unique("a2a-agent"), unique("a2a-agent-g")
     responses, response_group = unique("a2a-responses"), unique("a2a-responses-g")
     _create(broker, "topic", "create", biz, "--types", "NORMAL")
