@@ -119,7 +119,8 @@ def test_push_consumer_gets_exactly_its_lite_topics_in_order_promptly(any_broker
     _assert_delivered(parent, got, {n: sent[n] for n in mine}, broker)
 
 
-def test_two_consumers_of_one_group_each_get_only_their_own(broker, unique):
+def test_two_consumers_of_one_group_each_get_only_their_own(any_broker, unique):
+    broker = any_broker
     parent, group = _lite_parent(broker, unique("py-lite-two")), unique("py-lite-two-g")
     l1, l2 = _success(), _success()
     with producer(broker.endpoint, parent) as p, \
@@ -133,7 +134,8 @@ def test_two_consumers_of_one_group_each_get_only_their_own(broker, unique):
     _assert_delivered(parent, got2, {"beta": sent["beta"], "gamma": sent["gamma"]}, broker)
 
 
-def test_unsubscribe_lite_stops_delivery(broker, unique):
+def test_unsubscribe_lite_stops_delivery(any_broker, unique):
+    broker = any_broker
     parent, group = _lite_parent(broker, unique("py-lite-unsub")), unique("py-lite-unsub-g")
     listener = _success()
     with producer(broker.endpoint, parent) as p, lite_push_consumer(broker.endpoint, group, parent, listener) as c:
