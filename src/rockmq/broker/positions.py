@@ -60,9 +60,7 @@ class Positions:
     def of(self, group: GroupConfig) -> list[QueuePosition]:
         """Every queue of every topic the group has a position on, by topic id and queue."""
         inflight = self.pop.inflight(group.id)
-        tids = {tid for (tid, _) in inflight}
-        for key, _ in self.ctx.store.scan_prefix(Family.OFFSETS, keys.group_prefix(group.id)):
-            tids.add(keys.parse_offset_key(key)[1])
+        tids = {tid for (tid, _) in inflight} | self._topics_with_positions(group.id)
         out = []
         for tid in sorted(tids):
             topic = self.ctx.meta.topics_by_id.get(tid)
@@ -71,6 +69,19 @@ class Positions:
             for q in range(topic.queues):
                 out.append(self._position(group, topic, q, inflight.get((tid, q))))
         return out
+
+    def _topics_with_positions(self, group_id: int) -> set[int]:
+        """The topics the group holds a position on: one seek per topic, however many queues (a
+        LITE topic's lite topics may be millions)."""
+        head = keys.group_prefix(group_id)
+        end = keys.prefix_end(head)
+        found: set[int] = set()
+        lower = head
+        while (key := self.ctx.store.first_key(Family.OFFSETS, lower, end)) is not None:
+            tid = keys.parse_offset_key(key)[1]
+            found.add(tid)
+            lower = head + keys.topic_prefix(tid + 1) if tid < 2**32 - 1 else end
+        return found
 
     def _position(self, group: GroupConfig, topic: TopicConfig, q: int, inflight: tuple[int, int] | None) -> QueuePosition:
         committed = self.pull.committed(group.id, topic.id, q)

@@ -252,6 +252,8 @@ class PopService:
         """Deliveries of these queues were just settled in the store: for a FIFO group they no longer
         hold their queues, nor lite topics theirs, and waiting receives look again. Right after the
         write, before any await (pop/fifo.py says why)."""
+        if not group.fifo and not is_lite(topic):  # nothing holds a queue: an ack of a plain group pays nothing
+            return
         held = [q for q in queues if in_order(group.fifo, q)]
         if not held:
             return
