@@ -27,6 +27,7 @@ VENV = Path(tempfile.gettempdir()) / "rockmq-compat-rocketmq-a2a-0.0.5"
 PIP_TIMEOUT_S = 600
 AGENT_START_S = 40
 REPLY_TIMEOUT_S = 30
+PROMPT_REPLY_S = 15
 NAMESPACE = "rockmq-a2a"  # rocketmq-a2a's response tracking refuses an empty namespace
 
 
@@ -117,3 +118,6 @@ def test_echo_agent_round_trip(a2a_bin, any_broker, unique, tmp_path):
                 + "\n".join(list(broker.log)[-60:]))
     assert reply.returncode == 0, diag
     assert "Echo: hello rockmq" in reply.stdout, diag
+    # Well within the client's 30-s COMPLETE_ADD: its subscribe_lite (a PARTIAL_ADD of the name's
+    # characters) took effect at once.
+    assert elapsed < PROMPT_REPLY_S, diag
