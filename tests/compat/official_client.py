@@ -17,19 +17,22 @@ from rocketmq import (
     ConsumeResult,
     Credentials,
     FilterExpression,
+    LitePushConsumer,
+    LiteSimpleConsumer,
     Message,
     MessageListener,
     Producer,
     PushConsumer,
     SimpleConsumer,
 )
+from rocketmq.v5.exception import LiteSubscriptionQuotaExceededException
 
 REQUEST_TIMEOUT_S = 3
 AWAIT_S = 1  # SimpleConsumer long-polling time: whole seconds (the client puts it in Duration.seconds)
 INVALID_RECEIPT_HANDLE = 40013
 
 # Message.message_type codes as the client reports them
-NORMAL, FIFO, DELAY = 1, 2, 3
+NORMAL, FIFO, DELAY, LITE = 1, 2, 3, 5
 
 
 def config(endpoint: str, credentials: Credentials | None = None) -> ClientConfiguration:
@@ -72,12 +75,55 @@ def push_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
         c.shutdown()
 
 
+@contextlib.contextmanager
+def lite_push_consumer(endpoint: str, group: str, parent: str, listener: MessageListener,
+                       credentials: Credentials | None = None) -> Iterator[LitePushConsumer]:
+    """A LitePushConsumer bound to the LITE topic `parent`; startup() waits for the broker's Settings (10 s)."""
+    c = LitePushConsumer(config(endpoint, credentials), group, parent, listener, consumption_thread_count=4)
+    c.startup()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+@contextlib.contextmanager
+def lite_simple_consumer(endpoint: str, group: str, parent: str, await_s: int = AWAIT_S,
+                         credentials: Credentials | None = None) -> Iterator[LiteSimpleConsumer]:
+    """A LiteSimpleConsumer bound to `parent`. Its startup() does not wait for the Settings reply:
+    subscribe with `subscribe_lite`, which waits for it."""
+    c = LiteSimpleConsumer(parent, config(endpoint, credentials), group, await_duration=await_s)
+    c.startup()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+def subscribe_lite(consumer: LitePushConsumer | LiteSimpleConsumer, *names: str, settings_timeout: float = 10) -> None:
+    """consumer.subscribe_lite(name) for each name. The first call is retried while the client still has
+    quota 0, i.e. until the broker's Settings reply (which carries the quota) has reached it: a
+    LiteSimpleConsumer does not wait for it at startup."""
+    deadline = time.monotonic() + settings_timeout
+    for i, name in enumerate(names):
+        while True:
+            try:
+                consumer.subscribe_lite(name)
+                break
+            except LiteSubscriptionQuotaExceededException as e:
+                if i > 0 or "quota: 0 " not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
 def make_message(topic: str, body: bytes, *, tag: str | None = None, keys: Iterable[str] = (),
                  properties: dict[str, str] | None = None, message_group: str | None = None,
-                 delivery_timestamp: int | None = None) -> Message:
+                 delivery_timestamp: int | None = None, lite_topic: str | None = None) -> Message:
     m = Message()
     m.topic = topic
     m.body = body
+    if lite_topic is not None:
+        m.lite_topic = lite_topic
     if tag is not None:
         m.tag = tag
     for k in keys:  # the `keys` setter adds one key per assignment
@@ -138,11 +184,13 @@ class RecordingListener(MessageListener):
         self.behaviour = behaviour
         self.lock = threading.Lock()
         self.calls: list[tuple[str, bytes, int, float]] = []  # message_id, body, delivery_attempt, monotonic time
+        self.messages: list[Message] = []  # every message consumed, in consume order
 
     def consume(self, message: Message) -> ConsumeResult:
         with self.lock:
             previous = sum(1 for c in self.calls if c[0] == message.message_id)
             self.calls.append((message.message_id, message.body, message.delivery_attempt, time.monotonic()))
+            self.messages.append(message)
         return self.behaviour(message, previous)
 
     def calls_for(self, message_id: str) -> list[tuple[str, bytes, int, float]]:
@@ -150,6 +198,6 @@ class RecordingListener(MessageListener):
             return [c for c in self.calls if c[0] == message_id]
 
 
-__all__ = ["ConsumeResult", "Message", "RecordingListener", "config", "make_message", "producer",
-           "push_consumer", "receive_for", "receive_until", "send", "simple_consumer", "wait_for",
-           "INVALID_RECEIPT_HANDLE", "NORMAL", "FIFO", "DELAY", "AWAIT_S"]
+__all__ = ["ConsumeResult", "Message", "RecordingListener", "config", "lite_push_consumer", "lite_simple_consumer",
+           "make_message", "producer", "push_consumer", "receive_for", "receive_until", "send", "simple_consumer",
+           "subscribe_lite", "wait_for", "INVALID_RECEIPT_HANDLE", "NORMAL", "FIFO", "DELAY", "LITE", "AWAIT_S"]
