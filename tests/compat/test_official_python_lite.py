@@ -187,8 +187,9 @@ def test_a_message_the_listener_keeps_failing_goes_to_the_dead_letters_and_its_l
 
 # --- LiteSimpleConsumer -------------------------------------------------------------------------
 
-def test_simple_consumer_receive_ack_change_invisible_and_redelivery(any_broker, unique):
-    broker = any_broker
+def test_simple_consumer_receive_ack_change_invisible_and_redelivery(broker, unique):
+    """On one broker: the official LiteSimpleConsumer receives on its route's first queue only, so with
+    several brokers it gets the lite topics that broker owns (docs/lite-topics.md "Several brokers")."""
     parent, group = _lite_parent(broker, unique("py-lite-simple")), unique("py-lite-simple-g")
     with producer(broker.endpoint, parent) as p, lite_simple_consumer(broker.endpoint, group, parent) as c:
         subscribe_lite(c, "job-1", "job-2")

@@ -19,7 +19,7 @@ WALK_STEP = 256  # lite topics a wildcard reader's look walks at most
 
 
 class LiteTake(Take):
-    __slots__ = ("_reader", "_topics")
+    __slots__ = ("_reader", "_topics", "_looked")
 
     def __init__(self, sources: Sources, group: GroupConfig, topic: TopicConfig, reader: Reader, topics: LiteTopics,
                  batch_size: int, invisible_ms: int, max_bytes: int, client_id: str = "") -> None:
@@ -28,6 +28,7 @@ class LiteTake(Take):
         self._plain = False
         self._reader = reader
         self._topics = topics
+        self._looked: set[int] = set()  # lite topics this look read (a position moves only once it is written)
 
     def _retries(self) -> list[tuple[bytes, bytes]]:
         holds = self._reader.holds
@@ -62,6 +63,9 @@ class LiteTake(Take):
         gid, tid = self._group_id, self._topic_id
         fifo = self._fifo
         assert fifo is not None
+        if qid in self._looked:
+            return False
+        self._looked.add(qid)
         if fifo.held((gid, tid, qid)):
             return False  # its release marks it ready again
         begin = self._offsets.get(gid, tid, qid)
