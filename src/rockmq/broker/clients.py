@@ -325,8 +325,8 @@ class Clients:
 
     def unsubscribed_lite(self, client_id: str, lite_topic: str) -> None:
         """Tell a lite consumer the broker dropped its subscription to a lite topic (it expired, or is
-        over the quota): NotifyUnsubscribeLiteCommand on its Telemetry stream, if open (Java and Node
-        drop the name; Python 5.1.2 ignores it)."""
+        over the quota): NotifyUnsubscribeLiteCommand on its Telemetry stream, if open (Java drops the
+        name; Node 1.0.8 and Python 5.1.2 ignore it and send the name again every 30 s)."""
         session = self.sessions.get(client_id)
         if session is not None:
             command = rpc.NotifyUnsubscribeLiteCommand(lite_topic=lite_topic)
