@@ -10,6 +10,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import waiting
 from rocketmq import (
@@ -35,6 +36,15 @@ INVALID_RECEIPT_HANDLE = 40013
 NORMAL, FIFO, DELAY, LITE = 1, 2, 3, 5
 
 
+def _running(client: Any) -> Iterator[Any]:
+    """Start an official client, and shut it down when its `with` block ends."""
+    client.startup()
+    try:
+        yield client
+    finally:
+        client.shutdown()
+
+
 def config(endpoint: str, credentials: Credentials | None = None) -> ClientConfiguration:
     return ClientConfiguration(endpoint, credentials or Credentials(), request_timeout=REQUEST_TIMEOUT_S)
 
@@ -43,11 +53,7 @@ def config(endpoint: str, credentials: Credentials | None = None) -> ClientConfi
 def producer(endpoint: str, *topics: str, credentials: Credentials | None = None, tls: bool = False) -> Iterator[Producer]:
     """`tls`: the client's own `tls_enable` (it verifies against GRPC_DEFAULT_SSL_ROOTS_FILE_PATH's CA)."""
     p = Producer(config(endpoint, credentials), tuple(topics) or None, tls_enable=tls)
-    p.startup()
-    try:
-        yield p
-    finally:
-        p.shutdown()
+    yield from _running(p)
 
 
 @contextlib.contextmanager
@@ -56,11 +62,7 @@ def simple_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
                     tls: bool = False) -> Iterator[SimpleConsumer]:
     subs = {topic: FilterExpression(expr) for topic, expr in subscriptions.items()}
     c = SimpleConsumer(config(endpoint, credentials), group, subs, await_duration=await_s, tls_enable=tls)
-    c.startup()
-    try:
-        yield c
-    finally:
-        c.shutdown()
+    yield from _running(c)
 
 
 @contextlib.contextmanager
@@ -68,11 +70,7 @@ def push_consumer(endpoint: str, group: str, subscriptions: dict[str, str],
                   listener: MessageListener) -> Iterator[PushConsumer]:
     subs = {topic: FilterExpression(expr) for topic, expr in subscriptions.items()}
     c = PushConsumer(config(endpoint), group, listener, subs, consumption_thread_count=4)
-    c.startup()
-    try:
-        yield c
-    finally:
-        c.shutdown()
+    yield from _running(c)
 
 
 @contextlib.contextmanager
@@ -80,11 +78,7 @@ def lite_push_consumer(endpoint: str, group: str, parent: str, listener: Message
                        credentials: Credentials | None = None) -> Iterator[LitePushConsumer]:
     """A LitePushConsumer bound to the LITE topic `parent`; startup() waits for the broker's Settings (10 s)."""
     c = LitePushConsumer(config(endpoint, credentials), group, parent, listener, consumption_thread_count=4)
-    c.startup()
-    try:
-        yield c
-    finally:
-        c.shutdown()
+    yield from _running(c)
 
 
 @contextlib.contextmanager
@@ -93,11 +87,7 @@ def lite_simple_consumer(endpoint: str, group: str, parent: str, await_s: int = 
     """A LiteSimpleConsumer bound to `parent`. Its startup() does not wait for the Settings reply:
     subscribe with `subscribe_lite`, which waits for it."""
     c = LiteSimpleConsumer(parent, config(endpoint, credentials), group, await_duration=await_s)
-    c.startup()
-    try:
-        yield c
-    finally:
-        c.shutdown()
+    yield from _running(c)
 
 
 def subscribe_lite(consumer: LitePushConsumer | LiteSimpleConsumer, *names: str, settings_timeout: float = 10) -> None:

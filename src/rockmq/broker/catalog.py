@@ -19,7 +19,7 @@ from rockmq.broker.lite.topics import LiteTopics
 from rockmq.broker.metadata import PRIORITY, GroupConfig, TopicConfig, check_queue_count, is_lite, priority_queues
 from rockmq.broker.positions import Positions
 from rockmq.broker.subscriptions import Subscriptions
-from rockmq.protocol import admin, pb, records
+from rockmq.protocol import admin, pb
 from rockmq.protocol.errors import BrokerError
 
 Entry = TypeVar("Entry", TopicConfig, GroupConfig)
@@ -152,10 +152,9 @@ class Catalog:
         logs = self.ctx.logs
         reply = admin.ListLiteTopicsResponse(more=more)
         for name, qid in found:
-            last = logs.max_offset(topic.id, qid) - 1
-            record = logs.read(topic.id, qid, last) if last >= 0 else None
-            reply.lite_topics.add(name=name, queue_id=qid, min_offset=logs.min_offset(topic.id, qid), max_offset=last + 1,
-                                  last_store_ms=records.view(record).store_ms if record is not None else 0, broker=self.broker)
+            reply.lite_topics.add(name=name, queue_id=qid, min_offset=logs.min_offset(topic.id, qid),
+                                  max_offset=logs.max_offset(topic.id, qid), last_store_ms=logs.last_store_ms(topic.id, qid),
+                                  broker=self.broker)
         return reply
 
     def topic_info(self, topic: TopicConfig, with_queues: bool) -> admin.TopicInfo:

@@ -67,6 +67,12 @@ class QueueLogs:
             self._next[key] = nxt
         return nxt
 
+    def last_store_ms(self, topic_id: int, queue_id: int) -> int:
+        """When the queue's newest message was stored (0: it holds none)."""
+        last = self.max_offset(topic_id, queue_id) - 1
+        record = self.read(topic_id, queue_id, last) if last >= 0 else None
+        return records.view(record).store_ms if record is not None else 0
+
     def min_offset(self, topic_id: int, queue_id: int) -> int:
         """The oldest offset still stored (retention removes older ones)."""
         first = self.store.first_key(Family.LOG, keys.queue_prefix(topic_id, queue_id),

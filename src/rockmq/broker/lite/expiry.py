@@ -17,7 +17,6 @@ from rockmq.broker.clock import now_ms
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lite.subscriptions import LiteSubscriptions
 from rockmq.broker.metadata import TopicConfig, is_lite
-from rockmq.protocol import records
 from rockmq.store import keys
 from rockmq.store.db import Batch
 from rockmq.store.disk_space import log_failure
@@ -69,7 +68,7 @@ class LiteExpiry:
         for qid, name in self.lite.topics.walk(topic.id, cursor, STEP):
             seen += 1
             cursor = qid
-            if now - self._last_store_ms(topic.id, qid) >= ttl_ms:
+            if now - self.ctx.logs.last_store_ms(topic.id, qid) >= ttl_ms:
                 self._delete(batch, topic, qid, name)
                 gone.append(name)
         if gone:
@@ -84,12 +83,6 @@ class LiteExpiry:
             return False
         self._cursor[topic.id] = cursor
         return True
-
-    def _last_store_ms(self, topic_id: int, queue_id: int) -> int:
-        """When its newest message was stored (0: it has none)."""
-        last = self.ctx.logs.max_offset(topic_id, queue_id) - 1
-        record = self.ctx.logs.read(topic_id, queue_id, last) if last >= 0 else None
-        return records.view(record).store_ms if record is not None else 0
 
     def _delete(self, batch: Batch, topic: TopicConfig, qid: int, name: str) -> None:
         """A lite topic's messages, traces, name and the positions groups hold on it, in `batch`."""
