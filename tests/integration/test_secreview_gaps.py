@@ -23,6 +23,7 @@ import pytest
 from acl_setup import ADMIN, SECRETS, TOPIC, signed, start_acl_broker
 from broker_process import BrokerProcess
 from mqwire import META, RPC_TIMEOUT, message
+from waiting import wait_for
 
 from rockmq.plumbing.channels import CLIENT_ID_HEADER, open_channel
 from rockmq.plumbing.signature import date_now
@@ -135,5 +136,7 @@ def test_a_credential_cannot_forge_audit_fields(auth_broker):
             rpc.QueryRouteRequest(topic=pb.Resource(name=TOPIC)),
             metadata=(*META, ("x-mq-date-time", date_now()), ("authorization", header)), timeout=RPC_TIMEOUT)
     assert (reply.status.code, reply.status.message) == (pb.UNAUTHORIZED, "authentication failed")
-    lines = [line for line in auth_broker.log if "authentication-failed" in line and "10.9.9.9" in line]
+    # The broker's log reaches us through a reader thread: wait for the line rather than race it.
+    lines = wait_for(lambda: [line for line in list(auth_broker.log)
+                              if "authentication-failed" in line and "10.9.9.9" in line], timeout=5)
     assert lines and all('who="anonymous" from="127.0.0.1" what=' in line for line in lines), lines
