@@ -46,7 +46,9 @@ class PullService:
     def __init__(self, ctx: BrokerContext, consumers: Consumers) -> None:
         self.ctx = ctx
         self.consumers = consumers
-        self._pulled: dict[tuple[str, int, int], int] = {}  # (group, topic, queue) -> how far its pulls got
+        # (group, topic, queue) -> how far its pulls got, for lanes' fallback: the topic's own queues
+        # only, never lite topics (a group may pull millions of them: the table would grow without end).
+        self._pulled: dict[tuple[str, int, int], int] = {}
         self.taken = TakenLedger(ctx.store)
         self._lane_index: tuple[object, int, dict[str, dict[str, GroupConfig]]] = (None, 0, {})
 
@@ -131,7 +133,7 @@ class PullService:
                 key = (group_name, topic.id, queue_id)
                 # Only groups that exist: a name made up for each pull (no auto-creation) would grow them without end.
                 if group_name in self.ctx.meta.groups:
-                    if position > self._pulled.get(key, -1):
+                    if queue_id < LITE_QUEUE_BASE and position > self._pulled.get(key, -1):
                         self._pulled[key] = position
                     if out:
                         self.ctx.tally.handed_out(topic.id, group_name, len(out), size)
