@@ -292,7 +292,11 @@ class PopService:
         checkpoint to revive)."""
         now = now_ms()
         handle = rpc.ReceiveMessageResponse.FromString(first).message.system_properties.receipt_handle
-        if self.checkpoints.release(handle, now):
+        try:
+            released = self.checkpoints.release(handle, now)
+        except ValueError:  # another broker's, passed on by the lite relay (broker/cluster/lite_relay.py)
+            return
+        if released:
             self.reviver.note(now)
 
     async def forward_to_dlq(self, group: GroupConfig, topic: TopicConfig, handle: str) -> None:

@@ -1,0 +1,108 @@
+"""The receive relay under `rockmq serve --workers 2` (broker/cluster/lite_relay.py), over raw gRPC as
+the official LiteSimpleConsumer speaks: it receives on one shard only, yet gets its lite topics of
+both; the other shard's come with wrapped receipt handles, which that shard's ack settles; a forged
+wrapping is refused as any bad handle; an owner that does not answer gives a retriable status."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from lite_wire import Lite, lite_message
+from mqwire import RPC_TIMEOUT, Conn
+
+from rockmq.broker.cluster.lite_relay import SLICE_S
+from rockmq.protocol import admin, pb, rpc
+from rockmq.protocol.conventions import lite_owner
+
+PARENT, GROUP, CLIENT = "relayed", "relayed-g", "simple-1"
+
+
+def _heartbeat(endpoint: str, lite: Lite) -> None:
+    """What the official client tells every broker of its route: it is a LiteSimpleConsumer of the group."""
+    c = Conn(endpoint)
+    try:
+        reply = c.mq.Heartbeat(rpc.HeartbeatRequest(client_type=pb.LITE_SIMPLE_CONSUMER, group=pb.Resource(name=GROUP)),
+                               metadata=lite.meta, timeout=RPC_TIMEOUT)
+        assert reply.status.code == pb.OK, reply
+    finally:
+        c.close()
+
+
+def _shard_pid(shards, broker: str) -> int:
+    for pid in shards.shard_pids():
+        args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        if broker.encode() in args:  # --broker-name
+            return pid
+    raise AssertionError(f"no shard process is broker {broker}")
+
+
+def test_a_lite_simple_consumer_gets_both_shards_lite_topics_on_one(two_shards):
+    conn = Conn(two_shards.endpoint)  # shard 0: where the consumer receives, acks and changes invisible time
+    try:
+        conn.admin.CreateTopic(admin.CreateTopicRequest(name=PARENT, queue_count=2, message_types=["LITE"]),
+                               timeout=RPC_TIMEOUT)
+        owners = two_shards.shards(PARENT)
+        here = next(b for b, e in owners.items() if e == two_shards.endpoint)
+        there = next(b for b in owners if b != here)
+        names = {lite_owner(n, list(owners)): n for n in (f"job-{i}" for i in range(8))}
+        assert set(names) == set(owners), "a lite topic on each shard"
+        lite = Lite(conn, GROUP, PARENT, CLIENT)
+        for endpoint in owners.values():
+            _heartbeat(endpoint, lite)
+        assert lite.sync(pb.COMPLETE_ADD, *names.values()).status.code == pb.OK
+        conn.send_ok(*(lite_message(PARENT, n, f"{n}:0") for n in names.values()))
+
+        started = time.monotonic()
+        got = lite.receive(poll_s=3)
+        got += lite.receive(poll_s=3) if len(got) < 2 else []
+        assert sorted(m.body.decode() for m in got) == sorted(f"{n}:0" for n in names.values()), got
+        assert time.monotonic() - started < 2
+        remote = next(m for m in got if m.system_properties.lite_topic == names[there])
+        local = next(m for m in got if m.system_properties.lite_topic == names[here])
+        assert remote.system_properties.receipt_handle.startswith(f"~{there}~")
+        assert not local.system_properties.receipt_handle.startswith("~")
+
+        # A forged or unknown wrapping: the INVALID_RECEIPT_HANDLE of any bad handle.
+        for forged in (f"~nobody~{remote.system_properties.receipt_handle[len(there) + 2:]}", f"~{here}~abc",
+                       f"~{there}~abc", "~~", "~"):
+            reply = conn.ack(GROUP, PARENT, forged)
+            assert reply.entries[0].status.code == pb.INVALID_RECEIPT_HANDLE, (forged, reply)
+            changed = conn.change_invisible(GROUP, PARENT, forged, ms=1000)
+            assert changed.status.code == pb.INVALID_RECEIPT_HANDLE, (forged, changed)
+
+        # 30 s -> 0.5 s at the owner, through shard 0: back (attempt 2) with the next receive, a new wrapped handle.
+        moved = conn.change_invisible(GROUP, PARENT, remote.system_properties.receipt_handle, ms=500)
+        assert moved.status.code == pb.OK, moved
+        assert moved.receipt_handle.startswith(f"~{there}~") and moved.receipt_handle != remote.system_properties.receipt_handle
+        lite.ack(local)
+        again = lite.receive(poll_s=3)
+        assert [(m.body.decode(), m.system_properties.delivery_attempt) for m in again] == [(f"{names[there]}:0", 2)]
+        lite.ack(*again)  # at shard 0: settled where it lives
+        assert lite.receive() == []
+
+        # The owner answers nothing: the ack through shard 0 is refused as retriable, and works once it is back.
+        # A receive waiting at shard 0 gets a message arriving at the other within a slice (SLICE_S).
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(lite.receive, 5.0)
+            time.sleep(0.3)
+            sent = time.monotonic()
+            conn.send_ok(lite_message(PARENT, names[there], f"{names[there]}:1"))
+            last = waiting.result()
+            latency = time.monotonic() - sent
+        assert [m.body.decode() for m in last] == [f"{names[there]}:1"], last
+        assert latency < SLICE_S + 0.5, f"{latency:.2f} s"
+        print(f"relayed arrival latency {latency * 1000:.0f} ms")
+        pid = _shard_pid(two_shards, there)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            reply = conn.ack(GROUP, PARENT, last[0])
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert reply.entries[0].status.code == pb.PROXY_TIMEOUT, reply
+        reply = conn.ack(GROUP, PARENT, last[0])
+        assert reply.status.code == pb.OK, reply
+    finally:
+        conn.close()
