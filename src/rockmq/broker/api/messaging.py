@@ -57,6 +57,7 @@ from rockmq.protocol.conventions import (
     CLIENT_CHOOSES,
     FORWARDED_HEADER,
     LANE_HEADER,
+    LITE_WATCH_HEADER,
     MESSAGING_SERVICE,
     QUEUE_CHOICE_HEADER,
 )
@@ -291,8 +292,13 @@ class MessagingServicer:
             return await self.pop.receive_deferring(group, topic, request.filter_expression, batch_size, invisible_ms,
                                                     poll_s, cid, lane, request.auto_renew, allowance)
 
+        if self._forwarded(context):  # another broker's relay: serve it here (or only watch), pass it on to none
+            if header(context, LITE_WATCH_HEADER) == "1":
+                await self.pop.watch_lite(group, topic, cid, poll_s)
+                return []
+            return await receive(poll_s, request.batch_size)
         session = self.clients.sessions.get(cid)
-        if session is None or session.client_type != pb.LITE_SIMPLE_CONSUMER or self._forwarded(context):
+        if session is None or session.client_type != pb.LITE_SIMPLE_CONSUMER:
             return await receive(poll_s, request.batch_size)
         owners = await self.lite_relay.owners(topic.name, self.lite.reader(cid, group, topic).names)
         if not owners or not self.lite_relay.admit(cid):

@@ -31,7 +31,8 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import grpc
 
@@ -39,20 +40,21 @@ from rockmq.broker.cluster.lite_routing import FORWARDED
 from rockmq.broker.cluster.routes import RPC_TIMEOUT_S, Cluster
 from rockmq.broker.pop.take import Deferred
 from rockmq.protocol import pb, rpc, svc
-from rockmq.protocol.conventions import lite_owner
+from rockmq.protocol.conventions import LITE_WATCH_HEADER, lite_owner
 from rockmq.protocol.errors import BrokerError
 
 log = logging.getLogger(__name__)
 
 MARK = "~"  # begins a wrapped handle; never a local one's first character (urlsafe base64)
-SLICE_S = 0.5  # how long X waits for a local arrival before it looks at the owners again
-LOOK_TIMEOUT_S = 1.0  # one look at an owner (a receive that does not wait)
+WATCH_S = 5.0  # one watch at an owner waits at most this long (a wake-up it missed is found by the next)
+LOOK_TIMEOUT_S = 1.0  # one look at an owner (a receive that does not wait), and a watch's margin
 MAX_RELAYED_PER_CLIENT = 2
 WARN_EVERY_S = 30.0  # an owner out of reach is logged once in this long
 
+WATCH = ((LITE_WATCH_HEADER, "1"),)
 Headers = tuple[tuple[str, str], ...]
 Received = list[bytes | Deferred]
-Local = Callable[[float, int], Awaitable[Received]]  # (poll seconds, batch) -> this broker's messages
+Local = Callable[[float, int], Coroutine[Any, Any, Received]]  # (poll seconds, batch) -> this broker's messages
 
 
 def wrap(broker: str, handle: str) -> str:
@@ -120,46 +122,97 @@ class LiteRelay:
         start = next(self._turn) % len(sources)
         order = sources[start:] + sources[:start]
         while True:
-            mine: Received = []
-            theirs: Received = []
-            for source in order:
-                want = batch - len(mine) - len(theirs)
-                if want <= 0:
-                    break
-                if source is None:
-                    mine = await local(0.0, want)
-                else:
-                    theirs += await self._look(*source, request, client, want)
+            found = await self._look(local, order, request, client, batch)
             left = until - loop.time()
-            if mine or theirs or left <= 0:
-                return mine + theirs
-            mine = await local(min(SLICE_S, left), batch)
-            if mine:
-                return mine
+            if found or left <= 0:
+                return found
+            found = await self._wait(local, owners, request, client, batch, left)
+            if found:
+                return found
 
-    async def _look(self, broker: str, endpoint: str, request: rpc.ReceiveMessageRequest, client: Headers,
-                    batch: int) -> list[bytes]:
-        """The owner's messages for this client, without waiting, framed with their handles wrapped;
-        none from an owner out of reach (logged)."""
+    async def _look(self, local: Local, order: list[tuple[str, str] | None], request: rpc.ReceiveMessageRequest,
+                    client: Headers, batch: int) -> Received:
+        """Each source once, without waiting, until `batch` are found: this broker's first."""
+        mine: Received = []
+        theirs: Received = []
+        for source in order:
+            want = batch - len(mine) - len(theirs)
+            if want <= 0:
+                break
+            if source is None:
+                mine = await local(0.0, want)
+            else:
+                theirs += await self._take(*source, request, client, want)
+        return mine + theirs
+
+    async def _wait(self, local: Local, owners: dict[str, str], request: rpc.ReceiveMessageRequest, client: Headers,
+                    batch: int, left: float) -> Received:
+        """A long poll here (which takes what arrives) and a watch at each owner (which takes nothing),
+        until the first ends -> what this broker's took. Ending the others loses nothing: the poll
+        here is cancelled only while it waits, and a watch hands nothing out."""
+        here = asyncio.create_task(local(left, batch))
+        watches = [asyncio.create_task(self._watch(*owner, request, client, min(left, WATCH_S)))
+                   for owner in owners.items()]
+        try:
+            await asyncio.wait([here, *watches], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (here, *watches):
+                task.cancel()  # nothing to a task that ended
+            await asyncio.gather(here, *watches, return_exceptions=True)
+        return [] if here.cancelled() else here.result()
+
+    def _ask(self, broker: str, request: rpc.ReceiveMessageRequest, batch: int, poll_s: float) -> rpc.ReceiveMessageRequest:
+        """The client's receive, for the owner `broker`."""
         ask = rpc.ReceiveMessageRequest()
         ask.CopyFrom(request)
         ask.message_queue.broker.name = broker
         ask.batch_size = batch
-        ask.long_polling_timeout.FromMilliseconds(0)
+        ask.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
+        return ask
+
+    async def _take(self, broker: str, endpoint: str, request: rpc.ReceiveMessageRequest, client: Headers,
+                    batch: int) -> list[bytes]:
+        """The owner's messages for this client, without waiting, framed with their handles wrapped;
+        none from an owner out of reach (logged)."""
         out: list[bytes] = []
         try:
             call = self.cluster.service(endpoint, svc.MessagingServiceStub).ReceiveMessage(
-                ask, metadata=(*FORWARDED, *client), timeout=LOOK_TIMEOUT_S)
+                self._ask(broker, request, batch, 0.0), metadata=(*FORWARDED, *client), timeout=LOOK_TIMEOUT_S)
             async for frame in call:
                 if frame.WhichOneof("content") == "message":
                     props = frame.message.system_properties
                     props.receipt_handle = wrap(broker, props.receipt_handle)
                     out.append(frame.SerializeToString())
-                elif frame.WhichOneof("content") == "status" and frame.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
-                    self._warn(endpoint, f"{pb.Code.Name(frame.status.code)}: {frame.status.message}")
+                else:
+                    self._refused(endpoint, frame)
         except grpc.aio.AioRpcError as e:
             self._warn(endpoint, str(e.details()))
         return out
+
+    async def _watch(self, broker: str, endpoint: str, request: rpc.ReceiveMessageRequest, client: Headers,
+                     wait_s: float) -> None:
+        """Until the owner may have a message for this client, at most `wait_s`. An owner out of reach
+        (or refusing) wakes nobody: it is waited out, not asked again at once."""
+        started = time.monotonic()
+        try:
+            call = self.cluster.service(endpoint, svc.MessagingServiceStub).ReceiveMessage(
+                self._ask(broker, request, 1, wait_s), metadata=(*FORWARDED, *WATCH, *client),
+                timeout=wait_s + LOOK_TIMEOUT_S)
+            async for frame in call:
+                if self._refused(endpoint, frame):
+                    break
+            else:
+                return
+        except grpc.aio.AioRpcError as e:
+            self._warn(endpoint, str(e.details()))
+        await asyncio.sleep(started + wait_s - time.monotonic())
+
+    def _refused(self, endpoint: str, frame: rpc.ReceiveMessageResponse) -> bool:
+        """Whether a reply frame is a refusal (logged)."""
+        if frame.WhichOneof("content") != "status" or frame.status.code in (pb.OK, pb.MESSAGE_NOT_FOUND):
+            return False
+        self._warn(endpoint, f"{pb.Code.Name(frame.status.code)}: {frame.status.message}")
+        return True
 
     def _warn(self, endpoint: str, why: str) -> None:
         now = time.monotonic()

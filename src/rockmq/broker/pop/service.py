@@ -45,6 +45,11 @@ log = logging.getLogger(__name__)
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
+def _needs_client(client_id: str) -> None:
+    if not client_id:
+        raise BrokerError(pb.CLIENT_ID_REQUIRED, "a lite consumer's receive needs its x-mq-client-id header")
+
+
 class Receivers(Protocol):
     """How a consumer's receive is served: its filter and lane routing (broker/clients.py)."""
 
@@ -207,8 +212,7 @@ class PopService:
                             max_bytes: int) -> list[bytes | Deferred]:
         """A lite consumer's receive: whatever queue it named, the lite topics its client holds
         (broker/lite/), waiting for an arrival in one of them (only those wake it)."""
-        if not client_id:
-            raise BrokerError(pb.CLIENT_ID_REQUIRED, "a lite consumer's receive needs its x-mq-client-id header")
+        _needs_client(client_id)
         arrivals = self.ctx.logs.arrivals
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
@@ -226,6 +230,18 @@ class PopService:
                 continue
             if not await self._wait(arrival, left):
                 return take.out
+
+    async def watch_lite(self, group: GroupConfig, topic: TopicConfig, client_id: str, poll_s: float) -> None:
+        """Wait until a lite consumer's receive here may find something (a message stored in a lite
+        topic it holds, one released, a retry made visible: what wakes its receives), at most
+        `poll_s`, handing nothing out: how another broker's relay learns of it
+        (broker/cluster/lite_relay.py). A reader marked ready since its last look ends it at once."""
+        self.ctx.refuse_if_draining()
+        _needs_client(client_id)
+        reader = self.lite.reader(client_id, group, topic)
+        arrival = self.ctx.logs.arrivals.reader(topic.id, reader.key)
+        if not reader.ready and not reader.walk:
+            await self._wait(arrival, poll_s)
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
