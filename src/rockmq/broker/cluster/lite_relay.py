@@ -6,10 +6,13 @@ and never asks for an assignment, so it reaches one broker (X) while its lite to
 of them (`conventions.lite_owner`). X serves its own as always and passes a ReceiveMessage to each
 other broker owning one the client holds (`FORWARDED_HEADER` plus the client's id, language and
 version headers, so the owner serves that client's subscription, which SyncLiteSubscription made
-known to every holder). Long polling is in slices: each round looks at X and at the owners without
-waiting, then X waits up to `SLICE_S` for a local arrival, and looks again; a remote lite topic's
-message waits at most a slice more than a local one's. Which source is looked at first rotates, so
-a busy one does not starve the others of a small batch.
+known to every holder). A receive looks at X and at the owners without waiting; finding nothing,
+X long-polls its own while each owner *watches* for the client (`LITE_WATCH_HEADER`: a forwarded
+receive that waits for what would wake the client's receives there, and hands nothing out); the
+first to end decides: X's poll brings its messages, a watch ending sends X to look again. So a
+remote lite topic's message reaches the client one look later than a local one (~15 ms on
+loopback), and an idle consumer costs each owner one waiting call per receive. Which source is
+looked at first rotates, so a busy one does not starve the others of a small batch.
 
 The owner's messages go out with their receipt handles wrapped (`wrap`: `~owner~handle`, never a
 local handle, which is base64), so X passes their AckMessage, ChangeInvisibleDuration (its new
@@ -46,7 +49,6 @@ from rockmq.protocol.errors import BrokerError
 log = logging.getLogger(__name__)
 
 MARK = "~"  # begins a wrapped handle; never a local one's first character (urlsafe base64)
-WATCH_S = 5.0  # one watch at an owner waits at most this long (a wake-up it missed is found by the next)
 LOOK_TIMEOUT_S = 1.0  # one look at an owner (a receive that does not wait), and a watch's margin
 MAX_RELAYED_PER_CLIENT = 2
 WARN_EVERY_S = 30.0  # an owner out of reach is logged once in this long
@@ -151,7 +153,7 @@ class LiteRelay:
         until the first ends -> what this broker's took. Ending the others loses nothing: the poll
         here is cancelled only while it waits, and a watch hands nothing out."""
         here = asyncio.create_task(local(left, batch))
-        watches = [asyncio.create_task(self._watch(*owner, request, client, min(left, WATCH_S)))
+        watches = [asyncio.create_task(self._watch(*owner, request, client, left))
                    for owner in owners.items()]
         try:
             await asyncio.wait([here, *watches], return_when=asyncio.FIRST_COMPLETED)

@@ -218,7 +218,7 @@ class PopService:
         until = loop.time() + poll_s
         while True:
             reader = self.lite.reader(client_id, group, topic)
-            arrival = arrivals.reader(topic.id, reader.key)  # taken before looking: no lost wake-up
+            arrival = reader.looked = arrivals.reader(topic.id, reader.key)  # taken before looking: no lost wake-up
             take = LiteTake(self, group, topic, reader, self.lite.topics, batch_size, invisible_ms, max_bytes, client_id)
             advanced = take.run()
             self._handed_out(take, group, topic, renew_for)
@@ -235,13 +235,15 @@ class PopService:
         """Wait until a lite consumer's receive here may find something (a message stored in a lite
         topic it holds, one released, a retry made visible: what wakes its receives), at most
         `poll_s`, handing nothing out: how another broker's relay learns of it
-        (broker/cluster/lite_relay.py). A reader marked ready since its last look ends it at once."""
+        (broker/cluster/lite_relay.py), which looked here just before. Woken since that look (the
+        wake-up it took is gone), or with lite topics left to walk, it ends at once."""
         self.ctx.refuse_if_draining()
         _needs_client(client_id)
         reader = self.lite.reader(client_id, group, topic)
         arrival = self.ctx.logs.arrivals.reader(topic.id, reader.key)
-        if not reader.ready and not reader.walk:
-            await self._wait(arrival, poll_s)
+        if reader.walk or reader.looked is not None and arrival is not reader.looked:
+            return
+        await self._wait(arrival, poll_s)
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
