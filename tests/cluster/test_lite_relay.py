@@ -1,21 +1,28 @@
 """The receive relay under `rockmq serve --workers 2` (broker/cluster/lite_relay.py), over raw gRPC as
 the official LiteSimpleConsumer speaks: it receives on one shard only, yet gets its lite topics of
-both; the other shard's come with wrapped receipt handles, which that shard's ack settles; a forged
-wrapping is refused as any bad handle; an owner that does not answer gives a retriable status."""
+both, a message arriving at the other shard within a look; the other shard's come with wrapped
+receipt handles, which that shard settles; a forged wrapping is refused as any bad handle; an owner
+that does not answer gives a retriable status. Under --auth the relay acts with the cluster's inner
+credentials, and a client's own forwarded or watch header is not honoured."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from lite_wire import Lite, lite_message
+from lite_wire import Lite, lite_message, meta
 from mqwire import RPC_TIMEOUT, Conn
+from shard_set import ShardSet
 from waiting import wait_for
 
-from rockmq.protocol import admin, pb, rpc
-from rockmq.protocol.conventions import lite_owner
+from rockmq.plumbing.channels import open_channel
+from rockmq.plumbing.credentials import Credentials
+from rockmq.protocol import admin, pb, rpc, svc
+from rockmq.protocol.conventions import FORWARDED_HEADER, LITE_WATCH_HEADER, lite_owner
 
 PARENT, GROUP, CLIENT = "relayed", "relayed-g", "simple-1"
 
@@ -108,3 +115,89 @@ def test_a_lite_simple_consumer_gets_both_shards_lite_topics_on_one(two_shards):
         assert reply.status.code == pb.OK, reply
     finally:
         conn.close()
+
+
+
+class Signed:
+    """A raw lite consumer (client id CLIENT) of GROUP whose every call is signed as `user`."""
+
+    def __init__(self, endpoint: str, user: str, secret: str) -> None:
+        self.channel = open_channel(endpoint)
+        self.mq = svc.MessagingServiceStub(self.channel)
+        self.creds, self.meta = Credentials(user, secret), tuple(meta(CLIENT))
+
+    def md(self, *extra: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+        return (*self.meta, *extra, *self.creds.headers())
+
+    def receive(self, poll_s: float, *extra: tuple[str, str]) -> list[pb.Message]:
+        req = rpc.ReceiveMessageRequest(group=pb.Resource(name=GROUP), batch_size=32,
+                                        message_queue=pb.MessageQueue(topic=pb.Resource(name=PARENT), id=0),
+                                        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))
+        req.invisible_duration.FromMilliseconds(30_000)
+        req.long_polling_timeout.FromMilliseconds(int(poll_s * 1000))
+        frames = list(self.mq.ReceiveMessage(req, metadata=self.md(*extra), timeout=poll_s + RPC_TIMEOUT))
+        assert frames[0].status.code in (pb.OK, pb.MESSAGE_NOT_FOUND), frames[0]
+        return [f.message for f in frames if f.WhichOneof("content") == "message"]
+
+
+def test_under_auth_the_relay_acts_for_a_user_granted_only_the_parent_and_group(tmp_path):
+    """`--workers 2 --auth`: the relay's calls to the other shard go under the cluster's inner
+    credentials, so a user granted Sub on the parent and the group only gets both shards' lite topics;
+    the forwarded and watch headers from a client are not honoured (its receive is an ordinary one)."""
+    admin_, secret = "admin", "relay-admin-secret"
+    shards = ShardSet(tmp_path / "data", 2, "--auth", "--admin-user", admin_, "--admin-secret", secret).start()
+    admin_client = bob = None
+    try:
+        env = {**os.environ, "ROCKMQ_ACCESS_KEY": admin_, "ROCKMQ_SECRET_KEY": secret}
+        for args in (("topic", "create", PARENT, "--types", "LITE", "--queues", "2"), ("group", "create", GROUP),
+                     ("user", "create", "bob", "--secret", "bob-secret"),
+                     ("acl", "grant", "bob", "--resource", f"Topic:{PARENT}", "--actions", "Sub"),
+                     ("acl", "grant", "bob", "--resource", f"Group:{GROUP}", "--actions", "Sub")):
+            done = subprocess.run([sys.executable, "-m", "rockmq", *args, "--endpoint", shards.endpoint],
+                                  capture_output=True, text=True, timeout=60, env=env)
+            assert done.returncode == 0, (args, done.stderr)
+        admin_client, bob = Signed(shards.endpoint, admin_, secret), Signed(shards.endpoint, "bob", "bob-secret")
+        route = admin_client.mq.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name=PARENT)),
+                                           metadata=admin_client.md(), timeout=RPC_TIMEOUT)
+        owners = {q.broker.name: f"{q.broker.endpoints.addresses[0].host}:{q.broker.endpoints.addresses[0].port}"
+                  for q in route.message_queues}
+        here = next(b for b, e in owners.items() if e == shards.endpoint)
+        names = {lite_owner(n, list(owners)): n for n in (f"job-{i}" for i in range(8))}
+        assert set(names) == set(owners) and len(owners) == 2
+        for endpoint in owners.values():
+            with open_channel(endpoint) as ch:
+                reply = svc.MessagingServiceStub(ch).Heartbeat(
+                    rpc.HeartbeatRequest(client_type=pb.LITE_SIMPLE_CONSUMER, group=pb.Resource(name=GROUP)),
+                    metadata=bob.md(), timeout=RPC_TIMEOUT)
+                assert reply.status.code == pb.OK, reply
+        synced = bob.mq.SyncLiteSubscription(rpc.SyncLiteSubscriptionRequest(
+            action=pb.COMPLETE_ADD, topic=pb.Resource(name=PARENT), group=pb.Resource(name=GROUP),
+            lite_topic_set=list(names.values())), metadata=bob.md(), timeout=RPC_TIMEOUT)
+        assert synced.status.code == pb.OK, synced
+
+        def send(name: str, body: str) -> None:
+            sent = admin_client.mq.SendMessage(rpc.SendMessageRequest(messages=[lite_message(PARENT, name, body)]),
+                                               metadata=admin_client.md(), timeout=RPC_TIMEOUT)
+            assert sent.status.code == pb.OK, sent
+
+        for name in names.values():
+            send(name, f"{name}:0")
+        got = bob.receive(3)
+        got += bob.receive(3) if len(got) < 2 else []
+        assert sorted(m.body.decode() for m in got) == sorted(f"{n}:0" for n in names.values()), got
+        acked = bob.mq.AckMessage(rpc.AckMessageRequest(
+            group=pb.Resource(name=GROUP), topic=pb.Resource(name=PARENT),
+            entries=[rpc.AckMessageEntry(message_id=m.system_properties.message_id,
+                                         receipt_handle=m.system_properties.receipt_handle,
+                                         lite_topic=m.system_properties.lite_topic) for m in got]),
+            metadata=bob.md(), timeout=RPC_TIMEOUT)
+        assert acked.status.code == pb.OK, acked
+
+        send(names[here], f"{names[here]}:1")  # a client's "watch only" is an ordinary receive: it takes it
+        got = bob.receive(2, (FORWARDED_HEADER, "1"), (LITE_WATCH_HEADER, "1"))
+        assert [m.body.decode() for m in got] == [f"{names[here]}:1"], got
+    finally:
+        for c in (admin_client, bob):
+            if c is not None:
+                c.channel.close()
+        shards.kill()
