@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from dead_letters import dead_letters
 from lite_wire import Lite, lite_message, meta
 from mqwire import RPC_TIMEOUT, Conn
 from shard_set import ShardSet
@@ -21,7 +20,7 @@ from waiting import wait_for
 
 from rockmq.plumbing.channels import open_channel
 from rockmq.plumbing.credentials import Credentials
-from rockmq.protocol import admin, pb, rpc, svc
+from rockmq.protocol import acl, acl_grpc, admin, admin_grpc, pb, rpc, svc, users, users_grpc
 from rockmq.protocol.conventions import FORWARDED_HEADER, LITE_WATCH_HEADER, lite_owner
 
 PARENT, GROUP, CLIENT = "relayed", "relayed-g", "simple-1"
@@ -117,6 +116,18 @@ def test_a_lite_simple_consumer_gets_both_shards_lite_topics_on_one(two_shards):
         wait_for(lambda: there in two_shards.shards(PARENT), 10, 0.1, what=f"{there} back in the routes")
         reply = conn.ack(GROUP, PARENT, last[0])
         assert reply.status.code == pb.OK, reply
+
+        # Given up on through shard 0: it lands in the group's dead-letter topic at its owner.
+        conn.send_ok(lite_message(PARENT, names[there], f"{names[there]}:2"))
+        (dead,) = lite.receive(poll_s=3)
+        for handle, code in ((f"~nobody~{dead.system_properties.receipt_handle}", pb.INVALID_RECEIPT_HANDLE),
+                             (dead.system_properties.receipt_handle, pb.OK)):
+            forwarded = conn.mq.ForwardMessageToDeadLetterQueue(rpc.ForwardMessageToDeadLetterQueueRequest(
+                group=pb.Resource(name=GROUP), topic=pb.Resource(name=PARENT), receipt_handle=handle,
+                message_id=dead.system_properties.message_id, lite_topic=names[there]), metadata=lite.meta,
+                timeout=RPC_TIMEOUT)
+            assert forwarded.status.code == code, forwarded
+        assert dead.system_properties.message_id in {d.message_id for d in dead_letters(conn, GROUP)}
     finally:
         conn.close()
 
@@ -152,15 +163,16 @@ def test_under_auth_the_relay_acts_for_a_user_granted_only_the_parent_and_group(
     shards = ShardSet(tmp_path / "data", 2, "--auth", "--admin-user", admin_, "--admin-secret", secret).start()
     admin_client = bob = None
     try:
-        env = {**os.environ, "ROCKMQ_ACCESS_KEY": admin_, "ROCKMQ_SECRET_KEY": secret}
-        for args in (("topic", "create", PARENT, "--types", "LITE", "--queues", "2"), ("group", "create", GROUP),
-                     ("user", "create", "bob", "--secret", "bob-secret"),
-                     ("acl", "grant", "bob", "--resource", f"Topic:{PARENT}", "--actions", "Sub"),
-                     ("acl", "grant", "bob", "--resource", f"Group:{GROUP}", "--actions", "Sub")):
-            done = subprocess.run([sys.executable, "-m", "rockmq", *args, "--endpoint", shards.endpoint],
-                                  capture_output=True, text=True, timeout=60, env=env)
-            assert done.returncode == 0, (args, done.stderr)
         admin_client, bob = Signed(shards.endpoint, admin_, secret), Signed(shards.endpoint, "bob", "bob-secret")
+        admins, acls = admin_grpc.AdminStub(admin_client.channel), acl_grpc.AclsStub(admin_client.channel)
+        admins.CreateTopic(admin.CreateTopicRequest(name=PARENT, queue_count=2, message_types=["LITE"]),
+                           metadata=admin_client.md(), timeout=RPC_TIMEOUT)
+        admins.CreateGroup(admin.CreateGroupRequest(name=GROUP), metadata=admin_client.md(), timeout=RPC_TIMEOUT)
+        users_grpc.UsersStub(admin_client.channel).CreateUser(users.CreateUserRequest(name="bob", secret="bob-secret"),
+                                                              metadata=admin_client.md(), timeout=RPC_TIMEOUT)
+        for resource in (f"Topic:{PARENT}", f"Group:{GROUP}"):
+            acls.GrantAcl(acl.AclEntry(user="bob", resource=resource, actions=["Sub"], decision="Allow"),
+                          metadata=admin_client.md(), timeout=RPC_TIMEOUT)
         route = admin_client.mq.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name=PARENT)),
                                            metadata=admin_client.md(), timeout=RPC_TIMEOUT)
         owners = {q.broker.name: f"{q.broker.endpoints.addresses[0].host}:{q.broker.endpoints.addresses[0].port}"

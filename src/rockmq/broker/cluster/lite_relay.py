@@ -35,7 +35,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -56,6 +56,7 @@ WARN_EVERY_S = 30.0  # an owner out of reach is logged once in this long
 WATCH = ((LITE_WATCH_HEADER, "1"),)
 Headers = tuple[tuple[str, str], ...]
 Received = list[bytes | Deferred]
+OwnerRequest = TypeVar("OwnerRequest", rpc.ChangeInvisibleDurationRequest, rpc.ForwardMessageToDeadLetterQueueRequest)
 Local = Callable[[float, int], Coroutine[Any, Any, Received]]  # (poll seconds, batch) -> this broker's messages
 
 
@@ -260,33 +261,29 @@ class LiteRelay:
     async def change_invisible(self, request: rpc.ChangeInvisibleDurationRequest, broker: str,
                                handle: str) -> rpc.ChangeInvisibleDurationResponse:
         """At the owner, with its handle; the new one comes back wrapped (the old one on failure)."""
-        endpoint = await self._endpoint(request.topic.name, broker)
-        if endpoint is None:
-            raise invalid_handle()
-        ask = rpc.ChangeInvisibleDurationRequest()
-        ask.CopyFrom(request)
-        ask.receipt_handle = handle
-        try:
-            reply = await self.cluster.service(endpoint, svc.MessagingServiceStub).ChangeInvisibleDuration(
-                ask, metadata=FORWARDED, timeout=RPC_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:
-            self._warn(endpoint, str(e.details()))
+        reply = await self._at_owner("ChangeInvisibleDuration", request, broker, handle)
+        if reply is None:
             return rpc.ChangeInvisibleDurationResponse(status=unreachable(broker), receipt_handle=request.receipt_handle)
         return rpc.ChangeInvisibleDurationResponse(status=reply.status,
                                                    receipt_handle=wrap(broker, reply.receipt_handle or handle))
 
     async def dead_letter(self, request: rpc.ForwardMessageToDeadLetterQueueRequest, broker: str,
                           handle: str) -> rpc.ForwardMessageToDeadLetterQueueResponse:
+        reply = await self._at_owner("ForwardMessageToDeadLetterQueue", request, broker, handle)
+        return rpc.ForwardMessageToDeadLetterQueueResponse(status=unreachable(broker) if reply is None else reply.status)
+
+    async def _at_owner(self, method: str, request: OwnerRequest, broker: str, handle: str) -> Any:
+        """A call about one delivery made at its owner `broker`, with the owner's `handle` -> its reply;
+        None if it did not answer (logged). A broker not holding the topic: INVALID_RECEIPT_HANDLE."""
         endpoint = await self._endpoint(request.topic.name, broker)
         if endpoint is None:
             raise invalid_handle()
-        ask = rpc.ForwardMessageToDeadLetterQueueRequest()
+        ask = type(request)()
         ask.CopyFrom(request)
         ask.receipt_handle = handle
         try:
-            reply = await self.cluster.service(endpoint, svc.MessagingServiceStub).ForwardMessageToDeadLetterQueue(
+            return await getattr(self.cluster.service(endpoint, svc.MessagingServiceStub), method)(
                 ask, metadata=FORWARDED, timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
             self._warn(endpoint, str(e.details()))
-            return rpc.ForwardMessageToDeadLetterQueueResponse(status=unreachable(broker))
-        return rpc.ForwardMessageToDeadLetterQueueResponse(status=reply.status)
+            return None
