@@ -22,6 +22,7 @@ from typing import Any
 
 from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.messaging import MessagingServicer
+from rockmq.broker.cluster.lite_relay import LiteRelay
 from rockmq.broker.server import Broker
 from rockmq.config import Settings
 from rockmq.protocol import batch, pb, rpc
@@ -53,7 +54,7 @@ async def _run(args: argparse.Namespace, data_dir: str) -> dict[str, float]:
     try:
         b = broker
         messaging = MessagingServicer(b.ctx, b.sender, b.pop, b.puller, b.timers, b.transactions, b.clients, b.cluster, b.streams,
-                                      b.lite, b.lite_routing)
+                                      b.lite, b.lite_routing, LiteRelay(b.cluster))
         batch_api = BatchServicer(b.ctx, b.clients, b.pop, b.puller)
         topic = "pop-bench"
         body = b"x" * args.size

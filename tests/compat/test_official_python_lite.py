@@ -45,6 +45,7 @@ from rocketmq.v5.exception import (
 from rockmq.auth.users import Users
 from rockmq.plumbing.channels import open_channel
 from rockmq.protocol import admin, admin_grpc
+from rockmq.protocol.conventions import lite_owner
 
 ILLEGAL_LITE_TOPIC, FORBIDDEN = 40020, 40300
 LITE_TOPIC_QUOTA_EXCEEDED, LITE_SUBSCRIPTION_QUOTA_EXCEEDED = 42901, 42902
@@ -187,29 +188,52 @@ def test_a_message_the_listener_keeps_failing_goes_to_the_dead_letters_and_its_l
 
 # --- LiteSimpleConsumer -------------------------------------------------------------------------
 
-def test_simple_consumer_receive_ack_change_invisible_and_redelivery(broker, unique):
-    """On one broker: the official LiteSimpleConsumer receives on its route's first queue only, so with
-    several brokers it gets the lite topics that broker owns (docs/lite-topics.md "Several brokers")."""
-    parent, group = _lite_parent(broker, unique("py-lite-simple")), unique("py-lite-simple-g")
-    with producer(broker.endpoint, parent) as p, lite_simple_consumer(broker.endpoint, group, parent) as c:
-        subscribe_lite(c, "job-1", "job-2")
-        j1 = [send(p, parent, f"job-1:{i}".encode(), lite_topic="job-1").message_id for i in range(2)]
-        j2 = send(p, parent, b"job-2:0", lite_topic="job-2").message_id
+def _spread_names(broker, parent: str) -> tuple[str, str]:
+    """Two lite topic names: with several brokers (`--workers 2`), the first owned by a broker the
+    official LiteSimpleConsumer does not receive on (it receives on its route's first queue only:
+    the relay brings it), the second by the one it does."""
+    conn = Conn(broker.endpoint)
+    try:
+        route = conn.query_route(parent)
+    finally:
+        conn.close()
+    first = route.message_queues[0].broker.name
+    brokers = sorted({q.broker.name for q in route.message_queues})
+    if len(brokers) == 1:
+        return "job-1", "job-2"
+    names = [f"job-{i}" for i in range(16)]
+    remote = [n for n in names if lite_owner(n, brokers) != first]
+    local = [n for n in names if lite_owner(n, brokers) == first]
+    assert remote and local, f"names on both brokers {brokers}"
+    return remote[0], local[0]
 
-        # One at a time until job-1's first is held (3 s invisible, not acked); then, while it is in
-        # flight, receives bring job-2's message but never job-1's second.
+
+def test_simple_consumer_receive_ack_change_invisible_and_redelivery(any_broker, unique):
+    """Also with `--workers 2`, with lite topics on both shards: the consumer receives on one shard, whose
+    relay brings the other's (broker/cluster/lite_relay.py); its ack and invisible-time change of
+    those go through it (docs/lite-topics.md "Several brokers")."""
+    broker = any_broker
+    parent, group = _lite_parent(broker, unique("py-lite-simple")), unique("py-lite-simple-g")
+    n1, n2 = _spread_names(broker, parent)
+    with producer(broker.endpoint, parent) as p, lite_simple_consumer(broker.endpoint, group, parent) as c:
+        subscribe_lite(c, n1, n2)
+        j1 = [send(p, parent, f"{n1}:{i}".encode(), lite_topic=n1).message_id for i in range(2)]
+        j2 = send(p, parent, f"{n2}:0".encode(), lite_topic=n2).message_id
+
+        # One at a time until n1's first is held (3 s invisible, not acked); then, while it is in
+        # flight, receives bring n2's message but never n1's second.
         got = receive_until(c, lambda g: j1[0] in [m.message_id for m in g], timeout=10, invisible_s=3, batch=1)
         held = next((m for m in got if m.message_id == j1[0]), None)
-        assert held is not None, f"job-1's first not received: {_by_lite_topic(got)}\n{_log(broker)}"
+        assert held is not None, f"n1's first not received: {_by_lite_topic(got)}\n{_log(broker)}"
         got += receive_until(c, lambda g: j2 in [m.message_id for m in g + got], timeout=2, invisible_s=30)
         assert sorted(m.message_id for m in got) == sorted([j1[0], j2]), (
-            f"received {_by_lite_topic(got)} while job-1's first is in flight")
+            f"received {_by_lite_topic(got)} while n1's first is in flight")
         for m in got:
             assert (m.topic, m.message_type, m.delivery_attempt) == (parent, LITE, 1), m
-            assert m.lite_topic == ("job-1" if m is held else "job-2")
+            assert m.lite_topic == (n1 if m is held else n2)
         c.ack(next(m for m in got if m is not held))
 
-        # Not acked: after its 3 s the same message again (attempt 2), still before job-1's second.
+        # Not acked: after its 3 s the same message again (attempt 2), still before n1's second.
         again = receive_until(c, lambda g: len(g) >= 1, timeout=10, invisible_s=30)
         assert [(m.message_id, m.delivery_attempt) for m in again] == [(j1[0], 2)], _by_lite_topic(again)
 
@@ -223,7 +247,7 @@ def test_simple_consumer_receive_ack_change_invisible_and_redelivery(broker, uni
         assert time.monotonic() - t0 < 8
         c.ack(third[0])
 
-        # Acked: now job-1's second, then nothing.
+        # Acked: now n1's second, then nothing.
         last = receive_until(c, lambda g: len(g) >= 1, timeout=10, invisible_s=30)
         assert [m.message_id for m in last] == [j1[1]], _by_lite_topic(last)
         c.ack(last[0])

@@ -268,7 +268,7 @@ def test_table_reads_requests_as_the_handlers_get_them() -> None:
         "Receive": batch.ReceiveRequest(group="billing", topic="orders"),
         "Ack": batch.AckRequest(group="billing", topic="orders"),
     }
-    handlers = [(permissions.MESSAGING, MessagingServicer(*[None] * 11).handler()),  # type: ignore[arg-type]
+    handlers = [(permissions.MESSAGING, MessagingServicer(*[None] * 12).handler()),  # type: ignore[arg-type]
                 (permissions.BATCH, BatchServicer(*[None] * 4).handler())]  # type: ignore[arg-type]
     checked = 0
     for service, generic in handlers:

@@ -35,6 +35,7 @@ from rockmq.broker.clients import Clients
 from rockmq.broker.clock import now_ms
 from rockmq.broker.cluster.admin_fanout import AdminFanout
 from rockmq.broker.cluster.fencing import Fence, former_primary, tell_former_primary
+from rockmq.broker.cluster.lite_relay import LiteRelay
 from rockmq.broker.cluster.lite_routing import LiteRouting
 from rockmq.broker.cluster.message_fanout import MessageSearch
 from rockmq.broker.cluster.replication import Follower, OpLog, Replicator, was_promoted
@@ -200,7 +201,7 @@ class Broker:
     async def start(self) -> int:
         messaging = MessagingServicer(self.ctx, self.sender, self.pop, self.puller, self.timers, self.transactions,
                                       self.clients, self.cluster, self.streams, self.lite, self.lite_routing,
-                                      self.access if self.settings.auth_enabled else None)
+                                      LiteRelay(self.cluster), self.access if self.settings.auth_enabled else None)
         self.server.add_generic_rpc_handlers((messaging.handler(),))
         guarding = Guarding(self.server)  # the generated services' unary methods refuse bytes that do not parse
         admin = AdminServicer(self.catalog, self.timers, self.transactions, self.clients, self.follower)

@@ -44,6 +44,9 @@ CLIENT_CHOOSES = "client"  # its value from a client that chose the queue
 # A call one broker makes to another on a client's behalf (a lite message sent to its owner, a lite
 # subscription made known): the receiver acts on it here and passes it on to nobody.
 FORWARDED_HEADER = "x-rockmq-forwarded"
+# On a forwarded ReceiveMessage of a lite consumer: wait until its lite topics here may have a
+# message, hand none out (broker/cluster/lite_relay.py).
+LITE_WATCH_HEADER = "x-rockmq-lite-watch"
 
 
 def lite_owner(lite_topic: str, brokers: Sequence[str]) -> str:

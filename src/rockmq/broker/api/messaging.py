@@ -19,6 +19,7 @@ from rockmq.auth.seam import current_identity
 from rockmq.broker.api.replies import (
     OK,
     entry_results,
+    entry_statuses,
     found_status,
     message_queues,
     now_frame,
@@ -30,11 +31,13 @@ from rockmq.broker.api.replies import (
     unary,
 )
 from rockmq.broker.clients import Clients, Session, identify
+from rockmq.broker.cluster.lite_relay import MARK as RELAY_MARK
+from rockmq.broker.cluster.lite_relay import LiteRelay, Received, unwrap
 from rockmq.broker.cluster.lite_routing import LiteRouting
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.lite.subscriptions import LiteSubscriptions, quota_exceeded
-from rockmq.broker.metadata import TopicConfig, is_lite
+from rockmq.broker.metadata import GroupConfig, TopicConfig, is_lite
 from rockmq.broker.pop.service import Deferred, PopService
 from rockmq.broker.pull import PullService
 from rockmq.broker.send import SendService
@@ -54,6 +57,7 @@ from rockmq.protocol.conventions import (
     CLIENT_CHOOSES,
     FORWARDED_HEADER,
     LANE_HEADER,
+    LITE_WATCH_HEADER,
     MESSAGING_SERVICE,
     QUEUE_CHOICE_HEADER,
 )
@@ -79,10 +83,11 @@ class MessagingServicer:
     def __init__(self, ctx: BrokerContext, send: SendService, pop: PopService, pull: PullService,
                  timers: TimerService, transactions: TransactionService, clients: Clients,
                  cluster: Cluster, streams: StalledStreams, lite: LiteSubscriptions, lite_routing: LiteRouting,
-                 access: AccessControl | None = None) -> None:
+                 lite_relay: LiteRelay, access: AccessControl | None = None) -> None:
         self.ctx = ctx
         self.lite = lite
         self.lite_routing = lite_routing
+        self.lite_relay = lite_relay
         self.streams = streams
         self.access = access  # auth on: what the handlers check themselves (auth/access.py)
         self.cluster = cluster
@@ -216,6 +221,11 @@ class MessagingServicer:
         who = current_identity()
         return self.access is None or (who is not None and who.inner)
 
+    def _relayed(self, handle: str, context: Context) -> bool:
+        """A receipt handle another broker issued, wrapped by the relay (broker/cluster/lite_relay.py),
+        in a client's own call: only its first character is looked at unless it is one."""
+        return handle[:1] == RELAY_MARK and self.cluster.enabled and not self._forwarded(context)
+
     @unary(rpc.EndTransactionResponse)
     async def EndTransaction(self, request: rpc.EndTransactionRequest, context: Context) -> rpc.EndTransactionResponse:
         await self.transactions.end(request.topic.name, request.message_id, request.transaction_id, request.resolution)
@@ -241,10 +251,13 @@ class MessagingServicer:
             group = self.ctx.group_for(request.group.name)
             topic = self._queue_topic(request.message_queue)
             invisible_ms = request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration") else None
-            messages = await self.pop.receive_deferring(
-                group, topic, request.filter_expression, request.batch_size, invisible_ms,
-                self._poll_seconds(request, context), client_id(context), header(context, LANE_HEADER), request.auto_renew,
-                allowance)
+            poll_s = self._poll_seconds(request, context)
+            if is_lite(topic) and self.cluster.enabled:  # what a plain receive pays for the relay: this test
+                messages = await self._receive_lite(request, context, group, topic, invisible_ms, poll_s, allowance)
+            else:
+                messages = await self.pop.receive_deferring(
+                    group, topic, request.filter_expression, request.batch_size, invisible_ms, poll_s,
+                    client_id(context), header(context, LANE_HEADER), request.auto_renew, allowance)
             first = _OK_FRAME if messages else status_frame(R, found_status(False))
             # what it holds framed: all (one pass, in C), or, with some deferred, its allowance and one message
             held = sum(map(len, messages)) if not messages or isinstance(messages[-1], bytes) else allowance
@@ -269,6 +282,34 @@ class MessagingServicer:
             self.streams.held -= held
             self.streams.close(writes)
 
+    async def _receive_lite(self, request: rpc.ReceiveMessageRequest, context: Context, group: GroupConfig,
+                            topic: TopicConfig, invisible_ms: int | None, poll_s: float, allowance: int) -> Received:
+        """A lite receive in a cluster: a LiteSimpleConsumer's also from the other brokers owning its lite
+        topics (broker/cluster/lite_relay.py); any other, and a forwarded one, here only."""
+        cid, lane = client_id(context), header(context, LANE_HEADER)
+
+        async def receive(poll_s: float, batch_size: int) -> Received:
+            return await self.pop.receive_deferring(group, topic, request.filter_expression, batch_size, invisible_ms,
+                                                    poll_s, cid, lane, request.auto_renew, allowance)
+
+        if self._forwarded(context):  # another broker's relay: serve it here (or only watch), pass it on to none
+            if header(context, LITE_WATCH_HEADER) == "1":
+                await self.pop.watch_lite(group, topic, cid, poll_s)
+                return []
+            return await receive(poll_s, request.batch_size)
+        session = self.clients.sessions.get(cid)
+        if session is None or session.client_type != pb.LITE_SIMPLE_CONSUMER:
+            return await receive(poll_s, request.batch_size)
+        owners = await self.lite_relay.owners(topic.name, self.lite.reader(cid, group, topic).names)
+        if not owners or not self.lite_relay.admit(cid):
+            return await receive(poll_s, request.batch_size)
+        s = self.ctx.settings
+        batch = min(request.batch_size or s.receive_batch, s.max_receive_batch)
+        try:
+            return await self.lite_relay.receive(receive, owners, request, _said(context), batch, poll_s)
+        finally:
+            self.lite_relay.done(cid)
+
     def _poll_seconds(self, request: rpc.ReceiveMessageRequest | rpc.PullMessageRequest, context: Context) -> float:
         asked = request.long_polling_timeout.ToMilliseconds() / 1000 if request.HasField("long_polling_timeout") else None
         return poll_seconds(asked, self.ctx.settings.max_long_polling_s, context)
@@ -280,11 +321,17 @@ class MessagingServicer:
         group = self.ctx.meta.group(request.group)
         topic = self.ctx.meta.topic(request.topic)
         top, statuses = entry_results(self.pop.ack(group, topic, request.handles))
+        if top is not OK and self.cluster.enabled and not self._forwarded(context):  # some refused: an owner's?
+            if await self.lite_relay.ack(request.group, request.topic, request.handles, request.entries, statuses):
+                top, statuses = entry_statuses(statuses)
         return ack_message_reply(top, request.entries, statuses)
 
     async def ChangeInvisibleDuration(self, request: rpc.ChangeInvisibleDurationRequest,
                                       context: Context) -> rpc.ChangeInvisibleDurationResponse:
         try:
+            owner = unwrap(request.receipt_handle) if self._relayed(request.receipt_handle, context) else None
+            if owner is not None:
+                return await self.lite_relay.change_invisible(request, *owner)
             group = self.ctx.meta.group(request.group.name)
             topic = self.ctx.meta.topic(request.topic.name)
             handle = self.pop.change_invisible(group, topic, request.receipt_handle,
@@ -297,6 +344,9 @@ class MessagingServicer:
     @unary(rpc.ForwardMessageToDeadLetterQueueResponse)
     async def ForwardMessageToDeadLetterQueue(self, request: rpc.ForwardMessageToDeadLetterQueueRequest,
                                               context: Context) -> rpc.ForwardMessageToDeadLetterQueueResponse:
+        owner = unwrap(request.receipt_handle) if self._relayed(request.receipt_handle, context) else None
+        if owner is not None:
+            return await self.lite_relay.dead_letter(request, *owner)
         group = self.ctx.meta.group(request.group.name)
         topic = self.ctx.meta.topic(request.topic.name)
         await self.pop.forward_to_dlq(group, topic, request.receipt_handle)
@@ -362,7 +412,7 @@ class MessagingServicer:
         topic = self.ctx.meta.topic(request.topic.name)
         if not is_lite(topic):
             raise BrokerError(pb.BAD_REQUEST, f"topic {topic.name!r} is not a LITE topic: it has no lite topics")
-        said = tuple((h, header(context, h)) for h in (CLIENT_ID_HEADER, LANGUAGE_HEADER, VERSION_HEADER))
+        said = _said(context)
         names = list(request.lite_topic_set)
         dropped = self.lite.sync(cid, group, topic, request.action, names, f"{said[1][1].upper()} {said[2][1]}")
         if not forwarded:
@@ -372,6 +422,11 @@ class MessagingServicer:
         if dropped:
             raise quota_exceeded(cid, topic, len(names), self.lite.quota)
         return rpc.SyncLiteSubscriptionResponse(status=OK)
+
+
+def _said(context: Context) -> tuple[tuple[str, str], ...]:
+    """The client's id, language and version headers as it sent them: what a call made on its behalf carries."""
+    return tuple((h, header(context, h)) for h in (CLIENT_ID_HEADER, LANGUAGE_HEADER, VERSION_HEADER))
 
 
 def _pulled(messages: list[bytes], next_offset: int) -> Iterator[bytes]:

@@ -48,7 +48,11 @@ def status_of(error: BaseException, what: str = "request") -> pb.Status:
 def entry_results(results: list[BrokerError | None]) -> tuple[pb.Status, list[pb.Status | None]]:
     """A request with per-entry results -> its top-level status and each entry's (None: OK),
     for the hand-encoded ack replies (protocol/consume_replies.py)."""
-    entries = [None if r is None else status_of(r) for r in results]
+    return entry_statuses([None if r is None else status_of(r) for r in results])
+
+
+def entry_statuses(entries: list[pb.Status | None]) -> tuple[pb.Status, list[pb.Status | None]]:
+    """Each entry's status (None: OK) -> the request's top-level status, and them."""
     failed = [st for st in entries if st is not None]
     if not failed:
         return OK, entries

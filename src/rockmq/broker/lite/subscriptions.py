@@ -16,6 +16,7 @@ READY_LIMIT marked at once) walks the parent's lite topics in queue order, a bou
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Reader:
     walk: bool = False  # wildcard: ready lite topics may be missing from `ready`: walk them from `cursor`
     cursor: int = LITE_QUEUE_BASE - 1
     heard: float = field(default_factory=time.monotonic)
+    looked: asyncio.Event | None = None  # the wake-up its last receive took: another one since, it was woken
 
     def holds(self, queue_id: int) -> bool:
         return self.names is None or queue_id in self.queues

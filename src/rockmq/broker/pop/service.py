@@ -45,6 +45,11 @@ log = logging.getLogger(__name__)
 BUSY_PAUSE_S = 1.0  # a receive beyond max_waiting_receives is held this long, then answered empty
 
 
+def _needs_client(client_id: str) -> None:
+    if not client_id:
+        raise BrokerError(pb.CLIENT_ID_REQUIRED, "a lite consumer's receive needs its x-mq-client-id header")
+
+
 class Receivers(Protocol):
     """How a consumer's receive is served: its filter and lane routing (broker/clients.py)."""
 
@@ -207,14 +212,13 @@ class PopService:
                             max_bytes: int) -> list[bytes | Deferred]:
         """A lite consumer's receive: whatever queue it named, the lite topics its client holds
         (broker/lite/), waiting for an arrival in one of them (only those wake it)."""
-        if not client_id:
-            raise BrokerError(pb.CLIENT_ID_REQUIRED, "a lite consumer's receive needs its x-mq-client-id header")
+        _needs_client(client_id)
         arrivals = self.ctx.logs.arrivals
         loop = asyncio.get_running_loop()
         until = loop.time() + poll_s
         while True:
             reader = self.lite.reader(client_id, group, topic)
-            arrival = arrivals.reader(topic.id, reader.key)  # taken before looking: no lost wake-up
+            arrival = reader.looked = arrivals.reader(topic.id, reader.key)  # taken before looking: no lost wake-up
             take = LiteTake(self, group, topic, reader, self.lite.topics, batch_size, invisible_ms, max_bytes, client_id)
             advanced = take.run()
             self._handed_out(take, group, topic, renew_for)
@@ -226,6 +230,20 @@ class PopService:
                 continue
             if not await self._wait(arrival, left):
                 return take.out
+
+    async def watch_lite(self, group: GroupConfig, topic: TopicConfig, client_id: str, poll_s: float) -> None:
+        """Wait until a lite consumer's receive here may find something (a message stored in a lite
+        topic it holds, one released, a retry made visible: what wakes its receives), at most
+        `poll_s`, handing nothing out: how another broker's relay learns of it
+        (broker/cluster/lite_relay.py), which looked here just before. Woken since that look (the
+        wake-up it took is gone), or with lite topics left to walk, it ends at once."""
+        self.ctx.refuse_if_draining()
+        _needs_client(client_id)
+        reader = self.lite.reader(client_id, group, topic)
+        arrival = self.ctx.logs.arrivals.reader(topic.id, reader.key)
+        if reader.walk or reader.looked is not None and arrival is not reader.looked:
+            return
+        await self._wait(arrival, poll_s)
 
     # --- ack, change invisible time, dead letter -------------------------------------------
 
@@ -292,7 +310,11 @@ class PopService:
         checkpoint to revive)."""
         now = now_ms()
         handle = rpc.ReceiveMessageResponse.FromString(first).message.system_properties.receipt_handle
-        if self.checkpoints.release(handle, now):
+        try:
+            released = self.checkpoints.release(handle, now)
+        except ValueError:  # another broker's, passed on by the lite relay (broker/cluster/lite_relay.py)
+            return
+        if released:
             self.reviver.note(now)
 
     async def forward_to_dlq(self, group: GroupConfig, topic: TopicConfig, handle: str) -> None:
