@@ -1,10 +1,11 @@
-"""What a lite send costs the broker beside a plain one (issue 29 §5: ≤ 1.1× in broker CPU per message),
+"""What a lite or priority send costs the broker beside a plain one (issue 29 §5: ≤ 1.1× in broker CPU per message),
 A/B in one run: interleaved rounds of `rockmq bench --scenario produce-batch`, same size and batch, each
 against a fresh broker of this tree (the order rotated each round):
 
 - plain: NORMAL messages to a NORMAL topic;
 - lite-fixed: LITE messages to `--lite-topics` lite topics in turn, created before the measured run;
-- lite-new: LITE messages each to a new lite topic (`--lite-topics new`: every send creates them).
+- lite-new: LITE messages each to a new lite topic (`--lite-topics new`: every send creates them);
+- priority: PRIORITY messages to a PRIORITY topic (max priority 9), priorities 0..9 in turn (`--priorities 10`).
 
     python bench/lite_bench.py [--rounds 5] [--duration 5] [--batch 64] [--size 256] [--lite-topics 1000]
 
@@ -23,8 +24,8 @@ from typing import Any
 
 from trees import HERE, rockmq, start
 
-VARIANTS = ("plain", "lite-fixed", "lite-new")
-PLAIN_TOPIC, LITE_TOPIC = "bench-plain", "bench-lite"
+VARIANTS = ("plain", "lite-fixed", "lite-new", "priority")
+PLAIN_TOPIC, LITE_TOPIC, PRIORITY_TOPIC = "bench-plain", "bench-lite", "bench-priority"
 
 
 def one(variant: str, args: argparse.Namespace, data: Path) -> dict[str, Any]:
@@ -35,9 +36,10 @@ def one(variant: str, args: argparse.Namespace, data: Path) -> dict[str, Any]:
                   "--size", str(args.size), "--no-ceiling", "--json"]
         rockmq("topic", "create", PLAIN_TOPIC, "--endpoint", endpoint)
         rockmq("topic", "create", LITE_TOPIC, "--types", "LITE", "--endpoint", endpoint)
+        rockmq("topic", "create", PRIORITY_TOPIC, "--types", "PRIORITY", "--endpoint", endpoint)
         lite = {"plain": [], "lite-fixed": ["--lite-topics", str(args.lite_topics)],
-                "lite-new": ["--lite-topics", "new"]}[variant]
-        topic = PLAIN_TOPIC if variant == "plain" else LITE_TOPIC
+                "lite-new": ["--lite-topics", "new"], "priority": ["--priorities", "10"]}[variant]
+        topic = {"plain": PLAIN_TOPIC, "priority": PRIORITY_TOPIC}.get(variant, LITE_TOPIC)
         if variant == "lite-fixed":  # the fixed set exists before the measured run
             rockmq("bench", *common, "--topic", topic, "--messages", str(args.lite_topics), *lite)
         out = rockmq("bench", *common, "--topic", topic, "--duration", str(args.duration), *lite)
@@ -53,7 +55,7 @@ def one(variant: str, args: argparse.Namespace, data: Path) -> dict[str, Any]:
 def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[dict[str, Any]]]:
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     for r in range(args.rounds):
-        for variant in VARIANTS[r % 3:] + VARIANTS[:r % 3]:
+        for variant in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
             figures = one(variant, args, tmp / f"{variant}-{r}")
             runs[variant].append(figures)
             print(f"round {r + 1} {variant:10}: {figures['messages_per_s']:9,.0f} msg/s, "
