@@ -17,7 +17,8 @@ DEFAULT_CONCURRENCY = {"produce-batch": 64, "produce-single": 64, "consume": 8, 
                        "producer-own": 256}
 OWN_BATCH = 256  # consume-own, pull-own: messages per receive or pull (docs/benchmarks.md, consume-own)
 SEND_BATCH = 64  # producer-own: send_batch's size, compared with as many single sends in flight
-LITE_SCENARIOS = ("produce-batch", "produce-single", "latency")  # the raw sends, which --lite-topics / --priorities turn into LITE / PRIORITY ones
+# The raw sends, which --lite-topics / --priorities turn into LITE / PRIORITY ones.
+LITE_SCENARIOS = ("produce-batch", "produce-single", "latency")
 NEW_LITE = 0  # --lite-topics new: every message to a lite topic of its own, created by that send
 
 
@@ -114,7 +115,8 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
             parser.error(f"--{name} must be positive")
     for name in ("lite_topics", "priorities"):
         if getattr(args, name) is not None and args.scenario not in LITE_SCENARIOS:
-            parser.error(f"--{name.replace('_', '-')} takes one of the scenarios {', '.join(LITE_SCENARIOS)}, not {args.scenario}")
+            flag = "--" + name.replace("_", "-")
+            parser.error(f"{flag} takes one of the scenarios {', '.join(LITE_SCENARIOS)}, not {args.scenario}")
     if args.lite_topics is not None and args.priorities is not None:
         parser.error("--lite-topics and --priorities exclude each other: a LITE message has no priority")
     if args.ceiling_dir is not None and not os.path.isdir(args.ceiling_dir):

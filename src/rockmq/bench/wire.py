@@ -132,7 +132,7 @@ class Client:
         return f"lite-{self._sequence % count}"
 
 
-def message_type(opts: Options) -> int:
+def message_type(opts: Options) -> pb.MessageType:
     """The bench's messages' type: LITE with --lite-topics, PRIORITY with --priorities, else NORMAL."""
     if opts.lite_topics is not None:
         return pb.LITE
