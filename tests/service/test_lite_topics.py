@@ -149,6 +149,17 @@ def test_lite_topics_survive_a_restart(harness, unique, parent):
     assert [(t.name, t.max_offset) for t in listed.lite_topics] == [("r1", 2), ("r2", 1)]
 
 
+def test_a_request_led_by_a_plain_message_creates_each_lite_topic_once(harness, unique, parent):
+    """Its lite names are not read ahead (only a request led by a LITE message's are): `place`
+    reads them one by one, and the second message to a name it created enters the same queue."""
+    plain = unique("plain")
+    harness.conn.send_ok(message(plain, "first"))  # the topic exists before the mixed request
+    entries = harness.conn.send_ok(message(plain, "p"), lite_message(parent, "m1", "a"), lite_message(parent, "m1", "b"))
+    assert [e.offset for e in entries[1:]] == [0, 1]
+    listed = harness.conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=parent), timeout=RPC_TIMEOUT)
+    assert [(t.name, t.max_offset) for t in listed.lite_topics] == [("m1", 2)]
+
+
 @pytest.mark.broker_settings(lite_topic_ttl_s=1)
 def test_idle_lite_topics_expire_with_their_keys(harness, unique, parent):
     a = Lite(harness.conn, unique("g"), parent, "client-a")

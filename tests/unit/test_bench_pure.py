@@ -143,6 +143,7 @@ def test_lite_topics_count_or_new() -> None:
     assert parse_args(["--scenario", "produce-batch"], "d").lite_topics is None
     assert parse_args(["--scenario", "produce-batch", "--lite-topics", "1000"], "d").lite_topics == 1000
     assert parse_args(["--scenario", "latency", "--lite-topics", "new"], "d").lite_topics == NEW_LITE
+    assert parse_args(["--scenario", "produce-batch", "--priorities", "10"], "d").priorities == 10
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -154,6 +155,9 @@ def test_lite_topics_count_or_new() -> None:
     (["--scenario", "produce-batch", "--lite-topics", "0"], "expected a positive count or 'new', not '0'"),
     (["--scenario", "consume", "--lite-topics", "new"], "--lite-topics takes one of the scenarios produce-batch"),
     (["--lite-topics", "10"], "not all"),
+    (["--scenario", "produce-batch", "--priorities", "0"], "--priorities must be positive"),
+    (["--scenario", "consume", "--priorities", "3"], "--priorities takes one of the scenarios produce-batch"),
+    (["--scenario", "produce-batch", "--priorities", "3", "--lite-topics", "new"], "exclude each other"),
     (["--ceiling-dir", "/nonexistent/dir"], "--ceiling-dir /nonexistent/dir: no such directory"),
 ])
 def test_options_refused(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,8 @@ DEFAULT_CONCURRENCY = {"produce-batch": 64, "produce-single": 64, "consume": 8, 
                        "producer-own": 256}
 OWN_BATCH = 256  # consume-own, pull-own: messages per receive or pull (docs/benchmarks.md, consume-own)
 SEND_BATCH = 64  # producer-own: send_batch's size, compared with as many single sends in flight
-LITE_SCENARIOS = ("produce-batch", "produce-single", "latency")  # the raw sends, which --lite-topics turns into LITE ones
+# The raw sends, which --lite-topics / --priorities turn into LITE / PRIORITY ones.
+LITE_SCENARIOS = ("produce-batch", "produce-single", "latency")
 NEW_LITE = 0  # --lite-topics new: every message to a lite topic of its own, created by that send
 
 
@@ -47,6 +48,7 @@ class Options:
     access_key: str | None = None  # a broker run with --auth: every request signed as this user
     secret_key: str | None = None
     lite_topics: int | None = None  # LITE messages to this many lite topics in turn (NEW_LITE: a new one each)
+    priorities: int | None = None  # PRIORITY messages of priorities 0..N-1 in turn
 
     def credentials(self) -> Credentials | None:
         return credentials_from(self.access_key, self.secret_key)
@@ -101,15 +103,22 @@ def parse_args(argv: list[str] | None, description: str) -> Options:
     parser.add_argument("--lite-topics", metavar="N|new", type=lite_topics,
                         help=f"send LITE messages (--topic must be a LITE topic): to N lite topics in turn, or 'new': each "
                              f"message to a lite topic of its own, created by its send ({', '.join(LITE_SCENARIOS)})")
+    parser.add_argument("--priorities", metavar="N", type=int,
+                        help="send PRIORITY messages (--topic must be a PRIORITY topic of max priority N-1 or more): "
+                             f"priorities 0..N-1 in turn ({', '.join(LITE_SCENARIOS)})")
     args = parser.parse_args(argv)
     for name in ("duration", "batch", "size", "processes", "rate", "rpc_timeout", "consume_messages", "repeats"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
-    for name in ("messages", "concurrency"):
+    for name in ("messages", "concurrency", "priorities"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive")
-    if args.lite_topics is not None and args.scenario not in LITE_SCENARIOS:
-        parser.error(f"--lite-topics takes one of the scenarios {', '.join(LITE_SCENARIOS)}, not {args.scenario}")
+    for name in ("lite_topics", "priorities"):
+        if getattr(args, name) is not None and args.scenario not in LITE_SCENARIOS:
+            flag = "--" + name.replace("_", "-")
+            parser.error(f"{flag} takes one of the scenarios {', '.join(LITE_SCENARIOS)}, not {args.scenario}")
+    if args.lite_topics is not None and args.priorities is not None:
+        parser.error("--lite-topics and --priorities exclude each other: a LITE message has no priority")
     if args.ceiling_dir is not None and not os.path.isdir(args.ceiling_dir):
         parser.error(f"--ceiling-dir {args.ceiling_dir}: no such directory")
     if args.broker_pid is not None and broker_sample(args.broker_pid) is None:  # not silently left out of the figures

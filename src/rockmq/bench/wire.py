@@ -74,7 +74,7 @@ class Client:
         self._template = pb.Message(
             topic=self.topic,
             system_properties=pb.SystemProperties(
-                message_type=pb.NORMAL if opts.lite_topics is None else pb.LITE, body_encoding=pb.IDENTITY,
+                message_type=message_type(opts), body_encoding=pb.IDENTITY,
                 born_host=socket.gethostname()
             ),
         )
@@ -107,7 +107,7 @@ class Client:
         bodies would compress to nothing in the store and flatter every figure)."""
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
         request = svc.SendMessageRequest()
-        size, lite = self.opts.size, self.opts.lite_topics
+        size, lite, priorities = self.opts.size, self.opts.lite_topics, self.opts.priorities
         bodies = os.urandom(count * size)
         for i in range(count):
             message = request.messages.add()
@@ -119,6 +119,8 @@ class Client:
             props.born_timestamp.nanos = nanos
             if lite is not None:
                 props.lite_topic = self.lite_topic(lite)
+            elif priorities is not None:
+                props.priority = self._sequence % priorities
             self._sequence += 1
         return request
 
@@ -128,6 +130,13 @@ class Client:
         if count == NEW_LITE:
             return f"{self._id_prefix[:8]}-{self._sequence}"
         return f"lite-{self._sequence % count}"
+
+
+def message_type(opts: Options) -> pb.MessageType:
+    """The bench's messages' type: LITE with --lite-topics, PRIORITY with --priorities, else NORMAL."""
+    if opts.lite_topics is not None:
+        return pb.LITE
+    return pb.NORMAL if opts.priorities is None else pb.PRIORITY
 
 
 async def call(tally: Tally, method: str, pending: Awaitable[R], messages: int = 1) -> R | None:

@@ -154,6 +154,10 @@ class SendService:
         if self.ctx.meta.restricted:  # some topic is not rw (topic update --perm): only then a look per message
             checked = [_writable(c) for c in checked]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
+        # A lite send's names read at once (one multi-get); a mixed request's later ones are read by `place`.
+        known = self.lite.topics.look_up([(c[0].id, c[2].lite_topic) for c in checked
+                                          if isinstance(c, tuple) and c[2].lite_topic is not None]) \
+            if messages[0].lite_topic is not None else {}
         append, record, choose = logs.append_received, dedup.record, logs.choose_queue
         try:
             for c, original in zip(checked, messages, strict=True):
@@ -175,13 +179,16 @@ class SendService:
                 picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
                 if msg.lite_topic is not None:  # its lite topic's queue, whatever the client picked
                     try:
-                        picked = self.lite.topics.place(batch, topic, msg.lite_topic, created)
+                        picked = self.lite.topics.place(batch, topic, msg.lite_topic, created, known)
                         if (tid, msg.lite_topic) in created:  # made by this request: it starts at offset 0
                             logs.new_queue(tid, picked)
                     except BrokerError as e:
                         results.append(SendResult(e.code, e.message, mid))
                         continue
-                    lite_stored.setdefault(tid, []).append((msg.lite_topic, picked))
+                    stored_in = lite_stored.get(tid)
+                    if stored_in is None:
+                        stored_in = lite_stored[tid] = []
+                    stored_in.append((msg.lite_topic, picked))
                 if mtype == "TRANSACTION":
                     result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                     queue_id = -1

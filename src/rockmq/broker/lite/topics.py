@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rockmq.broker.metadata import TopicConfig
@@ -32,6 +32,7 @@ CACHE_ENTRIES = 65_536  # names kept in memory (~150 bytes each)
 MAX_QUEUE_ID = 2**32 - 1
 
 Created = dict[tuple[int, str], int]  # (parent, name) -> queue: lite topics a batch creates
+Known = dict[tuple[int, str], int | bytes]  # (parent, name) -> queue, or name key if it does not exist (`look_up`)
 
 
 def check_lite_name(name: str) -> None:
@@ -88,14 +89,42 @@ class LiteTopics:
 
     # --- creation -----------------------------------------------------------------------------
 
-    def place(self, batch: Batch, topic: TopicConfig, name: str, created: Created) -> int:
-        """The queue a message to lite topic `name` enters, created in `batch` if new (noted in
-        `created`, for `rollback`); past the parent's quota LITE_TOPIC_QUOTA_EXCEEDED."""
-        qid = created.get((topic.id, name))
-        if qid is None:
+    def look_up(self, wanted: Iterable[tuple[int, str]]) -> Known:
+        """These lite topics ((parent, name)) -> the queue of each one that exists, the name key of
+        each one that does not (for `place`). Those the cache lacks are read in one multi-get (a
+        request creating 64 pays one read, not 64). Called in the same step of the event loop as the
+        `place`s it serves: no other request writes in between."""
+        cache = self._cache
+        known: Known = {}
+        unknown = []
+        for key in wanted:
+            qid = cache.get(key)
+            if qid is not None:
+                cache.move_to_end(key)
+                known[key] = qid
+            elif key not in known:
+                known[key] = b""
+                unknown.append(key)
+        if unknown:
+            name_keys = [keys.lite_name_key(tid, name) for tid, name in unknown]
+            for key, name_key, raw in zip(unknown, name_keys, self._store.get_many(Family.LITE, name_keys), strict=True):
+                if raw is None:
+                    known[key] = name_key
+                else:
+                    known[key] = qid = keys.decode_u32(raw)
+                    self._remember(key, qid)
+        return known
+
+    def place(self, batch: Batch, topic: TopicConfig, name: str, created: Created, known: Known) -> int:
+        """The queue a message to lite topic `name` enters (`known`: `look_up`'s answer), created in
+        `batch` if new (noted in `created`, for `rollback`); past the parent's quota LITE_TOPIC_QUOTA_EXCEEDED."""
+        key = (topic.id, name)
+        found = known.get(key)
+        if found is None:  # not looked up (a request whose first message is not LITE): read now
             qid = self.queue_of(topic.id, name)
-        if qid is not None:
-            return qid
+            found = qid if qid is not None else keys.lite_name_key(topic.id, name)
+        if isinstance(found, int):
+            return found
         self._load(topic.id)
         count, qid = self._count[topic.id], self._next[topic.id]
         if count >= self.max_per_topic:
@@ -103,10 +132,10 @@ class LiteTopics:
                                                             f"quota (max_lite_topics_per_topic): {name!r} is not created")
         if qid > MAX_QUEUE_ID:
             raise BrokerError(pb.LITE_TOPIC_QUOTA_EXCEEDED, f"topic {topic.name!r} has used every lite topic id")
-        batch.put(Family.LITE, keys.lite_name_key(topic.id, name), keys.encode_u32(qid))
+        batch.put(Family.LITE, found, keys.encode_u32(qid))
         batch.put(Family.LITE, keys.lite_queue_key(topic.id, qid), name.encode())
         self._next[topic.id], self._count[topic.id] = qid + 1, count + 1
-        created[(topic.id, name)] = qid  # cached once written (`written`): until then the store says it is not there
+        known[key] = created[key] = qid  # cached once written (`written`): until then the store says it is not there
         return qid
 
     def count_created(self, batch: Batch, created: Created) -> None:
@@ -177,9 +206,9 @@ def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delaye
     if lite_topic is None:
         raise BrokerError(pb.ILLEGAL_LITE_TOPIC, "a LITE message needs a lite topic")
     check_lite_name(lite_topic)
-    for present, what in ((grouped, "message group"), (delayed, "delivery time"), (priority is not None, "priority")):
-        if present:
-            raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, f"a LITE message takes no {what}")
+    if grouped or delayed or priority is not None:
+        what = "message group" if grouped else "delivery time" if delayed else "priority"
+        raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, f"a LITE message takes no {what}")
 
 
 CACHED_POSITIONS = 65_536  # lite topics' offsets a position cache keeps (QueueLogs, PopOffsets)
