@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import time
 import urllib.request
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,21 @@ from tls_certs import free_port
 STARTUP_TIMEOUT_S = 20.0
 START_TRIES = 3  # a free port taken by someone else between picking and binding: pick again
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+
+
+@dataclass(frozen=True)
+class EtcdTls:
+    """etcd serving TLS on its client port: its certificate and key, and the CA it was issued by; with
+    `client_ca`, etcd takes only clients with a certificate that CA issued (--client-cert-auth)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+    def args(self) -> list[str]:
+        args = ["--cert-file", str(self.cert), "--key-file", str(self.key)]
+        return args + (["--client-cert-auth", "--trusted-ca-file", str(self.client_ca)] if self.client_ca else [])
 
 
 def etcd_binary() -> str:
@@ -37,9 +55,10 @@ def etcd_binary() -> str:
 
 
 class EtcdProcess:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, tls: EtcdTls | None = None) -> None:
         self.binary = etcd_binary()
         self.data_dir = data_dir
+        self.tls = tls
         self.ports = (0, 0, 0)  # client, peer, metrics
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: deque[str] = deque(maxlen=200)
@@ -64,12 +83,14 @@ class EtcdProcess:
         raise RuntimeError("etcd did not start:\n" + "\n".join(self.log))
 
     def _started(self) -> bool:
-        client, peer, metrics = (f"http://127.0.0.1:{p}" for p in self.ports)
+        peer, metrics = (f"http://127.0.0.1:{p}" for p in self.ports[1:])
+        client = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.ports[0]}"
         cmd = [self.binary, "--name", "rockmq-test", "--data-dir", str(self.data_dir),
                "--listen-client-urls", client, "--advertise-client-urls", client,
                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                "--initial-cluster", f"rockmq-test={peer}", "--listen-metrics-urls", metrics,
-               "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "warn"]
+               "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "warn",
+               *(self.tls.args() if self.tls else [])]
         log = self.data_dir.with_suffix(".log")
         with log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -83,7 +104,14 @@ class EtcdProcess:
         return False
 
     def healthy(self) -> bool:
+        """Whether etcd answers (over TLS a handshake is answer enough: with --client-cert-auth /health
+        wants a client certificate)."""
         try:
+            if self.tls:
+                context = ssl.create_default_context(cafile=str(self.tls.ca))
+                with context.wrap_socket(socket.create_connection(("127.0.0.1", self.ports[0]), 1),
+                                         server_hostname="127.0.0.1"):
+                    return True
             with _DIRECT.open(f"http://{self.endpoint}/health", timeout=1) as reply:
                 return b'"true"' in reply.read()
         except OSError:

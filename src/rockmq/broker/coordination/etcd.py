@@ -50,6 +50,7 @@ DELETE = 1  # mvccpb.Event.EventType: a watched key was deleted (or its lease ex
 CAMPAIGN_TRIES = 3  # a campaign that lost only the race for the epoch (nobody holds the role) reads it again
 _UNREACHABLE = (EtcdConnectionError, EtcdTransientError, TimeoutError, OSError)
 _REFUSED = (EtcdUnauthenticatedError, EtcdPermissionDeniedError)
+_RETRIABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
 
 
 # gRPC waits up to 120 s between reconnections by default: etcd back after an outage would stay
@@ -216,10 +217,11 @@ class EtcdCoordinator:
             raise CoordinatorUnavailable(f"etcd at {','.join(self._endpoints)} did not answer {what} within "
                                          f"{self._call_timeout_s:g} s ({type(e).__name__})") from None
         except grpc.aio.AioRpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:  # the only key etcd looks up by id: the lease
-                raise CoordinatorError(f"etcd at {','.join(self._endpoints)} refused {what}: this member's lease "
-                                       f"expired (register again)") from None
-            raise CoordinatorUnavailable(f"etcd at {','.join(self._endpoints)} failed {what}: {e.code().name}") from None
+            if e.code() in _RETRIABLE:
+                raise CoordinatorUnavailable(f"etcd at {','.join(self._endpoints)} failed {what}: {e.code().name}") from None
+            why = ("this member's lease expired (register again)" if e.code() == grpc.StatusCode.NOT_FOUND  # the one id
+                   else f"{e.code().name}: {e.details()}")  # e.g. a wrong password (etcd's words name no secret)
+            raise CoordinatorError(f"etcd at {','.join(self._endpoints)} refused {what}: {why}") from None
 
     async def _connected(self) -> _Etcd:
         if self._etcd is not None:
