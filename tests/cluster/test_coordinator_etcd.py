@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import grpc
 import pytest
 
-from rockmq.broker.coordination.coordinator import CoordinatorUnavailable, InSync, Primary
+from rockmq.broker.coordination.coordinator import CoordinatorError, CoordinatorUnavailable, GroupKeys, InSync, Primary
 from rockmq.broker.coordination.etcd import EtcdCoordinator
 from rockmq.config import coordinator_endpoints
 
@@ -155,3 +156,29 @@ def test_rockmq_serve_refuses_a_bad_coordinator_in_one_line(tmp_path: Path, valu
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+
+
+def test_a_primary_whose_lease_etcd_dropped_holds_nothing_and_registers_again(etcd):
+    """What a primary paused past its lease finds when it runs again: etcd expired its lease (here:
+    revoked, the same for etcd) — its next renewal says so, and it neither is primary nor keeps the set."""
+    from etcd3aio.kv import KVService
+    from etcd3aio.lease import LeaseService
+
+    async def run() -> None:
+        async with members(etcd.url, "a") as (a,):
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            async with grpc.aio.insecure_channel(etcd.endpoint) as channel:
+                read = await KVService(channel).get(GroupKeys(GROUP).primary, timeout=5)
+                await LeaseService(channel).revoke(read.kvs[0].lease, timeout=5)
+            t0 = time.monotonic()
+            while a.lease_valid_until() and time.monotonic() - t0 < LEASE_S:
+                await asyncio.sleep(0.05)
+            assert a.lease_valid_until() == 0.0  # within a renewal (a third of the lease)
+            assert await a.primary() is None
+            assert not await a.set_in_sync(frozenset({"a"}), 0)
+            with pytest.raises(CoordinatorError, match="register first"):
+                await a.campaign("a")
+            await a.register("a")
+            assert await a.campaign("a") == Primary("a", "a", 2)
+
+    asyncio.run(run())

@@ -107,7 +107,8 @@ class Coordinator(Protocol):
         ...
 
     async def register(self, endpoint: str) -> None:
-        """Take a lease, write this member's registration under it and keep it renewed until close."""
+        """Take a lease, write this member's registration under it and keep it renewed until close (or
+        until etcd no longer knows it: then `lease_valid_until` is 0.0, and the member registers again)."""
         ...
 
     def lease_valid_until(self) -> float:

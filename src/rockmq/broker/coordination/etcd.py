@@ -110,6 +110,8 @@ class EtcdCoordinator:
     # --- the calls ---------------------------------------------------------------------------------
 
     async def register(self, endpoint: str) -> None:
+        if self._keep_alive is not None and not self._keep_alive.done():
+            raise CoordinatorError(f"{self._member} is registered already (its lease is renewed)")
         async with self._calling("register"):
             etcd = await self._connected()
             sent = time.monotonic()
@@ -259,7 +261,7 @@ class EtcdCoordinator:
                             self._unanswered)
                 self._unanswered = 0
             if ttl <= 0:
-                self._valid_until, self._held = 0.0, None
+                self._lease_id, self._valid_until, self._held = 0, 0.0, None
                 log.warning("group %s: %s lost its lease (etcd unreachable longer than %d s): it holds no role",
                             self._keys.group, self._member, self._lease_s)
                 return
