@@ -324,6 +324,9 @@ class Settings:
             coordinator_endpoints(self.coordinator)
             if self.replica_of:
                 raise ConfigError("with coordinator the coordinator decides who is primary: give no replica_of (--replica-of)")
+            if self.replication == "off":  # and so one worker (workers above 1 do not replicate)
+                raise ConfigError("with coordinator a broker is a member of a replicated group: give replication sync or "
+                                  "async (--replication)")
         elif any((self.coordinator_user, self.coordinator_ca, self.coordinator_cert)):
             raise ConfigError("coordinator_user, coordinator_ca and coordinator_cert are for coordinator (--coordinator)")
         if not MIN_LEASE_S <= self.coordinator_lease_s <= MAX_LEASE_S:

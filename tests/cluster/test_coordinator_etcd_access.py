@@ -37,7 +37,8 @@ def _tls(directory: Path, client_certs: bool) -> tuple[EtcdTls, Path, Path]:
 
 def _member(url: str, **settings: str) -> EtcdCoordinator:
     """A member as `rockmq serve` would make it from its settings."""
-    return EtcdCoordinator.from_settings(load_settings(overrides={"coordinator": url, **settings}, environ={}), "a")
+    given = {"coordinator": url, "replication": "sync", **settings}
+    return EtcdCoordinator.from_settings(load_settings(overrides=given, environ={}), "a")
 
 
 async def _campaigns(member: EtcdCoordinator) -> Primary | None:

@@ -96,14 +96,17 @@ def test_every_setting_converts_from_text_to_its_type():
     ({"coordinator": "etcd://127.0.0.1:2379", "coordinator_cert": "c", "coordinator_key": "k"}, "give coordinator_ca"),
     ({"coordinator": "etcd://127.0.0.1:2379", "coordinator_cert": "c", "coordinator_ca": "ca"}, "go together"),
     ({"coordinator_ca": "ca"}, "are for coordinator"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "replication": "off"}, "give replication sync or async"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "replication": "sync", "workers": 2}, "workers above 1"),
     ({"coordinator": "etcd://a:1,b"}, "'b' is not HOST:PORT"),
 ])
 def test_bad_coordinator_settings_are_refused(overrides, says):
     with pytest.raises(ConfigError, match=says):
-        load_settings(overrides=overrides, environ={})
+        load_settings(overrides={"replication": "sync", **overrides}, environ={})
 
 
 def test_a_coordinator_url_names_its_endpoints():
-    settings = load_settings(overrides={"coordinator": "etcd://10.0.0.1:2379, etcd-1.etcd:2379"}, environ={})
+    settings = load_settings(overrides={"coordinator": "etcd://10.0.0.1:2379, etcd-1.etcd:2379", "replication": "sync"},
+                             environ={})
     assert coordinator_endpoints(settings.coordinator) == ("10.0.0.1:2379", "etcd-1.etcd:2379")
     assert "coordinator_password" in SECRET_SETTINGS
