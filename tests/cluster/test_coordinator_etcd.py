@@ -108,6 +108,7 @@ def test_the_in_sync_set_changes_only_from_the_version_read_and_by_the_primary(e
             assert await a.in_sync() == InSync(frozenset(), 0)
             assert not await a.set_in_sync(frozenset({"a"}), 0)  # not the primary (yet)
             assert await a.campaign("a") == Primary("a", "a", 1)
+            assert await a.campaign("a") == Primary("a", "a", 1)  # the holder again (an answer lost): no new epoch
             assert await a.set_in_sync(frozenset({"a", "b"}), 0)
             assert not await a.set_in_sync(frozenset({"a"}), 0)  # a stale version: refused, nothing written
             assert await b.in_sync() == InSync(frozenset({"a", "b"}), 1)

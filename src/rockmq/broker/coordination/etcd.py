@@ -145,7 +145,10 @@ class EtcdCoordinator:
                 return mine
             holder, in_sync = reply.responses[0].response_range.kvs, reply.responses[1].response_range.kvs
             if holder:
-                return Primary.decode(bytes(holder[0].value))
+                current = Primary.decode(bytes(holder[0].value))
+                if int(holder[0].lease) == self._lease_id:  # won by an earlier try whose answer was lost
+                    self._held = current
+                return current
             if eligible is not None and _version(in_sync) != eligible.version:
                 return None
         return None
