@@ -42,6 +42,7 @@ from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
+from rockmq.broker.coordination.membership import Membership, broker_settings, held_in, position, take_role
 from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
@@ -121,8 +122,12 @@ def _listen(s: Settings, following: bool, users: Users | None,
 
 
 class Broker:
-    def __init__(self, settings: Settings) -> None:
-        """Every part of the broker, built in dependency order: each gets what it uses."""
+    def __init__(self, settings: Settings, membership: Membership | None = None) -> None:
+        """Every part of the broker, built in dependency order: each gets what it uses. With `membership`
+        (--coordinator), in the role its coordinator gave it: primary, or following the primary."""
+        primary = membership.primary if membership is not None else None
+        if membership is not None and primary is not None:
+            settings = broker_settings(settings, primary, membership.member)
         self.settings = s = settings
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
@@ -130,6 +135,8 @@ class Broker:
         self.streams = StalledStreams(s.stream_send_timeout_s, s.stream_buffer_bytes, s.stream_buffer_total_bytes)
         prepare(s.data_path)  # a re-seeded replica's copy swapped in (reseed.py), a checkpoint being sent removed
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
+        if membership is not None and primary is not None:
+            take_role(store, primary, membership.member)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
         if s.replica_of and promoted:
@@ -162,7 +169,8 @@ class Broker:
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set)
                          if following else None)
         self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
-        self.committer = Committer(store, ctx.logs, s, self.replicator)
+        self.committer = Committer(store, ctx.logs, s, self.replicator,
+                                   membership.writable_until if membership is not None and not following else None)
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)
         checkpoints = Checkpoints(store, secret, epoch)
@@ -314,6 +322,26 @@ def _listeners(s: Settings) -> str:
     return " (TLS)" + (f" and {s.host}:{s.plaintext_port} (plaintext)" if s.plaintext_port >= 0 else "")
 
 
+def _role(broker: Broker) -> str:
+    """What the start line says of a replica."""
+    return f", replica of {broker.settings.replica_of}" if broker.follower is not None else ""
+
+
+async def _joined(settings: Settings) -> Membership:
+    """A member of a coordinated group (--coordinator), registered, knowing its group's primary. Its
+    endpoint is its name in the group: the port must be fixed."""
+    from rockmq.broker.coordination.etcd import EtcdCoordinator  # etcd's client: loaded only with --coordinator
+
+    if settings.port == 0:
+        raise CannotStart("with --coordinator give a fixed --port: a member's endpoint is its name in the group")
+    member = f"{settings.host}:{settings.port}"
+    membership = Membership(EtcdCoordinator.from_settings(settings, member), member)
+    primary = await membership.join(lambda: held_in(settings))
+    log.warning("group %s: %s is primary at epoch %d%s", settings.broker_name, primary.member, primary.epoch,
+                " (this member)" if membership.mine else "")
+    return membership
+
+
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     raise_fd_limit()  # before max_connections is sized from it
@@ -327,7 +355,8 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     log.info("%s", compiled.describe())
     log.info("%s", settings.connection_limits.describe())
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
-    broker = Broker(settings)
+    membership = await _joined(settings) if settings.coordinator else None
+    broker = Broker(settings, membership)
     port = await broker.start()
     try:
         # `broker` when scraped or probed: the one serving then (a promotion or a re-seed replaces it)
@@ -337,7 +366,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
         raise
     watching = asyncio.create_task(watch(settings.connection_limits))  # says when connections are refused
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
-    role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
+    role = _role(broker)
     print(f"rockmq broker listening on {settings.host}:{port}{_listeners(broker.settings)} (data in {settings.data_dir}, "
           f"flush {settings.flush}{role})", flush=True)
     if http is not None:
@@ -345,8 +374,11 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
               f"(/metrics, /healthz, /readyz)", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
+    # a coordinated member follows its group's primary as it changes, for as long as it serves
+    changes = asyncio.create_task(membership.run(lambda: position(broker.ctx.store))) if membership else None
     while True:
-        waits = [asyncio.create_task(e.wait()) for e in (broker.promoted, broker.reseeded, stop)]
+        events = (broker.promoted, broker.reseeded, stop, *((membership.changed,) if membership else ()))
+        waits = [asyncio.create_task(e.wait()) for e in events]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for w in waits:
             w.cancel()
@@ -354,17 +386,27 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             break
         # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
         # Re-seeded: start over on the copy of the primary's store, swapped in before the store opens.
-        promoted = broker.promoted.is_set()
+        # A coordinated member whose group's primary changed: start over in its new role.
+        promoted, reseeded = broker.promoted.is_set(), broker.reseeded.is_set()
+        if membership is not None:
+            membership.changed.clear()
         await broker.stop()
-        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port))
+        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port),
+                        membership)
         await broker.start()
         if promoted:
             log.warning("promoted: now a primary on port %d", port)
-        else:
-            log.warning("re-seeded: following %s again from batch %d", settings.replica_of,
+        elif reseeded:
+            log.warning("re-seeded: following %s again from batch %d", broker.settings.replica_of,
                         broker.follower.applied if broker.follower is not None else 0)
+        else:
+            log.warning("the group's primary changed: %s", _role(broker) or f"now the primary on port {port}")
     watching.cancel()
+    if changes is not None:
+        changes.cancel()
     await broker.drain(settings.drain_timeout_s)  # /readyz says "draining" meanwhile
+    if membership is not None:
+        await membership.close()  # the others elect at once
     if http is not None:
         await http.stop()
     log.info("stopped")

@@ -49,6 +49,25 @@ class Primary:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A registered member: where it serves, and how much of the group's log it holds as it last
+    announced: the primary epoch its history is at and the last batch it applied (-1: not announced
+    since it registered). An election reads these to let the most caught-up member campaign first."""
+
+    endpoint: str
+    epoch: int = 0
+    applied: int = -1
+
+    def encode(self) -> bytes:
+        return json.dumps({"endpoint": self.endpoint, "epoch": self.epoch, "applied": self.applied}).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> Member:
+        d = json.loads(value)
+        return cls(str(d["endpoint"]), int(d["epoch"]), int(d["applied"]))
+
+
+@dataclass(frozen=True)
 class InSync:
     """A group's in-sync set as read, with the version of its key (0: never written; each write adds
     one, and the key is never deleted) that a compare-and-set must name to replace it."""
@@ -69,7 +88,7 @@ class InSync:
 class GroupKeys:
     """The keys of one group, written here once: `{PREFIX}/{broker_name}/` + primary (the Primary,
     under its lease), epoch (the last epoch handed out, a decimal number, no lease), in_sync (a JSON
-    list of member names, no lease) and members/{member} (the member's endpoint, under its lease)."""
+    list of member names, no lease) and members/{member} (a Member: its endpoint and announced position, under its lease)."""
 
     group: str
 
@@ -115,6 +134,14 @@ class Coordinator(Protocol):
         """Up to when (time.monotonic()) this member's lease surely holds: the start of its last
         answered renewal plus the lease's length (0.0 before registering, or once it was lost). A
         primary takes writes only before it."""
+        ...
+
+    async def announce(self, endpoint: str, epoch: int, applied: int) -> None:
+        """Rewrite this member's registration with how much of the log it holds (an election's input)."""
+        ...
+
+    async def members(self) -> dict[str, Member]:
+        """The group's registered members (those whose lease holds) by name."""
         ...
 
     async def campaign(self, endpoint: str, eligible: InSync | None = None) -> Primary | None:

@@ -40,6 +40,7 @@ from rockmq.broker.coordination.coordinator import (
     CoordinatorUnavailable,
     GroupKeys,
     InSync,
+    Member,
     Primary,
 )
 from rockmq.config import Settings, coordinator_endpoints
@@ -117,8 +118,23 @@ class EtcdCoordinator:
             sent = time.monotonic()
             lease = await etcd.lease.grant(self._lease_s, timeout=self._call_timeout_s)
             self._lease_id, self._valid_until = int(lease.ID), sent + int(lease.TTL)
-            await etcd.kv.put(self._keys.member(self._member), endpoint, lease=self._lease_id, timeout=self._call_timeout_s)
+            await etcd.kv.put(self._keys.member(self._member), Member(endpoint).encode(), lease=self._lease_id,
+                              timeout=self._call_timeout_s)
         self._keep_alive = asyncio.create_task(self._renew_until_lost(), name=f"coordinator lease {self._member}")
+
+    async def announce(self, endpoint: str, epoch: int, applied: int) -> None:
+        if not self._lease_id:
+            raise CoordinatorError(f"{self._member} announced without a lease: register first")
+        async with self._calling("announcing its position"):
+            await (await self._connected()).kv.put(self._keys.member(self._member), Member(endpoint, epoch, applied).encode(),
+                                                   lease=self._lease_id, timeout=self._call_timeout_s)
+
+    async def members(self) -> dict[str, Member]:
+        prefix = self._keys.members
+        async with self._calling("reading the members"):
+            read = await (await self._connected()).kv.get(prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1),
+                                                          timeout=self._call_timeout_s)
+        return {bytes(kv.key).decode()[len(prefix):]: Member.decode(bytes(kv.value)) for kv in read.kvs}
 
     async def campaign(self, endpoint: str, eligible: InSync | None = None) -> Primary | None:
         if not self._lease_id:  # a primary key under no lease would never lapse
