@@ -7,16 +7,20 @@ the killed member, restarted, rejoins as a replica."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
 from pathlib import Path
 
+import grpc
 from broker_process import BrokerProcess
-from mqwire import held_ids
+from mqwire import RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
 
 from rockmq.client import AsyncProducer, Message
 from rockmq.client.errors import RockmqError
+from rockmq.protocol import pb
 
 LEASE_S = 3  # the default coordinator_lease_s
 TOPIC, QUEUES = "failover", 4
@@ -31,15 +35,16 @@ def _member(etcd, data: Path) -> BrokerProcess:
 
 
 def _primary(members: list[BrokerProcess]) -> BrokerProcess:
-    """The member whose log says it is primary (its last role line names itself)."""
-    def says() -> BrokerProcess | None:
-        for m in members:
-            roles = [line for line in list(m.log) if " is primary at epoch " in line]
-            if m.proc is not None and roles and roles[-1].endswith("(this member)"):
-                return m
-        return None
+    """The member that serves as the group's primary: its log's last role line names itself, and its
+    broker serves in that role since (started, or rebuilt)."""
+    def serving(m: BrokerProcess) -> bool:
+        lines = list(m.log)
+        roles = [i for i, line in enumerate(lines) if " is primary at epoch " in line]
+        return bool(roles) and lines[roles[-1]].endswith("(this member)") and any(
+            "rockmq broker listening" in line or "now the primary" in line for line in lines[roles[-1]:])
 
-    return wait_for(says, 15, what="a primary")
+    return wait_for(lambda: next((m for m in members if m.proc is not None and serving(m)), None), 15,
+                    what="a primary")
 
 
 def test_members_elect_a_primary_and_after_its_kill_the_next_takes_every_acknowledged_write(etcd, tmp_path: Path):
@@ -88,3 +93,48 @@ async def _send_through_the_kill(members: list[BrokerProcess], primary: BrokerPr
             first = first or time.monotonic() - killed
     assert len(acked) == 100, "the new primary took no writes"
     return acked, first
+
+
+def test_a_primary_paused_past_its_lease_takes_no_write_after_it_and_rejoins_as_a_replica(etcd, tmp_path: Path):
+    members = [_member(etcd, tmp_path / f"m{i}") for i in range(3)]
+    try:
+        for m in members:
+            m.start()
+        old = _primary(members)
+        old.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        conn = Conn(old.endpoint)
+        acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))}
+        assert old.proc is not None
+        old.proc.send_signal(signal.SIGSTOP)
+        paused = message(TOPIC, "sent to the paused primary")
+        replies: list[object] = []
+        sender = threading.Thread(target=lambda: replies.append(_reply(conn, paused)))
+        sender.start()  # waits in the paused primary's socket
+        new = _primary([m for m in members if m is not old])
+        acked |= {r.message_id for r in asyncio.run(_sends(new.endpoint, 20))}
+        old.proc.send_signal(signal.SIGCONT)
+        sender.join(RPC_TIMEOUT + 5)
+        assert replies and replies[0] != pb.OK, "the paused primary acknowledged a write after its lease"
+        wait_for(lambda: f"replica of {new.endpoint}" in "\n".join(old.log), 15, what="the former primary to follow")
+        assert any("stepping down from primary" in line for line in old.log)
+        wait_for(lambda: acked <= held_ids(old.endpoint, TOPIC, QUEUES), 20, what="the former primary to catch up")
+        assert paused.system_properties.message_id not in held_ids(new.endpoint, TOPIC, QUEUES)
+        conn.close()
+    finally:
+        for m in members:
+            if m.proc is not None:
+                m.proc.send_signal(signal.SIGCONT)
+            m.kill()
+
+
+def _reply(conn: Conn, msg: pb.Message) -> object:
+    """A send's status code, or the gRPC error's."""
+    try:
+        return conn.send(msg).status.code
+    except grpc.RpcError as e:
+        return e.code()
+
+
+async def _sends(endpoint: str, n: int) -> list:
+    async with AsyncProducer(endpoint, request_timeout=REQUEST_TIMEOUT_S) as producer:
+        return [await producer.send(Message(TOPIC, f"new-{i}".encode())) for i in range(n)]

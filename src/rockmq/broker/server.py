@@ -42,6 +42,7 @@ from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
+from rockmq.broker.coordination.coordinator import CoordinatorError
 from rockmq.broker.coordination.membership import Membership, broker_settings, held_in, position, take_role
 from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
@@ -166,8 +167,8 @@ class Broker:
         self.cluster = Cluster(ctx, self.fence)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
-        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set)
-                         if following else None)
+        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
+                                  membership is not None) if following else None)
         self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
         self.committer = Committer(store, ctx.logs, s, self.replicator,
                                    membership.writable_until if membership is not None and not following else None)
@@ -336,9 +337,10 @@ async def _joined(settings: Settings) -> Membership:
         raise CannotStart("with --coordinator give a fixed --port: a member's endpoint is its name in the group")
     member = f"{settings.host}:{settings.port}"
     membership = Membership(EtcdCoordinator.from_settings(settings, member), member)
-    primary = await membership.join(lambda: held_in(settings))
-    log.warning("group %s: %s is primary at epoch %d%s", settings.broker_name, primary.member, primary.epoch,
-                " (this member)" if membership.mine else "")
+    try:
+        await membership.join(lambda: held_in(settings))
+    except CoordinatorError as e:
+        raise CannotStart(str(e)) from None
     return membership
 
 
@@ -355,7 +357,15 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     log.info("%s", compiled.describe())
     log.info("%s", settings.connection_limits.describe())
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
-    membership = await _joined(settings) if settings.coordinator else None
+    membership = None
+    if settings.coordinator:
+        joining, stopping = asyncio.create_task(_joined(settings)), asyncio.create_task(stop.wait())
+        await asyncio.wait([joining, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not joining.done():  # stopped while the coordinator had no answer (its lease lapses)
+            joining.cancel()
+            return
+        membership = joining.result()
     broker = Broker(settings, membership)
     port = await broker.start()
     try:
@@ -400,7 +410,8 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             log.warning("re-seeded: following %s again from batch %d", broker.settings.replica_of,
                         broker.follower.applied if broker.follower is not None else 0)
         else:
-            log.warning("the group's primary changed: %s", _role(broker) or f"now the primary on port {port}")
+            log.warning("the group's primary changed: now %s", f"a replica of {broker.settings.replica_of}"
+                        if broker.follower is not None else f"the primary on port {port}")
     watching.cancel()
     if changes is not None:
         changes.cancel()

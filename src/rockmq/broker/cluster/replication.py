@@ -349,8 +349,9 @@ class Follower:
     the replica finds its primary wherever it restarts."""
 
     def __init__(self, ctx: BrokerContext, primary: str, cluster: Cluster, on_promoted: Callable[[], None],
-                 principals: Principals, on_reseeded: Callable[[], None]) -> None:
+                 principals: Principals, on_reseeded: Callable[[], None], coordinated: bool = False) -> None:
         self.ctx = ctx
+        self.coordinated = coordinated  # a member of a group whose coordinator elects the primary: not promoted by hand
         self.principals = principals  # the primary's users and ACLs, kept as ours
         self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary

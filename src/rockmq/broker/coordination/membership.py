@@ -97,7 +97,14 @@ class Membership:
         return self.coordinator.lease_valid_until() - self._margin if self.mine else 0.0
 
     async def join(self, held: Callable[[], tuple[int, int]]) -> Primary:
-        """Register and learn the group's primary (electing one if none holds it): the role to start in."""
+        """Register and learn the group's primary (electing one if none holds it): the role to start in.
+        A refusal (bad credentials, no permission) is raised: the member cannot start."""
+        while True:
+            try:
+                await self.coordinator.register(self.member)
+                break
+            except CoordinatorUnavailable as e:
+                await self._silent(e)
         while self.primary is None:
             await self._turn(held)
         self.changed.clear()
@@ -131,13 +138,17 @@ class Membership:
                 self._learn(await self.coordinator.watch_primary(self.primary, self.coordinator.lease_s))
             self._unanswered = False
         except CoordinatorUnavailable as e:
-            if not self._unanswered:
-                log.warning("group member %s: %s", self.member, e)
-                self._unanswered = True
-            await asyncio.sleep(RETRY_S)
+            await self._silent(e)
         except CoordinatorError as e:  # a refusal (the lease etcd no longer knows: registered again next turn)
             log.warning("group member %s: %s", self.member, e)
             await asyncio.sleep(RETRY_S)
+
+    async def _silent(self, e: CoordinatorUnavailable) -> None:
+        """The coordinator did not answer: said once (until it answers again), tried again shortly."""
+        if not self._unanswered:
+            log.warning("group member %s: %s", self.member, e)
+            self._unanswered = True
+        await asyncio.sleep(RETRY_S)
 
     async def _hold(self) -> None:
         """The primary: watch that it still is, and step down when its lease may lapse."""
