@@ -4,10 +4,11 @@ module turns that into the role the Broker is built with (`broker_settings`, `ta
 changes it when the primary goes (`Membership.run`: the serve loop rebuilds the Broker on `changed`).
 
 An election: when no member holds the primary role, each live member announces how much of the log
-it holds (its primary epoch, the last batch it applied) and, a moment later, the one holding the most
-(`first_candidate`) campaigns; the others wait for it, and if its lease lapses instead (it died
-meanwhile) they announce and choose again. Under sync replication an acknowledged batch is on some
-replica, so the most caught-up one holds it.
+it holds (its primary epoch, the last batch it applied) and, once every registered member announced
+(at most the lease's length), the one holding the most (`first_candidate`) campaigns; the others
+wait for it, and if its lease lapses instead (it died meanwhile) they announce and choose again.
+Under sync replication an acknowledged batch is on some replica, so the most caught-up one holds it
+(while that replica lives: the in-sync set of issue 30 §2, not built yet, would make it every one).
 
 A primary takes writes only while its lease surely holds for the others (`writable_until`: the
 coordinator's `lease_valid_until` less a margin, compared with time.monotonic() by the Committer);
@@ -34,7 +35,7 @@ from rockmq.store import Store, keys
 from rockmq.store.schema import Family
 
 log = logging.getLogger(__name__)
-GATHER_S = 0.3  # an election waits this long after announcing for the other members to announce
+GATHER_S = 0.1  # how often an election reads the members' announcements until all announced
 RETRY_S = 0.5  # after the coordinator did not answer
 MARGIN_FRACTION = 6  # a primary stops writing a sixth of the lease before it could lapse for the others
 
@@ -44,6 +45,11 @@ def first_candidate(members: Mapping[str, Member]) -> str | None:
     then the most batches applied (ties: the lowest name); None if none announced."""
     announced = [((-m.epoch, -m.applied), name) for name, m in members.items() if m.applied >= 0]
     return min(announced)[1] if announced else None
+
+
+def all_announced(members: Mapping[str, Member]) -> bool:
+    """Whether every registered member announced its position in this election."""
+    return all(m.applied >= 0 for m in members.values())
 
 
 def position(store: Store) -> tuple[int, int]:
@@ -162,19 +168,27 @@ class Membership:
             self._learn(now)
 
     async def _elect(self, epoch: int, applied: int) -> None:
-        """No primary known: announce this member's position; the most caught-up member campaigns."""
+        """No primary known: announce this member's position; once every registered member announced
+        (or the lease's length passed: the silent ones are gone, or cut off from the coordinator) the
+        most caught-up campaigns, the others wait for it. Once a primary is known the announcement is
+        withdrawn (the next election starts from none)."""
         await self.coordinator.announce(self.member, epoch, applied)
-        await asyncio.sleep(GATHER_S)
-        now = await self.coordinator.primary()
-        if now is None:
+        deadline = time.monotonic() + self.coordinator.lease_s
+        while (now := await self.coordinator.primary()) is None:
             members = await self.coordinator.members()
+            if not all_announced(members) and time.monotonic() < deadline:
+                await asyncio.sleep(GATHER_S)
+                continue
             first = first_candidate(members)
             if first == self.member:
                 now = await self.coordinator.campaign(self.member)
             else:  # it campaigns meanwhile, or its lease lapses (it is gone) and the next turn chooses again
                 log.info("group member %s: waiting for %s, the most caught-up, to campaign", self.member, first)
                 now = await self.coordinator.watch_primary(None, self.coordinator.lease_s)
+            break
         self._learn(now)
+        if now is not None:
+            await self.coordinator.announce(self.member, 0, -1)
 
     def _learn(self, now: Primary | None) -> None:
         if now == self.primary:
