@@ -16,7 +16,14 @@ from pathlib import Path
 import grpc
 import pytest
 
-from rockmq.broker.coordination.coordinator import CoordinatorError, CoordinatorUnavailable, GroupKeys, InSync, Primary
+from rockmq.broker.coordination.coordinator import (
+    CoordinatorError,
+    CoordinatorUnavailable,
+    GroupKeys,
+    InSync,
+    Member,
+    Primary,
+)
 from rockmq.broker.coordination.etcd import EtcdCoordinator
 from rockmq.config import coordinator_endpoints
 
@@ -100,6 +107,19 @@ def test_a_killed_primarys_lease_lapses_and_the_next_campaign_takes_the_next_epo
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_members_announce_their_positions_and_a_closed_one_is_gone(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a", "b") as (a, b):
+            assert await a.members() == {"a": Member("a"), "b": Member("b")}  # registered, not announced
+            await a.announce("a", 2, 90)
+            await b.announce("b", 2, 120)
+            assert await b.members() == {"a": Member("a", 2, 90), "b": Member("b", 2, 120)}
+            await b.close()
+            assert await a.members() == {"a": Member("a", 2, 90)}  # its lease revoked: its key went
+
+    asyncio.run(run())
 
 
 def test_the_in_sync_set_changes_only_from_the_version_read_and_by_the_primary(etcd):

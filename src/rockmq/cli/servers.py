@@ -106,7 +106,7 @@ SERVE = (
     Flag("tls_ca", "CA (PEM) that this broker's own connections to other brokers, name servers and its primary verify "
                    "against (turns them to TLS)", metavar="FILE"),
     Flag("coordinator", "the etcd that holds this broker group's primary: etcd://HOST:PORT[,HOST:PORT...] (automatic "
-                        "failover, in progress: docs/cluster.md)", metavar="URL"),
+                        "failover: docs/cluster.md; the member needs a fixed --port)", metavar="URL"),
     Flag("coordinator_lease_s", "a member's lease in etcd, in whole seconds (default {default})",
          option="--coordinator-lease", metavar="SECONDS"),
     Flag("coordinator_user", "etcd user (with --coordinator-password, env ROCKMQ_COORDINATOR_PASSWORD)", metavar="NAME"),
