@@ -14,45 +14,24 @@ from pathlib import Path
 
 import grpc
 from broker_process import BrokerProcess
+from coordinated_group import LEASE_S, member, serving_primary
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
-from tls_certs import free_port
 from waiting import wait_for
 
 from rockmq.client import AsyncProducer, Message
 from rockmq.client.errors import RockmqError
 from rockmq.protocol import pb
 
-LEASE_S = 3  # the default coordinator_lease_s
 TOPIC, QUEUES = "failover", 4
 REQUEST_TIMEOUT_S = 2.0
 
 
-def _member(etcd, data: Path) -> BrokerProcess:
-    broker = BrokerProcess(data, "--broker-name", "g1", "--replication", "sync", "--coordinator", etcd.url,
-                           "--coordinator-lease", str(LEASE_S))
-    broker.port = free_port()  # a member's endpoint is its name in the group: a fixed port
-    return broker
-
-
-def _primary(members: list[BrokerProcess]) -> BrokerProcess:
-    """The member that serves as the group's primary: its log's last role line names itself, and its
-    broker serves in that role since (started, or rebuilt)."""
-    def serving(m: BrokerProcess) -> bool:
-        lines = list(m.log)
-        roles = [i for i, line in enumerate(lines) if " is primary at epoch " in line]
-        return bool(roles) and lines[roles[-1]].endswith("(this member)") and any(
-            "rockmq broker listening" in line or "now the primary" in line for line in lines[roles[-1]:])
-
-    return wait_for(lambda: next((m for m in members if m.proc is not None and serving(m)), None), 15,
-                    what="a primary")
-
-
 def test_members_elect_a_primary_and_after_its_kill_the_next_takes_every_acknowledged_write(etcd, tmp_path: Path):
-    members = [_member(etcd, tmp_path / f"m{i}") for i in range(3)]
+    members = [member(etcd.url, tmp_path / f"m{i}") for i in range(3)]
     try:
         for m in members:
             m.start()
-        primary = _primary(members)
+        primary = serving_primary(members)
         replicas = [m for m in members if m is not primary]
         wait_for(lambda: all(f"replica of {primary.endpoint}" in "\n".join(r.log) for r in replicas), 15,
                  what="the others to follow the primary")
@@ -62,7 +41,7 @@ def test_members_elect_a_primary_and_after_its_kill_the_next_takes_every_acknowl
               f"(lease {LEASE_S} s); {len(acked)} acknowledged")
         assert first_write_s < LEASE_S + 3
         survivors = [m for m in members if m is not primary]
-        new = _primary(survivors)
+        new = serving_primary(survivors)
         assert acked <= held_ids(new.endpoint, TOPIC, QUEUES), "an acknowledged message is not on the new primary"
         primary.start()  # the former primary rejoins as a replica of the new one
         wait_for(lambda: acked <= held_ids(primary.endpoint, TOPIC, QUEUES), 20, what="the former primary to catch up")
@@ -96,11 +75,11 @@ async def _send_through_the_kill(members: list[BrokerProcess], primary: BrokerPr
 
 
 def test_a_primary_paused_past_its_lease_takes_no_write_after_it_and_rejoins_as_a_replica(etcd, tmp_path: Path):
-    members = [_member(etcd, tmp_path / f"m{i}") for i in range(3)]
+    members = [member(etcd.url, tmp_path / f"m{i}") for i in range(3)]
     try:
         for m in members:
             m.start()
-        old = _primary(members)
+        old = serving_primary(members)
         old.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
         conn = Conn(old.endpoint)
         acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))}
@@ -110,7 +89,7 @@ def test_a_primary_paused_past_its_lease_takes_no_write_after_it_and_rejoins_as_
         replies: list[object] = []
         sender = threading.Thread(target=lambda: replies.append(_reply(conn, paused)))
         sender.start()  # waits in the paused primary's socket
-        new = _primary([m for m in members if m is not old])
+        new = serving_primary([m for m in members if m is not old])
         acked |= {r.message_id for r in asyncio.run(_sends(new.endpoint, 20))}
         old.proc.send_signal(signal.SIGCONT)
         sender.join(RPC_TIMEOUT + 5)
