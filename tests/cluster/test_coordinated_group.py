@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import grpc
+import pytest
 from broker_process import BrokerProcess
 from coordinated_group import LEASE_S, member, serving_primary
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
+from tls_certs import free_port
 from waiting import wait_for
 
 from rockmq.client import AsyncProducer, Message
@@ -117,3 +121,15 @@ def _reply(conn: Conn, msg: pb.Message) -> object:
 async def _sends(endpoint: str, n: int) -> list:
     async with AsyncProducer(endpoint, request_timeout=REQUEST_TIMEOUT_S) as producer:
         return [await producer.send(Message(TOPIC, f"new-{i}".encode())) for i in range(n)]
+
+
+@pytest.mark.parametrize("where", [("--port", "0"), ("--host", "0.0.0.0", "--port", "free")])
+def test_a_member_without_an_endpoint_the_others_reach_is_refused_in_one_line(tmp_path: Path, where: tuple[str, ...]):
+    where = tuple(str(free_port()) if w == "free" else w for w in where)
+    done = subprocess.run([sys.executable, "-m", "rockmq", "serve", "--data-dir", str(tmp_path), "--broker-name", "g1",
+                           "--replication", "sync", "--coordinator", "etcd://127.0.0.1:1", *where],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    refusals = [line for line in done.stderr.splitlines() if line.startswith("rockmq: ")]
+    assert refusals == ["rockmq: with --coordinator give a fixed --port and the --host the other members reach: a "
+                        "member's HOST:PORT is its name in the group"], done.stderr

@@ -333,8 +333,9 @@ async def _joined(settings: Settings) -> Membership:
     endpoint is its name in the group: the port must be fixed."""
     from rockmq.broker.coordination.etcd import EtcdCoordinator  # etcd's client: loaded only with --coordinator
 
-    if settings.port == 0:
-        raise CannotStart("with --coordinator give a fixed --port: a member's endpoint is its name in the group")
+    if settings.port == 0 or settings.host in ("0.0.0.0", "::", ""):
+        raise CannotStart("with --coordinator give a fixed --port and the --host the other members reach: a member's "
+                          "HOST:PORT is its name in the group")
     member = f"{settings.host}:{settings.port}"
     membership = Membership(EtcdCoordinator.from_settings(settings, member), member)
     try:
