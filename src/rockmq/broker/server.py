@@ -126,7 +126,7 @@ class Broker:
     def __init__(self, settings: Settings, membership: Membership | None = None) -> None:
         """Every part of the broker, built in dependency order: each gets what it uses. With `membership`
         (--coordinator), in the role its coordinator gave it: primary, or following the primary."""
-        primary = membership.primary if membership is not None else None
+        primary = membership.role if membership is not None else None
         if membership is not None and primary is not None:
             settings = broker_settings(settings, primary, membership.member)
         self.settings = s = settings

@@ -57,8 +57,10 @@ log = logging.getLogger(__name__)
 RETRY_S = 1.0
 UNPARSED_STATE = "a FollowerState's bytes do not parse"
 PROBE_S = 2.0  # how long promotion waits for the primary to answer before it takes it for gone
-# A replica's catch-up reply carries many batches: it may be larger than any client's.
-REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20),)
+# A replica's catch-up reply carries many batches: it may be larger than any client's. A primary not
+# listening yet (being rebuilt after an election) is dialled again within 0.1-1 s, not gRPC's 1-120 s.
+REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20), ("grpc.initial_reconnect_backoff_ms", 100),
+                       ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
 
 
 def was_promoted(store: Store) -> bool:

@@ -83,12 +83,14 @@ def take_role(store: Store, primary: Primary, member: str) -> None:
 
 class Membership:
     """This member of its group in the coordinator: `primary` is the group's primary as this member
-    last learned it (this member, or the one it follows); `changed` is set when it changes."""
+    knows it now (None: gone, electing); `role` the last one known, which the Broker is built for
+    (this member, or the one it follows); `changed` is set when it changes."""
 
     def __init__(self, coordinator: Coordinator, member: str) -> None:
         self.coordinator = coordinator
         self.member = member  # its endpoint: unique in the group, and where the others reach it
         self.primary: Primary | None = None
+        self.role: Primary | None = None
         self.changed = asyncio.Event()
         self._margin = coordinator.lease_s / MARGIN_FRACTION
         self._unanswered = False  # the coordinator's silence was logged
@@ -111,10 +113,10 @@ class Membership:
                 break
             except CoordinatorUnavailable as e:
                 await self._silent(e)
-        while self.primary is None:
+        while self.role is None:
             await self._turn(held)
         self.changed.clear()
-        return self.primary
+        return self.role
 
     async def run(self, held: Callable[[], tuple[int, int]]) -> None:
         """Follow the group's primary as it changes, for as long as the broker serves; `held`: how much
@@ -147,6 +149,9 @@ class Membership:
             await self._silent(e)
         except CoordinatorError as e:  # a refusal (the lease etcd no longer knows: registered again next turn)
             log.warning("group member %s: %s", self.member, e)
+            await asyncio.sleep(RETRY_S)
+        except (ValueError, KeyError) as e:  # a key in etcd that does not decode (written by hand?): read again
+            log.error("group member %s: a group key in the coordinator does not decode (%r); reading again", self.member, e)
             await asyncio.sleep(RETRY_S)
 
     async def _silent(self, e: CoordinatorUnavailable) -> None:
@@ -197,6 +202,7 @@ class Membership:
         if now is None:
             log.warning("group member %s: the primary is gone: electing", self.member)
             return
+        self.role = now
         log.warning("group member %s: %s is primary at epoch %d%s", self.member, now.member, now.epoch,
                     " (this member)" if self.mine else "")
         self.changed.set()
