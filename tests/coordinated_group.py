@@ -3,6 +3,9 @@ for tests/cluster and tests/chaos: each on a fixed free port (its endpoint is it
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from broker_process import BrokerProcess
@@ -30,3 +33,18 @@ def serving_primary(members: list[BrokerProcess], timeout: float = 15) -> Broker
 
     return wait_for(lambda: next((m for m in members if m.proc is not None and serving(m)), None), timeout,
                     what="a primary")
+
+
+@contextmanager
+def running_group(etcd_url: str, directory: Path, size: int = 3) -> Iterator[list[BrokerProcess]]:
+    """`size` members started, each in `directory`/m{i}; after: continued if paused, and killed."""
+    members = [member(etcd_url, directory / f"m{i}") for i in range(size)]
+    try:
+        for m in members:
+            m.start()
+        yield members
+    finally:
+        for m in members:
+            if m.proc is not None:
+                m.proc.send_signal(signal.SIGCONT)
+            m.kill()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from chaos_scale import scaled
-from coordinated_group import LEASE_S, member, serving_primary
+from coordinated_group import LEASE_S, running_group, serving_primary
 from etcd_process import EtcdProcess
 from mqwire import held_ids
 from waiting import wait_for
@@ -32,10 +32,7 @@ def etcd(tmp_path: Path):
 
 
 def test_the_group_survives_the_kill_of_each_primary_in_turn_with_nothing_acknowledged_lost(etcd, tmp_path: Path):
-    members = [member(etcd.url, tmp_path / f"m{i}") for i in range(3)]
-    try:
-        for m in members:
-            m.start()
+    with running_group(etcd.url, tmp_path) as members:
         serving_primary(members).cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
         acked, failovers, failed = asyncio.run(_rounds(members))
         print(f"\nfailovers (kill -9 -> first acknowledged write, lease {LEASE_S} s): "
@@ -43,9 +40,6 @@ def test_the_group_survives_the_kill_of_each_primary_in_turn_with_nothing_acknow
         assert max(failovers) < LEASE_S + 3
         primary = serving_primary(members)
         assert acked <= held_ids(primary.endpoint, TOPIC, QUEUES), "an acknowledged message was lost"
-    finally:
-        for m in members:
-            m.kill()
 
 
 async def _rounds(members: list) -> tuple[set[str], list[float], int]:

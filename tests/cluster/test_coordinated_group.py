@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from coordinated_group import LEASE_S, member, serving_primary
+from coordinated_group import LEASE_S, running_group, serving_primary
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
@@ -31,10 +31,7 @@ REQUEST_TIMEOUT_S = 2.0
 
 
 def test_members_elect_a_primary_and_after_its_kill_the_next_takes_every_acknowledged_write(etcd, tmp_path: Path):
-    members = [member(etcd.url, tmp_path / f"m{i}") for i in range(3)]
-    try:
-        for m in members:
-            m.start()
+    with running_group(etcd.url, tmp_path) as members:
         primary = serving_primary(members)
         replicas = [m for m in members if m is not primary]
         wait_for(lambda: all(f"replica of {primary.endpoint}" in "\n".join(r.log) for r in replicas), 15,
@@ -50,9 +47,6 @@ def test_members_elect_a_primary_and_after_its_kill_the_next_takes_every_acknowl
         primary.start()  # the former primary rejoins as a replica of the new one
         wait_for(lambda: acked <= held_ids(primary.endpoint, TOPIC, QUEUES), 20, what="the former primary to catch up")
         assert f"replica of {new.endpoint}" in "\n".join(primary.log)
-    finally:
-        for m in members:
-            m.kill()
 
 
 async def _send_through_the_kill(members: list[BrokerProcess], primary: BrokerProcess) -> tuple[set[str], float]:
@@ -79,10 +73,7 @@ async def _send_through_the_kill(members: list[BrokerProcess], primary: BrokerPr
 
 
 def test_a_primary_paused_past_its_lease_takes_no_write_after_it_and_rejoins_as_a_replica(etcd, tmp_path: Path):
-    members = [member(etcd.url, tmp_path / f"m{i}") for i in range(3)]
-    try:
-        for m in members:
-            m.start()
+    with running_group(etcd.url, tmp_path) as members:
         old = serving_primary(members)
         old.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
         conn = Conn(old.endpoint)
@@ -103,11 +94,6 @@ def test_a_primary_paused_past_its_lease_takes_no_write_after_it_and_rejoins_as_
         wait_for(lambda: acked <= held_ids(old.endpoint, TOPIC, QUEUES), 20, what="the former primary to catch up")
         assert paused.system_properties.message_id not in held_ids(new.endpoint, TOPIC, QUEUES)
         conn.close()
-    finally:
-        for m in members:
-            if m.proc is not None:
-                m.proc.send_signal(signal.SIGCONT)
-            m.kill()
 
 
 def _reply(conn: Conn, msg: pb.Message) -> object:
