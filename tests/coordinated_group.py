@@ -48,3 +48,9 @@ def running_group(etcd_url: str, directory: Path, size: int = 3) -> Iterator[lis
             if m.proc is not None:
                 m.proc.send_signal(signal.SIGCONT)
             m.kill()
+
+
+def in_sync_joined(primary: BrokerProcess, replicas: int = 2, timeout: float = 15) -> None:
+    """Wait until `replicas` members joined the in-sync set of `primary` (its log says each)."""
+    wait_for(lambda: sum(" joined the in-sync set" in line for line in list(primary.log)) >= replicas, timeout,
+             what=f"{replicas} replicas to join the in-sync set")

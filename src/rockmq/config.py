@@ -60,6 +60,9 @@ class Settings:
     # Under the official clients' default request timeout (3 s): a client sees SLAVE_PERSISTENCE_TIMEOUT
     # (and retries knowing the replica is missing) instead of timing out blind.
     replication_timeout_s: float = 2.0
+    # In a coordinated group (coordinator), a replica more than this behind (or gone) leaves the in-sync
+    # set, which a sync send otherwise waits for in full: the primary removes it before answering without it.
+    replica_max_lag_ms: int = 1000
     replica_of: str = ""
     # A primary a replica followed restarts read-only until a name server or its replica confirms it
     # is still the primary (broker/cluster/fencing.py); force_primary takes writes at once.
@@ -298,6 +301,9 @@ class Settings:
         self._check_coordinator()
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
+        if not 0 < self.replica_max_lag_ms < self.replication_timeout_s * 1000:
+            raise ConfigError("replica_max_lag_ms must be above 0 and under replication_timeout_s (a send waits that "
+                              "long for a lagging in-sync replica, then for its removal)")
         if self.namesrv_interval_s <= 0:
             raise ConfigError(f"namesrv_interval_s must be above 0, not {self.namesrv_interval_s}")
         if self.txn_check_first_s <= 0 or self.txn_check_interval_s <= 0 or self.txn_check_max < 0:
@@ -466,7 +472,8 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
                 "idle_group_matches_s",
                 "filter_index_properties"),
     "cluster": ("broker_name", "namesrv", "namesrv_interval_s", "workers"),
-    "replication": ("replication", "replication_timeout_s", "replica_of", "force_primary", "replication_ring_bytes"),
+    "replication": ("replication", "replication_timeout_s", "replica_max_lag_ms", "replica_of", "force_primary",
+                    "replication_ring_bytes"),
     "messages": ("auto_create_topics", "auto_create_groups", "default_queues", "max_body_size", "max_properties_size",
                  "max_attempts", "retry_ladder_s", "fifo_retry_s", "dedup_window_s", "max_delay_s",
                  "txn_check_first_s", "txn_check_interval_s", "txn_check_max", "max_long_polling_s",

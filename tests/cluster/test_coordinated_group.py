@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from coordinated_group import LEASE_S, running_group, serving_primary
+from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
@@ -37,6 +37,7 @@ def test_members_elect_a_primary_and_after_its_kill_the_next_takes_every_acknowl
         wait_for(lambda: all(f"replica of {primary.endpoint}" in "\n".join(r.log) for r in replicas), 15,
                  what="the others to follow the primary")
         primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(primary)
         acked, first_write_s = asyncio.run(_send_through_the_kill(members, primary))
         print(f"\nfailover: the first write on the new primary {first_write_s:.2f} s after kill -9 "
               f"(lease {LEASE_S} s); {len(acked)} acknowledged")
@@ -76,6 +77,7 @@ def test_a_primary_paused_past_its_lease_takes_no_write_after_it_and_rejoins_as_
     with running_group(etcd.url, tmp_path) as members:
         old = serving_primary(members)
         old.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(old)
         conn = Conn(old.endpoint)
         acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))}
         assert old.proc is not None

@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import logging
 import sys
+import time
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -43,6 +44,7 @@ from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.coordination.coordinator import CoordinatorError
+from rockmq.broker.coordination.in_sync import InSyncKeeper
 from rockmq.broker.coordination.membership import Membership, broker_settings, held_in, position, take_role
 from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
@@ -161,6 +163,10 @@ class Broker:
         self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, self.streams,
                                       principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
+        # a coordinated group's primary keeps its in-sync set, which a sync send waits for in full
+        self.in_sync = membership.in_sync_keeper() if membership is not None and self.replicator is not None else None
+        if self.replicator is not None:
+            self.replicator.in_sync = self.in_sync
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
@@ -168,7 +174,7 @@ class Broker:
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
-                                  membership is not None) if following else None)
+                                  membership.member if membership is not None else "") if following else None)
         self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
         self.committer = Committer(store, ctx.logs, s, self.replicator,
                                    membership.writable_until if membership is not None and not following else None)
@@ -239,6 +245,8 @@ class Broker:
         if self.fence.fenced:  # superseded before this start: it serves reads only
             return self.port
         self._tasks.append(asyncio.create_task(self.ctx.store.space.watch()))  # `_write` may have begun: a call confirmed it
+        if self.in_sync is not None and self.replicator is not None:
+            self._tasks.append(asyncio.create_task(self._keep_in_sync(self.in_sync, self.replicator)))
         if self.fence.confirmed:  # else a restarted primary of a replicated group: `_write` once it confirms
             self._write()
         if self.cluster.enabled:
@@ -247,6 +255,12 @@ class Broker:
             self._registering = asyncio.create_task(self.cluster.register_forever())
             self._tasks.append(self._registering)
         return self.port
+
+    async def _keep_in_sync(self, keeper: InSyncKeeper, replicator: Replicator) -> None:
+        """Let replicas within half of replica_max_lag_ms join the in-sync set (in_sync.py)."""
+        close_s = self.settings.replica_max_lag_ms / 2000
+        await keeper.run(lambda: replicator.members, lambda: replicator.batches.seq,
+                         lambda applied: replicator.batches.lag(applied, time.time())[1] <= close_s)
 
     def _write(self) -> None:
         """Start the background writers (timers, transactions, redeliveries, retention...), once: a

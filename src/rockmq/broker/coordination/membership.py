@@ -29,7 +29,15 @@ from typing import Any
 from rockmq.broker.cluster.fencing import began, stored_epoch
 from rockmq.broker.cluster.replication import stored_seq
 from rockmq.broker.cluster.reseed import prepare
-from rockmq.broker.coordination.coordinator import Coordinator, CoordinatorError, CoordinatorUnavailable, Member, Primary
+from rockmq.broker.coordination.coordinator import (
+    Coordinator,
+    CoordinatorError,
+    CoordinatorUnavailable,
+    InSync,
+    Member,
+    Primary,
+)
+from rockmq.broker.coordination.in_sync import InSyncKeeper
 from rockmq.config import CONCERNS, Settings
 from rockmq.store import Store, keys
 from rockmq.store.schema import Family
@@ -50,6 +58,12 @@ def first_candidate(members: Mapping[str, Member]) -> str | None:
 def all_announced(members: Mapping[str, Member]) -> bool:
     """Whether every registered member announced its position in this election."""
     return all(m.applied >= 0 for m in members.values())
+
+
+def eligible(members: Mapping[str, Member], in_sync: InSync) -> dict[str, Member]:
+    """The members that may be elected: those of the in-sync set (they hold every acknowledged
+    message); every one only in the group's first election (the set was never written)."""
+    return dict(members) if in_sync.version == 0 else {n: m for n, m in members.items() if n in in_sync.members}
 
 
 def position(store: Store) -> tuple[int, int]:
@@ -103,6 +117,10 @@ class Membership:
         """Until when (time.monotonic()) this member may take writes: a margin before its lease could
         lapse, if it holds the primary role; else never."""
         return self.coordinator.lease_valid_until() - self._margin if self.mine else 0.0
+
+    def in_sync_keeper(self) -> InSyncKeeper:
+        """What keeps the group's in-sync set while this member is its primary."""
+        return InSyncKeeper(self.coordinator, self.member)
 
     async def join(self, held: Callable[[], tuple[int, int]]) -> Primary:
         """Register and learn the group's primary (electing one if none holds it): the role to start in.
@@ -184,11 +202,16 @@ class Membership:
             if not all_announced(members) and time.monotonic() < deadline:
                 await asyncio.sleep(GATHER_S)
                 continue
-            first = first_candidate(members)
+            in_sync = await self.coordinator.in_sync()
+            first = first_candidate(eligible(members, in_sync))
             if first == self.member:
-                now = await self.coordinator.campaign(self.member)
+                now = await self.coordinator.campaign(self.member, in_sync)
             else:  # it campaigns meanwhile, or its lease lapses (it is gone) and the next turn chooses again
-                log.info("group member %s: waiting for %s, the most caught-up, to campaign", self.member, first)
+                if first is None:
+                    log.warning("group member %s: no member of the in-sync set %s is here to be elected: the "
+                                "group takes no writes until one is", self.member, sorted(in_sync.members))
+                else:
+                    log.info("group member %s: waiting for %s, the most caught-up, to campaign", self.member, first)
                 now = await self.coordinator.watch_primary(None, self.coordinator.lease_s)
             break
         self._learn(now)
