@@ -121,3 +121,28 @@ def test_a_member_without_an_endpoint_the_others_reach_is_refused_in_one_line(tm
     refusals = [line for line in done.stderr.splitlines() if line.startswith("rockmq: ")]
     assert refusals == ["rockmq: with --coordinator give a fixed --port and the --host the other members reach: a "
                         "member's HOST:PORT is its name in the group"], done.stderr
+
+
+def test_a_lagging_replica_leaves_the_in_sync_set_and_is_not_elected_until_an_in_sync_member_is_back(etcd, tmp_path):
+    with running_group(etcd.url, tmp_path) as members:
+        primary = serving_primary(members)
+        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(primary)
+        lagging, in_sync = (m for m in members if m is not primary)
+        assert lagging.proc is not None
+        lagging.proc.send_signal(signal.SIGSTOP)
+        conn = Conn(primary.endpoint)
+        acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))}  # without it
+        conn.close()
+        assert any(f"['{lagging.endpoint}'] left the in-sync set" in line for line in primary.log)
+        primary.kill()
+        in_sync.kill()
+        lagging.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: any("no member of the in-sync set" in line for line in lagging.log), LEASE_S * 3,
+                 what="the lagging replica to see nobody it may elect")
+        assert not any("took the primary role" in line for line in lagging.log)
+        in_sync.start()  # an in-sync member back: it is elected, and the lagging one follows it
+        assert serving_primary(members) is in_sync
+        wait_for(lambda: f"replica of {in_sync.endpoint}" in "\n".join(lagging.log), 15, what="the lagging one to follow")
+        assert acked <= held_ids(in_sync.endpoint, TOPIC, QUEUES)
+        wait_for(lambda: acked <= held_ids(lagging.endpoint, TOPIC, QUEUES), 20, what="the lagging one to catch up")
