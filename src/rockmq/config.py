@@ -301,9 +301,6 @@ class Settings:
         self._check_coordinator()
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
-        if not 0 < self.replica_max_lag_ms < self.replication_timeout_s * 1000:
-            raise ConfigError("replica_max_lag_ms must be above 0 and under replication_timeout_s (a send waits that "
-                              "long for a lagging in-sync replica, then for its removal)")
         if self.namesrv_interval_s <= 0:
             raise ConfigError(f"namesrv_interval_s must be above 0, not {self.namesrv_interval_s}")
         if self.txn_check_first_s <= 0 or self.txn_check_interval_s <= 0 or self.txn_check_max < 0:
@@ -333,6 +330,9 @@ class Settings:
             if self.replication == "off":  # and so one worker (workers above 1 do not replicate)
                 raise ConfigError("with coordinator a broker is a member of a replicated group: give replication sync or "
                                   "async (--replication)")
+            if not 0 < self.replica_max_lag_ms < self.replication_timeout_s * 1000:
+                raise ConfigError("replica_max_lag_ms must be above 0 and under replication_timeout_s (a send waits "
+                                  "that long for a lagging in-sync replica, then for its removal)")
         elif any((self.coordinator_user, self.coordinator_ca, self.coordinator_cert)):
             raise ConfigError("coordinator_user, coordinator_ca and coordinator_cert are for coordinator (--coordinator)")
         if not MIN_LEASE_S <= self.coordinator_lease_s <= MAX_LEASE_S:

@@ -3,8 +3,8 @@ when an election has heard everyone, and the settings a role runs with."""
 
 from __future__ import annotations
 
-from rockmq.broker.coordination.coordinator import Member, Primary
-from rockmq.broker.coordination.membership import all_announced, broker_settings, first_candidate
+from rockmq.broker.coordination.coordinator import InSync, Member, Primary
+from rockmq.broker.coordination.membership import all_announced, broker_settings, eligible, first_candidate
 from rockmq.config import Settings
 
 
@@ -28,3 +28,11 @@ def test_a_replica_follows_the_primary_and_neither_role_keeps_the_coordinators_s
     assert (mine.replica_of, theirs.replica_of) == ("", "127.0.0.1:1")
     assert not any((mine.coordinator, mine.coordinator_user, theirs.coordinator, theirs.coordinator_password))
     assert theirs.coordinator_lease_s == Settings().coordinator_lease_s and theirs.replication == "sync"
+
+
+def test_only_members_of_the_in_sync_set_are_elected_but_in_the_groups_first_election():
+    members = {"a": Member("a", 1, 90), "b": Member("b", 1, 120)}
+    assert eligible(members, InSync(frozenset({"a"}), 4)) == {"a": Member("a", 1, 90)}
+    assert first_candidate(eligible(members, InSync(frozenset({"a"}), 4))) == "a"  # b holds more, but not in sync
+    assert eligible(members, InSync(frozenset(), 3)) == {}  # nobody in sync: nobody elected
+    assert eligible(members, InSync(frozenset(), 0)) == members  # never written: the group's first election
