@@ -5,10 +5,9 @@ changes it when the primary goes (`Membership.run`: the serve loop rebuilds the 
 
 An election: when no member holds the primary role, each live member announces how much of the log
 it holds (its primary epoch, the last batch it applied) and, once every registered member announced
-(at most the lease's length), the one holding the most (`first_candidate`) campaigns; the others
-wait for it, and if its lease lapses instead (it died meanwhile) they announce and choose again.
-Under sync replication an acknowledged batch is on some replica, so the most caught-up one holds it
-(while that replica lives: the in-sync set of issue 30 §2, not built yet, would make it every one).
+(at most the lease's length), the member of the in-sync set (`eligible`: in_sync.py keeps it; they
+hold every acknowledged message) holding the most (`first_candidate`) campaigns; the others wait for
+it, and if its lease lapses instead (it died meanwhile) they announce and choose again.
 
 A primary takes writes only while its lease surely holds for the others (`writable_until`: the
 coordinator's `lease_valid_until` less a margin, compared with time.monotonic() by the Committer);
