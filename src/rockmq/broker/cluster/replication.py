@@ -192,6 +192,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         # A coordinated group's primary: each member following now (by name) -> the batch it applied last,
         # and the in-sync set, all of which a sync send waits for (broker/coordination/in_sync.py)
         self.members: dict[str, int] = {}
+        self._member_streams: dict[str, str] = {}  # each such member -> the peer of its latest Follow stream
         self.in_sync: InSync | None = None
         self.stopping = False  # the broker is stopping: Follow streams end (`close`)
         self.snapshots = Snapshots(store, streams, lambda: fence.fenced)  # copies for replicas too far behind
@@ -302,8 +303,8 @@ class Replicator(replication_grpc.ReplicationServicer):
         replica = context.peer()
         self.replicas[replica] = start
         member = str(dict(context.invocation_metadata() or ()).get(MEMBER_HEADER, ""))
-        if member:
-            self.members[member] = start
+        if member:  # a replica that follows again: its newer stream counts, not the one still ending
+            self.members[member], self._member_streams[member] = start, replica
 
         async def read_acks() -> bool:
             """Count what this replica applied, never more than this stream carried: a report beyond
@@ -320,7 +321,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                         lied = True
                 else:
                     self.replicas[replica] = state.applied_seq
-                    if member:
+                    if member and self._member_streams.get(member) == replica:
                         self.members[member] = state.applied_seq
                         self._acked_moved.set()  # an in-sync member's progress may answer a send
                     self._confirmed(state.applied_seq)
@@ -363,8 +364,8 @@ class Replicator(replication_grpc.ReplicationServicer):
             reader.cancel()
             self.followers -= 1
             self.replicas.pop(replica, None)
-            if member:
-                self.members.pop(member, None)
+            if member and self._member_streams.get(member) == replica:
+                del self.members[member], self._member_streams[member]
             log.info("a replica stopped following at batch %d", sent)
 
     async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,
