@@ -28,7 +28,11 @@ from rockmq.store.db import DISK_RESERVE_MIB, MEMORY_MIB, MIN_MEMORY_MIB
 from rockmq.units import MiB
 
 REPLY_OVERHEAD = 64 * 1024  # framing and the fields of a reply besides its messages, generously
-MAX_CLOCK_SKEW_S = 86400.0  # auth_max_clock_skew_s: more would let a captured header live for days
+MAX_CLOCK_SKEW_S = 86400.0
+COORDINATOR_SCHEME = "etcd"  # the one coordinator implemented (broker/coordination/etcd.py)
+# coordinator_lease_s: below 2 s etcd may lengthen the lease itself (its minimum is 1.5 election
+# timeouts); above a minute a dead primary goes unreplaced too long.
+MIN_LEASE_S, MAX_LEASE_S = 2, 60  # auth_max_clock_skew_s: more would let a captured header live for days
 
 
 class ConfigError(ValueError):
@@ -56,6 +60,9 @@ class Settings:
     # Under the official clients' default request timeout (3 s): a client sees SLAVE_PERSISTENCE_TIMEOUT
     # (and retries knowing the replica is missing) instead of timing out blind.
     replication_timeout_s: float = 2.0
+    # In a coordinated group (coordinator), a replica more than this behind (or gone) leaves the in-sync
+    # set, which a sync send otherwise waits for in full: the primary removes it before answering without it.
+    replica_max_lag_ms: int = 1000
     replica_of: str = ""
     # A primary a replica followed restarts read-only until a name server or its replica confirms it
     # is still the primary (broker/cluster/fencing.py); force_primary takes writes at once.
@@ -200,6 +207,18 @@ class Settings:
     staging_move_batch: int = 2048  # staged messages published per write
     txn_check_batch: int = 500  # due transaction checks handled per step
     replication_ring_bytes: int = 64 * MiB  # recent batches a primary keeps for replicas to catch up
+    # Automatic failover (docs/cluster.md "Automatic failover"): the members of a broker group (one
+    # broker_name) hold their primary, its epoch and the in-sync set in etcd at `coordinator`
+    # (etcd://HOST:PORT[,HOST:PORT...]), each member under a lease of coordinator_lease_s (whole
+    # seconds: etcd counts leases in seconds); with coordinator_user its password, with coordinator_ca TLS
+    # (coordinator_cert and coordinator_key: a client certificate).
+    coordinator: str = ""
+    coordinator_lease_s: int = 3
+    coordinator_user: str = ""
+    coordinator_password: str = field(default="", repr=False)
+    coordinator_ca: str = ""
+    coordinator_cert: str = ""
+    coordinator_key: str = ""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # NaN passes every range check below; infinity is no timeout or size
@@ -279,6 +298,7 @@ class Settings:
             raise ConfigError(f"max_connections must be at least 0 (0: from the open-files limit), "
                               f"idle_connection_timeout_s and connection_handshake_timeout_s above 0 and at most "
                               f"{MAX_TIMEOUT_S:.0f} (gRPC counts them in int milliseconds)")
+        self._check_coordinator()
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:
@@ -301,6 +321,30 @@ class Settings:
         if largest + REPLY_OVERHEAD > MAX_MESSAGE:
             raise ConfigError(f"max_reply_bytes and max_fetch_bytes plus one largest message (max_body_size + "
                               f"max_properties_size) must stay under the {MAX_MESSAGE // MiB} MiB gRPC message limit")
+
+    def _check_coordinator(self) -> None:
+        if self.coordinator:
+            coordinator_endpoints(self.coordinator)
+            if self.replica_of:
+                raise ConfigError("with coordinator the coordinator decides who is primary: give no replica_of (--replica-of)")
+            if self.replication == "off":  # and so one worker (workers above 1 do not replicate)
+                raise ConfigError("with coordinator a broker is a member of a replicated group: give replication sync or "
+                                  "async (--replication)")
+            if not 0 < self.replica_max_lag_ms < self.replication_timeout_s * 1000:
+                raise ConfigError("replica_max_lag_ms must be above 0 and under replication_timeout_s (a send waits "
+                                  "that long for a lagging in-sync replica, then for its removal)")
+        elif any((self.coordinator_user, self.coordinator_ca, self.coordinator_cert)):
+            raise ConfigError("coordinator_user, coordinator_ca and coordinator_cert are for coordinator (--coordinator)")
+        if not MIN_LEASE_S <= self.coordinator_lease_s <= MAX_LEASE_S:
+            raise ConfigError(f"coordinator_lease_s must be {MIN_LEASE_S} to {MAX_LEASE_S} seconds, "
+                              f"not {self.coordinator_lease_s}")
+        if bool(self.coordinator_user) != bool(self.coordinator_password):
+            raise ConfigError("coordinator_user and coordinator_password (--coordinator-user, --coordinator-password) "
+                              "go together")
+        if bool(self.coordinator_cert) != bool(self.coordinator_key):
+            raise ConfigError("coordinator_cert and coordinator_key (--coordinator-cert, --coordinator-key) go together")
+        if self.coordinator_cert and not self.coordinator_ca:
+            raise ConfigError("coordinator_cert is a TLS client certificate: give coordinator_ca (--coordinator-ca) too")
 
     @property
     def data_path(self) -> Path:
@@ -335,6 +379,19 @@ class Settings:
     def shard_settings(self) -> Settings:
         """What each of the `shards` processes runs with: its share of the store's memory."""
         return dataclasses.replace(self, store_memory_mib=max(MIN_MEMORY_MIB, self.store_memory_mib // self.shards))
+
+
+def coordinator_endpoints(url: str) -> tuple[str, ...]:
+    """The HOST:PORT endpoints of a `coordinator` URL, etcd://HOST:PORT[,HOST:PORT...] (ConfigError,
+    one line, if it is not one)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme != COORDINATOR_SCHEME:
+        raise ConfigError(f"coordinator must be {COORDINATOR_SCHEME}://HOST:PORT[,HOST:PORT...], not {url!r}")
+    endpoints = tuple(e.strip() for e in rest.split(","))
+    for e in endpoints:
+        if not _host_port(e):
+            raise ConfigError(f"coordinator {url!r}: {e!r} is not HOST:PORT")
+    return endpoints
 
 
 def names_an_address(primary: str) -> bool:
@@ -402,7 +459,7 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 # Settings by concern: the TOML tables a config file may group them in, each field in exactly one
-# (tests/unit/test_settings_concerns.py). `http` and `coordination` are kept for what comes next.
+# (tests/unit/test_settings_concerns.py).
 CONCERNS: Mapping[str, tuple[str, ...]] = {
     "network": ("host", "port", "max_concurrent_rpcs", "max_connections", "idle_connection_timeout_s",
                 "connection_handshake_timeout_s", "stream_buffer_bytes", "stream_buffer_total_bytes",
@@ -415,7 +472,8 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
                 "idle_group_matches_s",
                 "filter_index_properties"),
     "cluster": ("broker_name", "namesrv", "namesrv_interval_s", "workers"),
-    "replication": ("replication", "replication_timeout_s", "replica_of", "force_primary", "replication_ring_bytes"),
+    "replication": ("replication", "replication_timeout_s", "replica_max_lag_ms", "replica_of", "force_primary",
+                    "replication_ring_bytes"),
     "messages": ("auto_create_topics", "auto_create_groups", "default_queues", "max_body_size", "max_properties_size",
                  "max_attempts", "retry_ladder_s", "fifo_retry_s", "dedup_window_s", "max_delay_s",
                  "txn_check_first_s", "txn_check_interval_s", "txn_check_max", "max_long_polling_s",
@@ -428,7 +486,8 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
                "max_list_page", "max_renewals", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
                "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch"),
     "http": ("http_port", "client_metrics_endpoint"),
-    "coordination": (),
+    "coordination": ("coordinator", "coordinator_lease_s", "coordinator_user", "coordinator_password",
+                     "coordinator_ca", "coordinator_cert", "coordinator_key"),
 }
 CONCERN_OF = {name: concern for concern, names in CONCERNS.items() for name in names}
 # The settings never shown (repr, logs, `rockmq broker config`): those declared with repr=False —

@@ -34,9 +34,10 @@ def test_every_setting_shown_and_secrets_hidden(secret_broker):
     assert set(entries) == set(Settings.__dataclass_fields__)
     assert entries["max_attempts"]["value"] == "7" and entries["auth_enabled"]["value"] == "True"
     assert entries["admin_user"]["value"] == AUTH_ADMIN
-    assert SECRET_SETTINGS == {"admin_secret", "inner_access_key", "inner_secret_key"}
-    for name in SECRET_SETTINGS:
+    assert SECRET_SETTINGS == {"admin_secret", "inner_access_key", "inner_secret_key", "coordinator_password"}
+    for name in SECRET_SETTINGS - {"coordinator_password"}:  # those this broker sets
         assert entries[name] == {"name": name, "value": "<hidden>", "secret": True}
+    assert entries["coordinator_password"] == {"name": "coordinator_password", "value": "", "secret": True}
     rows = {r[0]: r[1:] for r in table(ok(secret_broker.cli(*as_admin("broker", "config"))), "SETTING")}
     assert rows["admin_secret"] == ["<hidden>"] and rows["max_attempts"] == ["7"]
 

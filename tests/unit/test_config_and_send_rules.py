@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from rockmq.broker.validate import delivery_ms, message_type
-from rockmq.config import ConfigError, Settings, load_settings
+from rockmq.config import SECRET_SETTINGS, ConfigError, Settings, coordinator_endpoints, load_settings
 from rockmq.protocol import pb
 from rockmq.protocol.message_id import new_message_id
 
@@ -87,3 +87,26 @@ def test_every_setting_converts_from_text_to_its_type():
     assert load_settings(None, None, {"ROCKMQ_RETRY_LADDER_S": "0.5, 2"}).retry_ladder_s == (0.5, 2.0)
     with pytest.raises(ConfigError, match="retry_ladder_s"):
         load_settings(None, None, {"ROCKMQ_RETRY_LADDER_S": "soon"})
+
+
+@pytest.mark.parametrize(("overrides", "says"), [
+    ({"coordinator": "etcd://127.0.0.1:2379", "replica_of": "127.0.0.1:8081"}, "give no replica_of"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "coordinator_lease_s": 1}, "coordinator_lease_s must be 2 to 60"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "coordinator_user": "u"}, "go together"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "coordinator_cert": "c", "coordinator_key": "k"}, "give coordinator_ca"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "coordinator_cert": "c", "coordinator_ca": "ca"}, "go together"),
+    ({"coordinator_ca": "ca"}, "are for coordinator"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "replication": "off"}, "give replication sync or async"),
+    ({"coordinator": "etcd://127.0.0.1:2379", "replication": "sync", "workers": 2}, "workers above 1"),
+    ({"coordinator": "etcd://a:1,b"}, "'b' is not HOST:PORT"),
+])
+def test_bad_coordinator_settings_are_refused(overrides, says):
+    with pytest.raises(ConfigError, match=says):
+        load_settings(overrides={"replication": "sync", **overrides}, environ={})
+
+
+def test_a_coordinator_url_names_its_endpoints():
+    settings = load_settings(overrides={"coordinator": "etcd://10.0.0.1:2379, etcd-1.etcd:2379", "replication": "sync"},
+                             environ={})
+    assert coordinator_endpoints(settings.coordinator) == ("10.0.0.1:2379", "etcd-1.etcd:2379")
+    assert "coordinator_password" in SECRET_SETTINGS

@@ -7,15 +7,22 @@ it, not a reused offset); the caller fails the request and the client retries.
 A request that writes nothing new (a retried send or publish, a repeated EndTransaction) answers
 with what an earlier batch wrote, so it waits as that batch would have: for the fsync and for a
 replica to hold everything written so far (`durable()` without a batch).
+
+A member of a coordinated group (broker/coordination/membership.py) writes and acknowledges only
+while it holds the primary role and its lease surely holds for the others (`writable_until`): one
+time.monotonic() comparison before the write and one before the answer; other brokers skip both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from rockmq.broker.queues import QueueLogs
 from rockmq.config import Settings
+from rockmq.protocol import pb
+from rockmq.protocol.errors import BrokerError
 from rockmq.store import Store
 from rockmq.store.db import Batch
 
@@ -29,8 +36,11 @@ class Confirms(Protocol):
 
 
 class Committer:
-    def __init__(self, store: Store, logs: QueueLogs, settings: Settings, replicator: Confirms | None) -> None:
+    def __init__(self, store: Store, logs: QueueLogs, settings: Settings, replicator: Confirms | None,
+                 writable_until: Callable[[], float] | None = None) -> None:
         self.store = store
+        self.broker_name = settings.broker_name
+        self._writable_until = writable_until
         self.logs = logs
         self._fsync = settings.flush == "sync"
         self._replicator = replicator if settings.replication == "sync" else None
@@ -40,6 +50,8 @@ class Committer:
         """Write `batch`, then return once it is durable. `allocated`: the first offset of each
         queue it appends to, given back if the write fails; `touched`: topics whose readers are
         woken once it is written (see `QueueLogs.write_appends`)."""
+        if self._writable_until is not None:
+            self._lease_holds()
         self.logs.write_appends(batch, allocated or {}, touched)
         await self.durable(batch)
 
@@ -50,3 +62,11 @@ class Committer:
             await self.store.sync()
         if self._replicator is not None:
             await self._replicator.confirm(batch.seq if batch is not None else 0)
+        if self._writable_until is not None:  # the lease may have run out while it waited
+            self._lease_holds()
+
+    def _lease_holds(self) -> None:
+        assert self._writable_until is not None
+        if time.monotonic() >= self._writable_until():
+            raise BrokerError(pb.HA_NOT_AVAILABLE, f"broker {self.broker_name!r} here does not hold the group's "
+                                                   f"primary role (now or for long enough): retry, the group elects one")

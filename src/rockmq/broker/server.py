@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import logging
 import sys
+import time
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -43,6 +44,9 @@ from rockmq.broker.cluster.reseed import prepare
 from rockmq.broker.cluster.routes import Cluster
 from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext, start_epoch
+from rockmq.broker.coordination.coordinator import CoordinatorError
+from rockmq.broker.coordination.in_sync import InSyncKeeper
+from rockmq.broker.coordination.membership import Membership, broker_settings, held_in, position, take_role
 from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
@@ -122,8 +126,12 @@ def _listen(s: Settings, following: bool, users: Users | None,
 
 
 class Broker:
-    def __init__(self, settings: Settings) -> None:
-        """Every part of the broker, built in dependency order: each gets what it uses."""
+    def __init__(self, settings: Settings, membership: Membership | None = None) -> None:
+        """Every part of the broker, built in dependency order: each gets what it uses. With `membership`
+        (--coordinator), in the role its coordinator gave it: primary, or following the primary."""
+        primary = membership.role if membership is not None else None
+        if membership is not None and primary is not None:
+            settings = broker_settings(settings, primary, membership.member)
         self.settings = s = settings
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
@@ -131,6 +139,8 @@ class Broker:
         self.streams = StalledStreams(s.stream_send_timeout_s, s.stream_buffer_bytes, s.stream_buffer_total_bytes)
         prepare(s.data_path)  # a re-seeded replica's copy swapped in (reseed.py), a checkpoint being sent removed
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
+        if membership is not None and primary is not None:
+            take_role(store, primary, membership.member)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
         if s.replica_of and promoted:
@@ -154,16 +164,21 @@ class Broker:
         self.replicator = (Replicator(store, oplog, s, secret, epoch, self.fence, self.streams,
                                       principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
+        # a coordinated group's primary keeps its in-sync set, which a sync send waits for in full
+        self.in_sync = membership.in_sync_keeper() if membership is not None and self.replicator is not None else None
+        if self.replicator is not None:
+            self.replicator.in_sync = self.in_sync
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
         self.cluster = Cluster(ctx, self.fence)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
-        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set)
-                         if following else None)
+        self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
+                                  membership.member if membership is not None else "") if following else None)
         self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
-        self.committer = Committer(store, ctx.logs, s, self.replicator)
+        self.committer = Committer(store, ctx.logs, s, self.replicator,
+                                   membership.writable_until if membership is not None and not following else None)
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)
         checkpoints = Checkpoints(store, secret, epoch)
@@ -231,6 +246,8 @@ class Broker:
         if self.fence.fenced:  # superseded before this start: it serves reads only
             return self.port
         self._tasks.append(asyncio.create_task(self.ctx.store.space.watch()))  # `_write` may have begun: a call confirmed it
+        if self.in_sync is not None and self.replicator is not None:
+            self._tasks.append(asyncio.create_task(self._keep_in_sync(self.in_sync, self.replicator)))
         if self.fence.confirmed:  # else a restarted primary of a replicated group: `_write` once it confirms
             self._write()
         if self.cluster.enabled:
@@ -239,6 +256,12 @@ class Broker:
             self._registering = asyncio.create_task(self.cluster.register_forever())
             self._tasks.append(self._registering)
         return self.port
+
+    async def _keep_in_sync(self, keeper: InSyncKeeper, replicator: Replicator) -> None:
+        """Let replicas within half of replica_max_lag_ms join the in-sync set (in_sync.py)."""
+        close_s = self.settings.replica_max_lag_ms / 2000
+        await keeper.run(lambda: replicator.members, lambda: replicator.batches.seq,
+                         lambda applied: replicator.batches.lag(applied, time.time())[1] <= close_s)
 
     def _write(self) -> None:
         """Start the background writers (timers, transactions, redeliveries, retention...), once: a
@@ -315,6 +338,28 @@ def _listeners(s: Settings) -> str:
     return " (TLS)" + (f" and {s.host}:{s.plaintext_port} (plaintext)" if s.plaintext_port >= 0 else "")
 
 
+def _role(broker: Broker) -> str:
+    """What the start line says of a replica."""
+    return f", replica of {broker.settings.replica_of}" if broker.follower is not None else ""
+
+
+async def _joined(settings: Settings) -> Membership:
+    """A member of a coordinated group (--coordinator), registered, knowing its group's primary. Its
+    endpoint is its name in the group: the port must be fixed."""
+    from rockmq.broker.coordination.etcd import EtcdCoordinator  # etcd's client: loaded only with --coordinator
+
+    if settings.port == 0 or settings.host in ("0.0.0.0", "::", ""):
+        raise CannotStart("with --coordinator give a fixed --port and the --host the other members reach: a member's "
+                          "HOST:PORT is its name in the group")
+    member = f"{settings.host}:{settings.port}"
+    membership = Membership(EtcdCoordinator.from_settings(settings, member), member)
+    try:
+        await membership.join(lambda: held_in(settings))
+    except CoordinatorError as e:
+        raise CannotStart(str(e)) from None
+    return membership
+
+
 async def serve(settings: Settings, ready_file: str | None = None) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     raise_fd_limit()  # before max_connections is sized from it
@@ -328,7 +373,16 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
     log.info("%s", compiled.describe())
     log.info("%s", settings.connection_limits.describe())
     warn_if_open("broker", settings.host, settings.auth_enabled, "--auth")
-    broker = Broker(settings)
+    membership = None
+    if settings.coordinator:
+        joining, stopping = asyncio.create_task(_joined(settings)), asyncio.create_task(stop.wait())
+        await asyncio.wait([joining, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not joining.done():  # stopped while the coordinator had no answer (its lease lapses)
+            joining.cancel()
+            return
+        membership = joining.result()
+    broker = Broker(settings, membership)
     port = await broker.start()
     try:
         # `broker` when scraped or probed: the one serving then (a promotion or a re-seed replaces it)
@@ -338,7 +392,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
         raise
     watching = asyncio.create_task(watch(settings.connection_limits))  # says when connections are refused
     gc.freeze()  # everything alive now lives as long as the broker: keep it out of every GC pass
-    role = f", replica of {settings.replica_of}" if broker.follower is not None else ""
+    role = _role(broker)
     print(f"rockmq broker listening on {settings.host}:{port}{_listeners(broker.settings)} (data in {settings.data_dir}, "
           f"flush {settings.flush}{role})", flush=True)
     if http is not None:
@@ -346,8 +400,11 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
               f"(/metrics, /healthz, /readyz)", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
+    # a coordinated member follows its group's primary as it changes, for as long as it serves
+    changes = asyncio.create_task(membership.run(lambda: position(broker.ctx.store))) if membership else None
     while True:
-        waits = [asyncio.create_task(e.wait()) for e in (broker.promoted, broker.reseeded, stop)]
+        events = (broker.promoted, broker.reseeded, stop, *((membership.changed,) if membership else ()))
+        waits = [asyncio.create_task(e.wait()) for e in events]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for w in waits:
             w.cancel()
@@ -355,17 +412,28 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
             break
         # Promoted: start over as a primary on the same store and port, with fresh in-memory state.
         # Re-seeded: start over on the copy of the primary's store, swapped in before the store opens.
-        promoted = broker.promoted.is_set()
+        # A coordinated member whose group's primary changed: start over in its new role.
+        promoted, reseeded = broker.promoted.is_set(), broker.reseeded.is_set()
+        if membership is not None:
+            membership.changed.clear()
         await broker.stop()
-        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port))
+        broker = Broker(dataclasses.replace(settings, port=port, plaintext_port=broker.settings.plaintext_port),
+                        membership)
         await broker.start()
         if promoted:
             log.warning("promoted: now a primary on port %d", port)
-        else:
-            log.warning("re-seeded: following %s again from batch %d", settings.replica_of,
+        elif reseeded:
+            log.warning("re-seeded: following %s again from batch %d", broker.settings.replica_of,
                         broker.follower.applied if broker.follower is not None else 0)
+        else:
+            log.warning("the group's primary changed: now %s", f"a replica of {broker.settings.replica_of}"
+                        if broker.follower is not None else f"the primary on port {port}")
     watching.cancel()
+    if changes is not None:
+        changes.cancel()
     await broker.drain(settings.drain_timeout_s)  # /readyz says "draining" meanwhile
+    if membership is not None:
+        await membership.close()  # the others elect at once
     if http is not None:
         await http.stop()
     log.info("stopped")

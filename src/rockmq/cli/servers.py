@@ -105,6 +105,16 @@ SERVE = (
          metavar="HOST:PORT"),
     Flag("tls_ca", "CA (PEM) that this broker's own connections to other brokers, name servers and its primary verify "
                    "against (turns them to TLS)", metavar="FILE"),
+    Flag("coordinator", "the etcd that holds this broker group's primary: etcd://HOST:PORT[,HOST:PORT...] (automatic "
+                        "failover: docs/cluster.md; the member needs a fixed --port)", metavar="URL"),
+    Flag("coordinator_lease_s", "a member's lease in etcd, in whole seconds (default {default})",
+         option="--coordinator-lease", metavar="SECONDS"),
+    Flag("coordinator_user", "etcd user (with --coordinator-password, env ROCKMQ_COORDINATOR_PASSWORD)", metavar="NAME"),
+    Flag("coordinator_password", "that etcd user's password (env ROCKMQ_COORDINATOR_PASSWORD)", metavar="S"),
+    Flag("coordinator_ca", "CA (PEM) that etcd's certificate is verified against (turns the connection to TLS)",
+         metavar="FILE"),
+    Flag("coordinator_cert", "client certificate chain (PEM) for etcd's TLS", metavar="FILE"),
+    Flag("coordinator_key", "the private key (PEM) of --coordinator-cert", metavar="FILE"),
 )
 
 # A listener's files, on both servers (a name server reads them from its arguments itself).

@@ -18,8 +18,8 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol
 
 import grpc
 
@@ -57,8 +57,11 @@ log = logging.getLogger(__name__)
 RETRY_S = 1.0
 UNPARSED_STATE = "a FollowerState's bytes do not parse"
 PROBE_S = 2.0  # how long promotion waits for the primary to answer before it takes it for gone
-# A replica's catch-up reply carries many batches: it may be larger than any client's.
-REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20),)
+# A replica's catch-up reply carries many batches: it may be larger than any client's. A primary not
+# listening yet (being rebuilt after an election) is dialled again within 0.1-1 s, not gRPC's 1-120 s.
+MEMBER_HEADER = "x-rockmq-member"  # a coordinated group's replica names itself on its Follow stream
+REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20), ("grpc.initial_reconnect_backoff_ms", 100),
+                       ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
 
 
 def was_promoted(store: Store) -> bool:
@@ -154,6 +157,18 @@ class OpLog:
         self._drop_below = self._footprints[0][0]
 
 
+class InSync(Protocol):
+    """A coordinated group's in-sync set, as its primary keeps it (broker/coordination/in_sync.py)."""
+
+    def lacking(self, seq: int, applied: Mapping[str, int]) -> frozenset[str]:
+        """The members of the set that have not applied batch `seq`."""
+        ...
+
+    async def drop(self, members: frozenset[str]) -> None:
+        """Remove them from the set (committed in the coordinator) before a send is answered without them."""
+        ...
+
+
 class Replicator(replication_grpc.ReplicationServicer):
     """The primary's side: starts the store's op log, streams its batches to replicas (and, with
     `principals` — auth on — its users and ACLs: first, and again whenever they change)."""
@@ -174,6 +189,11 @@ class Replicator(replication_grpc.ReplicationServicer):
         self._acked_moved = asyncio.Event()
         self.followers = 0
         self.replicas: dict[str, int] = {}  # each Follow stream's replica (its peer) -> the batch it applied last
+        # A coordinated group's primary: each member following now (by name) -> the batch it applied last,
+        # and the in-sync set, all of which a sync send waits for (broker/coordination/in_sync.py)
+        self.members: dict[str, int] = {}
+        self._member_streams: dict[str, str] = {}  # each such member -> the peer of its latest Follow stream
+        self.in_sync: InSync | None = None
         self.stopping = False  # the broker is stopping: Follow streams end (`close`)
         self.snapshots = Snapshots(store, streams, lambda: fence.fenced)  # copies for replicas too far behind
         # The first batch carries what a promoted replica needs to take over: the secret (receipt
@@ -200,15 +220,20 @@ class Replicator(replication_grpc.ReplicationServicer):
         timeout = self.settings.replication_timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.acked < seq:
+        lag_deadline = deadline if self.in_sync is None else loop.time() + self.settings.replica_max_lag_ms / 1000
+        while self.acked < seq or (self.in_sync is not None and self.in_sync.lacking(seq, self.members)):
             left = deadline - loop.time()
             if left <= 0:
                 raise BrokerError(pb.SLAVE_PERSISTENCE_TIMEOUT,
                                   f"no replica confirmed the write within {timeout} s "
                                   f"({self.followers} following); stored on the primary only, retry")
+            if self.acked >= seq and self.in_sync is not None and loop.time() >= lag_deadline:
+                await self.in_sync.drop(self.in_sync.lacking(seq, self.members))  # before answering without them
+                continue
             self._acked_moved.clear()
             try:
-                await asyncio.wait_for(self._acked_moved.wait(), left)
+                until_lag = lag_deadline - loop.time()
+                await asyncio.wait_for(self._acked_moved.wait(), min(left, until_lag) if until_lag > 0 else left)
             except TimeoutError:
                 pass
 
@@ -277,6 +302,9 @@ class Replicator(replication_grpc.ReplicationServicer):
         sent = start  # the last batch handed to this stream
         replica = context.peer()
         self.replicas[replica] = start
+        member = str(dict(context.invocation_metadata() or ()).get(MEMBER_HEADER, ""))
+        if member:  # a replica that follows again: its newer stream counts, not the one still ending
+            self.members[member], self._member_streams[member] = start, replica
 
         async def read_acks() -> bool:
             """Count what this replica applied, never more than this stream carried: a report beyond
@@ -292,8 +320,11 @@ class Replicator(replication_grpc.ReplicationServicer):
                                     state.applied_seq, sent)
                         lied = True
                 else:
-                    self._confirmed(state.applied_seq)
                     self.replicas[replica] = state.applied_seq
+                    if member and self._member_streams.get(member) == replica:
+                        self.members[member] = state.applied_seq
+                        self._acked_moved.set()  # an in-sync member's progress may answer a send
+                    self._confirmed(state.applied_seq)
             return True
 
         reader = asyncio.create_task(read_acks())
@@ -333,6 +364,8 @@ class Replicator(replication_grpc.ReplicationServicer):
             reader.cancel()
             self.followers -= 1
             self.replicas.pop(replica, None)
+            if member and self._member_streams.get(member) == replica:
+                del self.members[member], self._member_streams[member]
             log.info("a replica stopped following at batch %d", sent)
 
     async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,
@@ -349,8 +382,10 @@ class Follower:
     the replica finds its primary wherever it restarts."""
 
     def __init__(self, ctx: BrokerContext, primary: str, cluster: Cluster, on_promoted: Callable[[], None],
-                 principals: Principals, on_reseeded: Callable[[], None]) -> None:
+                 principals: Principals, on_reseeded: Callable[[], None], member: str = "") -> None:
         self.ctx = ctx
+        # its name in a group whose coordinator elects the primary (told to the primary; never promoted by hand)
+        self.member = member
         self.principals = principals  # the primary's users and ACLs, kept as ours
         self.on_promoted = on_promoted  # restarts the broker as a primary
         self.primary = primary
@@ -444,7 +479,7 @@ class Follower:
                     acks.put_nowait(replication.FollowerState(applied_seq=target))
                     reported = target
 
-        call = stub.Follow(states())
+        call = stub.Follow(states(), metadata=((MEMBER_HEADER, self.member),) if self.member else None)
         acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:

@@ -1,0 +1,179 @@
+"""The `Coordinator` seam: what a broker group's election needs from the store that holds its
+primary (issue 30; docs/cluster.md "Automatic failover"), kept to one small interface so that etcd
+stays behind it (etcd.py is the one implementation).
+
+A group is the members of one `broker_name`. The coordinator holds, per group: each member's
+registration under its own lease (`coordinator_lease_s`), the primary (which member, its endpoint,
+its epoch: a key under the primary's lease, so it vanishes when the primary stops renewing), the
+group's last epoch (kept: the next campaign takes the one above — the fencing token issue 20's
+primary epochs carry), and the in-sync set (the members that hold every acknowledged message) with
+the revision a compare-and-set names.
+
+Every call is bounded by the coordinator's call timeout; when the store cannot be reached in it the
+call raises `CoordinatorUnavailable`, which is retriable: the current primary keeps serving, nothing
+is elected, and a change of the in-sync set waits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+PREFIX = "/rockmq/groups"
+
+
+class CoordinatorError(Exception):
+    """The coordinator refused a call (bad credentials, no permission): not retried."""
+
+
+class CoordinatorUnavailable(CoordinatorError):
+    """The coordinator did not answer within the call timeout (unreachable, no quorum): retriable."""
+
+
+@dataclass(frozen=True)
+class Primary:
+    """Who holds a group's primary role, where clients and replicas reach it, and its epoch."""
+
+    member: str
+    endpoint: str
+    epoch: int
+
+    def encode(self) -> bytes:
+        return json.dumps({"member": self.member, "endpoint": self.endpoint, "epoch": self.epoch}).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> Primary:
+        d = json.loads(value)
+        return cls(str(d["member"]), str(d["endpoint"]), int(d["epoch"]))
+
+
+@dataclass(frozen=True)
+class Member:
+    """A registered member: where it serves, and how much of the group's log it holds as it last
+    announced: the primary epoch its history is at and the last batch it applied (-1: not announced
+    since it registered). An election reads these to let the most caught-up member campaign first."""
+
+    endpoint: str
+    epoch: int = 0
+    applied: int = -1
+
+    def encode(self) -> bytes:
+        return json.dumps({"endpoint": self.endpoint, "epoch": self.epoch, "applied": self.applied}).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> Member:
+        d = json.loads(value)
+        return cls(str(d["endpoint"]), int(d["epoch"]), int(d["applied"]))
+
+
+@dataclass(frozen=True)
+class InSync:
+    """A group's in-sync set as read, with the version of its key (0: never written; each write adds
+    one, and the key is never deleted) that a compare-and-set must name to replace it."""
+
+    members: frozenset[str]
+    version: int
+
+    @staticmethod
+    def encode(members: frozenset[str]) -> bytes:
+        return json.dumps(sorted(members)).encode()
+
+    @staticmethod
+    def decode(value: bytes) -> frozenset[str]:
+        return frozenset(str(m) for m in json.loads(value)) if value else frozenset()
+
+
+@dataclass(frozen=True)
+class GroupKeys:
+    """The keys of one group, written here once: `{PREFIX}/{broker_name}/` + primary (the Primary,
+    under its lease), epoch (the last epoch handed out, a decimal number, no lease), in_sync (a JSON
+    list of member names, no lease) and members/{member} (a Member: its endpoint and announced position, under its lease)."""
+
+    group: str
+
+    @property
+    def root(self) -> str:
+        return f"{PREFIX}/{self.group}/"
+
+    @property
+    def primary(self) -> str:
+        return self.root + "primary"
+
+    @property
+    def epoch(self) -> str:
+        return self.root + "epoch"
+
+    @property
+    def in_sync(self) -> str:
+        return self.root + "in_sync"
+
+    @property
+    def members(self) -> str:
+        return self.root + "members/"
+
+    def member(self, name: str) -> str:
+        return self.members + name
+
+
+class Coordinator(Protocol):
+    """One member's handle on its group in the coordinator. Each call raises CoordinatorUnavailable
+    if the coordinator does not answer within the call timeout."""
+
+    @property
+    def lease_s(self) -> int:
+        """The lease a member holds (coordinator_lease_s)."""
+        ...
+
+    async def register(self, endpoint: str) -> None:
+        """Take a lease, write this member's registration under it and keep it renewed until close (or
+        until etcd no longer knows it: then `lease_valid_until` is 0.0, and the member registers again)."""
+        ...
+
+    def lease_valid_until(self) -> float:
+        """Up to when (time.monotonic()) this member's lease surely holds: the start of its last
+        answered renewal plus the lease's length (0.0 before registering, or once it was lost). A
+        primary takes writes only before it."""
+        ...
+
+    async def announce(self, endpoint: str, epoch: int, applied: int) -> None:
+        """Rewrite this member's registration with how much of the log it holds (an election's input)."""
+        ...
+
+    async def members(self) -> dict[str, Member]:
+        """The group's registered members (those whose lease holds) by name."""
+        ...
+
+    async def campaign(self, endpoint: str, eligible: InSync | None = None) -> Primary | None:
+        """Take the group's primary role if no member holds it (and, with `eligible`, only while the
+        in-sync set is still the one read), with the group's next epoch, in one transaction; after
+        register. Returns the primary after the attempt: this member with its new epoch if it won, else
+        the holder; None if nobody holds it but the in-sync set changed since `eligible` was read."""
+        ...
+
+    async def primary(self) -> Primary | None:
+        """The group's primary now (None: no member holds the role)."""
+        ...
+
+    async def watch_primary(self, known: Primary | None, timeout_s: float) -> Primary | None:
+        """The group's primary once it is other than `known`, or as it is after `timeout_s`."""
+        ...
+
+    async def in_sync(self) -> InSync:
+        """The group's in-sync set and its revision."""
+        ...
+
+    async def set_in_sync(self, members: frozenset[str], version: int) -> bool:
+        """Replace the in-sync set if it is still at `version` and this member still holds the primary
+        role (only the primary keeps the set); False, nothing written, if not."""
+        ...
+
+    async def resign(self) -> None:
+        """Give up the primary role if this member holds it (the others may elect at once)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop renewing the lease, revoke it and let the connection go: this member's registration
+        (and its primary role, if it held it) goes at once, or, with the coordinator unreachable,
+        lapses within the lease."""
+        ...

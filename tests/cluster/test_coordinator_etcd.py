@@ -1,0 +1,205 @@
+"""The `Coordinator` seam on a real etcd (broker/coordination/etcd.py; the `etcd` fixture starts one on
+loopback ports): members campaign for their group's primary with the next epoch, see the winner, elect
+again when its lease lapses, keep the in-sync set by compare-and-set, and get one retriable error when
+etcd is gone."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import grpc
+import pytest
+
+from rockmq.broker.coordination.coordinator import (
+    CoordinatorError,
+    CoordinatorUnavailable,
+    GroupKeys,
+    InSync,
+    Member,
+    Primary,
+)
+from rockmq.broker.coordination.etcd import EtcdCoordinator
+from rockmq.config import coordinator_endpoints
+
+LEASE_S = 2  # the shortest lease settings allow: lapses are waited for
+GROUP = "broker-a"
+
+
+@asynccontextmanager
+async def members(url: str, *names: str, group: str = GROUP) -> AsyncIterator[list[EtcdCoordinator]]:
+    """Registered members (endpoint: their name), closed after."""
+    group_members = [EtcdCoordinator(coordinator_endpoints(url), group, n, LEASE_S) for n in names]
+    try:
+        for m, n in zip(group_members, names):
+            await m.register(n)
+        yield group_members
+    finally:
+        for m in group_members:
+            await m.close()
+
+
+def test_one_of_two_campaigning_members_wins_with_the_next_epoch(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a", "b") as (a, b):
+            assert await a.primary() is None
+            won_a, won_b = await asyncio.gather(a.campaign("a"), b.campaign("b"))
+            assert won_a == won_b and won_a is not None and won_a.epoch == 1  # one winner, both see it
+            winner, loser = (a, b) if won_a.member == "a" else (b, a)
+            other = "b" if won_a.member == "a" else "a"
+            assert await loser.primary() == won_a
+            assert await loser.watch_primary(None, 1.0) == won_a  # known to differ: answered at once
+            await winner.resign()
+            assert await loser.campaign(other) == Primary(other, other, 2)
+            assert await winner.campaign(won_a.member) == Primary(other, other, 2)  # the holder, unchanged
+        async with members(etcd.url, "c", group="broker-b") as (c,):  # each group has its own primary and epochs
+            assert await c.campaign("c") == Primary("c", "c", 1)
+
+    asyncio.run(run())
+
+
+def test_a_watching_member_sees_the_primary_as_it_changes(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a", "b") as (a, b):
+            watching = asyncio.create_task(b.watch_primary(None, 5.0))
+            await asyncio.sleep(0.2)
+            t0 = time.monotonic()
+            won = await a.campaign("a")
+            assert await watching == won == Primary("a", "a", 1)
+            assert time.monotonic() - t0 < 1.0
+            assert await b.watch_primary(won, 0.3) == won  # nothing changed: as it is after the timeout
+            watching = asyncio.create_task(b.watch_primary(won, 5.0))
+            await asyncio.sleep(0.2)
+            await a.resign()
+            assert await watching is None
+
+    asyncio.run(run())
+
+
+def test_a_killed_primarys_lease_lapses_and_the_next_campaign_takes_the_next_epoch(etcd, tmp_path: Path):
+    member = Path(__file__).with_name("coordinator_member.py")
+    proc = subprocess.Popen([sys.executable, str(member), etcd.url, GROUP, "a", "127.0.0.1:1", str(LEASE_S)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = Primary.decode(proc.stdout.readline().encode())
+        assert first == Primary("a", "127.0.0.1:1", 1)
+
+        async def run() -> tuple[Primary | None, float]:
+            async with members(etcd.url, "b") as (b,):
+                assert await b.campaign("b") == first  # a holds it: b sees a
+                await asyncio.sleep(LEASE_S + 0.5)
+                assert await b.primary() == first  # a keeps renewing its lease
+                proc.kill()
+                t0 = time.monotonic()
+                assert await b.watch_primary(first, LEASE_S + 3.0) is None
+                lapsed = time.monotonic() - t0
+                return await b.campaign("b"), lapsed
+
+        second, lapsed = asyncio.run(run())
+        assert second == Primary("b", "b", 2)
+        assert lapsed <= LEASE_S + 1.0
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_members_announce_their_positions_and_a_closed_one_is_gone(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a", "b") as (a, b):
+            assert await a.members() == {"a": Member("a"), "b": Member("b")}  # registered, not announced
+            await a.announce("a", 2, 90)
+            await b.announce("b", 2, 120)
+            assert await b.members() == {"a": Member("a", 2, 90), "b": Member("b", 2, 120)}
+            await b.close()
+            assert await a.members() == {"a": Member("a", 2, 90)}  # its lease revoked: its key went
+
+    asyncio.run(run())
+
+
+def test_the_in_sync_set_changes_only_from_the_version_read_and_by_the_primary(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a", "b") as (a, b):
+            assert await a.in_sync() == InSync(frozenset(), 0)
+            assert not await a.set_in_sync(frozenset({"a"}), 0)  # not the primary (yet)
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            assert await a.campaign("a") == Primary("a", "a", 1)  # the holder again (an answer lost): no new epoch
+            assert await a.set_in_sync(frozenset({"a", "b"}), 0)
+            assert not await a.set_in_sync(frozenset({"a"}), 0)  # a stale version: refused, nothing written
+            assert await b.in_sync() == InSync(frozenset({"a", "b"}), 1)
+            assert not await b.set_in_sync(frozenset({"b"}), 1)  # b is not the primary
+            assert await a.set_in_sync(frozenset({"a"}), 1)
+            await a.resign()
+            assert not await a.set_in_sync(frozenset({"a", "b"}), 2)  # no longer the primary
+            # b read the set while it still held b: the set changed since, so b may not campaign on it
+            assert await b.campaign("b", eligible=InSync(frozenset({"a", "b"}), 1)) is None
+            now = await b.in_sync()
+            assert await b.campaign("b", eligible=now) == Primary("b", "b", 2)
+
+    asyncio.run(run())
+
+
+def test_with_etcd_gone_each_call_raises_the_retriable_error_within_its_timeout(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a") as (a,):
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            valid_until = a.lease_valid_until()
+            assert valid_until > time.monotonic()
+            etcd.kill()
+            for call in (a.primary(), a.in_sync(), a.campaign("a"), a.set_in_sync(frozenset({"a"}), 0),
+                         a.watch_primary(None, 5.0)):
+                t0 = time.monotonic()
+                with pytest.raises(CoordinatorUnavailable, match="did not answer|failed"):
+                    await call
+                assert time.monotonic() - t0 <= LEASE_S / 3 + 0.5
+            await asyncio.sleep(LEASE_S / 3 + 0.2)
+            assert a.lease_valid_until() == valid_until  # no renewal answered: the lease is not extended
+            etcd.start()  # back on its ports with its data: the group's keys are there
+            assert await a.in_sync() == InSync(frozenset(), 0)
+            assert (await a.primary()) in (Primary("a", "a", 1), None)  # None if the lease lapsed meanwhile
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("http://127.0.0.1:2379", "coordinator must be etcd://HOST:PORT"),
+    ("etcd://", "'' is not HOST:PORT"),
+    ("etcd://127.0.0.1", "'127.0.0.1' is not HOST:PORT"),
+    ("etcd://:2379", "':2379' is not HOST:PORT"),
+])
+def test_rockmq_serve_refuses_a_bad_coordinator_in_one_line(tmp_path: Path, value: str, says: str):
+    done = subprocess.run([sys.executable, "-m", "rockmq", "serve", "--data-dir", str(tmp_path), "--coordinator", value],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+
+
+def test_a_primary_whose_lease_etcd_dropped_holds_nothing_and_registers_again(etcd):
+    """What a primary paused past its lease finds when it runs again: etcd expired its lease (here:
+    revoked, the same for etcd) — its next renewal says so, and it neither is primary nor keeps the set."""
+    from etcd3aio.kv import KVService
+    from etcd3aio.lease import LeaseService
+
+    async def run() -> None:
+        async with members(etcd.url, "a") as (a,):
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            async with grpc.aio.insecure_channel(etcd.endpoint) as channel:
+                read = await KVService(channel).get(GroupKeys(GROUP).primary, timeout=5)
+                await LeaseService(channel).revoke(read.kvs[0].lease, timeout=5)
+            t0 = time.monotonic()
+            while a.lease_valid_until() and time.monotonic() - t0 < LEASE_S:
+                await asyncio.sleep(0.05)
+            assert a.lease_valid_until() == 0.0  # within a renewal (a third of the lease)
+            assert await a.primary() is None
+            assert not await a.set_in_sync(frozenset({"a"}), 0)
+            with pytest.raises(CoordinatorError, match="register first"):
+                await a.campaign("a")
+            await a.register("a")
+            assert await a.campaign("a") == Primary("a", "a", 2)
+
+    asyncio.run(run())

@@ -1,0 +1,56 @@
+"""Members of a coordinated broker group (`rockmq serve --coordinator`, issue 30) as real processes,
+for tests/cluster and tests/chaos: each on a fixed free port (its endpoint is its name in the group)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from broker_process import BrokerProcess
+from tls_certs import free_port
+from waiting import wait_for
+
+LEASE_S = 3  # the default coordinator_lease_s
+
+
+def member(etcd_url: str, data: Path, group: str = "g1") -> BrokerProcess:
+    broker = BrokerProcess(data, "--broker-name", group, "--replication", "sync", "--coordinator", etcd_url,
+                           "--coordinator-lease", str(LEASE_S))
+    broker.port = free_port()  # a member's endpoint is its name in the group: a fixed port
+    return broker
+
+
+def serving_primary(members: list[BrokerProcess], timeout: float = 15) -> BrokerProcess:
+    """The member that serves as the group's primary: its log's last role line names itself, and its
+    broker serves in that role since (started, or rebuilt)."""
+    def serving(m: BrokerProcess) -> bool:
+        lines = list(m.log)
+        roles = [i for i, line in enumerate(lines) if " is primary at epoch " in line]
+        return bool(roles) and lines[roles[-1]].endswith("(this member)") and any(
+            "rockmq broker listening" in line or "now the primary" in line for line in lines[roles[-1]:])
+
+    return wait_for(lambda: next((m for m in members if m.proc is not None and serving(m)), None), timeout,
+                    what="a primary")
+
+
+@contextmanager
+def running_group(etcd_url: str, directory: Path, size: int = 3) -> Iterator[list[BrokerProcess]]:
+    """`size` members started, each in `directory`/m{i}; after: continued if paused, and killed."""
+    members = [member(etcd_url, directory / f"m{i}") for i in range(size)]
+    try:
+        for m in members:
+            m.start()
+        yield members
+    finally:
+        for m in members:
+            if m.proc is not None:
+                m.proc.send_signal(signal.SIGCONT)
+            m.kill()
+
+
+def in_sync_joined(primary: BrokerProcess, replicas: int = 2, timeout: float = 15) -> None:
+    """Wait until `replicas` members joined the in-sync set of `primary` (its log says each)."""
+    wait_for(lambda: sum(" joined the in-sync set" in line for line in list(primary.log)) >= replicas, timeout,
+             what=f"{replicas} replicas to join the in-sync set")
