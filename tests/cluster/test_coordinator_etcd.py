@@ -25,7 +25,9 @@ from rockmq.broker.coordination.coordinator import (
     Primary,
 )
 from rockmq.broker.coordination.etcd import EtcdCoordinator
+from rockmq.broker.coordination.in_sync import InSyncKeeper
 from rockmq.config import coordinator_endpoints
+from rockmq.protocol.errors import BrokerError
 
 LEASE_S = 2  # the shortest lease settings allow: lapses are waited for
 GROUP = "broker-a"
@@ -140,6 +142,33 @@ def test_the_in_sync_set_changes_only_from_the_version_read_and_by_the_primary(e
             assert await b.campaign("b", eligible=InSync(frozenset({"a", "b"}), 1)) is None
             now = await b.in_sync()
             assert await b.campaign("b", eligible=now) == Primary("b", "b", 2)
+
+    asyncio.run(run())
+
+
+def test_a_joining_replica_is_waited_for_until_etcd_holds_it_and_the_primarys_copy_never_parts_from_etcd(etcd):
+    async def run() -> None:
+        async with members(etcd.url, "a") as (a,):
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            keeper = InSyncKeeper(a, "a")
+            await keeper.load()
+            # a write that landed though its answer was lost: the copy here still names the version before it
+            assert await a.set_in_sync(frozenset({"b"}), keeper.version)
+            keeper.joining["b"] = 5
+            await keeper._admit("b")  # its compare fails; read back, the set is the one it wrote: adopted
+            assert keeper.members == frozenset({"b"}) and not keeper.joining
+            assert keeper.version == (await a.in_sync()).version
+            keeper.joining["c"] = 7
+            etcd.kill()
+            await keeper._admit("c")  # not taken: c stays joining, so every answer still waits for it
+            assert keeper.joining == {"c": 7}
+            assert keeper.lacking(8, {"b": 8, "c": 7}) == frozenset({"c"})
+            with pytest.raises(BrokerError, match="cannot change now"):
+                await keeper.drop(frozenset({"b"}))  # not taken either: b stays a member, waited for
+            assert keeper.members == frozenset({"b"})
+            etcd.start()
+            await keeper.drop(frozenset({"b"}))  # the coordinator back: changes go through from the same copy
+            assert await a.in_sync() == InSync(frozenset(), keeper.version)
 
     asyncio.run(run())
 

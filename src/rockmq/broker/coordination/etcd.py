@@ -196,7 +196,7 @@ class EtcdCoordinator:
                 [KVService.txn_compare_version(self._keys.in_sync, version),
                  KVService.txn_compare_value(self._keys.primary, self._held.encode())],
                 [KVService.txn_op_put(self._keys.in_sync, InSync.encode(members))],
-                timeout=self._call_timeout_s)
+                timeout=self._call_timeout_s, max_attempts=1)  # a retry of a write that landed fails its compare
         return bool(reply.succeeded)
 
     async def resign(self) -> None:

@@ -63,31 +63,44 @@ class InSyncKeeper:
             left, gone = self.members - members, self.members & members
             if not gone:
                 return
-            try:
-                changed = await self.coordinator.set_in_sync(left, self.version)
-            except CoordinatorError as e:
-                raise BrokerError(pb.HA_NOT_AVAILABLE, f"a replica lags and the in-sync set cannot change now ({e}); "
-                                                       f"retry") from None
-            if not changed:
-                raise BrokerError(pb.HA_NOT_AVAILABLE, "this member no longer holds its group's primary role: retry")
-            self.members, self.version = left, self.version + 1
+            if not await self._write(left):
+                raise BrokerError(pb.HA_NOT_AVAILABLE, "a replica lags and the group's in-sync set cannot change now "
+                                                       "(the coordinator did not take it, or this member is no longer "
+                                                       "primary): retry")
         log.warning("group member %s: %s left the in-sync set (behind or gone): now %s", self.member,
                     sorted(gone), sorted(left) or "{}")
 
     async def _admit(self, member: str) -> None:
-        """Enter a joining replica that applied every batch written when it began to join."""
+        """Enter a joining replica that applied every batch written when it began to join. It stays
+        joining (every answer waits for it) until the coordinator holds it in the set: an answer
+        in between that did not wait for it could be missing from a member that may be elected."""
         async with self._changing:
-            if self.joining.pop(member, None) is None:  # dropped meanwhile
+            if member not in self.joining:  # dropped meanwhile
                 return
-            members = self.members | {member}
-            try:
-                changed = await self.coordinator.set_in_sync(members, self.version)
-            except CoordinatorError:
-                changed = False
-            if not changed:
-                return
-            self.members, self.version = members, self.version + 1
+            if not await self._write(self.members | {member}):
+                return  # still joining: the next look tries again
+            self.joining.pop(member, None)
         log.warning("group member %s: %s joined the in-sync set: now %s", self.member, member, sorted(self.members))
+
+    async def _write(self, members: frozenset[str]) -> bool:
+        """Compare-and-set the set to `members` -> whether the coordinator holds it now. An outcome not
+        known (no answer in time, or a retried write that had landed failing its compare) is read
+        back: the set it holds is adopted if it is the one written here, so this copy and the
+        coordinator's never part (else every later compare-and-set here would fail)."""
+        try:
+            if await self.coordinator.set_in_sync(members, self.version):
+                self.members, self.version = members, self.version + 1
+                return True
+        except CoordinatorError:
+            pass
+        try:
+            read = await self.coordinator.in_sync()
+        except CoordinatorError:
+            return False
+        if read.members != members:
+            return False
+        self.members, self.version = members, read.version
+        return True
 
     async def run(self, applied: Callable[[], Mapping[str, int]], head: Callable[[], int],
                   close: Callable[[int], bool]) -> None:
