@@ -6,9 +6,11 @@ Every wait is bounded: `receive_until` and `wait_for` take a deadline in seconds
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -38,11 +40,27 @@ NORMAL, FIFO, DELAY, LITE = 1, 2, 3, 5
 
 def _running(client: Any) -> Iterator[Any]:
     """Start an official client, and shut it down when its `with` block ends."""
+    _thread_loop()
     client.startup()
     try:
         yield client
     finally:
         client.shutdown()
+
+
+def _thread_loop() -> None:
+    """Give this thread an open event loop if it has none. The official client creates its Telemetry
+    stream's grpc.aio call in the thread that starts it, which takes that thread's event loop: an
+    earlier test of the same process that ran asyncio.run() here leaves none, and the client's
+    startup then fails ("There is no current event loop in thread 'MainThread'", seen once in CI)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None or loop.is_closed():
+        asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 def config(endpoint: str, credentials: Credentials | None = None) -> ClientConfiguration:
