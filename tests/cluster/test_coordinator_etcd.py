@@ -9,7 +9,7 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from rockmq.broker.coordination.coordinator import (
 )
 from rockmq.broker.coordination.etcd import EtcdCoordinator
 from rockmq.broker.coordination.in_sync import InSyncKeeper
+from rockmq.broker.coordination.membership import Membership
 from rockmq.config import coordinator_endpoints
 from rockmq.protocol.errors import BrokerError
 
@@ -231,5 +232,81 @@ def test_a_primary_whose_lease_etcd_dropped_holds_nothing_and_registers_again(et
                 await a.campaign("a")
             await a.register("a")
             assert await a.campaign("a") == Primary("a", "a", 2)
+
+    asyncio.run(run())
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float) -> float:
+    """Seconds until `condition` holds (asserting it does within `timeout_s`)."""
+    t0 = time.monotonic()
+    while not condition():
+        assert time.monotonic() - t0 < timeout_s, "not within the time allowed"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def test_a_member_restarted_under_its_name_is_not_primary_under_its_earlier_runs_lease(etcd):
+    """A fast restart: the primary key still names the member, under the lease of the run that was
+    killed. The new run waits for that key to lapse and is elected under its own lease."""
+    member = Path(__file__).with_name("coordinator_member.py")
+    proc = subprocess.Popen([sys.executable, str(member), etcd.url, GROUP, "a", "a", str(LEASE_S)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert Primary.decode(proc.stdout.readline().encode()) == Primary("a", "a", 1)
+        proc.kill()
+
+        async def run() -> None:
+            membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
+            try:
+                t0 = time.monotonic()
+                assert await membership.join(lambda: (1, 0)) == Primary("a", "a", 2)
+                assert membership.mine and membership.writable_until() > time.monotonic()
+                assert time.monotonic() - t0 > 0.5  # it waited for the old key to lapse
+            finally:
+                await membership.close()
+
+        asyncio.run(run())
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_campaign_on_a_fresh_etcd_takes_an_epoch_above_the_one_a_members_store_holds(etcd):
+    async def run() -> None:
+        membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
+        try:
+            assert await membership.join(lambda: (7, 10)) == Primary("a", "a", 8)  # not 1: epochs never go back
+        finally:
+            await membership.close()
+
+    asyncio.run(run())
+
+
+def test_a_primary_whose_renewal_fails_unforeseen_stops_writing_at_once_and_is_elected_again(etcd):
+    """The keep-alive and the membership loop are supervised: something that is not etcd answering on
+    its port (every call UNIMPLEMENTED) ends the renewals; the lease is taken as lost at once (the
+    primary refuses writes), the loop goes on, and once etcd is back the member registers on a new
+    connection and is elected again (its old key lapsed) under its new lease."""
+    async def run() -> None:
+        membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
+        following: asyncio.Task[None] | None = None
+        try:
+            assert await membership.join(lambda: (0, 0)) == Primary("a", "a", 1)
+            following = asyncio.create_task(membership.run(lambda: (1, 0)))
+            etcd.kill()
+            impostor = grpc.aio.server()
+            impostor.add_insecure_port(etcd.endpoint)
+            await impostor.start()
+            await _until(lambda: membership.coordinator.lease_valid_until() == 0.0, LEASE_S / 3 + 1.5)
+            assert membership.writable_until() <= time.monotonic()
+            await impostor.stop(None)
+            etcd.start()
+            await _until(lambda: membership.mine and membership.primary == Primary("a", "a", 2), LEASE_S * 5)
+            assert not following.done()
+        finally:
+            if following is not None:
+                following.cancel()
+            await membership.close()
 
     asyncio.run(run())

@@ -223,8 +223,7 @@ class EtcdCoordinator:
                 async with self._calling("revoking the lease"):
                     await self._etcd.lease.revoke(self._lease_id, timeout=self._call_timeout_s)
         self._lease_id, self._valid_until, self._held = 0, 0.0, None
-        await self._session.aclose()
-        self._etcd = None
+        await self._disconnect()
 
     # --- the pieces --------------------------------------------------------------------------------
 
@@ -246,6 +245,13 @@ class EtcdCoordinator:
             why = ("this member's lease expired (register again)" if e.code() == grpc.StatusCode.NOT_FOUND  # the one id
                    else f"{e.code().name}: {e.details()}")  # e.g. a wrong password (etcd's words name no secret)
             raise CoordinatorError(f"etcd at {','.join(self._endpoints)} refused {what}: {why}") from None
+
+    async def _disconnect(self) -> None:
+        """Let the channel (and its token refresher) go: the next call connects afresh."""
+        self._etcd = None
+        session, self._session = self._session, contextlib.AsyncExitStack()
+        with contextlib.suppress(Exception):  # a channel that failed may fail its closing too: it is dropped anyway
+            await session.aclose()
 
     async def _connected(self) -> _Etcd:
         if self._etcd is not None:
@@ -273,8 +279,9 @@ class EtcdCoordinator:
         except asyncio.CancelledError:
             raise
         except Exception as e:  # never a silent end: a lease not renewed must not look held
-            log.error("group %s: %s stopped renewing its lease (%s): it holds no role and registers again",
-                      self._keys.group, self._member, e if isinstance(e, CoordinatorError) else repr(e))
+            log.error("group %s: %s stopped renewing its lease (%s): it holds no role and registers again on a new "
+                      "connection", self._keys.group, self._member, e if isinstance(e, CoordinatorError) else repr(e))
+            await self._disconnect()  # whatever state the channel or its token is in, the next call starts afresh
         self._lease_id, self._valid_until, self._held = 0, 0.0, None
 
     async def _renew(self) -> None:
