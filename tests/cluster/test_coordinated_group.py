@@ -178,3 +178,45 @@ def test_a_two_member_groups_survivor_is_elected_again_after_a_fast_restart_and_
         acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(5)))}
         conn.close()
         wait_for(lambda: acked <= held_ids(third.endpoint, TOPIC, QUEUES), 10, what="the third member to hold them")
+
+
+def test_under_async_replication_a_paused_replica_leaves_the_in_sync_set(etcd, tmp_path: Path):
+    """Async sends wait for nobody, so no send drops a lagging member: the primary's own look at each
+    member's lag (the age of the first batch it has not applied) does."""
+    with running_group(etcd.url, tmp_path, replication="async") as members:
+        primary = serving_primary(members)
+        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(primary)
+        paused = next(m for m in members if m is not primary)
+        assert paused.proc is not None
+        paused.proc.send_signal(signal.SIGSTOP)
+        conn = Conn(primary.endpoint)
+        conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(5)))
+        conn.close()
+        wait_for(lambda: f"['{paused.endpoint}'] left the in-sync set" in "\n".join(primary.log), 5,
+                 what="the paused replica to leave the set")
+
+
+def test_a_send_waiting_for_a_lagging_members_removal_is_answered_within_the_replication_timeout(etcd, tmp_path: Path):
+    """etcd paused and a replica of the set paused: the send waits replica_max_lag_ms for the replica,
+    then for its removal — which etcd does not answer — no longer than the send's own time
+    (replication_timeout_s, 2 s by default): a retriable refusal, not a reply seconds late."""
+    with running_group(etcd.url, tmp_path) as members:
+        primary = serving_primary(members)
+        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(primary)
+        paused = next(m for m in members if m is not primary)
+        conn = Conn(primary.endpoint)
+        conn.send_ok(message(TOPIC, "warm"))
+        assert paused.proc is not None and etcd.proc is not None
+        try:
+            paused.proc.send_signal(signal.SIGSTOP)
+            etcd.proc.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            reply = _reply(conn, message(TOPIC, "needs the removal"))
+            took = time.monotonic() - t0
+        finally:
+            etcd.proc.send_signal(signal.SIGCONT)
+            conn.close()
+        assert reply in (pb.HA_NOT_AVAILABLE, pb.SLAVE_PERSISTENCE_TIMEOUT), reply
+        assert took < 2.0 + 0.5, f"answered {took:.2f} s after it was sent"
