@@ -310,3 +310,31 @@ def test_a_primary_whose_renewal_fails_unforeseen_stops_writing_at_once_and_is_e
             await membership.close()
 
     asyncio.run(run())
+
+
+def test_the_membership_loop_outlives_a_primary_key_it_cannot_read_and_elects_once_it_is_gone(etcd):
+    """Supervised: a primary key written by hand that does not decode as one (a JSON list) fails the
+    loop's turns, each said in one line; the loop goes on, and once the key is deleted the group
+    elects again."""
+    from etcd3aio.kv import KVService
+
+    async def run() -> None:
+        membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
+        following: asyncio.Task[None] | None = None
+        try:
+            assert await membership.join(lambda: (0, 0)) == Primary("a", "a", 1)
+            following = asyncio.create_task(membership.run(lambda: (1, 0)))
+            async with grpc.aio.insecure_channel(etcd.endpoint) as channel:
+                kv = KVService(channel)
+                await kv.put(GroupKeys(GROUP).primary, b"[1]", timeout=5)
+                await asyncio.sleep(1.5)
+                assert not following.done()
+                await kv.delete(GroupKeys(GROUP).primary, timeout=5)
+            await _until(lambda: membership.mine and membership.primary == Primary("a", "a", 2), LEASE_S * 5)
+            assert not following.done()
+        finally:
+            if following is not None:
+                following.cancel()
+            await membership.close()
+
+    asyncio.run(run())

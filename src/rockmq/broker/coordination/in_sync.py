@@ -149,21 +149,24 @@ class InSyncKeeper:
         """Load the set; then, every ADMIT_CHECK_S, drop the members behind (`behind`, once the grace
         is over) and let each following replica that is close (`lag_s(its applied batch)` within half of
         max_lag_s) join, entering it once it applied the last batch written when it began to (`head`).
-        Supervised: a turn that fails is said in one line and the next one tries again."""
-        while self.version < 0:
-            try:
-                await self.load()
-            except CoordinatorError as e:
-                log.warning("group member %s: cannot take over the in-sync set yet: %s", self.member, e)
-                await asyncio.sleep(ADMIT_CHECK_S)
+        Supervised: a turn that fails is said in one line (once, until it changes or one succeeds) and
+        the next one tries again."""
+        said = ""
         while True:
-            await asyncio.sleep(ADMIT_CHECK_S)
             try:
-                await self._look(applied(), head, lag_s)
-            except (BrokerError, CoordinatorError) as e:
-                log.warning("group member %s: the in-sync set did not change: %s", self.member, e)
+                if self.version < 0:
+                    await self.load()
+                else:
+                    await self._look(applied(), head, lag_s)
+                said = ""
             except Exception as e:  # never a silent end: the set would stop following the replicas
-                log.error("group member %s: keeping the in-sync set failed (%r): trying again", self.member, e)
+                foreseen = isinstance(e, (BrokerError, CoordinatorError))  # etcd unreachable, no longer primary
+                what = str(e) if foreseen else repr(e)
+                if what != said:
+                    log.log(logging.WARNING if foreseen else logging.ERROR, "group member %s: the in-sync set could "
+                            "not be %s: %s", self.member, "taken over yet" if self.version < 0 else "kept up", what)
+                    said = what
+            await asyncio.sleep(ADMIT_CHECK_S)
 
     async def _look(self, applied: Mapping[str, int], head: Callable[[], int], lag_s: Callable[[int], float]) -> None:
         now = asyncio.get_running_loop().time()

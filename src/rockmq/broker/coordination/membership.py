@@ -166,7 +166,9 @@ class Membership:
                 await self._turn(held)
                 backoff = RETRY_S
             except Exception as e:  # never a silent end: the member would stop following its group
-                log.error("group member %s: following the group failed (%r): again in %g s", self.member, e, backoff)
+                if backoff == RETRY_S:  # said once, until a turn succeeds
+                    log.error("group member %s: following the group failed (%r): trying again, backing off up to "
+                              "%g s", self.member, e, BACKOFF_MAX_S)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
 
