@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from broker_process import BrokerProcess, NameServerProcess
 from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
 from mqwire import Conn
 from waiting import async_wait_for, wait_for
@@ -26,6 +27,7 @@ from official_client import send as official_send  # noqa: E402
 TOPIC, FIFO_TOPIC, QUEUES, GROUPS = "ride", "ride-fifo", 4, 4
 FAST = dict(heartbeat_s=0.3, rebalance_s=1.0, commit_interval_s=0.3, poll_s=1.0, shutdown_timeout_s=2.0,
             request_timeout=2.0)
+INTERVAL_S = 0.3  # the brokers' registration interval here
 
 
 def test_clients_ride_out_the_kill_of_the_primary(etcd, tmp_path: Path):
@@ -145,3 +147,39 @@ def _route_endpoints(endpoint: str) -> set[str]:
 
 def _endpoints(conn: Conn) -> set[str]:
     return {f"{a.host}:{a.port}" for q in conn.query_route(TOPIC).message_queues for a in q.broker.endpoints.addresses}
+
+
+def test_name_servers_route_the_group_to_its_new_primary_within_a_registration_interval(etcd, tmp_path: Path):
+    """A coordinated group g1 beside a plain broker b2 under one name server: b2's routes name g1's
+    queues at its primary, and after kill -9 of that primary at the next one, within the election and
+    one registration interval."""
+    ns = NameServerProcess("--broker-timeout", "2").start()
+    env = {"ROCKMQ_NAMESRV_INTERVAL_S": str(INTERVAL_S)}
+    b2 = BrokerProcess(tmp_path / "b2", "--broker-name", "b2", "--namesrv", ns.endpoint, env=env).start()
+    try:
+        with running_group(etcd.url, tmp_path, 3, "--namesrv", ns.endpoint, env=env) as members:
+            old = serving_primary(members)
+            old.cli("topic", "create", TOPIC, "--queues", "2", check=True)  # one queue on each of g1 and b2
+            wait_for(lambda: _holders(b2.endpoint).get("g1") == {old.endpoint}, 10, what="b2 to route g1 to its primary")
+            old.kill()
+            killed = time.monotonic()
+            new = serving_primary([m for m in members if m is not old])
+            wait_for(lambda: _holders(b2.endpoint).get("g1") == {new.endpoint}, LEASE_S + 10, 0.05,
+                     what="b2 to route g1 to the new primary")
+            print(f"\nkill -9 -> b2 routes g1 to the new primary: {time.monotonic() - killed:.2f} s")
+            assert time.monotonic() - killed < LEASE_S + 3 + INTERVAL_S + 1
+    finally:
+        b2.kill()
+        ns.kill()
+
+
+def _holders(endpoint: str) -> dict[str, set[str]]:
+    """Broker name -> the endpoints a broker's QueryRoute names its queues at."""
+    conn = Conn(endpoint)
+    try:
+        out: dict[str, set[str]] = defaultdict(set)
+        for q in conn.query_route(TOPIC).message_queues:
+            out[q.broker.name] |= {f"{a.host}:{a.port}" for a in q.broker.endpoints.addresses}
+        return out
+    finally:
+        conn.close()
