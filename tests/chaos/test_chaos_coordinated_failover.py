@@ -1,8 +1,8 @@
 """Automatic failover under load (issue 30): a three-member coordinated group with sync replication on
 a real etcd, rockmq's producer sending all along; round after round the member that is primary is
 killed (kill -9) and started again. Each round the next primary takes writes within the lease plus
-3 s (each figure printed), no send fails, the killed member rejoins as a replica and the in-sync set, and at the end every acknowledged
-message is on the primary: nothing acknowledged is lost. `scripts/chaos`: 20 rounds; CI: 2."""
+3 s (each figure printed), no send fails, the killed member rejoins as a replica and the in-sync set,
+and at the end every acknowledged message is on the primary: nothing acknowledged is lost. `scripts/chaos`: 20 rounds; CI: 2."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ import asyncio
 import time
 from pathlib import Path
 
-import pytest
 from chaos_scale import scaled
 from coordinated_group import LEASE_S, running_group, serving_primary
-from etcd_process import EtcdProcess
 from mqwire import held_ids
 from waiting import wait_for
 
@@ -22,13 +20,6 @@ from rockmq.client.errors import RockmqError
 
 ROUNDS = scaled(2, 20)
 TOPIC, QUEUES = "chaos-failover", 4
-
-
-@pytest.fixture
-def etcd(tmp_path: Path):
-    e = EtcdProcess(tmp_path / "etcd").start()
-    yield e
-    e.kill()
 
 
 def test_the_group_survives_the_kill_of_each_primary_in_turn_with_nothing_acknowledged_lost(etcd, tmp_path: Path):
