@@ -15,9 +15,9 @@ from waiting import wait_for
 LEASE_S = 3  # the default coordinator_lease_s
 
 
-def member(etcd_url: str, data: Path, group: str = "g1", replication: str = "sync") -> BrokerProcess:
-    broker = BrokerProcess(data, "--broker-name", group, "--replication", replication, "--coordinator", etcd_url,
-                           "--coordinator-lease", str(LEASE_S))
+def member(etcd_url: str, data: Path, group: str = "g1", *extra: str, env: dict[str, str] | None = None) -> BrokerProcess:
+    broker = BrokerProcess(data, "--broker-name", group, "--replication", "sync", "--coordinator", etcd_url,
+                           "--coordinator-lease", str(LEASE_S), *extra, env=env)
     broker.port = free_port()  # a member's endpoint is its name in the group: a fixed port
     return broker
 
@@ -36,10 +36,11 @@ def serving_primary(members: list[BrokerProcess], timeout: float = 15) -> Broker
 
 
 @contextmanager
-def running_group(etcd_url: str, directory: Path, size: int = 3,
-                  replication: str = "sync") -> Iterator[list[BrokerProcess]]:
-    """`size` members started, each in `directory`/m{i}; after: continued if paused, and killed."""
-    members = [member(etcd_url, directory / f"m{i}", replication=replication) for i in range(size)]
+def running_group(etcd_url: str, directory: Path, size: int = 3, *extra: str,
+                  env: dict[str, str] | None = None) -> Iterator[list[BrokerProcess]]:
+    """`size` members started, each in `directory`/m{i} (with `extra` options); after: continued if
+    paused, and killed."""
+    members = [member(etcd_url, directory / f"m{i}", "g1", *extra, env=env) for i in range(size)]
     try:
         for m in members:
             m.start()

@@ -183,7 +183,7 @@ def test_a_two_member_groups_survivor_is_elected_again_after_a_fast_restart_and_
 def test_under_async_replication_a_paused_replica_leaves_the_in_sync_set(etcd, tmp_path: Path):
     """Async sends wait for nobody, so no send drops a lagging member: the primary's own look at each
     member's lag (the age of the first batch it has not applied) does."""
-    with running_group(etcd.url, tmp_path, replication="async") as members:
+    with running_group(etcd.url, tmp_path, 3, "--replication", "async") as members:  # the later flag wins
         primary = serving_primary(members)
         primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
         in_sync_joined(primary)
