@@ -157,7 +157,7 @@ class InSyncKeeper:
                 if self.version < 0:
                     await self.load()
                 else:
-                    await self._look(applied(), head, lag_s)
+                    await self._look(dict(applied()), head, lag_s)  # a copy: Follow streams come and go meanwhile
                 said = ""
             except Exception as e:  # never a silent end: the set would stop following the replicas
                 foreseen = isinstance(e, (BrokerError, CoordinatorError))  # etcd unreachable, no longer primary
