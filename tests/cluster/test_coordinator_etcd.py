@@ -245,6 +245,31 @@ async def _until(condition: Callable[[], bool], timeout_s: float) -> float:
     return time.monotonic() - t0
 
 
+def _member_a(url: str) -> Membership:
+    return Membership(EtcdCoordinator(coordinator_endpoints(url), GROUP, "a", LEASE_S), "a")
+
+
+@asynccontextmanager
+async def _primary_following(url: str) -> AsyncIterator[tuple[Membership, asyncio.Task[None]]]:
+    """Member a, elected primary (epoch 1), its membership loop running; after: stopped, closed."""
+    membership = _member_a(url)
+    following: asyncio.Task[None] | None = None
+    try:
+        assert await membership.join(lambda: (0, 0)) == Primary("a", "a", 1)
+        following = asyncio.create_task(membership.run(lambda: (1, 0)))
+        yield membership, following
+    finally:
+        if following is not None:
+            following.cancel()
+        await membership.close()
+
+
+async def _reelected(membership: Membership, following: asyncio.Task[None]) -> None:
+    """Member a primary again at the next epoch, under its lease, its loop still running."""
+    await _until(lambda: membership.mine and membership.primary == Primary("a", "a", 2), LEASE_S * 5)
+    assert not following.done()
+
+
 def test_a_member_restarted_under_its_name_is_not_primary_under_its_earlier_runs_lease(etcd):
     """A fast restart: the primary key still names the member, under the lease of the run that was
     killed. The new run waits for that key to lapse and is elected under its own lease."""
@@ -257,7 +282,7 @@ def test_a_member_restarted_under_its_name_is_not_primary_under_its_earlier_runs
         proc.kill()
 
         async def run() -> None:
-            membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
+            membership = _member_a(etcd.url)
             try:
                 t0 = time.monotonic()
                 assert await membership.join(lambda: (1, 0)) == Primary("a", "a", 2)
@@ -274,7 +299,7 @@ def test_a_member_restarted_under_its_name_is_not_primary_under_its_earlier_runs
 
 def test_a_campaign_on_a_fresh_etcd_takes_an_epoch_above_the_one_a_members_store_holds(etcd):
     async def run() -> None:
-        membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
+        membership = _member_a(etcd.url)
         try:
             assert await membership.join(lambda: (7, 10)) == Primary("a", "a", 8)  # not 1: epochs never go back
         finally:
@@ -289,11 +314,7 @@ def test_a_primary_whose_renewal_fails_unforeseen_stops_writing_at_once_and_is_e
     primary refuses writes), the loop goes on, and once etcd is back the member registers on a new
     connection and is elected again (its old key lapsed) under its new lease."""
     async def run() -> None:
-        membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
-        following: asyncio.Task[None] | None = None
-        try:
-            assert await membership.join(lambda: (0, 0)) == Primary("a", "a", 1)
-            following = asyncio.create_task(membership.run(lambda: (1, 0)))
+        async with _primary_following(etcd.url) as (membership, following):
             etcd.kill()
             impostor = grpc.aio.server()
             impostor.add_insecure_port(etcd.endpoint)
@@ -302,12 +323,7 @@ def test_a_primary_whose_renewal_fails_unforeseen_stops_writing_at_once_and_is_e
             assert membership.writable_until() <= time.monotonic()
             await impostor.stop(None)
             etcd.start()
-            await _until(lambda: membership.mine and membership.primary == Primary("a", "a", 2), LEASE_S * 5)
-            assert not following.done()
-        finally:
-            if following is not None:
-                following.cancel()
-            await membership.close()
+            await _reelected(membership, following)
 
     asyncio.run(run())
 
@@ -319,22 +335,13 @@ def test_the_membership_loop_outlives_a_primary_key_it_cannot_read_and_elects_on
     from etcd3aio.kv import KVService
 
     async def run() -> None:
-        membership = Membership(EtcdCoordinator(coordinator_endpoints(etcd.url), GROUP, "a", LEASE_S), "a")
-        following: asyncio.Task[None] | None = None
-        try:
-            assert await membership.join(lambda: (0, 0)) == Primary("a", "a", 1)
-            following = asyncio.create_task(membership.run(lambda: (1, 0)))
-            async with grpc.aio.insecure_channel(etcd.endpoint) as channel:
-                kv = KVService(channel)
-                await kv.put(GroupKeys(GROUP).primary, b"[1]", timeout=5)
-                await asyncio.sleep(1.5)
-                assert not following.done()
-                await kv.delete(GroupKeys(GROUP).primary, timeout=5)
-            await _until(lambda: membership.mine and membership.primary == Primary("a", "a", 2), LEASE_S * 5)
+        async with _primary_following(etcd.url) as (membership, following), \
+                grpc.aio.insecure_channel(etcd.endpoint) as channel:
+            kv = KVService(channel)
+            await kv.put(GroupKeys(GROUP).primary, b"[1]", timeout=5)
+            await asyncio.sleep(1.5)
             assert not following.done()
-        finally:
-            if following is not None:
-                following.cancel()
-            await membership.close()
+            await kv.delete(GroupKeys(GROUP).primary, timeout=5)
+            await _reelected(membership, following)
 
     asyncio.run(run())
