@@ -345,3 +345,25 @@ def test_the_membership_loop_outlives_a_primary_key_it_cannot_read_and_elects_on
             await _reelected(membership, following)
 
     asyncio.run(run())
+
+
+def test_a_lagging_replica_whose_admission_may_have_landed_is_removed_from_etcd_too(etcd):
+    """An admission whose answer was lost while etcd went away (it landed): the replica stays waited
+    for, and when it lags the primary writes its removal out (it may be in etcd's set) before a send is
+    answered without it."""
+    async def run() -> None:
+        async with members(etcd.url, "a") as (a,):
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            keeper = InSyncKeeper(a, "a", 1.0)
+            await keeper.load()
+            keeper.joining["b"] = 5
+            assert await a.set_in_sync(frozenset({"a", "b"}), keeper.version)  # the admission's write landed...
+            etcd.kill()
+            await keeper._admit("b")  # ...and neither its answer nor a read-back came
+            assert keeper.joining == {"b": 5} and keeper.lacking(6, {"b": 5}) == frozenset({"b"})
+            etcd.start()
+            await keeper.drop(frozenset({"b"}))  # b lags: out of etcd's set, from the version etcd holds
+            assert await a.in_sync() == InSync(frozenset({"a"}), keeper.version)
+            assert keeper.members == frozenset({"a"}) and not keeper.joining
+
+    asyncio.run(run())

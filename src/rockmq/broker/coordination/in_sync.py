@@ -65,6 +65,7 @@ class InSyncKeeper:
         # for them, so once they applied it they hold every acknowledged message
         self.joining: dict[str, int] = {}
         self.judged_from = float("inf")  # (the event loop's time) no member is judged behind before: REBUILD_GRACE_S
+        self._unsettled: frozenset[str] = frozenset()  # added by a write whose outcome is not known: maybe held
         self._absent: dict[str, float] = {}  # members of the set seen not following -> since when (the loop's time)
         self._changing = asyncio.Lock()  # one compare-and-set at a time: each names the version before it
 
@@ -99,18 +100,18 @@ class InSyncKeeper:
                                                    "time (the coordinator is slow): retry") from None
 
     async def _drop(self, members: frozenset[str]) -> None:
-        for member in members:
-            self.joining.pop(member, None)
         async with self._changing:
-            left, gone = self.members - members, self.members & members
-            if not gone:
-                return
-            if not await self._write(left):
+            gone = (self.members | self._unsettled) & members  # those the coordinator may hold
+            left = self.members - members
+            if gone and not await self._write(left):  # those joining stay waited for meanwhile
                 raise BrokerError(pb.HA_NOT_AVAILABLE, "a replica lags and the group's in-sync set cannot change now "
                                                        "(the coordinator did not take it, or this member is no longer "
                                                        "primary): retry")
-        log.warning("group member %s: %s left the in-sync set (behind or gone): now %s", self.member,
-                    sorted(gone), sorted(left))
+            for member in members:
+                self.joining.pop(member, None)
+        if gone:
+            log.warning("group member %s: %s left the in-sync set (behind or gone): now %s", self.member,
+                        sorted(gone), sorted(left))
 
     async def _admit(self, member: str) -> None:
         """Enter a joining replica that applied every batch written when it began to join. It stays
@@ -127,22 +128,27 @@ class InSyncKeeper:
     async def _write(self, members: frozenset[str]) -> bool:
         """Compare-and-set the set to `members` -> whether the coordinator holds it now. An outcome not
         known (no answer in time, or a retried write that had landed failing its compare) is read
-        back: the set it holds is adopted if it is the one written here, so this copy and the
-        coordinator's never part (else every later compare-and-set here would fail)."""
-        try:
-            if await self.coordinator.set_in_sync(members, self.version):
-                self.members, self.version = members, self.version + 1
-                return True
-        except CoordinatorError:
-            pass
-        try:
-            read = await self.coordinator.in_sync()
-        except CoordinatorError:
-            return False
-        if read.members != members:
-            return False
-        self.members, self.version = members, read.version
-        return True
+        back and the set the coordinator holds adopted (only this primary writes it), so this copy and
+        the coordinator's never part; if an earlier write had landed, the change is tried again from
+        there. Not read back either: what it would have added is `_unsettled` — a removal must write
+        it out too — until a write or a read settles it."""
+        for _ in range(2):
+            try:
+                if await self.coordinator.set_in_sync(members, self.version):
+                    self.members, self.version, self._unsettled = members, self.version + 1, frozenset()
+                    return True
+            except CoordinatorError:
+                pass
+            try:
+                read = await self.coordinator.in_sync()
+            except CoordinatorError:
+                self._unsettled |= members - self.members
+                return False
+            moved = read.version != self.version
+            self.members, self.version, self._unsettled = read.members, read.version, frozenset()
+            if read.members == members or not moved:  # not moved: refused (this member is no longer primary)
+                return read.members == members
+        return False
 
     async def run(self, applied: Callable[[], Mapping[str, int]], head: Callable[[], int],
                   lag_s: Callable[[int], float]) -> None:
