@@ -97,24 +97,28 @@ class Lag:
 @dataclass(frozen=True)
 class Status:
     """What a primary reports of its group about once a second (status.py): itself, its epoch, its last
-    batch, when (ms since the epoch) and each other member's lag. Kept under no lease: after the
-    primary dies it still says how far behind each member was (`rockmq broker elect --unclean`)."""
+    batch, when (ms since the epoch), each other member's lag, and every member it knows of (registered,
+    following, or known to the primary before it: a dead one stays listed). Kept under no lease: after
+    the primary dies it still says how far behind each member was (`rockmq broker elect --unclean`)."""
 
     member: str
     epoch: int
     head: int
     at_ms: int
     lags: dict[str, Lag]
+    known: frozenset[str] = frozenset()
 
     def encode(self) -> bytes:
         return json.dumps({"member": self.member, "epoch": self.epoch, "head": self.head, "at_ms": self.at_ms,
-                           "lags": {m: [lag.applied, lag.messages, lag.ms] for m, lag in sorted(self.lags.items())}}).encode()
+                           "lags": {m: [lag.applied, lag.messages, lag.ms] for m, lag in sorted(self.lags.items())},
+                           "known": sorted(self.known)}).encode()
 
     @classmethod
     def decode(cls, value: bytes) -> Status:
         d = json.loads(value)
         return cls(str(d["member"]), int(d["epoch"]), int(d["head"]), int(d["at_ms"]),
-                   {str(m): Lag(int(a), int(n), int(ms)) for m, (a, n, ms) in d["lags"].items()})
+                   {str(m): Lag(int(a), int(n), int(ms)) for m, (a, n, ms) in d["lags"].items()},
+                   frozenset(str(m) for m in d.get("known", ())))
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ behind it (messages, ms: the op log's measure), which `rockmq broker group` show
 elect --unclean` reads to say what an unclean election loses. The report is kept under no lease, so
 after the primary dies it still says how far behind each member was when it last wrote it.
 
-It runs beside the sends, never on their path: one compare-and-set a second (on the primary key: a
-member no longer primary writes nothing), skipped while the coordinator does not answer.
+It runs beside the sends, never on their path: a read of the registered members and one
+compare-and-set (on the primary key: a member no longer primary writes nothing) a second, skipped
+while the coordinator does not answer.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from rockmq.broker.coordination.coordinator import Coordinator, CoordinatorError, Lag, Status, Unclean
 
 log = logging.getLogger(__name__)
 REPORT_S = 1.0
-MAX_REMEMBERED = 64  # members no longer following whose last applied batch is kept (their lag still grows)
+MAX_KNOWN = 64  # members a report lists (a member gone for good stays listed, down, until pushed out)
 
 
-def status_of(member: str, epoch: int, head: int, applied: Mapping[str, int],
-              lag: Callable[[int], tuple[int, float]], now_ms: int) -> Status:
-    """The Status of a primary at batch `head` whose members applied `applied` (`lag`: the op log's
-    measure of a member that applied a batch: messages, seconds)."""
-    return Status(member, epoch, head, now_ms,
-                  {m: Lag(at, *_rounded(lag(at))) for m, at in applied.items() if m != member})
+def status_of(member: str, epoch: int, head: int, known: Mapping[str, int | None],
+              lag: Callable[[int, float], tuple[int, float]], now: float) -> Status:
+    """The Status at `now` (time.time()) of a primary at batch `head` that knows of the members `known`
+    (each with the last batch it applied, if it followed this primary; `lag`: the op log's measure of a
+    member that applied a batch: messages, seconds)."""
+    return Status(member, epoch, head, int(now * 1000),
+                  {m: Lag(at, *_rounded(lag(at, now))) for m, at in known.items() if at is not None and m != member},
+                  frozenset(known) - {member})
 
 
 def _rounded(lag: tuple[int, float]) -> tuple[int, int]:
@@ -38,7 +41,7 @@ def unclean_line(group: str, choice: Unclean, epoch: int) -> str:
     """The one log line of an unclean election, said by the member it made primary."""
     lost = (f"it lacked {choice.lag.messages} messages ({choice.lag.ms} ms) of the last primary's log, as that primary "
             f"last reported: lost" if choice.lag is not None else "how much it lacked is not known (no report named it)")
-    return (f"group {group}: unclean election (rockmq broker elect --unclean): {choice.member} is primary at epoch "
+    return (f"group {group}: an unclean election (rockmq broker elect --unclean) made {choice.member} primary at epoch "
             f"{epoch} though the in-sync set was {sorted(choice.replaced)} (none of it live); {lost}")
 
 
@@ -50,39 +53,46 @@ class StatusReporter:
         self.group = group
         self.member = member
         self.epoch = epoch
-        self.remembered: dict[str, int] = {}  # each member seen following -> the last batch it applied
+        # every member known (registered, following, or in the last primary's report) -> the last batch it
+        # applied here (None: it has not followed this primary); at most MAX_KNOWN, the longest unseen first out
+        self.known: dict[str, int | None] = {}
 
-    def remember(self, applied: Mapping[str, int]) -> dict[str, int]:
-        """Those following now, and those seen before (their last batch): at most MAX_REMEMBERED of the
-        latter, the longest gone first out."""
-        for m, at in applied.items():
-            self.remembered.pop(m, None)
-            self.remembered[m] = at
-        while len(self.remembered) > MAX_REMEMBERED:
-            del self.remembered[next(iter(self.remembered))]
-        return dict(self.remembered)
+    def remember(self, seen: Iterable[str], applied: Mapping[str, int]) -> dict[str, int | None]:
+        """`known` with the members `seen` and those following (`applied`) as the latest."""
+        for m in (*seen, *applied):
+            at = applied.get(m, self.known.get(m))
+            self.known.pop(m, None)
+            self.known[m] = at
+        while len(self.known) > MAX_KNOWN:
+            del self.known[next(iter(self.known))]
+        return dict(self.known)
 
     async def run(self, applied: Callable[[], Mapping[str, int]], head: Callable[[], int],
                   lag: Callable[[int, float], tuple[int, float]]) -> None:
-        """Say once if this primary was made by an unclean election; then report every REPORT_S."""
-        await self._say_if_unclean()
+        """Say once if this primary was made by an unclean election, take over the members the last
+        report knew of; then report every REPORT_S."""
+        last = await self._start()
+        seen: Iterable[str] = () if last is None else (last.member, *last.known)
         while True:
-            now = time.time()
-            status = status_of(self.member, self.epoch, head(), self.remember(applied()),
-                               lambda at: lag(at, now), int(now * 1000))
             try:
+                seen = (*seen, *await self.coordinator.members())
+                status = status_of(self.member, self.epoch, head(), self.remember(seen, applied()), lag, time.time())
+                seen = ()
                 await self.coordinator.publish_status(status)
             except CoordinatorError as e:  # unreachable: the next report says it all again
                 log.debug("group %s: status not reported: %s", self.group, e)
             await asyncio.sleep(REPORT_S)
 
-    async def _say_if_unclean(self) -> None:
-        for _ in range(3):  # the coordinator just elected this member: it answers, or the line is not worth a wait
+    async def _start(self) -> Status | None:
+        """The last primary's report (None: none, or the coordinator does not answer), after saying the
+        unclean election that made this member primary, if one did."""
+        for _ in range(3):  # the coordinator just elected this member: it answers, or this is not worth a wait
             try:
-                choice = await self.coordinator.unclean()
+                choice, last = await self.coordinator.unclean(), await self.coordinator.status()
             except CoordinatorError:
                 await asyncio.sleep(REPORT_S)
                 continue
             if choice is not None and choice.member == self.member and choice.after_epoch + 1 == self.epoch:
                 log.warning(unclean_line(self.group, choice, self.epoch))
-            return
+            return last
+        return None
