@@ -12,15 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from coordinated_group import (
-    LEASE_S,
-    group_command,
-    group_state,
-    in_sync_joined,
-    running_group,
-    send_code,
-    serving_primary,
-)
+from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
+from group_cli import group_command, group_state, send_code
 from mqwire import Conn, held_ids, message
 from waiting import wait_for
 
