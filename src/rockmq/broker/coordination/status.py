@@ -37,6 +37,13 @@ def _rounded(lag: tuple[int, float]) -> tuple[int, int]:
     return lag[0], round(lag[1] * 1000)
 
 
+def made_by(choice: Unclean, last: Status | None, member: str, epoch: int) -> bool:
+    """Whether the primary `member` at `epoch` is the one the unclean election `choice` made: it names
+    this member, an epoch before this one, and no primary reported since (`last`, the last report, is
+    from before it: each primary reports within a second, so a later election of this member is not it)."""
+    return choice.member == member and choice.after_epoch < epoch and (last is None or last.epoch <= choice.after_epoch)
+
+
 def unclean_line(group: str, choice: Unclean, epoch: int) -> str:
     """The one log line of an unclean election, said by the member it made primary."""
     lost = (f"it lacked {choice.lag.messages} messages ({choice.lag.ms} ms) of the last primary's log, as that primary "
@@ -92,7 +99,7 @@ class StatusReporter:
             except CoordinatorError:
                 await asyncio.sleep(REPORT_S)
                 continue
-            if choice is not None and choice.member == self.member and choice.after_epoch + 1 == self.epoch:
+            if choice is not None and made_by(choice, last, self.member, self.epoch):
                 log.warning(unclean_line(self.group, choice, self.epoch))
             return last
         return None
