@@ -1,6 +1,9 @@
-"""Sync replication's cost per message: this tree against another, interleaved in one run.
+"""Sync replication's cost per message: this tree against another, interleaved in one run; or, with
+`--coordinated`, a coordinated group (issue 30: two members electing their primary through a real
+etcd, Debian's etcd-server) against today's hand-made pair, in this tree.
 
     python bench/replication_bench.py [--base /path/to/other/src] [--rounds 4] [--duration 10]
+    python bench/replication_bench.py --coordinated [--rounds 4] [--duration 10]
 
 Each round, per tree (this one: the src beside this bench/ directory, so copy bench/ beside a
 snapshot's src to measure the snapshot; and `--base` if given: another tree's src directory, as
@@ -11,6 +14,10 @@ serve --replica-of <primary> --broker-name b1 --port 0`). Once a send is acknowl
 primary acknowledges only what a replica holds: the replica follows), `rockmq bench --scenario
 produce-batch --no-ceiling --broker-pid <primary>` loads the primary for `--duration` seconds.
 Every process runs with PYTHONPATH=<tree's src>, the load generator too.
+
+With `--coordinated`, each round runs both set-ups (the order alternating): the pair above, and two
+members `--coordinator etcd://… --replication sync` (fixed free ports) whose elected primary (its log
+says so) takes the load; "base" is then the pair.
 
 Per round and tree: messages per second, the primary's CPU µs per message (the bench's own figure:
 user + system time of the primary and its children, from /proc, over the load's span, divided by
@@ -60,13 +67,13 @@ def _tail(path: Path, lines: int = 15) -> str:
 class _Broker:
     """One `rockmq serve` process of the tree on PYTHONPATH, its output in a log file."""
 
-    def __init__(self, name: str, root: Path, args: list[str]) -> None:
+    def __init__(self, name: str, root: Path, args: list[str], port: int = 0) -> None:
         self.name, self.ready, self.log = name, root / f"{name}.ready", root / f"{name}.log"
         self.data_dir = root / name
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "rockmq", "serve", "--broker-name", "b1", "--data-dir", str(self.data_dir),
-                 "--host", "127.0.0.1", "--port", "0", "--ready-file", str(self.ready), *args],
+                 "--host", "127.0.0.1", "--port", str(port), "--ready-file", str(self.ready), *args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
     def endpoint(self) -> str:
@@ -108,18 +115,50 @@ def _await_follower(endpoint: str) -> None:
     raise RuntimeError(f"no send acknowledged within {FOLLOW_TIMEOUT_S:.0f} s: {last}")
 
 
-def _child(duration: float) -> dict[str, Any]:
+def _pair(root: Path, brokers: list[_Broker]) -> tuple[_Broker, _Broker]:
+    """A sync primary and its replica, made by hand (`--replica-of`) -> (primary, replica)."""
+    primary = _Broker("primary", root, ["--replication", "sync"])
+    brokers.append(primary)
+    replica = _Broker("replica", root, ["--replica-of", primary.endpoint()])
+    brokers.append(replica)
+    replica.endpoint()
+    return primary, replica
+
+
+def _group(root: Path, brokers: list[_Broker], etcd_url: str) -> tuple[_Broker, _Broker]:
+    """Two members of a coordinated group -> (the one elected primary, the other)."""
+    from tls_certs import free_port
+
+    for name in ("m0", "m1"):
+        brokers.append(_Broker(name, root, ["--replication", "sync", "--coordinator", etcd_url], free_port()))
+    for m in brokers:
+        m.endpoint()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for m in brokers:
+            if any(line.endswith("(this member)") and " is primary at epoch " in line
+                   for line in m.log.read_text(errors="replace").splitlines()):
+                return m, next(o for o in brokers if o is not m)
+        time.sleep(0.1)
+    raise RuntimeError(f"no member elected within {START_TIMEOUT_S:.0f} s:\n{_tail(brokers[0].log)}")
+
+
+def _child(duration: float, coordinated: bool) -> dict[str, Any]:
     from rockmq import compiled
 
     root = Path(tempfile.mkdtemp(prefix="replication-bench-"))
     brokers: list[_Broker] = []
+    etcd = None
     try:
-        primary = _Broker("primary", root, ["--replication", "sync"])
-        brokers.append(primary)
+        if coordinated:
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the etcd process helper
+            from etcd_process import EtcdProcess
+
+            etcd = EtcdProcess(root / "etcd").start()
+            primary, replica = _group(root, brokers, etcd.url)
+        else:
+            primary, replica = _pair(root, brokers)
         endpoint = primary.endpoint()
-        replica = _Broker("replica", root, ["--replica-of", endpoint])
-        brokers.append(replica)
-        replica.endpoint()
         _await_follower(endpoint)
         replica_cpu = _cpu_s(replica.proc.pid)
         run = subprocess.run([sys.executable, "-m", "rockmq", "bench", "--endpoint", endpoint, "--scenario",
@@ -141,7 +180,22 @@ def _child(duration: float) -> dict[str, Any]:
     finally:
         for broker in reversed(brokers):
             broker.stop()
+        if etcd is not None:
+            etcd.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _coordinated_rounds(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """Per round both set-ups of this tree, the order alternating: "this" the group, "base" the pair."""
+    figures: dict[str, list[dict[str, Any]]] = {"this": [], "base": []}
+    for i in range(args.rounds):
+        for name in ("this", "base") if i % 2 else ("base", "this"):
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--duration", str(args.duration),
+                                  *(["--coordinated"] if name == "this" else [])],
+                                 env={**os.environ, "PYTHONPATH": interleaved.HERE_SRC}, check=True, capture_output=True,
+                                 text=True)
+            figures[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return figures
 
 
 def _median(values: list[Any]) -> float:
@@ -154,18 +208,23 @@ def main() -> int:
     parser.add_argument("--base", help="another tree's src directory, measured interleaved with this one")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of load per round and tree")
+    parser.add_argument("--coordinated", action="store_true",
+                        help="a coordinated group (this) against the hand-made pair (base), in this tree")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rounds <= 0 or args.duration <= 0:
         parser.error("--rounds and --duration must be positive")
     if args.child:
-        print(json.dumps(_child(args.duration)))
+        print(json.dumps(_child(args.duration, args.coordinated)))
         return 0
     if args.base and not os.path.isfile(os.path.join(args.base, "rockmq", "__init__.py")):
         parser.error(f"--base {args.base}: not a src directory (no rockmq/ in it); give the tree's src")
-    print(f"this: {interleaved.HERE_SRC}" + (f", base: {os.path.abspath(args.base)}" if args.base else ""), flush=True)
+    if args.base and args.coordinated:
+        parser.error("--coordinated compares two set-ups of this tree: no --base")
+    print(f"this: {interleaved.HERE_SRC}" + (f", base: {os.path.abspath(args.base)}" if args.base else "")
+          + (" (this: a coordinated group; base: the hand-made pair)" if args.coordinated else ""), flush=True)
     try:
-        figures: dict[str, list[dict[str, Any]]] = interleaved.rounds(
+        figures = _coordinated_rounds(args) if args.coordinated else interleaved.rounds(
             __file__, ["--duration", str(args.duration)], args.base, args.rounds)
     except subprocess.CalledProcessError as e:
         print(f"replication_bench: a round failed:\n{e.stderr}", file=sys.stderr)
@@ -183,7 +242,7 @@ def main() -> int:
     for name, m in medians.items():
         print(f"{name:4} median:  {m['msg_s']:8,.0f} msg/s, primary {m['broker_us']:6.1f} µs/msg, "
               f"replica {m['replica_us']:6.1f} µs/msg")
-    if args.base:
+    if "base" in medians:
         this, base = medians["this"], medians["base"]
         print("this/base of the medians: " + ", ".join(f"{what} {this[key] / base[key]:.3f}" for key, what in (
             ("msg_s", "msg/s"), ("broker_us", "primary CPU/msg"), ("replica_us", "replica CPU/msg"))))

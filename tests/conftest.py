@@ -16,6 +16,7 @@ settings.load_profile("rockmq")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from broker_process import AUTH_ARGS, BrokerProcess  # noqa: E402
+from etcd_process import EtcdProcess  # noqa: E402
 from harness import BrokerHarness  # noqa: E402
 
 _names = itertools.count()
@@ -77,3 +78,11 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):
 def unique():
     """unique('topic') -> 'topic-7': a name no other test uses."""
     return lambda prefix: f"{prefix}-{next(_names)}-{id(object()) % 10000}"
+
+
+@pytest.fixture
+def etcd(tmp_path: Path):
+    """A real etcd on loopback ports (tests/etcd_process.py), killed after the test."""
+    e = EtcdProcess(tmp_path / "etcd").start()
+    yield e
+    e.kill()

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from broker_process import BrokerProcess, NameServerProcess
-from etcd_process import EtcdProcess
 from mqwire import Conn
 from shard_set import ShardSet
 from waiting import wait_for
@@ -80,11 +79,3 @@ def two_shards(tmp_path: Path):
     s = ShardSet(tmp_path / "data", 2).start()
     yield s
     s.kill()
-
-
-@pytest.fixture
-def etcd(tmp_path: Path):
-    """A real etcd on loopback ports (tests/etcd_process.py), killed after the test."""
-    e = EtcdProcess(tmp_path / "etcd").start()
-    yield e
-    e.kill()

@@ -29,7 +29,8 @@ from rockmq.client import AsyncProducer, Message
 endpoint, spool_dir, topic, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 
 async def main():
-    async with AsyncProducer(endpoint, spool_dir=spool_dir, spool_schedule_s=(600,), request_timeout=1.0) as p:
+    async with AsyncProducer(endpoint, spool_dir=spool_dir, spool_schedule_s=(600,), request_timeout=1.0,
+                             delivery_timeout=0) as p:
         receipts = [await p.send(Message(topic, f"m{i}".encode())) for i in range(n - 10)]
         receipts += await p.send_batch([Message(topic, f"m{i}".encode()) for i in range(n - 10, n)])
         print(json.dumps([[r.message_id, r.spooled, r.broker, r.offset] for r in receipts]), flush=True)
@@ -132,6 +133,7 @@ def test_with_no_broker_entries_go_dead_and_on_dead_is_told(tmp_path, unique):
 
     async def scenario():
         async with AsyncProducer(endpoint, spool_dir=tmp_path / "spool", spool_schedule_s=(0.2, 0.3), request_timeout=1.0,
+                                 delivery_timeout=0,
                                  on_dead=lambda m, e: told.append((m, e))) as p:
             one = await p.send(Message(topic, b"one", keys=("k1",)))
             two = await p.send_batch([Message(topic, b"two"), Message(topic, b"three", tag="t")])

@@ -149,7 +149,8 @@ def test_a_lone_send_goes_at_once_in_a_request_of_its_own(broker, conn, unique):
 
 def test_a_sync_send_tries_first_from_its_own_thread_then_retries_and_spools_on_the_loop(fresh_broker, tmp_path, unique):
     topic = unique("sync-direct")
-    with Producer(fresh_broker.endpoint, spool_dir=tmp_path / "spool", spool_schedule_s=(600,), request_timeout=1.0) as p:
+    with Producer(fresh_broker.endpoint, spool_dir=tmp_path / "spool", spool_schedule_s=(600,), request_timeout=1.0,
+                  delivery_timeout=0) as p:
         first = p.send(Message(topic, b"first"))  # routes the topic, through the loop
         calls = []
         attempt = p._inner.sender.attempt_blocking

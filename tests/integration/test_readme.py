@@ -132,4 +132,4 @@ def test_readme_install_and_test_commands_are_what_ci_runs() -> None:
     assert _commands(tests.text) == ["scripts/test"] == [last], "README's test command is not what .ci/run runs last"
     script = _commands((ROOT / "scripts" / "test").read_text())
     assert any("npm ci" in ln for ln in script), script
-    assert script[-1] == 'python -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"', script
+    assert script[-1] == 'python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25 "$@"', script

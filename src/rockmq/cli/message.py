@@ -156,9 +156,10 @@ async def _send_or_recall(args: argparse.Namespace) -> int:
     from rockmq.client import AsyncProducer, at_random
 
     message = _message_to_send(args) if args.action == "send" else None
-    # One send per process: a round robin would always start at the first queue.
-    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, selector=at_random, tls=tls(args),
-                             credentials=credentials(args)) as producer:
+    # One send per process: a round robin would always start at the first queue. A broker out of reach
+    # is said at once (no riding out a failover: the operator sees it and runs the command again).
+    async with AsyncProducer(args.endpoint, request_timeout=REQUEST_TIMEOUT_S, delivery_timeout=0, selector=at_random,
+                             tls=tls(args), credentials=credentials(args)) as producer:
         if message is None:
             print(f"recalled {await producer.recall(args.topic, args.handle)} from {args.topic}")
             return 0

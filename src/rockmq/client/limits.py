@@ -7,6 +7,8 @@ tables in fault.py; the spool's in spool.py.
 from __future__ import annotations
 
 SEND_RETRIES = 2  # a failed send is tried again this often, on another broker when there is one
+DELIVERY_TIMEOUT_S = 10.0  # and beyond that, backing off, until this long after its first attempt (sender.py)
+RETRY_PAUSE_S = (0.05, 0.5)  # a retry with no broker left to try waits from the first to the last, doubling
 BATCH_MAX_MESSAGES = 64  # concurrent sends gathered into one SendMessage request, at most (accumulator.py)
 BATCH_MAX_BYTES = 4 * 1024 * 1024  # and at most about this many bytes (one larger message goes alone)
 BUFFER_BYTES = 32 * 1024 * 1024  # sends waiting or in flight hold this much at most; more wait for room

@@ -8,7 +8,8 @@ caller; `send_batch`, one-way and transactional sends are requests of their own.
 A send picks a queue with the selector and names it in the request: the broker stores the
 message in that queue (docs/protocol.md). The default RoundRobin (and `at_random`) pick among
 brokers that are not paused (fault.py), and on a retriable failure try again (2 retries by
-default) on a queue of a broker not tried yet; a selector that names a queue (`by_index`,
+default) on a queue of a broker not tried yet, then, pausing, until `delivery_timeout` (10 s) after
+the first attempt: a broker group's failover is ridden out (sender.py); a selector that names a queue (`by_index`,
 `by_hash`, `by_environment`, a callable) is given the whole route each time, like RocketMQ's
 MessageQueueSelector. The message id is assigned once, before the first attempt, so a
 send whose reply was lost is stored once (the broker de-duplicates on topic and message id). FIFO
@@ -20,8 +21,8 @@ route is asked of the session's access points in turn (the endpoints given, then
 route named: session.py), and a refresh that fails keeps the last route, so the death of the
 broker the producer was pointed at costs at most one attempt while another broker is up.
 
-With `spool_dir`, a send that still fails after its retries with a retriable error is written to
-a local RocksDB spool (spool.py) and returns receipts marked `spooled`; a background task resends
+With `spool_dir`, a send that still fails with a retriable error after its retries and
+`delivery_timeout` (0: spool at once) is written to a local RocksDB spool (spool.py) and returns receipts marked `spooled`; a background task resends
 it on `spool_schedule_s` and after the last step hands it to `on_dead` and keeps it among the
 dead entries (`dead_spool()`). The application thus rides out a broker outage without buffering,
 and a crashed producer's spool is replayed by the next one that opens it. FIFO and transactional
@@ -53,6 +54,7 @@ from rockmq.client.limits import (
     BATCH_MAX_BYTES,
     BATCH_MAX_MESSAGES,
     BUFFER_BYTES,
+    DELIVERY_TIMEOUT_S,
     MAX_IN_FLIGHT,
     REQUEST_TIMEOUT_S,
     ROUTE_TTL_S,
@@ -83,6 +85,7 @@ def _now_ms() -> int:
 
 class AsyncProducer:
     def __init__(self, endpoint: Endpoints, *, retries: int = SEND_RETRIES, request_timeout: float = REQUEST_TIMEOUT_S,
+                 delivery_timeout: float = DELIVERY_TIMEOUT_S,
                  selector: Selector | None = None, client_id: str | None = None, route_ttl_s: float = ROUTE_TTL_S,
                  spool_dir: str | Path | None = None, spool_schedule_s: Sequence[float] = SPOOL_SCHEDULE_S,
                  spool_max_entries: int = MAX_ENTRIES, on_dead: OnDead | None = None, checker: Checker | None = None,
@@ -94,6 +97,8 @@ class AsyncProducer:
                  tls: Tls | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
+        if delivery_timeout < 0:
+            raise ValueError("delivery_timeout must not be negative")
         if transaction_topics and checker is None:
             raise ValueError("transaction_topics need a checker")
         self.retries = retries
@@ -110,7 +115,7 @@ class AsyncProducer:
         self._spool = Spool(spool_dir, self._resend, spool_schedule_s, spool_max_entries, on_dead) if spool_dir else None
         self.accumulator = Accumulator(batch_max_messages, min(batch_max_bytes, MAX_MESSAGE // 2), buffer_bytes)
         self.sender = Sender(self.session, self.queues, self._route_now, self.selector, self.faults, retries,
-                             self._spool, self.accumulator, max_in_flight)
+                             self._spool, self.accumulator, max_in_flight, delivery_timeout)
         self._host = socket.gethostname()
         self._started = False
         self._closing = False

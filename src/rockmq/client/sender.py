@@ -13,7 +13,11 @@ and starts a request for every key that may send now:
 
 Delivering a request (`deliver`): up to `retries` more attempts after a retriable failure, each on
 a broker not tried yet when the selector spreads (fault.py records every latency and failure); the
-route is refreshed before a retry. A gathered request's reply is split back: each send gets its own
+route is refreshed before a retry. Once every broker of the route was tried, a retry first pauses
+(`RETRY_PAUSE_S`, doubling), and retries go on until `delivery_timeout` after the first attempt:
+so a send rides out what leaves a topic's queues without a writer for seconds — a broker group
+whose primary died and whose next primary is being elected (docs/cluster.md, "Automatic failover")
+— and lands on the next primary as soon as a route names it. A gathered request's reply is split back: each send gets its own
 receipt or its own entry's error. A request that still fails with a retriable error goes to the
 spool when the producer has one (never FIFO or transactional messages), and its sends get receipts
 marked `spooled`.
@@ -30,6 +34,7 @@ from typing import Any, cast
 from rockmq.client.accumulator import Accumulator, Entry, Key
 from rockmq.client.errors import BatchSendError, RockmqError, from_status
 from rockmq.client.fault import FaultAvoidance
+from rockmq.client.limits import DELIVERY_TIMEOUT_S, RETRY_PAUSE_S
 from rockmq.client.message import Message, SendReceipt
 from rockmq.client.queues import Queue
 from rockmq.client.selectors import Selector, by_hash, spreads
@@ -47,13 +52,14 @@ Failure = tuple[str, RockmqError]  # a first attempt made elsewhere: its broker 
 class Sender:
     def __init__(self, session: Session, route: Route, cached_route: CachedRoute, selector: Selector,
                  faults: FaultAvoidance, retries: int, spool: Spool | None, accumulator: Accumulator,
-                 max_in_flight: int) -> None:
+                 max_in_flight: int, delivery_timeout: float = DELIVERY_TIMEOUT_S) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.session = session
         self.selector = selector
         self.faults = faults
         self.retries = retries
+        self.delivery_timeout = delivery_timeout
         self.spool = spool
         self.accumulator = accumulator
         self.max_in_flight = max_in_flight
@@ -166,7 +172,13 @@ class Sender:
         if failed is not None:
             tried.add(failed[0])
             last = failed[1]
-        for attempt in range(len(tried), self.retries + 1):
+        brokers: set[str] = set()  # the last route's
+        pauses = _Pauses(time.monotonic() + self.delivery_timeout)
+        attempt = len(tried)
+        while attempt <= self.retries or pauses.time_left():
+            if attempt > self.retries or (brokers and brokers <= tried):  # none left to try at once
+                await pauses.next()
+                tried.clear()
             if queue is None or attempt:
                 try:
                     queues = await self._route(first.topic, attempt > 0)
@@ -174,8 +186,11 @@ class Sender:
                     if not e.retriable:
                         raise
                     last = e
+                    attempt += 1
                     continue
+                brokers = {q.broker for q in queues}
                 queue = self.pick(queues, first, arg, tried)
+            attempt += 1
             tried.add(queue.broker)
             started = time.monotonic()
             try:
@@ -185,7 +200,7 @@ class Sender:
                 if not e.retriable:
                     raise
                 last = e
-                log.debug("send to %s failed (attempt %d): %s", queue.broker, attempt + 1, e)
+                log.debug("send to %s failed (attempt %d): %s", queue.broker, attempt, e)
                 continue
             self.faults.record(queue.broker, (time.monotonic() - started) * 1000)
             return queue, list(reply.entries)  # with MULTIPLE_RESULTS, some entries are refusals
@@ -241,6 +256,22 @@ def receipts(queue: Queue, entries: Sequence[rpc.SendResultEntry], sent: Sequenc
     if errors:
         raise BatchSendError(found, errors)
     return cast(list[SendReceipt], found)
+
+
+class _Pauses:
+    """A delivery's pauses between retries: doubling from the first of RETRY_PAUSE_S to the last,
+    none past `deadline`."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.pause = RETRY_PAUSE_S[0]
+
+    def time_left(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    async def next(self) -> None:
+        await asyncio.sleep(max(0.0, min(self.pause, self.deadline - time.monotonic())))
+        self.pause = min(self.pause * 2, RETRY_PAUSE_S[1])
 
 
 def _settle(future: asyncio.Future[SendReceipt], receipt: SendReceipt | None, error: BaseException | None) -> None:
