@@ -163,10 +163,9 @@ def _print(group: Group) -> None:
     head = (f"primary {group.primary.member} at epoch {group.primary.epoch}" if group.primary is not None else
             f"no primary (last epoch {group.epoch}): writes are refused until one is elected")
     print(f"group {group.name}: {head}; in-sync set {sorted(group.in_sync.members) or '{}'}")
-    table([[r["member"], _shown(r["endpoint"]), _shown(r["role"]), "yes" if r["up"] else "no",
-            "yes" if r["in_sync"] else "no", _shown(r["applied"]), _shown(r["behind_messages"]), _shown(r["behind_ms"])]
-           for r in group.rows()],
-          ["MEMBER", "ENDPOINT", "ROLE", "UP", "IN_SYNC", "APPLIED", "BEHIND_MSGS", "BEHIND_MS"])
+    table([[r["member"], _shown(r["role"]), "yes" if r["up"] else "no", "yes" if r["in_sync"] else "no",
+            _shown(r["applied"]), _shown(r["behind_messages"]), _shown(r["behind_ms"])] for r in group.rows()],
+          ["MEMBER", "ROLE", "UP", "IN_SYNC", "APPLIED", "BEHIND_MSGS", "BEHIND_MS"])  # a member's name is its HOST:PORT
     if group.status is None:
         print("lags: no primary has reported any yet")
     else:
