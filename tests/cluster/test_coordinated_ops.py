@@ -97,6 +97,8 @@ def test_a_lagging_replica_is_not_elected_until_broker_elect_unclean_makes_it_pr
         conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))  # acknowledged without it: it left the set
         conn.close()
         time.sleep(REPORT_S * 1.5)  # the primary's report says how far behind it is
+        behind = _members(group_state(etcd.url))[lagging.endpoint]
+        assert not behind["in_sync"] and behind["behind_messages"] >= 20 and behind["behind_ms"] > 0, behind
         primary.kill()
         in_sync.kill()
         lagging.proc.send_signal(signal.SIGCONT)
