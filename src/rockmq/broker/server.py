@@ -170,8 +170,8 @@ class Broker:
         if self.replicator is not None:
             self.replicator.in_sync = self.in_sync
         # ... and reports how far behind each member is (`rockmq broker group`, `broker elect --unclean`)
-        self.reporter = (StatusReporter(membership.coordinator, s.broker_name, membership.member, primary.epoch)
-                         if self.in_sync is not None and membership is not None and primary is not None else None)
+        self.reporter = (StatusReporter(membership.coordinator, s.broker_name, membership.member, self.fence.epoch)
+                         if self.in_sync is not None and membership is not None else None)  # its epoch: the role's
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
