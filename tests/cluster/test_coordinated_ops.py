@@ -6,11 +6,13 @@ group serves and elects again."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
 from group_cli import group_command, group_state, send_code
@@ -83,6 +85,16 @@ def test_broker_group_without_a_coordinator_or_for_an_unknown_group_says_so_in_o
     bare = subprocess.run([sys.executable, "-m", "rockmq", "broker", "group", "g1"], capture_output=True, text=True,
                           timeout=30, env={"PATH": "/usr/bin", "PYTHONPATH": ":".join(sys.path)})
     assert bare.returncode == 2 and len(bare.stderr.splitlines()) == 1 and "give --coordinator" in bare.stderr
+    asyncio.run(_put(etcd.endpoint, "/rockmq/groups/bad/status", b"{written by hand"))
+    bad = group_command(etcd.url, "group", "bad")
+    assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1 and "does not decode" in bad.stderr, bad.stderr
+
+
+async def _put(endpoint: str, key: str, value: bytes) -> None:
+    from etcd3aio.kv import KVService
+
+    async with grpc.aio.insecure_channel(endpoint) as channel:
+        await KVService(channel).put(key, value, timeout=5)
 
 
 def test_a_lagging_replica_is_not_elected_until_broker_elect_unclean_makes_it_primary(etcd, tmp_path: Path):

@@ -75,3 +75,4 @@ def test_the_commands_take_serves_coordinator_options_and_no_lease():
     assert (args.name, args.unclean, args.yes, args.coordinator, args.coordinator_user) == \
         ("g", True, True, "etcd://127.0.0.1:2379", "u")
     assert not hasattr(args, "coordinator_lease_s")
+

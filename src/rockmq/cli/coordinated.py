@@ -53,7 +53,7 @@ def register(broker: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rockmq.broker.coordination.coordinator import CoordinatorError, CoordinatorUnavailable
+    from rockmq.broker.coordination.coordinator import CoordinatorError, CoordinatorUnavailable, GroupKeys
 
     try:
         return asyncio.run(_group(args) if args.action == "group" else _elect(args))
@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(e), EXIT_UNREACHABLE) from None
     except CoordinatorError as e:
         raise CliError(str(e)) from None
+    except (ValueError, KeyError, TypeError) as e:  # a group key that does not decode (written by hand?)
+        raise CliError(f"a key of group {args.name!r} in etcd does not decode ({e!r}): see its keys under "
+                       f"{GroupKeys(args.name).root}") from None
 
 
 # --- reading a group ---------------------------------------------------------------------------
