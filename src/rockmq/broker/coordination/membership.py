@@ -222,7 +222,8 @@ class Membership:
             return
         self.primary = now
         if now is None:
-            log.warning("group member %s: the primary is gone: electing", self.member)
+            log.warning("group member %s: the primary %s is gone: electing", self.member,
+                        self.role and f"{self.role.member} (epoch {self.role.epoch})")
             return
         self.role = now
         log.warning("group member %s: %s is primary at epoch %d%s", self.member, now.member, now.epoch,
