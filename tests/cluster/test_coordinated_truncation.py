@@ -30,7 +30,7 @@ SENDERS, BATCH = 4, 8
 # A send waits this long for a replica that is gone before the primary drops it from the in-sync set:
 # longer than the test's pause, so the dead replicas stay electable (the test's tail is unacknowledged).
 PATIENT = {"ROCKMQ_REPLICATION_TIMEOUT_S": "20", "ROCKMQ_REPLICA_MAX_LAG_MS": "15000"}
-TRUNCATED = re.compile(r"truncated this member's unacknowledged tail: .* dropped: (\d+) messages .*\((\d+\.\d+) s\)")
+TRUNCATED = re.compile(r"truncated this member's unacknowledged tail .*: dropped (\d+) messages .*\((\d+\.\d+) s\)")
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,12 @@ def test_a_primary_paused_past_its_lease_truncates_its_unacknowledged_tail_on_re
                 old.proc.send_signal(signal.SIGCONT)
                 resumed = time.monotonic()
                 wait_for(lambda: _truncation(old), 30, what="the former primary to truncate its tail")
+                rejoined_s = time.monotonic() - resumed
         tail = {i for ids in late.begun for i in ids}
         sent = senders.sent + late.sent
         messages, seconds, line = _truncation(old) or (0, 0.0, "")
-        print(f"\n{line}\ntruncated {messages} messages in {seconds:.3f} s; the test took {time.monotonic() - begun:.1f} s")
+        print(f"\n{line}\ntruncated {messages} messages in {seconds:.3f} s, {rejoined_s:.2f} s after SIGCONT; the test "
+              f"took {time.monotonic() - begun:.1f} s")
         assert messages > 0, "the former primary had a tail to truncate"
         assert not [s for s in sent if s.ok and (s.started > killed or s.answered > resumed)], \
             "the paused primary acknowledged a write nobody else held, or after its lease"

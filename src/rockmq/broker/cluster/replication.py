@@ -542,9 +542,9 @@ class Follower:
         started = time.monotonic()
         what = dropped(undo, self.ctx.meta.topics_by_id)  # before: a topic the tail created is still known
         self._apply([*oplog.decode(shipped.ops), ALL_FOOTPRINTS])
-        log.warning("truncated this member's unacknowledged tail: its batches %d-%d, after which primary %s's epoch "
-                    "began, dropped: %s; now at the primary's batch %d (%.3f s)", after + 1, self.applied, self.primary,
-                    what, shipped.seq, time.monotonic() - started)
+        log.warning("truncated this member's unacknowledged tail (its batches %d-%d; the epoch of %s began after "
+                    "batch %d): dropped %s; now at the primary's batch %d (%.3f s)", after + 1, self.applied,
+                    self.primary, after, what, shipped.seq, time.monotonic() - started)
         self.truncating = None
 
     async def promote(self, force: bool) -> tuple[int, int, bool]:
