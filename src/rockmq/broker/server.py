@@ -239,6 +239,7 @@ class Broker:
         self.server.add_generic_rpc_handlers((batch.handler(),))
         if self.follower is None:  # before the first call: a Follow stream may fence it at once
             self.fence.guard("a name server or its replica" if self.cluster.enabled else "its replica")
+            self.committer.guard()  # a coordinated primary writes nothing past its lease
         await self.server.start()
         self._watching = asyncio.create_task(self.streams.run())  # as long as it serves, fenced or not
         if self.follower is not None:  # a replica writes nothing of its own
