@@ -6,6 +6,10 @@ is one CoordinatorError, not retried, naming no secret."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -91,3 +95,18 @@ def test_a_member_signs_in_as_an_etcd_user(etcd):
         with pytest.raises(CoordinatorError, match=says) as refused:
             asyncio.run(_campaigns(_member(etcd.url, coordinator_user=user, coordinator_password=password)))
         assert PASSWORD not in str(refused.value) and "wrong" not in str(refused.value)
+
+
+def test_broker_group_signs_in_as_the_etcd_user_serve_does(etcd):
+    asyncio.run(_guard(etcd.endpoint))
+    asyncio.run(_campaigns(_member(etcd.url, coordinator_user="rockmq", coordinator_password=PASSWORD)))
+    command = [sys.executable, "-m", "rockmq", "broker", "group", "broker-a", "--json", "--coordinator", etcd.url,
+               "--coordinator-user", "rockmq"]
+    env = {**os.environ, "ROCKMQ_COORDINATOR_PASSWORD": PASSWORD}  # as serve takes it
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["epoch"] == 1  # the member's lease was revoked: no primary now, its epoch kept
+    env["ROCKMQ_COORDINATOR_PASSWORD"] = "wrong"
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1 and "refused" in refused.stderr
+    assert "wrong" not in refused.stderr

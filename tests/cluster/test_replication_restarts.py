@@ -134,11 +134,15 @@ def _send_each(endpoint: str, topic: str, prefix: str, n: int) -> set[str]:
         conn.close()
 
 
-def test_a_former_primary_following_its_successor_takes_its_history_not_its_own(tmp_path):
+@pytest.mark.parametrize("ring", ["", "2048"], ids=["truncated", "re-seeded"])
+def test_a_former_primary_following_its_successor_takes_its_history_not_its_own(tmp_path, ring: str):
     """An old primary wrote batches its replica never got; the replica was promoted and wrote its
     own under the same numbers. Restarted as a replica of its successor, the old primary's numbers
-    name other batches there: it re-seeds, and ends holding exactly the new primary's messages."""
-    primary = BrokerProcess(tmp_path / "primary", "--replication", "async", "--broker-name", "b1").start()
+    name other batches there: it truncates its tail (broker/cluster/truncation.py, no full copy) —
+    or, its ring so small that the keys its tail touched are no longer all known, it re-seeds — and
+    ends holding exactly the new primary's messages."""
+    env = {"ROCKMQ_REPLICATION_RING_BYTES": ring} if ring else None
+    primary = BrokerProcess(tmp_path / "primary", "--replication", "async", "--broker-name", "b1", env=env).start()
     replica = BrokerProcess(tmp_path / "replica", "--replica-of", primary.endpoint, "--broker-name", "b1",
                             "--replication", "async").start()  # promoted, it keeps batches for replicas
     try:
@@ -160,7 +164,11 @@ def test_a_former_primary_following_its_successor_takes_its_history_not_its_own(
         primary.start()
         wait_for(lambda: held_ids(primary.endpoint, "t", 1) == expected, 30,
                  what="the former primary to hold the new primary's history")
-        assert any("re-seed" in line for line in primary.log), "\n".join(primary.log)
+        truncated = any("truncated this member's unacknowledged tail" in line and "dropped 10 messages" in line
+                        for line in primary.log)
+        assert truncated == (not ring), "\n".join(primary.log)
+        assert any("re-seeding from" in line for line in primary.log) == bool(ring)
+        assert any("are not all known here" in line for line in primary.log) == bool(ring)
     finally:
         replica.kill()
         primary.kill()

@@ -102,10 +102,42 @@ def test_a_throttled_send_is_retried_and_then_raised():
 
     async def scenario() -> None:
         transport = MockTransport(broker)
-        async with AsyncProducer("127.0.0.1:1", transport=transport, retries=2) as p:
+        async with AsyncProducer("127.0.0.1:1", transport=transport, retries=2, delivery_timeout=0) as p:
             with pytest.raises(Throttled):
                 await p.send(Message("t", b"x"))
         assert [c.method for c in transport.calls].count("SendMessage") == 3
+
+    asyncio.run(scenario())
+
+
+def test_past_its_retries_a_send_pauses_and_tries_again_until_its_delivery_timeout():
+    """A broker group failing over answers every attempt for seconds: once every broker of the route
+    was tried, each retry pauses (doubling from 50 ms to 500 ms) and re-reads the route, until the
+    send lands or `delivery_timeout` after its first attempt ends."""
+    refusals = [6]
+
+    def broker(call: Call) -> object:
+        if call.method == "QueryRoute":
+            return _route("t", 1)
+        if refusals[0]:
+            refusals[0] -= 1
+            return rpc.SendMessageResponse(status=pb.Status(code=pb.HA_NOT_AVAILABLE, message="electing"))
+        return rpc.SendMessageResponse(status=OK, entries=[rpc.SendResultEntry(status=OK, message_id="ID1")])
+
+    async def scenario() -> None:
+        transport = MockTransport(broker)
+        async with AsyncProducer("127.0.0.1:1", transport=transport, retries=2, delivery_timeout=5) as p:
+            started = asyncio.get_running_loop().time()
+            receipt = await p.send(Message("t", b"x"))
+            took = asyncio.get_running_loop().time() - started
+            assert not receipt.spooled and [c.method for c in transport.calls].count("SendMessage") == 7
+            # The first retry goes at once (a route read again may name another broker), each later one pauses.
+            assert 0.05 + 0.1 + 0.2 + 0.4 + 0.5 - 0.01 <= took < 3, took
+            refusals[0] = 1_000
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(Throttled):
+                await p.send(Message("t", b"y"))
+            assert 5 <= asyncio.get_running_loop().time() - started < 6
 
     asyncio.run(scenario())
 

@@ -9,8 +9,10 @@ with what an earlier batch wrote, so it waits as that batch would have: for the 
 replica to hold everything written so far (`durable()` without a batch).
 
 A member of a coordinated group (broker/coordination/membership.py) writes and acknowledges only
-while it holds the primary role and its lease surely holds for the others (`writable_until`): one
-time.monotonic() comparison before the write and one before the answer; other brokers skip both.
+while it holds the primary role and its lease surely holds for the others (`writable_until`): the
+store refuses every write past it (`guard`: whoever writes, a request or a background writer), and
+the Committer checks once more before the answer (one time.monotonic() comparison); other brokers
+pay one `is not None` test per commit.
 """
 
 from __future__ import annotations
@@ -50,8 +52,6 @@ class Committer:
         """Write `batch`, then return once it is durable. `allocated`: the first offset of each
         queue it appends to, given back if the write fails; `touched`: topics whose readers are
         woken once it is written (see `QueueLogs.write_appends`)."""
-        if self._writable_until is not None:
-            self._lease_holds()
         self.logs.write_appends(batch, allocated or {}, touched)
         await self.durable(batch)
 
@@ -65,8 +65,18 @@ class Committer:
         if self._writable_until is not None:  # the lease may have run out while it waited
             self._lease_holds()
 
+    def guard(self) -> None:
+        """From now on (the broker's own start-up writes done) the store takes no write past the lease."""
+        if self._writable_until is not None:
+            self.store.refuse_writes_after(self._writable_until, self._lapsed)
+
     def _lease_holds(self) -> None:
         assert self._writable_until is not None
         if time.monotonic() >= self._writable_until():
-            raise BrokerError(pb.HA_NOT_AVAILABLE, f"broker {self.broker_name!r} here does not hold the group's "
-                                                   f"primary role (now or for long enough): retry, the group elects one")
+            raise self._lapsed()
+
+    def _lapsed(self) -> BrokerError:
+        """HA_NOT_AVAILABLE, which clients retry (the official ones on another queue, rockmq's after
+        refreshing the route); background writers skip their step quietly (disk_space.log_failure)."""
+        return BrokerError(pb.HA_NOT_AVAILABLE, f"broker {self.broker_name!r} here does not hold the group's "
+                                                f"primary role (now or for long enough): retry, the group elects one")

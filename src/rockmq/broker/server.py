@@ -47,6 +47,7 @@ from rockmq.broker.context import BrokerContext, start_epoch
 from rockmq.broker.coordination.coordinator import CoordinatorError
 from rockmq.broker.coordination.in_sync import InSyncKeeper
 from rockmq.broker.coordination.membership import Membership, broker_settings, held_in, position, take_role
+from rockmq.broker.coordination.status import StatusReporter
 from rockmq.broker.dead_letters import DeadLetters
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.group_admin import GroupAdmin
@@ -168,6 +169,9 @@ class Broker:
                         if membership is not None and self.replicator is not None else None)
         if self.replicator is not None:
             self.replicator.in_sync = self.in_sync
+        # ... and reports how far behind each member is (`rockmq broker group`, `broker elect --unclean`)
+        self.reporter = (StatusReporter(membership.coordinator, s.broker_name, membership.member, self.fence.epoch)
+                         if self.in_sync is not None and membership is not None else None)  # its epoch: the role's
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
@@ -235,6 +239,7 @@ class Broker:
         self.server.add_generic_rpc_handlers((batch.handler(),))
         if self.follower is None:  # before the first call: a Follow stream may fence it at once
             self.fence.guard("a name server or its replica" if self.cluster.enabled else "its replica")
+            self.committer.guard()  # a coordinated primary writes nothing past its lease
         await self.server.start()
         self._watching = asyncio.create_task(self.streams.run())  # as long as it serves, fenced or not
         if self.follower is not None:  # a replica writes nothing of its own
@@ -248,6 +253,10 @@ class Broker:
         self._tasks.append(asyncio.create_task(self.ctx.store.space.watch()))  # `_write` may have begun: a call confirmed it
         if self.in_sync is not None and self.replicator is not None:
             self._tasks.append(asyncio.create_task(self._keep_in_sync(self.in_sync, self.replicator)))
+        if self.reporter is not None and self.replicator is not None:
+            replicator = self.replicator
+            self._tasks.append(asyncio.create_task(self.reporter.run(lambda: replicator.members,
+                                                                     lambda: replicator.batches.seq, replicator.batches.lag)))
         if self.fence.confirmed:  # else a restarted primary of a replicated group: `_write` once it confirms
             self._write()
         if self.cluster.enabled:

@@ -1,10 +1,12 @@
-"""`rockmq broker promote|config`: make a replica a primary; show a broker's effective settings."""
+"""`rockmq broker promote|config|group|elect`: make a replica a primary; show a broker's effective settings; a
+coordinated group's state and its unclean election (coordinated.py)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
+from rockmq.cli import coordinated
 from rockmq.cli.common import admin_stub, print_json, subcommands, table, with_endpoint, with_json
 
 if TYPE_CHECKING:
@@ -22,11 +24,14 @@ def register(sub: Subparsers) -> None:
 
     with_json(with_endpoint(broker.add_parser(
         "config", help="the broker's effective settings (secrets hidden: the admin's secret, the inner credentials)")))
+    coordinated.register(broker)
 
 
 def run(args: argparse.Namespace) -> int:
     from rockmq.protocol import admin
 
+    if args.action in coordinated.ACTIONS:
+        return coordinated.run(args)
     if args.action == "config":
         reply = admin_stub(args).GetConfig(admin.GetConfigRequest(), timeout=10)
         if args.json:

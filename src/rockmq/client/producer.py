@@ -22,10 +22,11 @@ route named: session.py), and a refresh that fails keeps the last route, so the 
 broker the producer was pointed at costs at most one attempt while another broker is up.
 
 With `spool_dir`, a send that still fails with a retriable error after its retries and
-`delivery_timeout` (0: spool at once) is written to a local RocksDB spool (spool.py) and returns receipts marked `spooled`; a background task resends
-it on `spool_schedule_s` and after the last step hands it to `on_dead` and keeps it among the
-dead entries (`dead_spool()`). The application thus rides out a broker outage without buffering,
-and a crashed producer's spool is replayed by the next one that opens it. FIFO and transactional
+`delivery_timeout` (0: spool at once) is written to a local RocksDB spool (spool.py) and returns
+receipts marked `spooled`; a background task resends it on `spool_schedule_s` and after the last
+step hands it to `on_dead` and keeps it among the dead entries (`dead_spool()`). The application
+thus rides out a broker outage without buffering, and a crashed producer's spool is replayed by the
+next one that opens it. FIFO and transactional
 sends are never spooled: a later message of the group could overtake a spooled one, and a
 transaction needs its answer now. A spooled send is resent without its `arg`.
 

@@ -220,6 +220,9 @@ class Store:
         self._closed = False
         self._oplog = oplog  # a primary's replication log, when it keeps one
         self._refusal: Callable[[], Exception] | None = None  # set: every write raises what it makes
+        self._lease: tuple[Callable[[], float], Callable[[], Exception]] | None = None  # `refuse_writes_after`
+        # What every write checks first (`_gate_writes`): None, a plain broker's, checks nothing more
+        self._gate: Callable[[], None] | None = None
         try:
             self._migrate(new)
         except BaseException as e:
@@ -258,6 +261,33 @@ class Store:
         """From now on every write raises `refusal()` and writes nothing (a fenced primary); None:
         writes are taken again (a restarted primary that confirmed it still is one)."""
         self._refusal = refusal
+        self._gate_writes()
+
+    def refuse_writes_after(self, until: Callable[[], float], refusal: Callable[[], Exception]) -> None:
+        """From now on a write is refused with `refusal()` once time.monotonic() reaches `until()` (read at
+        each write): a coordinated group's primary, which may write only while its lease surely holds
+        for the others (broker/coordination/membership.py). Every writer goes through `write`, so none
+        can write past it: sends, receives, acks, offsets, the background writers."""
+        self._lease = (until, refusal)
+        self._gate_writes()
+
+    def _gate_writes(self) -> None:
+        """Fold the refusals into the one callable `write` checks: a store with neither pays one
+        `is not None` test per write, as before there were leases."""
+        refusal, lease = self._refusal, self._lease
+        if refusal is not None:
+            def refused() -> None:
+                raise refusal()
+            self._gate = refused
+        elif lease is not None:
+            until, lapsed = lease
+
+            def while_leased() -> None:
+                if time.monotonic() >= until():
+                    raise lapsed()
+            self._gate = while_leased
+        else:
+            self._gate = None
 
     @property
     def closed(self) -> bool:
@@ -267,14 +297,14 @@ class Store:
     @property
     def refusing_writes(self) -> bool:
         """Whether writes are refused (`refuse_writes`): reads then persist nothing they imply."""
-        return self._refusal is not None
+        return self._refusal is not None or (self._lease is not None and time.monotonic() >= self._lease[0]())
 
     def write(self, batch: Batch) -> None:
         """Apply a batch atomically, without waiting for an fsync."""
         if batch.empty:
             return
-        if self._refusal is not None:
-            raise self._refusal()
+        if self._gate is not None:
+            self._gate()
         oplog = self._oplog if batch.ops is not None else None  # a batch made while the log records
         if oplog is not None:
             oplog.stamp(batch)

@@ -40,9 +40,10 @@ class DiskFull(BrokerError):
 
 
 def log_failure(logger: logging.Logger, error: Exception, what: str, *args: object) -> None:
-    """A background task's failed step, logged with its traceback, unless the disk is full: that
-    was said once (DiskSpace), and the task tries again later."""
-    if not isinstance(error, DiskFull):
+    """A background task's failed step, logged with its traceback, unless the disk is full (said
+    once, by DiskSpace) or the broker may not write now (HA_NOT_AVAILABLE: a group's primary past
+    its lease, said once when it steps down): the task tries again later."""
+    if not isinstance(error, DiskFull) and not (isinstance(error, BrokerError) and error.code == pb.HA_NOT_AVAILABLE):
         logger.error(what, *args, exc_info=error)
 
 

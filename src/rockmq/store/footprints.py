@@ -12,6 +12,7 @@ the batches but their sum, applied in one batch, which is all a replica needs.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rockmq.store import keys, oplog
@@ -42,28 +43,50 @@ def kept(store: Store) -> list[tuple[int, int]]:
     return [(keys.decode_u64(k), _SIZE.unpack_from(v)[0]) for k, v in store.scan(Family.FOOTPRINTS, b"", _ALL)]
 
 
-def catch_up(store: Store, after: int, upto: int, limit: int) -> list[Op] | None:
+def touched(store: Store, after: int, upto: int) -> list[Op] | None:
+    """The operations, without their values (a range delete keeps its bound), of the batches after
+    `after` up to `upto`, in order; None unless the footprints of every one are kept (a primary that
+    was a replica meanwhile holds none of the batches it applied: a gap)."""
+    ops: list[Op] = []
+    expected = after + 1
+    for k, raw in store.scan(Family.FOOTPRINTS, key(after + 1), key(upto + 1)):
+        if keys.decode_u64(k) != expected:
+            return None
+        expected += 1
+        ops += oplog.decode(raw[_SIZE.size:])
+    return ops if expected == upto + 1 else None
+
+
+def catch_up(store: Store, after: int, upto: int, limit: int, undo: Sequence[Op] = ()) -> list[Op] | None:
     """The operations that take a replica holding the batches up to `after` to `upto` (the last
     batch written), read in one step (nothing may be written meanwhile); None when the footprints
-    from `after + 1` are not all kept, or the values to send pass `limit` bytes (re-seed it)."""
-    first = store.first_key(Family.FOOTPRINTS)
-    if first is None or keys.decode_u64(first) > after + 1:
+    from `after + 1` are not all kept, or the values to send pass `limit` bytes (re-seed it).
+    `undo`: what the replica's own batches after `after` touched (a former primary's tail, which
+    this store's history does not hold, broker/cluster/truncation.py): those keys get the values
+    they hold here, and those ranges what this store holds in them."""
+    done = touched(store, after, upto)
+    if done is None:
         return None
     ranges: list[Op] = []
-    touched: dict[FamilyName, dict[bytes, None]] = {}  # by family, in the order first touched
-    for _, raw in store.scan(Family.FOOTPRINTS, key(after + 1), key(upto + 1)):
-        for op in oplog.decode(raw[_SIZE.size:]):
-            if op[0] == DELETE_RANGE:
-                ranges.append(op)
-            else:
-                touched.setdefault(op[1], {})[op[2]] = None
-    ops = ranges
+    touched_keys: dict[FamilyName, dict[bytes, None]] = {}  # by family, in the order first touched
+    for op in (*done, *undo):
+        if op[0] == DELETE_RANGE:
+            ranges.append(op)
+        else:
+            touched_keys.setdefault(op[1], {})[op[2]] = None
+    ops = list(ranges)  # every range deleted first; then what the keys and the replica's ranges hold here
     size = 0
-    for family, names in touched.items():
+    for _, family, lower, upper in (op for op in undo if op[0] == DELETE_RANGE):
+        for name, value in store.scan(family, lower, upper):  # a range the replica deleted: refilled from here
+            ops.append((PUT, family, name, value))
+            size += len(name) + len(value)
+            if size > limit:
+                return None
+    for family, names in touched_keys.items():
         wanted = list(names)
-        for name, value in zip(wanted, store.get_many(family, wanted), strict=True):
-            ops.append((DELETE, family, name, b"") if value is None else (PUT, family, name, value))
-            size += len(name) + (len(value) if value is not None else 0)
+        for name, held in zip(wanted, store.get_many(family, wanted), strict=True):
+            ops.append((DELETE, family, name, b"") if held is None else (PUT, family, name, held))
+            size += len(name) + (len(held) if held is not None else 0)
         if size > limit:
             return None
     ops.append((PUT, Family.META, keys.REPLICATION_SEQ_KEY, keys.encode_u64(upto)))  # last: where it stands

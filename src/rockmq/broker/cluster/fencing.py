@@ -193,12 +193,13 @@ def epochs_began(store: Store) -> dict[int, int]:
     return {keys.decode_u64(k[len(prefix):]): keys.decode_u64(v) for k, v in store.scan_prefix(Family.META, prefix)}
 
 
-def diverged(store: Store, epoch: int, applied: int) -> bool:
-    """Whether a replica at primary epoch `epoch` that applied batch `applied` holds batches this
-    store's history does not: ones its primary wrote after the next epoch began (a former primary
-    following its successor, a second replica that got further than the one promoted). Its
-    numbers then name other batches here: only a full copy brings it back."""
-    return any(applied > after for e, after in epochs_began(store).items() if e > epoch)
+def diverged_after(store: Store, epoch: int) -> int | None:
+    """Where a history at primary epoch `epoch` leaves this store's: the batch after which the next
+    epoch above it began (None: none did). A replica at `epoch` holding batches above it holds ones
+    its primary wrote after that epoch began (a former primary's unacknowledged tail, a second
+    replica that got further than the one promoted): under the same numbers this store holds others.
+    Its tail is truncated (truncation.py), or it is re-seeded with a full copy."""
+    return min((after for e, after in epochs_began(store).items() if e > epoch), default=None)
 
 
 def former_primary(store: Store) -> str:

@@ -31,7 +31,7 @@ from rockmq.auth.users import UserError
 from rockmq.broker.cluster.fencing import (
     Fence,
     began,
-    diverged,
+    diverged_after,
     epoch_proof,
     epochs_began,
     next_epoch,
@@ -40,6 +40,7 @@ from rockmq.broker.cluster.fencing import (
 )
 from rockmq.broker.cluster.reseed import Reseeder, Snapshots, refuse_too_far_behind, too_far_behind
 from rockmq.broker.cluster.routes import Cluster
+from rockmq.broker.cluster.truncation import ALL_FOOTPRINTS, DIVERGED_AFTER_KEY, diverged_at, dropped, tail
 from rockmq.broker.context import BrokerContext, load_metadata
 from rockmq.broker.stalled_streams import StalledStreams
 from rockmq.config import Settings, names_an_address
@@ -206,7 +207,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         batch.put(Family.META, keys.SECRET_KEY, secret)
         batch.put(Family.META, keys.EPOCH_KEY, keys.encode_u64(epoch))
         batch.put(Family.META, keys.PRIMARY_EPOCH_KEY, keys.encode_u64(fence.epoch))
-        for e, after in epochs_began(store).items():  # the history's turns, for replicas' replicas (`diverged`)
+        for e, after in epochs_began(store).items():  # the history's turns, for replicas' replicas (`diverged_after`)
             began(batch, e, after)
         store.write(batch)
 
@@ -246,15 +247,16 @@ class Replicator(replication_grpc.ReplicationServicer):
             self.acked = seq
             self._acked_moved.set()
 
-    def _catch_up(self, applied: int) -> tuple[int, list[oplog.Op]] | tuple[()] | None:
+    def _catch_up(self, applied: int, undo: list[oplog.Op] | None = None) -> tuple[int, list[oplog.Op]] | tuple[()] | None:
         """What a replica that applied batch `applied` needs before the ring's batches: nothing
         (`()`: the ring holds the next), the sum of the batches the ring no longer holds (a restart
         emptied it, or the replica fell behind it) as of the last batch written, or None: the
-        footprints do not reach back that far (store/footprints.py) — it must be re-seeded."""
+        footprints do not reach back that far (store/footprints.py) — it must be re-seeded. `undo`: a
+        former primary's tail after `applied` (truncation.py), which the sum always undoes."""
         ring = self.batches.ring
-        if applied >= self.batches.seq or (ring and ring[0][0] <= applied + 1):
+        if undo is None and (applied >= self.batches.seq or (ring and ring[0][0] <= applied + 1)):
             return ()
-        ops = footprints.catch_up(self.store, applied, self.batches.seq, self.settings.replication_ring_bytes)
+        ops = footprints.catch_up(self.store, applied, self.batches.seq, self.settings.replication_ring_bytes, undo or ())
         return None if ops is None else (self.batches.seq, ops)
 
     async def _too_far_behind(self, context: grpc.aio.ServicerContext[Any, Any], applied: int) -> None:
@@ -290,13 +292,19 @@ class Replicator(replication_grpc.ReplicationServicer):
         if first.epoch == self.fence.epoch and proven(self.secret, first.epoch, first.epoch_proof):
             self.fence.confirm("a replica")  # it follows this broker at its epoch: nobody was promoted
         start = first.applied_seq
-        if diverged(self.store, first.epoch, start):
-            await refuse_too_far_behind(context, f"the replica's history left this primary's (applied {start} at primary "
-                                                 f"epoch {first.epoch}): re-seed it")
+        after = diverged_after(self.store, first.epoch)
+        if after is not None and start > after:  # it truncates its tail from `after` (truncation.py), or re-seeds
+            await refuse_too_far_behind(context, f"the replica's history left this primary's after batch {after} "
+                                                 f"(applied {start} at primary epoch {first.epoch}): truncate its tail "
+                                                 f"or re-seed it", ((DIVERGED_AFTER_KEY, str(after)),))
         if start > self.batches.seq:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"the replica is ahead of this primary (applied {start}, primary at {self.batches.seq})")
-        catch_up = self._catch_up(start)
+        try:
+            undo = oplog.decode(first.truncate) if first.truncate else None
+        except ValueError:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a FollowerState's tail does not decode")
+        catch_up = self._catch_up(start, undo)
         if catch_up is None:
             await self._too_far_behind(context, start)
         self.fence.followed()
@@ -398,6 +406,8 @@ class Follower:
         self.applied = stored_seq(ctx.store)
         self.head = self.applied  # the primary's last batch, as its last shipped batch said (readiness)
         self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
+        # a former primary's tail to truncate: the divergence point and what its batches after it touched
+        self.truncating: tuple[int, list[oplog.Op]] | None = None
         # too far behind: a copy of the primary's store, swapped in by a restart (`on_reseeded`)
         self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, on_reseeded)
 
@@ -438,6 +448,8 @@ class Follower:
             except (RuntimeError, ValueError) as e:  # a gap, or a batch that does not decode: follow again from what is applied
                 log.error("following %s at %s stopped: %s; following again", self.primary, endpoint, e)
             except grpc.aio.AioRpcError as e:
+                if too_far_behind(e) and self._diverged(e):  # its tail is truncated on following again, at once
+                    continue
                 if too_far_behind(e):  # said by the re-seed, not here every second
                     await self.reseeder.reseed(stub, endpoint, self.applied)
                 elif e.code() == grpc.StatusCode.FAILED_PRECONDITION:
@@ -456,11 +468,29 @@ class Follower:
                 await channel.close()
             await asyncio.sleep(RETRY_S)
 
+    def _diverged(self, refusal: grpc.aio.AioRpcError) -> bool:
+        """Follow refused this replica's history as diverged: -> whether it can truncate its tail
+        (truncation.py; `truncating` is set for the next follow), else it is re-seeded."""
+        after = diverged_at(refusal)
+        if after is None or self.truncating is not None:  # not diverged, or the truncation itself was refused
+            self.truncating = None
+            return False
+        undo = tail(self.ctx.store, after, self.applied)
+        if undo is None:
+            log.warning("this member's history left its primary's after batch %d (it holds up to %d): its own "
+                        "batches since are not all known here, so it is re-seeded with a full copy", after, self.applied)
+            return False
+        self.truncating = (after, undo)
+        return True
+
     async def _follow(self, stub: replication_grpc.ReplicationStub) -> None:
         acks: asyncio.Queue[replication.FollowerState | None] = asyncio.Queue(64)
         epoch = stored_epoch(self.ctx.store)
         secret = self.ctx.store.get(Family.META, keys.SECRET_KEY) or b""  # the primary's, once its first batch came
-        await acks.put(replication.FollowerState(applied_seq=self.applied, epoch=epoch, epoch_proof=epoch_proof(secret, epoch)))
+        truncating = self.truncating
+        after, undo = truncating if truncating is not None else (self.applied, [])
+        await acks.put(replication.FollowerState(applied_seq=after, epoch=epoch, epoch_proof=epoch_proof(secret, epoch),
+                                                 truncate=oplog.encode(undo)))
         progress = asyncio.Event()
 
         async def states() -> AsyncIterator[replication.FollowerState]:
@@ -470,7 +500,7 @@ class Follower:
         async def acknowledge() -> None:
             """Report what was applied, after an fsync under the sync policy: batches applied
             while one fsync runs share the next one (group commit, as for sends)."""
-            reported = self.applied
+            reported = after  # what the first state said (a truncated tail's batches were never the primary's)
             while True:
                 await progress.wait()
                 progress.clear()
@@ -490,9 +520,15 @@ class Follower:
                 if shipped.HasField("principals"):
                     self._adopt(shipped.principals)
                     continue
-                if shipped.seq != self.applied + 1 and not (shipped.catch_up and shipped.seq > self.applied):
+                if truncating is not None:
+                    if not shipped.catch_up:
+                        raise RuntimeError(f"the primary answered the truncation after batch {after} with no catch-up")
+                    self._truncate(after, undo, shipped)
+                    truncating = None
+                elif shipped.seq != self.applied + 1 and not (shipped.catch_up and shipped.seq > self.applied):
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
-                self._apply(oplog.decode(shipped.ops))
+                else:
+                    self._apply(oplog.decode(shipped.ops))
                 self.applied = shipped.seq
                 self.head = max(shipped.head, shipped.seq)
                 progress.set()
@@ -502,6 +538,18 @@ class Follower:
             if acks.full():
                 acks.get_nowait()
             acks.put_nowait(None)  # ends the request stream's generator, which gRPC may still be reading
+
+    def _truncate(self, after: int, undo: list[oplog.Op], shipped: replication.ReplicatedBatch) -> None:
+        """Apply the primary's answer to this former primary's tail in one batch: its tail's keys as
+        the primary holds them, with the primary's batches since; its own footprints go (they describe
+        batches the group's history does not hold). Said in one line."""
+        started = time.monotonic()
+        what = dropped(undo, self.ctx.meta.topics_by_id)  # before: a topic the tail created is still known
+        self._apply([*oplog.decode(shipped.ops), ALL_FOOTPRINTS])
+        log.warning("truncated this member's unacknowledged tail (its batches %d-%d; the epoch of %s began after "
+                    "batch %d): dropped %s; now at the primary's batch %d (%.3f s)", after + 1, self.applied,
+                    self.primary, after, what, shipped.seq, time.monotonic() - started)
+        self.truncating = None
 
     async def promote(self, force: bool) -> tuple[int, int, bool]:
         """Stop following for good at the next primary epoch (stored, durably) -> (the primary's last

@@ -70,10 +70,13 @@ PRIMARY_ONLY_FAMILIES = (Family.FOOTPRINTS,)
 # --- the refusal -------------------------------------------------------------------------------
 
 
-async def refuse_too_far_behind(context: grpc.aio.ServicerContext[Any, Any], details: str) -> NoReturn:
+async def refuse_too_far_behind(context: grpc.aio.ServicerContext[Any, Any], details: str,
+                                also: tuple[tuple[str, str], ...] = ()) -> NoReturn:
     """End a Follow stream whose replica must be re-seeded: FAILED_PRECONDITION, marked so the
-    replica knows without reading the words."""
-    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, details, trailing_metadata=((REFUSAL_KEY, TOO_FAR_BEHIND),))
+    replica knows without reading the words; `also`: more marks (a diverged replica's, truncation.py,
+    which a replica that cannot truncate ignores: it re-seeds)."""
+    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, details,
+                        trailing_metadata=((REFUSAL_KEY, TOO_FAR_BEHIND), *also))
 
 
 def too_far_behind(error: grpc.aio.AioRpcError) -> bool:

@@ -95,10 +95,71 @@ class InSync:
 
 
 @dataclass(frozen=True)
+class Lag:
+    """How far one member is behind the primary, as the primary measured it (OpLog.lag): the last batch
+    it applied, the messages written after it, and how long ago the first batch it lacks was written."""
+
+    applied: int
+    messages: int
+    ms: int
+
+
+@dataclass(frozen=True)
+class Status:
+    """What a primary reports of its group about once a second (status.py): itself, its epoch, its last
+    batch, when (ms since the epoch), each other member's lag, and every member it knows of (registered,
+    following, or known to the primary before it: a dead one stays listed). Kept under no lease: after
+    the primary dies it still says how far behind each member was (`rockmq broker elect --unclean`)."""
+
+    member: str
+    epoch: int
+    head: int
+    at_ms: int
+    lags: dict[str, Lag]
+    known: frozenset[str] = frozenset()
+
+    def encode(self) -> bytes:
+        return json.dumps({"member": self.member, "epoch": self.epoch, "head": self.head, "at_ms": self.at_ms,
+                           "lags": {m: [lag.applied, lag.messages, lag.ms] for m, lag in sorted(self.lags.items())},
+                           "known": sorted(self.known)}).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> Status:
+        d = json.loads(value)
+        return cls(str(d["member"]), int(d["epoch"]), int(d["head"]), int(d["at_ms"]),
+                   {str(m): Lag(int(a), int(n), int(ms)) for m, (a, n, ms) in d["lags"].items()},
+                   frozenset(str(m) for m in d.get("known", ())))
+
+
+@dataclass(frozen=True)
+class Unclean:
+    """An operator's unclean election (`rockmq broker elect --unclean`): the member made electable
+    alone, the in-sync set it replaced (none of it live), the group's epoch then (the member is
+    elected at the next) and what it was known to lack (its Lag in the last primary's Status, or None)."""
+
+    member: str
+    replaced: frozenset[str]
+    after_epoch: int
+    lag: Lag | None
+
+    def encode(self) -> bytes:
+        lag = [self.lag.applied, self.lag.messages, self.lag.ms] if self.lag is not None else None
+        return json.dumps({"member": self.member, "replaced": sorted(self.replaced), "after_epoch": self.after_epoch,
+                           "lag": lag}).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> Unclean:
+        d = json.loads(value)
+        lag = Lag(*(int(x) for x in d["lag"])) if d["lag"] is not None else None
+        return cls(str(d["member"]), frozenset(str(m) for m in d["replaced"]), int(d["after_epoch"]), lag)
+
+
+@dataclass(frozen=True)
 class GroupKeys:
     """The keys of one group, written here once: `{PREFIX}/{broker_name}/` + primary (the Primary,
     under its lease), epoch (the last epoch handed out, a decimal number, no lease), in_sync (a JSON
-    list of member names, no lease) and members/{member} (a Member: its endpoint and announced position, under its lease)."""
+    list of member names, no lease), members/{member} (a Member: its endpoint and announced position, under its
+    lease), status (the primary's last Status, no lease) and unclean (the last Unclean election, no lease)."""
 
     group: str
 
@@ -124,6 +185,14 @@ class GroupKeys:
 
     def member(self, name: str) -> str:
         return self.members + name
+
+    @property
+    def status(self) -> str:
+        return self.root + "status"
+
+    @property
+    def unclean(self) -> str:
+        return self.root + "unclean"
 
 
 class Coordinator(Protocol):
@@ -183,6 +252,29 @@ class Coordinator(Protocol):
     async def set_in_sync(self, members: frozenset[str], version: int) -> bool:
         """Replace the in-sync set if it is still at `version` and this member still holds the primary
         role (only the primary keeps the set); False, nothing written, if not."""
+        ...
+
+    async def publish_status(self, status: Status) -> bool:
+        """Write the group's Status if this member holds the primary role (False, nothing written, if not)."""
+        ...
+
+    async def unclean(self) -> Unclean | None:
+        """The group's last unclean election (None: never one)."""
+        ...
+
+    async def epoch(self) -> int:
+        """The group's last epoch handed out (0: never one)."""
+        ...
+
+    async def status(self) -> Status | None:
+        """The Status the group's primary (or its last one) reported last (None: never one)."""
+        ...
+
+    async def elect_unclean(self, choice: Unclean, in_sync: InSync) -> bool:
+        """An operator's unclean election: replace the in-sync set with `choice.member` alone (and record
+        `choice`) if nobody holds the primary role, the set is still at `in_sync.version`, the epoch is
+        still `choice.after_epoch` and the member is registered; False, nothing written, if not. The
+        member then campaigns as any elected one does (the next epoch)."""
         ...
 
     async def resign(self) -> None:

@@ -42,12 +42,15 @@ from rockmq.broker.coordination.coordinator import (
     InSync,
     Member,
     Primary,
+    Status,
+    Unclean,
 )
 from rockmq.config import Settings, coordinator_endpoints
 
 log = logging.getLogger(__name__)
 
 DELETE = 1  # mvccpb.Event.EventType: a watched key was deleted (or its lease expired)
+GREATER = 1  # etcdserverpb.Compare.CompareResult: the key's number is above the one compared with
 CAMPAIGN_TRIES = 3  # a campaign that lost only the race for the epoch (nobody holds the role) reads it again
 _UNREACHABLE = (EtcdConnectionError, EtcdTransientError, TimeoutError, OSError)
 _REFUSED = (EtcdUnauthenticatedError, EtcdPermissionDeniedError)
@@ -202,6 +205,39 @@ class EtcdCoordinator:
                 timeout=self._call_timeout_s, max_attempts=1)  # a retry of a write that landed fails its compare
         return bool(reply.succeeded)
 
+    async def publish_status(self, status: Status) -> bool:
+        if self._held is None:
+            return False
+        async with self._calling("publishing the group's status"):
+            reply = await (await self._connected()).kv.txn(
+                [KVService.txn_compare_value(self._keys.primary, self._held.encode())],
+                [KVService.txn_op_put(self._keys.status, status.encode())], timeout=self._call_timeout_s)
+        return bool(reply.succeeded)
+
+    async def unclean(self) -> Unclean | None:
+        value = await self._value(self._keys.unclean, "reading the last unclean election")
+        return Unclean.decode(value) if value is not None else None
+
+    async def epoch(self) -> int:
+        value = await self._value(self._keys.epoch, "reading the epoch")
+        return int(value) if value is not None else 0
+
+    async def status(self) -> Status | None:
+        value = await self._value(self._keys.status, "reading the group's status")
+        return Status.decode(value) if value is not None else None
+
+    async def elect_unclean(self, choice: Unclean, in_sync: InSync) -> bool:
+        async with self._calling("the unclean election"):
+            reply = await (await self._connected()).kv.txn(
+                [KVService.txn_compare_create_revision(self._keys.primary, 0),
+                 KVService.txn_compare_version(self._keys.in_sync, in_sync.version),
+                 KVService.txn_compare_value(self._keys.epoch, str(choice.after_epoch)),
+                 KVService.txn_compare_version(self._keys.member(choice.member), 0, result=GREATER)],
+                [KVService.txn_op_put(self._keys.in_sync, InSync.encode(frozenset({choice.member}))),
+                 KVService.txn_op_put(self._keys.unclean, choice.encode())],
+                timeout=self._call_timeout_s, max_attempts=1)  # a retry of a write that landed fails its compare
+        return bool(reply.succeeded)
+
     async def resign(self) -> None:
         held, self._held = self._held, None
         if held is None:
@@ -317,6 +353,12 @@ class EtcdCoordinator:
             raise EtcdTransientError("the keep-alive stream closed without an answer")
         finally:
             stream.cancel()
+
+    async def _value(self, key: str, what: str) -> bytes | None:
+        """One key's value (None: absent)."""
+        async with self._calling(what):
+            read = await (await self._connected()).kv.get(key, timeout=self._call_timeout_s)
+        return bytes(read.kvs[0].value) if read.kvs else None
 
     async def _read_primary(self) -> tuple[Primary | None, int]:
         """The primary and the revision etcd read it at (a watch from the next one misses nothing)."""

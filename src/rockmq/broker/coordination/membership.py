@@ -10,10 +10,10 @@ hold every acknowledged message) holding the most (`first_candidate`) campaigns;
 it, and if its lease lapses instead (it died meanwhile) they announce and choose again.
 
 A primary takes writes only while its lease surely holds for the others (`writable_until`: the
-coordinator's `lease_valid_until` less a margin, compared with time.monotonic() by the Committer);
-once it cannot renew, or another member holds the role, it refuses writes and follows the next
-primary. Its unacknowledged tail, if any, makes its history diverge from the new primary's: it is
-re-seeded with a full copy (reseed.py) on following.
+coordinator's `lease_valid_until` less a margin, compared with time.monotonic() at each write by the
+store, broker/commit.py); once it cannot renew, or another member holds the role, it refuses writes
+and follows the next primary. Its unacknowledged tail, if any, makes its history diverge from the new
+primary's: it is truncated on following (broker/cluster/truncation.py; a full copy, reseed.py, if not).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def broker_settings(settings: Settings, primary: Primary, member: str) -> Settin
 def take_role(store: Store, primary: Primary, member: str) -> None:
     """Write into `store` what its role needs before the Broker reads it. The primary: the coordinator's
     epoch as its primary epoch (the fencing token, as a promotion's), beginning after its last batch (a
-    member whose history went further is re-seeded: fencing.diverged), nothing left to confirm or to
+    member whose history went further truncates its tail: truncation.py), nothing left to confirm or to
     be fenced by (the coordinator decided). A replica: it follows, whatever it was before."""
     batch = store.batch()
     if primary.member == member:
@@ -253,7 +253,8 @@ class Membership:
             return
         self.primary = now
         if now is None:
-            log.warning("group member %s: the primary is gone: electing", self.member)
+            log.warning("group member %s: the primary %s is gone: electing", self.member,
+                        self.role and f"{self.role.member} (epoch {self.role.epoch})")
             return
         if now.member == self.member and not self.mine:  # watched (the next turn) until it lapses
             log.warning("group member %s: the primary key names this member at epoch %d under a lease it does not "

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\'rockmq/replication/v1/replication.proto\x12\x15rockmq.replication.v1\"H\n\rFollowerState\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x03 \x01(\x0c\"\x82\x01\n\x0fReplicatedBatch\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x0b\n\x03ops\x18\x02 \x01(\x0c\x12\x10\n\x08\x63\x61tch_up\x18\x04 \x01(\x08\x12\x0c\n\x04head\x18\x05 \x01(\x03\x12\x35\n\nprincipals\x18\x03 \x01(\x0b\x32!.rockmq.replication.v1.Principals\")\n\nPrincipals\x12\r\n\x05users\x18\x01 \x01(\x0c\x12\x0c\n\x04\x61\x63ls\x18\x02 \x01(\x0c\"&\n\x0fSnapshotRequest\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\"*\n\x0cSnapshotFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\"Y\n\x0eSnapshotHeader\x12\x32\n\x05\x66iles\x18\x01 \x03(\x0b\x32#.rockmq.replication.v1.SnapshotFile\x12\x13\n\x0btotal_bytes\x18\x02 \x01(\x03\"\'\n\tFileChunk\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"\x83\x01\n\rSnapshotChunk\x12\x37\n\x06header\x18\x01 \x01(\x0b\x32%.rockmq.replication.v1.SnapshotHeaderH\x00\x12\x31\n\x05\x63hunk\x18\x02 \x01(\x0b\x32 .rockmq.replication.v1.FileChunkH\x00\x42\x06\n\x04part2\xc9\x01\n\x0bReplication\x12\\\n\x06\x46ollow\x12$.rockmq.replication.v1.FollowerState\x1a&.rockmq.replication.v1.ReplicatedBatch\"\x00(\x01\x30\x01\x12\\\n\x08Snapshot\x12&.rockmq.replication.v1.SnapshotRequest\x1a$.rockmq.replication.v1.SnapshotChunk\"\x00\x30\x01\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\'rockmq/replication/v1/replication.proto\x12\x15rockmq.replication.v1\"Z\n\rFollowerState\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x03 \x01(\x0c\x12\x10\n\x08truncate\x18\x04 \x01(\x0c\"\x82\x01\n\x0fReplicatedBatch\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x0b\n\x03ops\x18\x02 \x01(\x0c\x12\x10\n\x08\x63\x61tch_up\x18\x04 \x01(\x08\x12\x0c\n\x04head\x18\x05 \x01(\x03\x12\x35\n\nprincipals\x18\x03 \x01(\x0b\x32!.rockmq.replication.v1.Principals\")\n\nPrincipals\x12\r\n\x05users\x18\x01 \x01(\x0c\x12\x0c\n\x04\x61\x63ls\x18\x02 \x01(\x0c\"&\n\x0fSnapshotRequest\x12\x13\n\x0b\x61pplied_seq\x18\x01 \x01(\x03\"*\n\x0cSnapshotFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\"Y\n\x0eSnapshotHeader\x12\x32\n\x05\x66iles\x18\x01 \x03(\x0b\x32#.rockmq.replication.v1.SnapshotFile\x12\x13\n\x0btotal_bytes\x18\x02 \x01(\x03\"\'\n\tFileChunk\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"\x83\x01\n\rSnapshotChunk\x12\x37\n\x06header\x18\x01 \x01(\x0b\x32%.rockmq.replication.v1.SnapshotHeaderH\x00\x12\x31\n\x05\x63hunk\x18\x02 \x01(\x0b\x32 .rockmq.replication.v1.FileChunkH\x00\x42\x06\n\x04part2\xc9\x01\n\x0bReplication\x12\\\n\x06\x46ollow\x12$.rockmq.replication.v1.FollowerState\x1a&.rockmq.replication.v1.ReplicatedBatch\"\x00(\x01\x30\x01\x12\\\n\x08Snapshot\x12&.rockmq.replication.v1.SnapshotRequest\x1a$.rockmq.replication.v1.SnapshotChunk\"\x00\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,21 +32,21 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rockmq.replication.v1.repli
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_FOLLOWERSTATE']._serialized_start=66
-  _globals['_FOLLOWERSTATE']._serialized_end=138
-  _globals['_REPLICATEDBATCH']._serialized_start=141
-  _globals['_REPLICATEDBATCH']._serialized_end=271
-  _globals['_PRINCIPALS']._serialized_start=273
-  _globals['_PRINCIPALS']._serialized_end=314
-  _globals['_SNAPSHOTREQUEST']._serialized_start=316
-  _globals['_SNAPSHOTREQUEST']._serialized_end=354
-  _globals['_SNAPSHOTFILE']._serialized_start=356
-  _globals['_SNAPSHOTFILE']._serialized_end=398
-  _globals['_SNAPSHOTHEADER']._serialized_start=400
-  _globals['_SNAPSHOTHEADER']._serialized_end=489
-  _globals['_FILECHUNK']._serialized_start=491
-  _globals['_FILECHUNK']._serialized_end=530
-  _globals['_SNAPSHOTCHUNK']._serialized_start=533
-  _globals['_SNAPSHOTCHUNK']._serialized_end=664
-  _globals['_REPLICATION']._serialized_start=667
-  _globals['_REPLICATION']._serialized_end=868
+  _globals['_FOLLOWERSTATE']._serialized_end=156
+  _globals['_REPLICATEDBATCH']._serialized_start=159
+  _globals['_REPLICATEDBATCH']._serialized_end=289
+  _globals['_PRINCIPALS']._serialized_start=291
+  _globals['_PRINCIPALS']._serialized_end=332
+  _globals['_SNAPSHOTREQUEST']._serialized_start=334
+  _globals['_SNAPSHOTREQUEST']._serialized_end=372
+  _globals['_SNAPSHOTFILE']._serialized_start=374
+  _globals['_SNAPSHOTFILE']._serialized_end=416
+  _globals['_SNAPSHOTHEADER']._serialized_start=418
+  _globals['_SNAPSHOTHEADER']._serialized_end=507
+  _globals['_FILECHUNK']._serialized_start=509
+  _globals['_FILECHUNK']._serialized_end=548
+  _globals['_SNAPSHOTCHUNK']._serialized_start=551
+  _globals['_SNAPSHOTCHUNK']._serialized_end=682
+  _globals['_REPLICATION']._serialized_start=685
+  _globals['_REPLICATION']._serialized_end=886
 # @@protoc_insertion_point(module_scope)

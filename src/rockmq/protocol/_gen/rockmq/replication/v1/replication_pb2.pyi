@@ -7,14 +7,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class FollowerState(_message.Message):
-    __slots__ = ("applied_seq", "epoch", "epoch_proof")
+    __slots__ = ("applied_seq", "epoch", "epoch_proof", "truncate")
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCH_PROOF_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATE_FIELD_NUMBER: _ClassVar[int]
     applied_seq: int
     epoch: int
     epoch_proof: bytes
-    def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ...) -> None: ...
+    truncate: bytes
+    def __init__(self, applied_seq: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ..., truncate: _Optional[bytes] = ...) -> None: ...
 
 class ReplicatedBatch(_message.Message):
     __slots__ = ("seq", "ops", "catch_up", "head", "principals")
