@@ -92,6 +92,7 @@ class EtcdCoordinator:
         self._tls = (ca, cert, key)
         self._etcd: _Etcd | None = None
         self._session = contextlib.AsyncExitStack()  # the channel, its token refresher
+        self._closing: set[asyncio.Task[None]] = set()  # channels retired after an unforeseen failure (`_retire`)
         self._lease_id = 0
         self._valid_until = 0.0
         self._keep_alive: asyncio.Task[None] | None = None
@@ -259,6 +260,9 @@ class EtcdCoordinator:
                 async with self._calling("revoking the lease"):
                     await self._etcd.lease.revoke(self._lease_id, timeout=self._call_timeout_s)
         self._lease_id, self._valid_until, self._held = 0, 0.0, None
+        for closing in self._closing:
+            closing.cancel()
+        await asyncio.gather(*self._closing, return_exceptions=True)
         await self._disconnect()
 
     # --- the pieces --------------------------------------------------------------------------------
@@ -281,6 +285,23 @@ class EtcdCoordinator:
             why = ("this member's lease expired (register again)" if e.code() == grpc.StatusCode.NOT_FOUND  # the one id
                    else f"{e.code().name}: {e.details()}")  # e.g. a wrong password (etcd's words name no secret)
             raise CoordinatorError(f"etcd at {','.join(self._endpoints)} refused {what}: {why}") from None
+
+    def _retire(self) -> None:
+        """The next call connects afresh; the channel in use is closed once the calls on it have had
+        their time (closing it now would cancel them: a CancelledError out of the blue to the caller)."""
+        self._etcd = None
+        session, self._session = self._session, contextlib.AsyncExitStack()
+        closing = asyncio.create_task(self._close_later(session))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    async def _close_later(self, session: contextlib.AsyncExitStack) -> None:
+        """Close `session` a call's time from now (at once if cancelled: the member closes)."""
+        try:
+            await asyncio.sleep(self._call_timeout_s)
+        finally:
+            with contextlib.suppress(Exception):  # a channel that failed may fail its closing too: dropped anyway
+                await session.aclose()
 
     async def _disconnect(self) -> None:
         """Let the channel (and its token refresher) go: the next call connects afresh."""
@@ -317,7 +338,7 @@ class EtcdCoordinator:
         except Exception as e:  # never a silent end: a lease not renewed must not look held
             log.error("group %s: %s stopped renewing its lease (%s): it holds no role and registers again on a new "
                       "connection", self._keys.group, self._member, e if isinstance(e, CoordinatorError) else repr(e))
-            await self._disconnect()  # whatever state the channel or its token is in, the next call starts afresh
+            self._retire()  # whatever state the channel or its token is in, the next call starts afresh
         self._lease_id, self._valid_until, self._held = 0, 0.0, None
 
     async def _renew(self) -> None:

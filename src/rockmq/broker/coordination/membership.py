@@ -165,7 +165,9 @@ class Membership:
             try:
                 await self._turn(held)
                 backoff = RETRY_S
-            except Exception as e:  # never a silent end: the member would stop following its group
+            except (Exception, asyncio.CancelledError) as e:  # never a silent end: it would stop following its group
+                if isinstance(e, asyncio.CancelledError) and _cancelling():
+                    raise  # the broker stops: not a failure (a CancelledError of a call the channel cut is one)
                 if backoff == RETRY_S:  # said once, until a turn succeeds
                     log.error("group member %s: following the group failed (%r): trying again, backing off up to "
                               "%g s", self.member, e, BACKOFF_MAX_S)
@@ -270,6 +272,12 @@ class Membership:
         log.warning("group member %s: stepping down from primary (epoch %d): %s; refusing writes", self.member,
                     self.primary.epoch, why)
         self.primary = None
+
+
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not a call inside it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def held_in(settings: Settings) -> tuple[int, int]:
