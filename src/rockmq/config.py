@@ -333,14 +333,14 @@ class Settings:
             if not 0 < self.replica_max_lag_ms < self.replication_timeout_s * 1000:
                 raise ConfigError("replica_max_lag_ms must be above 0 and under replication_timeout_s (a send waits "
                                   "that long for a lagging in-sync replica, then for its removal)")
+            if bool(self.coordinator_user) != bool(self.coordinator_password):  # a password alone, without it: ignored
+                raise ConfigError("coordinator_user and coordinator_password (--coordinator-user, "
+                                  "--coordinator-password) go together")
         elif any((self.coordinator_user, self.coordinator_ca, self.coordinator_cert)):
             raise ConfigError("coordinator_user, coordinator_ca and coordinator_cert are for coordinator (--coordinator)")
         if not MIN_LEASE_S <= self.coordinator_lease_s <= MAX_LEASE_S:
             raise ConfigError(f"coordinator_lease_s must be {MIN_LEASE_S} to {MAX_LEASE_S} seconds, "
                               f"not {self.coordinator_lease_s}")
-        if bool(self.coordinator_user) != bool(self.coordinator_password):
-            raise ConfigError("coordinator_user and coordinator_password (--coordinator-user, --coordinator-password) "
-                              "go together")
         if bool(self.coordinator_cert) != bool(self.coordinator_key):
             raise ConfigError("coordinator_cert and coordinator_key (--coordinator-cert, --coordinator-key) go together")
         if self.coordinator_cert and not self.coordinator_ca:

@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
+from coordinated_group import LEASE_S, in_sync_joined, member, running_group, serving_primary
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
@@ -146,3 +146,77 @@ def test_a_lagging_replica_leaves_the_in_sync_set_and_is_not_elected_until_an_in
         wait_for(lambda: f"replica of {in_sync.endpoint}" in "\n".join(lagging.log), 15, what="the lagging one to follow")
         assert acked <= held_ids(in_sync.endpoint, TOPIC, QUEUES)
         wait_for(lambda: acked <= held_ids(lagging.endpoint, TOPIC, QUEUES), 20, what="the lagging one to catch up")
+
+
+def test_a_two_member_groups_survivor_is_elected_again_after_a_fast_restart_and_a_third_member_joins_its_set(
+        etcd, tmp_path: Path):
+    """The primary stays in its group's in-sync set (it holds everything it acknowledged): the survivor
+    of a two-member group, elected after kill -9 of the primary, is the set's only member; restarted at
+    once (its earlier run's primary key not lapsed: not taken for its own), it is elected again; a third
+    member then follows it and enters the set beside it."""
+    with running_group(etcd.url, tmp_path, size=2) as members:
+        first = serving_primary(members)
+        in_sync_joined(first, replicas=1)
+        survivor = next(m for m in members if m is not first)
+        first.kill()
+        assert serving_primary([survivor]) is survivor
+        wait_for(lambda: f"primary with in-sync set ['{survivor.endpoint}']" in "\n".join(survivor.log), 10,
+                 what="the survivor to keep itself, and not the dead primary, in the set")
+        survivor.kill()
+        survivor.start()
+        wait_for(lambda: "took the primary role at epoch 3" in "\n".join(survivor.log), LEASE_S * 4,
+                 what="the restarted survivor to be elected again")
+        assert serving_primary([survivor]) is survivor
+        third = member(etcd.url, tmp_path / "m2")
+        members.append(third)  # killed after, with the others
+        third.start()
+        now = sorted([survivor.endpoint, third.endpoint])
+        wait_for(lambda: f"{third.endpoint} joined the in-sync set: now {now}" in "\n".join(survivor.log), 20,
+                 what="the third member to enter the set beside the primary")
+        survivor.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        conn = Conn(survivor.endpoint)
+        acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(5)))}
+        conn.close()
+        wait_for(lambda: acked <= held_ids(third.endpoint, TOPIC, QUEUES), 10, what="the third member to hold them")
+
+
+def test_under_async_replication_a_paused_replica_leaves_the_in_sync_set(etcd, tmp_path: Path):
+    """Async sends wait for nobody, so no send drops a lagging member: the primary's own look at each
+    member's lag (the age of the first batch it has not applied) does."""
+    with running_group(etcd.url, tmp_path, 3, "--replication", "async") as members:  # the later flag wins
+        primary = serving_primary(members)
+        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(primary)
+        paused = next(m for m in members if m is not primary)
+        assert paused.proc is not None
+        paused.proc.send_signal(signal.SIGSTOP)
+        conn = Conn(primary.endpoint)
+        conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(5)))
+        conn.close()
+        wait_for(lambda: f"['{paused.endpoint}'] left the in-sync set" in "\n".join(primary.log), 5,
+                 what="the paused replica to leave the set")
+
+
+def test_a_send_waiting_for_a_lagging_members_removal_is_answered_within_the_replication_timeout(etcd, tmp_path: Path):
+    """etcd paused and a replica of the set paused: the send waits replica_max_lag_ms for the replica,
+    then for its removal — which etcd does not answer — no longer than the send's own time
+    (replication_timeout_s, 2 s by default): a retriable refusal, not a reply seconds late."""
+    with running_group(etcd.url, tmp_path) as members:
+        primary = serving_primary(members)
+        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
+        in_sync_joined(primary)
+        paused = next(m for m in members if m is not primary)
+        conn = Conn(primary.endpoint)
+        conn.send_ok(message(TOPIC, "warm"))
+        assert paused.proc is not None and etcd.proc is not None
+        try:
+            paused.proc.send_signal(signal.SIGSTOP)
+            etcd.proc.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            reply = _reply(conn, message(TOPIC, "needs the removal"))
+            took = time.monotonic() - t0
+        finally:
+            etcd.proc.send_signal(signal.SIGCONT)
+            conn.close()
+        assert reply in (pb.HA_NOT_AVAILABLE, pb.SLAVE_PERSISTENCE_TIMEOUT), reply
+        assert took < 2.0 + 0.5, f"answered {took:.2f} s after it was sent"

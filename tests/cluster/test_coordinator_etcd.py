@@ -9,7 +9,7 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from rockmq.broker.coordination.coordinator import (
 )
 from rockmq.broker.coordination.etcd import EtcdCoordinator
 from rockmq.broker.coordination.in_sync import InSyncKeeper
+from rockmq.broker.coordination.membership import Membership
 from rockmq.config import coordinator_endpoints
 from rockmq.protocol.errors import BrokerError
 
@@ -150,25 +151,26 @@ def test_a_joining_replica_is_waited_for_until_etcd_holds_it_and_the_primarys_co
     async def run() -> None:
         async with members(etcd.url, "a") as (a,):
             assert await a.campaign("a") == Primary("a", "a", 1)
-            keeper = InSyncKeeper(a, "a")
+            keeper = InSyncKeeper(a, "a", 1.0)
             await keeper.load()
+            assert keeper.members == frozenset({"a"})  # the primary is in its set
             # a write that landed though its answer was lost: the copy here still names the version before it
-            assert await a.set_in_sync(frozenset({"b"}), keeper.version)
+            assert await a.set_in_sync(frozenset({"a", "b"}), keeper.version)
             keeper.joining["b"] = 5
             await keeper._admit("b")  # its compare fails; read back, the set is the one it wrote: adopted
-            assert keeper.members == frozenset({"b"}) and not keeper.joining
+            assert keeper.members == frozenset({"a", "b"}) and not keeper.joining
             assert keeper.version == (await a.in_sync()).version
             keeper.joining["c"] = 7
             etcd.kill()
             await keeper._admit("c")  # not taken: c stays joining, so every answer still waits for it
             assert keeper.joining == {"c": 7}
-            assert keeper.lacking(8, {"b": 8, "c": 7}) == frozenset({"c"})
+            assert keeper.lacking(8, {"b": 8, "c": 7}) == frozenset({"c"})  # the primary holds it
             with pytest.raises(BrokerError, match="cannot change now"):
                 await keeper.drop(frozenset({"b"}))  # not taken either: b stays a member, waited for
-            assert keeper.members == frozenset({"b"})
+            assert keeper.members == frozenset({"a", "b"})
             etcd.start()
             await keeper.drop(frozenset({"b"}))  # the coordinator back: changes go through from the same copy
-            assert await a.in_sync() == InSync(frozenset(), keeper.version)
+            assert await a.in_sync() == InSync(frozenset({"a"}), keeper.version)
 
     asyncio.run(run())
 
@@ -230,5 +232,138 @@ def test_a_primary_whose_lease_etcd_dropped_holds_nothing_and_registers_again(et
                 await a.campaign("a")
             await a.register("a")
             assert await a.campaign("a") == Primary("a", "a", 2)
+
+    asyncio.run(run())
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float) -> float:
+    """Seconds until `condition` holds (asserting it does within `timeout_s`)."""
+    t0 = time.monotonic()
+    while not condition():
+        assert time.monotonic() - t0 < timeout_s, "not within the time allowed"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def _member_a(url: str) -> Membership:
+    return Membership(EtcdCoordinator(coordinator_endpoints(url), GROUP, "a", LEASE_S), "a")
+
+
+@asynccontextmanager
+async def _primary_following(url: str) -> AsyncIterator[tuple[Membership, asyncio.Task[None]]]:
+    """Member a, elected primary (epoch 1), its membership loop running; after: stopped, closed."""
+    membership = _member_a(url)
+    following: asyncio.Task[None] | None = None
+    try:
+        assert await membership.join(lambda: (0, 0)) == Primary("a", "a", 1)
+        following = asyncio.create_task(membership.run(lambda: (1, 0)))
+        yield membership, following
+    finally:
+        if following is not None:
+            following.cancel()
+        await membership.close()
+
+
+async def _reelected(membership: Membership, following: asyncio.Task[None]) -> None:
+    """Member a primary again at the next epoch, under its lease, its loop still running."""
+    await _until(lambda: membership.mine and membership.primary == Primary("a", "a", 2), LEASE_S * 5)
+    assert not following.done()
+
+
+def test_a_member_restarted_under_its_name_is_not_primary_under_its_earlier_runs_lease(etcd):
+    """A fast restart: the primary key still names the member, under the lease of the run that was
+    killed. The new run waits for that key to lapse and is elected under its own lease."""
+    member = Path(__file__).with_name("coordinator_member.py")
+    proc = subprocess.Popen([sys.executable, str(member), etcd.url, GROUP, "a", "a", str(LEASE_S)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert Primary.decode(proc.stdout.readline().encode()) == Primary("a", "a", 1)
+        proc.kill()
+
+        async def run() -> None:
+            membership = _member_a(etcd.url)
+            try:
+                t0 = time.monotonic()
+                assert await membership.join(lambda: (1, 0)) == Primary("a", "a", 2)
+                assert membership.mine and membership.writable_until() > time.monotonic()
+                assert time.monotonic() - t0 > 0.5  # it waited for the old key to lapse
+            finally:
+                await membership.close()
+
+        asyncio.run(run())
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_campaign_on_a_fresh_etcd_takes_an_epoch_above_the_one_a_members_store_holds(etcd):
+    async def run() -> None:
+        membership = _member_a(etcd.url)
+        try:
+            assert await membership.join(lambda: (7, 10)) == Primary("a", "a", 8)  # not 1: epochs never go back
+        finally:
+            await membership.close()
+
+    asyncio.run(run())
+
+
+def test_a_primary_whose_renewal_fails_unforeseen_stops_writing_at_once_and_is_elected_again(etcd):
+    """The keep-alive and the membership loop are supervised: something that is not etcd answering on
+    its port (every call UNIMPLEMENTED) ends the renewals; the lease is taken as lost at once (the
+    primary refuses writes), the loop goes on, and once etcd is back the member registers on a new
+    connection and is elected again (its old key lapsed) under its new lease."""
+    async def run() -> None:
+        async with _primary_following(etcd.url) as (membership, following):
+            etcd.kill()
+            impostor = grpc.aio.server()
+            impostor.add_insecure_port(etcd.endpoint)
+            await impostor.start()
+            await _until(lambda: membership.coordinator.lease_valid_until() == 0.0, LEASE_S / 3 + 1.5)
+            assert membership.writable_until() <= time.monotonic()
+            await impostor.stop(None)
+            etcd.start()
+            await _reelected(membership, following)
+
+    asyncio.run(run())
+
+
+def test_the_membership_loop_outlives_a_primary_key_it_cannot_read_and_elects_once_it_is_gone(etcd):
+    """Supervised: a primary key written by hand that does not decode as one (a JSON list) fails the
+    loop's turns, each said in one line; the loop goes on, and once the key is deleted the group
+    elects again."""
+    from etcd3aio.kv import KVService
+
+    async def run() -> None:
+        async with _primary_following(etcd.url) as (membership, following), \
+                grpc.aio.insecure_channel(etcd.endpoint) as channel:
+            kv = KVService(channel)
+            await kv.put(GroupKeys(GROUP).primary, b"[1]", timeout=5)
+            await asyncio.sleep(1.5)
+            assert not following.done()
+            await kv.delete(GroupKeys(GROUP).primary, timeout=5)
+            await _reelected(membership, following)
+
+    asyncio.run(run())
+
+
+def test_a_lagging_replica_whose_admission_may_have_landed_is_removed_from_etcd_too(etcd):
+    """An admission whose answer was lost while etcd went away (it landed): the replica stays waited
+    for, and when it lags the primary writes its removal out (it may be in etcd's set) before a send is
+    answered without it."""
+    async def run() -> None:
+        async with members(etcd.url, "a") as (a,):
+            assert await a.campaign("a") == Primary("a", "a", 1)
+            keeper = InSyncKeeper(a, "a", 1.0)
+            await keeper.load()
+            keeper.joining["b"] = 5
+            assert await a.set_in_sync(frozenset({"a", "b"}), keeper.version)  # the admission's write landed...
+            etcd.kill()
+            await keeper._admit("b")  # ...and neither its answer nor a read-back came
+            assert keeper.joining == {"b": 5} and keeper.lacking(6, {"b": 5}) == frozenset({"b"})
+            etcd.start()
+            await keeper.drop(frozenset({"b"}))  # b lags: out of etcd's set, from the version etcd holds
+            assert await a.in_sync() == InSync(frozenset({"a"}), keeper.version)
+            assert keeper.members == frozenset({"a"}) and not keeper.joining
 
     asyncio.run(run())

@@ -105,6 +105,15 @@ def test_bad_coordinator_settings_are_refused(overrides, says):
         load_settings(overrides={"replication": "sync", **overrides}, environ={})
 
 
+def test_a_broker_without_a_coordinator_ignores_a_coordinator_password_in_its_environment():
+    """An operator's environment may carry ROCKMQ_COORDINATOR_PASSWORD for the coordinated brokers it
+    also starts: a plain broker is not refused for it (a member with a coordinator still is, without a user)."""
+    assert not load_settings(environ={"ROCKMQ_COORDINATOR_PASSWORD": "p"}).coordinator
+    with pytest.raises(ConfigError, match="go together"):
+        load_settings(overrides={"coordinator": "etcd://127.0.0.1:2379", "replication": "sync"},
+                      environ={"ROCKMQ_COORDINATOR_PASSWORD": "p"})
+
+
 def test_a_coordinator_url_names_its_endpoints():
     settings = load_settings(overrides={"coordinator": "etcd://10.0.0.1:2379, etcd-1.etcd:2379", "replication": "sync"},
                              environ={})

@@ -4,7 +4,14 @@ when an election has heard everyone, and the settings a role runs with."""
 from __future__ import annotations
 
 from rockmq.broker.coordination.coordinator import InSync, Member, Primary
-from rockmq.broker.coordination.membership import all_announced, broker_settings, eligible, first_candidate
+from rockmq.broker.coordination.in_sync import behind, taken_over
+from rockmq.broker.coordination.membership import (
+    all_announced,
+    broker_settings,
+    eligible,
+    epoch_floor,
+    first_candidate,
+)
 from rockmq.config import Settings
 
 
@@ -36,3 +43,29 @@ def test_only_members_of_the_in_sync_set_are_elected_but_in_the_groups_first_ele
     assert first_candidate(eligible(members, InSync(frozenset({"a"}), 4))) == "a"  # b holds more, but not in sync
     assert eligible(members, InSync(frozenset(), 3)) == {}  # nobody in sync: nobody elected
     assert eligible(members, InSync(frozenset(), 0)) == members  # never written: the group's first election
+
+
+def test_a_campaign_takes_an_epoch_above_every_one_a_member_holds():
+    members = {"a": Member("a", 4, 90), "b": Member("b", 7, 3), "c": Member("c")}
+    assert epoch_floor(members, 2) == 7  # b's store is at epoch 7: the next is 8 even if etcd's key says less
+    assert epoch_floor(members, 9) == 9  # this member's own store
+    assert epoch_floor({}, 0) == 0
+
+
+def test_a_new_primary_keeps_itself_and_the_registered_members_of_the_set_it_inherits():
+    assert taken_over(frozenset({"old", "b", "c"}), {"b", "new"}, "new") == frozenset({"b", "new"})
+    assert taken_over(frozenset(), {"a", "b"}, "a") == frozenset({"a"})  # a fresh group: the primary alone
+
+
+def test_members_are_behind_by_the_age_of_the_first_batch_they_lack_or_their_absence():
+    ages = {10: 0.2, 4: 1.5}  # a batch applied -> the age of the first one after it
+    late = behind(frozenset({"p", "near", "far", "gone", "back"}), "p", {"near": 10, "far": 4, "p": 0},
+                  ages.__getitem__, {"gone": 3.0, "back": 0.3}.__getitem__, 1.0)
+    assert late == frozenset({"far", "gone"})  # the primary is never behind itself
+
+
+def test_a_primary_read_from_the_coordinator_carries_its_lease_apart_from_its_value():
+    held = Primary("m", "127.0.0.1:1", 3, lease=42)
+    assert Primary.decode(held.encode()) == held and Primary.decode(held.encode()).lease == 0
+    assert b"lease" not in held.encode()
+    assert Member.decode(Member("e", 2, 5).encode()) == Member("e", 2, 5)

@@ -130,9 +130,8 @@ class Broker:
     def __init__(self, settings: Settings, membership: Membership | None = None) -> None:
         """Every part of the broker, built in dependency order: each gets what it uses. With `membership`
         (--coordinator), in the role its coordinator gave it: primary, or following the primary."""
-        primary = membership.role if membership is not None else None
-        if membership is not None and primary is not None:
-            settings = broker_settings(settings, primary, membership.member)
+        if membership is not None:
+            settings = broker_settings(settings, membership.joined, membership.member)
         self.settings = s = settings
         # A primary numbers and keeps its batches for replicas (from when the Replicator starts the log).
         oplog = OpLog(s.replication_ring_bytes) if s.replication != "off" else None
@@ -140,8 +139,8 @@ class Broker:
         self.streams = StalledStreams(s.stream_send_timeout_s, s.stream_buffer_bytes, s.stream_buffer_total_bytes)
         prepare(s.data_path)  # a re-seeded replica's copy swapped in (reseed.py), a checkpoint being sent removed
         store = Store(s.data_path, s.flush, s.flush_interval_ms, oplog, s.store_memory_mib, s.disk_reserve_mib)
-        if membership is not None and primary is not None:
-            take_role(store, primary, membership.member)
+        if membership is not None:
+            take_role(store, membership.joined, membership.member)
         secret, epoch = start_epoch(store)
         promoted = was_promoted(store)
         if s.replica_of and promoted:
@@ -166,7 +165,8 @@ class Broker:
                                       principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
         # a coordinated group's primary keeps its in-sync set, which a sync send waits for in full
-        self.in_sync = membership.in_sync_keeper() if membership is not None and self.replicator is not None else None
+        self.in_sync = (membership.in_sync_keeper(s.replica_max_lag_ms / 1000)
+                        if membership is not None and self.replicator is not None else None)
         if self.replicator is not None:
             self.replicator.in_sync = self.in_sync
         # ... and reports how far behind each member is (`rockmq broker group`, `broker elect --unclean`)
@@ -267,10 +267,10 @@ class Broker:
         return self.port
 
     async def _keep_in_sync(self, keeper: InSyncKeeper, replicator: Replicator) -> None:
-        """Let replicas within half of replica_max_lag_ms join the in-sync set (in_sync.py)."""
-        close_s = self.settings.replica_max_lag_ms / 2000
+        """Keep the in-sync set with the replicas as they follow (in_sync.py): their lag is the age of the
+        first batch each has not applied."""
         await keeper.run(lambda: replicator.members, lambda: replicator.batches.seq,
-                         lambda applied: replicator.batches.lag(applied, time.time())[1] <= close_s)
+                         lambda applied: replicator.batches.lag(applied, time.time())[1])
 
     def _write(self) -> None:
         """Start the background writers (timers, transactions, redeliveries, retention...), once: a

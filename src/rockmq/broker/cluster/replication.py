@@ -161,12 +161,15 @@ class OpLog:
 class InSync(Protocol):
     """A coordinated group's in-sync set, as its primary keeps it (broker/coordination/in_sync.py)."""
 
+    judged_from: float  # (the event loop's time) no member is judged behind before: a new primary's grace
+
     def lacking(self, seq: int, applied: Mapping[str, int]) -> frozenset[str]:
         """The members of the set that have not applied batch `seq`."""
         ...
 
-    async def drop(self, members: frozenset[str]) -> None:
-        """Remove them from the set (committed in the coordinator) before a send is answered without them."""
+    async def drop(self, members: frozenset[str], timeout_s: float | None = None) -> None:
+        """Remove them from the set (committed in the coordinator, within `timeout_s`) before a send is
+        answered without them."""
         ...
 
 
@@ -221,7 +224,8 @@ class Replicator(replication_grpc.ReplicationServicer):
         timeout = self.settings.replication_timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        lag_deadline = deadline if self.in_sync is None else loop.time() + self.settings.replica_max_lag_ms / 1000
+        lag_deadline = (deadline if self.in_sync is None else
+                        max(loop.time() + self.settings.replica_max_lag_ms / 1000, self.in_sync.judged_from))
         while self.acked < seq or (self.in_sync is not None and self.in_sync.lacking(seq, self.members)):
             left = deadline - loop.time()
             if left <= 0:
@@ -229,7 +233,7 @@ class Replicator(replication_grpc.ReplicationServicer):
                                   f"no replica confirmed the write within {timeout} s "
                                   f"({self.followers} following); stored on the primary only, retry")
             if self.acked >= seq and self.in_sync is not None and loop.time() >= lag_deadline:
-                await self.in_sync.drop(self.in_sync.lacking(seq, self.members))  # before answering without them
+                await self.in_sync.drop(self.in_sync.lacking(seq, self.members), left)  # before answering without them
                 continue
             self._acked_moved.clear()
             try:

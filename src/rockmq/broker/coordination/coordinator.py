@@ -16,11 +16,33 @@ is elected, and a change of the in-sync set waits.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Self
 
 PREFIX = "/rockmq/groups"
+
+
+class _Json:
+    """A record kept in the coordinator as a JSON object of its fields (those marked `local` stay out:
+    what the store says of the key, not its value). A value that does not decode (written by hand?)
+    raises ValueError or KeyError."""
+
+    def encode(self) -> bytes:
+        return json.dumps({f.name: getattr(self, f.name) for f in _stored(self)}).encode()
+
+    @classmethod
+    def decode(cls, value: bytes, **local: Any) -> Self:
+        d = json.loads(value)
+        return cls(**{f.name: _TYPES[str(f.type)](d[f.name]) for f in _stored(cls)}, **local)
+
+
+_TYPES = {"str": str, "int": int}  # a stored field's annotation (a string: postponed) -> its coercion
+
+
+def _stored(record: Any) -> list[dataclasses.Field[Any]]:
+    return [f for f in dataclasses.fields(record) if not f.metadata.get("local")]
 
 
 class CoordinatorError(Exception):
@@ -32,24 +54,20 @@ class CoordinatorUnavailable(CoordinatorError):
 
 
 @dataclass(frozen=True)
-class Primary:
-    """Who holds a group's primary role, where clients and replicas reach it, and its epoch."""
+class Primary(_Json):
+    """Who holds a group's primary role, where clients and replicas reach it, and its epoch; `lease`:
+    the lease its key hangs on as the coordinator read it (0: not read from it), which tells the holder
+    from an earlier run of the same member (a fast restart: its old key not lapsed yet). Not part of the
+    value, nor of equality (the epoch already tells two holdings apart)."""
 
     member: str
     endpoint: str
     epoch: int
-
-    def encode(self) -> bytes:
-        return json.dumps({"member": self.member, "endpoint": self.endpoint, "epoch": self.epoch}).encode()
-
-    @classmethod
-    def decode(cls, value: bytes) -> Primary:
-        d = json.loads(value)
-        return cls(str(d["member"]), str(d["endpoint"]), int(d["epoch"]))
+    lease: int = field(default=0, compare=False, metadata={"local": True})
 
 
 @dataclass(frozen=True)
-class Member:
+class Member(_Json):
     """A registered member: where it serves, and how much of the group's log it holds as it last
     announced: the primary epoch its history is at and the last batch it applied (-1: not announced
     since it registered). An election reads these to let the most caught-up member campaign first."""
@@ -57,14 +75,6 @@ class Member:
     endpoint: str
     epoch: int = 0
     applied: int = -1
-
-    def encode(self) -> bytes:
-        return json.dumps({"endpoint": self.endpoint, "epoch": self.epoch, "applied": self.applied}).encode()
-
-    @classmethod
-    def decode(cls, value: bytes) -> Member:
-        d = json.loads(value)
-        return cls(str(d["endpoint"]), int(d["epoch"]), int(d["applied"]))
 
 
 @dataclass(frozen=True)
@@ -205,6 +215,11 @@ class Coordinator(Protocol):
         primary takes writes only before it."""
         ...
 
+    def holds(self, primary: Primary) -> bool:
+        """Whether `primary` (as read from the coordinator) is this member's holding: its key hangs on
+        this member's lease now, not on an earlier run's (the member's name alone does not say)."""
+        ...
+
     async def announce(self, endpoint: str, epoch: int, applied: int) -> None:
         """Rewrite this member's registration with how much of the log it holds (an election's input)."""
         ...
@@ -213,9 +228,11 @@ class Coordinator(Protocol):
         """The group's registered members (those whose lease holds) by name."""
         ...
 
-    async def campaign(self, endpoint: str, eligible: InSync | None = None) -> Primary | None:
+    async def campaign(self, endpoint: str, eligible: InSync | None = None, floor: int = 0) -> Primary | None:
         """Take the group's primary role if no member holds it (and, with `eligible`, only while the
-        in-sync set is still the one read), with the group's next epoch, in one transaction; after
+        in-sync set is still the one read), with the group's next epoch — above both the coordinator's
+        and `floor` (the highest epoch a member's store holds: epochs never go back, even on a
+        coordinator that lost or never had the group's keys) — in one transaction; after
         register. Returns the primary after the attempt: this member with its new epoch if it won, else
         the holder; None if nobody holds it but the in-sync set changed since `eligible` was read."""
         ...

@@ -92,6 +92,7 @@ class EtcdCoordinator:
         self._tls = (ca, cert, key)
         self._etcd: _Etcd | None = None
         self._session = contextlib.AsyncExitStack()  # the channel, its token refresher
+        self._closing: set[asyncio.Task[None]] = set()  # channels retired after an unforeseen failure (`_retire`)
         self._lease_id = 0
         self._valid_until = 0.0
         self._keep_alive: asyncio.Task[None] | None = None
@@ -110,6 +111,9 @@ class EtcdCoordinator:
 
     def lease_valid_until(self) -> float:
         return self._valid_until
+
+    def holds(self, primary: Primary) -> bool:
+        return bool(self._lease_id) and primary.lease == self._lease_id
 
     # --- the calls ---------------------------------------------------------------------------------
 
@@ -139,7 +143,7 @@ class EtcdCoordinator:
                                                           timeout=self._call_timeout_s)
         return {bytes(kv.key).decode()[len(prefix):]: Member.decode(bytes(kv.value)) for kv in read.kvs}
 
-    async def campaign(self, endpoint: str, eligible: InSync | None = None) -> Primary | None:
+    async def campaign(self, endpoint: str, eligible: InSync | None = None, floor: int = 0) -> Primary | None:
         if not self._lease_id:  # a primary key under no lease would never lapse
             raise CoordinatorError(f"{self._member} campaigned without a lease: register first")
         for _ in range(CAMPAIGN_TRIES):
@@ -147,7 +151,7 @@ class EtcdCoordinator:
                 etcd = await self._connected()
                 epoch_read = await etcd.kv.get(self._keys.epoch, timeout=self._call_timeout_s)
                 epoch, version = _epoch(epoch_read.kvs), _version(epoch_read.kvs)
-                mine = Primary(self._member, endpoint, epoch + 1)
+                mine = Primary(self._member, endpoint, max(epoch, floor) + 1, self._lease_id)
                 compare = [KVService.txn_compare_create_revision(self._keys.primary, 0),
                            KVService.txn_compare_version(self._keys.epoch, version)]
                 if eligible is not None:
@@ -164,8 +168,8 @@ class EtcdCoordinator:
                 return mine
             holder, in_sync = reply.responses[0].response_range.kvs, reply.responses[1].response_range.kvs
             if holder:
-                current = Primary.decode(bytes(holder[0].value))
-                if int(holder[0].lease) == self._lease_id:  # won by an earlier try whose answer was lost
+                current = Primary.decode(bytes(holder[0].value), lease=int(holder[0].lease))
+                if self.holds(current):  # won by an earlier try whose answer was lost
                     self._held = current
                 return current
             if eligible is not None and _version(in_sync) != eligible.version:
@@ -179,7 +183,7 @@ class EtcdCoordinator:
         current, revision = await self._read_primary()
         if current != known:
             return current
-        with contextlib.suppress(TimeoutError, grpc.aio.AioRpcError):  # etcd gone meanwhile: the read below says so
+        with contextlib.suppress(TimeoutError, grpc.aio.AioRpcError, *_UNREACHABLE):  # etcd gone: the read below says so
             async with asyncio.timeout(timeout_s), contextlib.aclosing(self._primary_changes(revision + 1)) as changes:
                 async for now in changes:
                     if now != known:
@@ -256,8 +260,10 @@ class EtcdCoordinator:
                 async with self._calling("revoking the lease"):
                     await self._etcd.lease.revoke(self._lease_id, timeout=self._call_timeout_s)
         self._lease_id, self._valid_until, self._held = 0, 0.0, None
-        await self._session.aclose()
-        self._etcd = None
+        for closing in self._closing:
+            closing.cancel()
+        await asyncio.gather(*self._closing, return_exceptions=True)
+        await self._disconnect()
 
     # --- the pieces --------------------------------------------------------------------------------
 
@@ -280,6 +286,30 @@ class EtcdCoordinator:
                    else f"{e.code().name}: {e.details()}")  # e.g. a wrong password (etcd's words name no secret)
             raise CoordinatorError(f"etcd at {','.join(self._endpoints)} refused {what}: {why}") from None
 
+    def _retire(self) -> None:
+        """The next call connects afresh; the channel in use is closed once the calls on it have had
+        their time (closing it now would cancel them: a CancelledError out of the blue to the caller)."""
+        self._etcd = None
+        session, self._session = self._session, contextlib.AsyncExitStack()
+        closing = asyncio.create_task(self._close_later(session))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    async def _close_later(self, session: contextlib.AsyncExitStack) -> None:
+        """Close `session` a call's time from now (at once if cancelled: the member closes)."""
+        try:
+            await asyncio.sleep(self._call_timeout_s)
+        finally:
+            with contextlib.suppress(Exception):  # a channel that failed may fail its closing too: dropped anyway
+                await session.aclose()
+
+    async def _disconnect(self) -> None:
+        """Let the channel (and its token refresher) go: the next call connects afresh."""
+        self._etcd = None
+        session, self._session = self._session, contextlib.AsyncExitStack()
+        with contextlib.suppress(Exception):  # a channel that failed may fail its closing too: it is dropped anyway
+            await session.aclose()
+
     async def _connected(self) -> _Etcd:
         if self._etcd is not None:
             return self._etcd
@@ -297,9 +327,23 @@ class EtcdCoordinator:
         return self._etcd
 
     async def _renew_until_lost(self) -> None:
-        """Renew the lease every third of it; each answered renewal moves `lease_valid_until`. A lease
-        etcd no longer knows (expired while this member could not reach it) ends the loop: this member
-        holds nothing any more."""
+        """Keep the lease renewed until etcd no longer knows it; supervised: whatever ends the renewals
+        (a lease etcd dropped, a refusal, a failure nobody foresaw) is said in one line and leaves this
+        member holding nothing (`lease_valid_until` 0.0: a primary refuses writes at once, as when it
+        cannot renew in time; the member registers again). An old lease etcd still holds lapses unrenewed."""
+        try:
+            await self._renew()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # never a silent end: a lease not renewed must not look held
+            log.error("group %s: %s stopped renewing its lease (%s): it holds no role and registers again on a new "
+                      "connection", self._keys.group, self._member, e if isinstance(e, CoordinatorError) else repr(e))
+            self._retire()  # whatever state the channel or its token is in, the next call starts afresh
+        self._lease_id, self._valid_until, self._held = 0, 0.0, None
+
+    async def _renew(self) -> None:
+        """Renew the lease every third of it; each answered renewal moves `lease_valid_until`. Returns
+        once etcd no longer knows the lease (it expired while this member could not reach it)."""
         while True:
             await asyncio.sleep(self._lease_s / 3)
             sent = time.monotonic()
@@ -316,9 +360,8 @@ class EtcdCoordinator:
                             self._unanswered)
                 self._unanswered = 0
             if ttl <= 0:
-                self._lease_id, self._valid_until, self._held = 0, 0.0, None
-                log.warning("group %s: %s lost its lease (etcd unreachable longer than %d s): it holds no role",
-                            self._keys.group, self._member, self._lease_s)
+                log.warning("group %s: %s lost its lease (etcd unreachable longer than %d s, or revoked): it holds "
+                            "no role", self._keys.group, self._member, self._lease_s)
                 return
             self._valid_until = sent + ttl
 
@@ -342,7 +385,7 @@ class EtcdCoordinator:
         """The primary and the revision etcd read it at (a watch from the next one misses nothing)."""
         async with self._calling("reading the primary"):
             read = await (await self._connected()).kv.get(self._keys.primary, timeout=self._call_timeout_s)
-        return (Primary.decode(bytes(read.kvs[0].value)) if read.kvs else None), int(read.header.revision)
+        return (_primary(read.kvs[0]) if read.kvs else None), int(read.header.revision)
 
     async def _primary_changes(self, start_revision: int) -> AsyncGenerator[Primary | None]:
         """The primary after each change from `start_revision` on (None: deleted or its lease expired)."""
@@ -351,9 +394,14 @@ class EtcdCoordinator:
         try:
             async for reply in replies:
                 for event in reply.events:
-                    yield None if event.type == DELETE else Primary.decode(bytes(event.kv.value))
+                    yield None if event.type == DELETE else _primary(event.kv)
         finally:
             await replies.aclose()
+
+
+def _primary(kv: Any) -> Primary:
+    """The primary key's value, with the lease it hangs on."""
+    return Primary.decode(bytes(kv.value), lease=int(kv.lease))
 
 
 def _version(kvs: Sequence[Any]) -> int:

@@ -44,6 +44,7 @@ from rockmq.store.schema import Family
 log = logging.getLogger(__name__)
 GATHER_S = 0.1  # how often an election reads the members' announcements until all announced
 RETRY_S = 0.5  # after the coordinator did not answer
+BACKOFF_MAX_S = 5.0  # a turn that keeps failing unforeseen is tried again at most this far apart
 MARGIN_FRACTION = 6  # a primary stops writing a sixth of the lease before it could lapse for the others
 
 
@@ -52,6 +53,13 @@ def first_candidate(members: Mapping[str, Member]) -> str | None:
     then the most batches applied (ties: the lowest name); None if none announced."""
     announced = [((-m.epoch, -m.applied), name) for name, m in members.items() if m.applied >= 0]
     return min(announced)[1] if announced else None
+
+
+def epoch_floor(members: Mapping[str, Member], stored: int) -> int:
+    """The highest primary epoch a member holds: the announced ones' and this member's own (`stored`).
+    A campaign takes one above it and etcd's, so epochs never go back (an etcd that lost the group's
+    keys, or a group whose stores outlived theirs)."""
+    return max((stored, *(m.epoch for m in members.values())))
 
 
 def all_announced(members: Mapping[str, Member]) -> bool:
@@ -110,16 +118,29 @@ class Membership:
 
     @property
     def mine(self) -> bool:
-        return self.primary is not None and self.primary.member == self.member
+        """Whether this member holds the primary role now: the primary key hangs on its lease (a key
+        naming it under another lease is an earlier run's, lapsing)."""
+        return self.primary is not None and self.coordinator.holds(self.primary)
+
+    @property
+    def joined(self) -> Primary:
+        """The role the Broker is built in: known once `join` returned."""
+        assert self.role is not None, "a member's Broker is built after it joined its group"
+        return self.role
+
+    @property
+    def leads(self) -> bool:
+        """Whether the Broker is built as the group's primary (the role it was given is this member's)."""
+        return self.role is not None and self.role.member == self.member
 
     def writable_until(self) -> float:
         """Until when (time.monotonic()) this member may take writes: a margin before its lease could
         lapse, if it holds the primary role; else never."""
         return self.coordinator.lease_valid_until() - self._margin if self.mine else 0.0
 
-    def in_sync_keeper(self) -> InSyncKeeper:
+    def in_sync_keeper(self, max_lag_s: float) -> InSyncKeeper:
         """What keeps the group's in-sync set while this member is its primary."""
-        return InSyncKeeper(self.coordinator, self.member)
+        return InSyncKeeper(self.coordinator, self.member, max_lag_s)
 
     async def join(self, held: Callable[[], tuple[int, int]]) -> Primary:
         """Register and learn the group's primary (electing one if none holds it): the role to start in.
@@ -137,9 +158,21 @@ class Membership:
 
     async def run(self, held: Callable[[], tuple[int, int]]) -> None:
         """Follow the group's primary as it changes, for as long as the broker serves; `held`: how much
-        of the log this member holds now (`position`)."""
+        of the log this member holds now (`position`). Supervised: a turn that fails unforeseen (a
+        watch the client ended oddly, a bug) is said in one line and tried again, backing off."""
+        backoff = RETRY_S
         while True:
-            await self._turn(held)
+            try:
+                await self._turn(held)
+                backoff = RETRY_S
+            except (Exception, asyncio.CancelledError) as e:  # never a silent end: it would stop following its group
+                if isinstance(e, asyncio.CancelledError) and _cancelling():
+                    raise  # the broker stops: not a failure (a CancelledError of a call the channel cut is one)
+                if backoff == RETRY_S:  # said once, until a turn succeeds
+                    log.error("group member %s: following the group failed (%r): trying again, backing off up to "
+                              "%g s", self.member, e, BACKOFF_MAX_S)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
 
     async def close(self) -> None:
         """The broker stops: give up the role and the lease (the others elect at once)."""
@@ -152,8 +185,8 @@ class Membership:
     async def _turn(self, held: Callable[[], tuple[int, int]]) -> None:
         try:
             if self.coordinator.lease_valid_until() == 0.0:  # not registered yet, or etcd dropped the lease
-                if self.mine:
-                    self._step_down("its lease lapsed")
+                if self.primary is not None and self.primary == self.role and self.leads:
+                    self._step_down("its lease was lost")
                 await self.coordinator.register(self.member)
             if self.mine:
                 await self._hold()
@@ -204,7 +237,7 @@ class Membership:
             in_sync = await self.coordinator.in_sync()
             first = first_candidate(eligible(members, in_sync))
             if first == self.member:
-                now = await self.coordinator.campaign(self.member, in_sync)
+                now = await self.coordinator.campaign(self.member, in_sync, epoch_floor(members, epoch))
             else:  # it campaigns meanwhile, or its lease lapses (it is gone) and the next turn chooses again
                 if first is None:
                     log.warning("group member %s: no member of the in-sync set %s is here to be elected: the "
@@ -225,6 +258,10 @@ class Membership:
             log.warning("group member %s: the primary %s is gone: electing", self.member,
                         self.role and f"{self.role.member} (epoch {self.role.epoch})")
             return
+        if now.member == self.member and not self.mine:  # watched (the next turn) until it lapses
+            log.warning("group member %s: the primary key names this member at epoch %d under a lease it does not "
+                        "hold (an earlier run's, or one it lost): waiting for it to lapse", self.member, now.epoch)
+            return
         self.role = now
         log.warning("group member %s: %s is primary at epoch %d%s", self.member, now.member, now.epoch,
                     " (this member)" if self.mine else "")
@@ -235,6 +272,12 @@ class Membership:
         log.warning("group member %s: stepping down from primary (epoch %d): %s; refusing writes", self.member,
                     self.primary.epoch, why)
         self.primary = None
+
+
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not a call inside it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def held_in(settings: Settings) -> tuple[int, int]:
