@@ -44,6 +44,7 @@ def _stored(request: rpc.SendMessageRequest, refuse: set[int] = frozenset()) -> 
 
 @pytest.mark.parametrize("code,kind,retriable", [
     (grpc.StatusCode.UNAVAILABLE, ConnectionFailed, True), (grpc.StatusCode.DEADLINE_EXCEEDED, Timeout, True),
+    (grpc.StatusCode.CANCELLED, ConnectionFailed, True),
     (grpc.StatusCode.UNIMPLEMENTED, Unimplemented, False), (grpc.StatusCode.NOT_FOUND, NotFound, False),
     (grpc.StatusCode.INVALID_ARGUMENT, IllegalArgument, False), (grpc.StatusCode.FAILED_PRECONDITION, IllegalArgument, False),
     (grpc.StatusCode.INTERNAL, ConnectionFailed, False),

@@ -1,7 +1,7 @@
 """Every error rockmq's client raises, in one tree. Each says whether retrying may help.
 
     RockmqError                      base; `.retriable`, `.code` (RocketMQ status code or None)
-    ├── ConnectionFailed             the broker could not be reached (retriable)
+    ├── ConnectionFailed             the broker could not be reached, or went away mid-call (retriable)
     │   └── Unimplemented            the broker lacks a method (rockmq's own services elsewhere)
     ├── Timeout                      no answer in time (retriable)
     ├── BrokerRefused                the broker answered with a non-OK status; `.code`, `.status_name`
@@ -145,6 +145,10 @@ def from_grpc(endpoint: str, code: grpc.StatusCode, details: str | None) -> Rock
         return Timeout(f"{endpoint} did not answer in time")
     if code == grpc.StatusCode.UNAVAILABLE:
         return ConnectionFailed(f"cannot reach {endpoint}: {details}", endpoint=endpoint, details=details or "")
+    if code == grpc.StatusCode.CANCELLED:  # a broker killed mid-call ends the calls in flight so (our own
+        # cancellation raises asyncio's CancelledError instead); a resent message is stored once (dedup)
+        return ConnectionFailed(f"{endpoint} ended the call unanswered: {details}", endpoint=endpoint,
+                                details=details or "")
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return Unimplemented(f"{endpoint}: {details}")
     status = _GRPC_AS_STATUS.get(code)
