@@ -1,8 +1,8 @@
 """Operating a coordinated group (issue 30 §3, §5; src/rockmq/cli/coordinated.py) on a real etcd and
 real broker processes: `rockmq broker group` before and after a failover; a lagging replica is not
 elected until `rockmq broker elect --unclean` makes it primary, saying first what it lacks; with
-etcd stopped past the lease the primary goes on serving (not built: xfail), and with etcd back the
-group serves and elects again."""
+etcd stopped past the lease the primary goes on serving (sync replication, replicas in its in-sync
+set: membership.py `rides_out`), and with etcd back the group serves and elects again."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import grpc
-import pytest
 from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
 from group_cli import group_command, group_state, send_code
 from mqwire import Conn, held_ids, message
@@ -144,8 +143,6 @@ def test_a_lagging_replica_is_not_elected_until_broker_elect_unclean_makes_it_pr
         assert len(held_ids(lagging.endpoint, TOPIC, QUEUES)) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 30 §4 not built: with etcd unreachable past its lease a primary stops "
-                                       "taking writes (§3's rule; docs/cluster.md 'Automatic failover')")
 def test_with_etcd_stopped_past_the_lease_the_primary_goes_on_taking_sends_and_receives(etcd, tmp_path: Path):
     with running_group(etcd.url, tmp_path) as members:
         primary = serving_primary(members)

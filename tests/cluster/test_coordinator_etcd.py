@@ -187,7 +187,7 @@ def test_with_etcd_gone_each_call_raises_the_retriable_error_within_its_timeout(
                 t0 = time.monotonic()
                 with pytest.raises(CoordinatorUnavailable, match="did not answer|failed"):
                     await call
-                assert time.monotonic() - t0 <= LEASE_S / 3 + 0.5
+                assert time.monotonic() - t0 <= LEASE_S / 3 + 1.0  # its timeout, and slack for a loaded machine
             await asyncio.sleep(LEASE_S / 3 + 0.2)
             assert a.lease_valid_until() == valid_until  # no renewal answered: the lease is not extended
             etcd.start()  # back on its ports with its data: the group's keys are there

@@ -165,7 +165,7 @@ class Broker:
                                       principals if s.auth_enabled else None)
                            if not following and oplog is not None else None)
         # a coordinated group's primary keeps its in-sync set, which a sync send waits for in full
-        self.in_sync = (membership.in_sync_keeper(s.replica_max_lag_ms / 1000)
+        self.in_sync = (membership.in_sync_keeper(s.replica_max_lag_ms / 1000, s.replication == "sync")
                         if membership is not None and self.replicator is not None else None)
         if self.replicator is not None:
             self.replicator.in_sync = self.in_sync

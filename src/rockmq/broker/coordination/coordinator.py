@@ -215,6 +215,11 @@ class Coordinator(Protocol):
         primary takes writes only before it."""
         ...
 
+    def unanswered(self) -> bool:
+        """Whether the coordinator has not answered this member's lease renewals since the last one it
+        answered (etcd out of reach: for all, or for this member alone; it cannot tell which)."""
+        ...
+
     def holds(self, primary: Primary) -> bool:
         """Whether `primary` (as read from the coordinator) is this member's holding: its key hangs on
         this member's lease now, not on an earlier run's (the member's name alone does not say)."""

@@ -112,6 +112,9 @@ class EtcdCoordinator:
     def lease_valid_until(self) -> float:
         return self._valid_until
 
+    def unanswered(self) -> bool:
+        return self._unanswered > 0
+
     def holds(self, primary: Primary) -> bool:
         return bool(self._lease_id) and primary.lease == self._lease_id
 
@@ -339,7 +342,7 @@ class EtcdCoordinator:
             log.error("group %s: %s stopped renewing its lease (%s): it holds no role and registers again on a new "
                       "connection", self._keys.group, self._member, e if isinstance(e, CoordinatorError) else repr(e))
             self._retire()  # whatever state the channel or its token is in, the next call starts afresh
-        self._lease_id, self._valid_until, self._held = 0, 0.0, None
+        self._lease_id, self._valid_until, self._held, self._unanswered = 0, 0.0, None, 0
 
     async def _renew(self) -> None:
         """Renew the lease every third of it; each answered renewal moves `lease_valid_until`. Returns

@@ -11,9 +11,15 @@ it, and if its lease lapses instead (it died meanwhile) they announce and choose
 
 A primary takes writes only while its lease surely holds for the others (`writable_until`: the
 coordinator's `lease_valid_until` less a margin, compared with time.monotonic() at each write by the
-store, broker/commit.py); once it cannot renew, or another member holds the role, it refuses writes
-and follows the next primary. Its unacknowledged tail, if any, makes its history diverge from the new
-primary's: it is truncated on following (broker/cluster/truncation.py; a full copy, reseed.py, if not).
+store, broker/commit.py); once etcd says its lease is gone, or another member holds the role, it
+refuses writes and follows the next primary. While etcd does not answer at all (down, or out of this
+member's reach: it cannot tell which), a primary under sync replication whose in-sync set holds
+another member goes on past its lease (issue 30 §4, `rides_out`): each write it acknowledges is then
+on every member of that set, and a member elected meanwhile is one of them and stops following it,
+so no write is acknowledged that the next primary lacks (the set cannot shrink without etcd). Under
+async replication, or alone in its set (an unclean election could pick another), it stops at its
+lease. Its unacknowledged tail, if any, makes its history diverge from the new primary's: it is
+truncated on following (broker/cluster/truncation.py; a full copy, reseed.py, if not).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -115,6 +122,7 @@ class Membership:
         self.changed = asyncio.Event()
         self._margin = coordinator.lease_s / MARGIN_FRACTION
         self._unanswered = False  # the coordinator's silence was logged
+        self._sync_set: InSyncKeeper | None = None  # the in-sync set a sync send waits for, while primary
 
     @property
     def mine(self) -> bool:
@@ -135,12 +143,24 @@ class Membership:
 
     def writable_until(self) -> float:
         """Until when (time.monotonic()) this member may take writes: a margin before its lease could
-        lapse, if it holds the primary role; else never."""
-        return self.coordinator.lease_valid_until() - self._margin if self.mine else 0.0
+        lapse, if it holds the primary role (for as long as it `rides_out` an etcd it cannot reach);
+        else never."""
+        if not self.mine:
+            return 0.0
+        return math.inf if self.rides_out() else self.coordinator.lease_valid_until() - self._margin
 
-    def in_sync_keeper(self, max_lag_s: float) -> InSyncKeeper:
-        """What keeps the group's in-sync set while this member is its primary."""
-        return InSyncKeeper(self.coordinator, self.member, max_lag_s)
+    def rides_out(self) -> bool:
+        """Whether this primary goes on past its lease: etcd does not answer, and a sync send waits for
+        another member of its in-sync set (the module's docstring says why that is safe)."""
+        keeper = self._sync_set
+        return keeper is not None and self.coordinator.unanswered() and bool(keeper.members - {self.member})
+
+    def in_sync_keeper(self, max_lag_s: float, sync: bool) -> InSyncKeeper:
+        """What keeps the group's in-sync set while this member is its primary (`sync`: under sync
+        replication, where sends wait for the set)."""
+        keeper = InSyncKeeper(self.coordinator, self.member, max_lag_s)
+        self._sync_set = keeper if sync else None
+        return keeper
 
     async def join(self, held: Callable[[], tuple[int, int]]) -> Primary:
         """Register and learn the group's primary (electing one if none holds it): the role to start in.
