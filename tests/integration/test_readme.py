@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 SKIP = re.compile(r"<!-- readme-test: skip \((.+?)\) -->\s*$")
 FENCE = re.compile(r"^```(\w*)\s*$")
-README_PORTS = (8081, 9876, 9081, 9082, 9083, 9090, 8443, 8082, 8091, 9100)  # the tour's broker, the cluster's, the sharded
-# one, TLS, the operated one and its HTTP port
+README_PORTS = (8081, 9876, 9081, 9082, 9083, 9090, 8443, 8082, 8091, 9100, 2379, 2380, 9181, 9182, 9183)  # the tour's
+# broker, the cluster's, the sharded one, TLS, the operated one and its HTTP port, etcd's and the coordinated group's
 
 
 @dataclass
