@@ -177,18 +177,23 @@ class SendService:
                     continue
                 group = msg.message_group
                 picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
-                if msg.lite_topic is not None:  # its lite topic's queue, whatever the client picked
-                    try:
-                        picked = self.lite.topics.place(batch, topic, msg.lite_topic, created, known)
-                        if (tid, msg.lite_topic) in created:  # made by this request: it starts at offset 0
+                lite = msg.lite_topic
+                if lite is not None:  # its lite topic's queue, whatever the client picked
+                    found = known.get((tid, lite))
+                    if type(found) is int:
+                        picked = found
+                    else:  # not looked up, or new
+                        try:
+                            picked = self.lite.topics.place(batch, topic, lite, created, known)
+                        except BrokerError as e:
+                            results.append(SendResult(e.code, e.message, mid))
+                            continue
+                        if (tid, lite) in created:  # made by this request: it starts at offset 0
                             logs.new_queue(tid, picked)
-                    except BrokerError as e:
-                        results.append(SendResult(e.code, e.message, mid))
-                        continue
                     stored_in = lite_stored.get(tid)
                     if stored_in is None:
                         stored_in = lite_stored[tid] = []
-                    stored_in.append((msg.lite_topic, picked))
+                    stored_in.append((lite, picked))
                 if mtype == "TRANSACTION":
                     result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                     queue_id = -1

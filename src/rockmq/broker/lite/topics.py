@@ -73,8 +73,12 @@ class LiteTopics:
 
     def _remember(self, key: tuple[int, str], qid: int) -> None:
         self._cache[key] = qid
-        if len(self._cache) > CACHE_ENTRIES:
-            self._cache.popitem(last=False)
+        self._trim()
+
+    def _trim(self) -> None:
+        cache = self._cache
+        while len(cache) > CACHE_ENTRIES:
+            cache.popitem(last=False)
 
     def count(self, topic_id: int) -> int:
         self._load(topic_id)
@@ -116,15 +120,19 @@ class LiteTopics:
         return known
 
     def place(self, batch: Batch, topic: TopicConfig, name: str, created: Created, known: Known) -> int:
-        """The queue a message to lite topic `name` enters (`known`: `look_up`'s answer), created in
-        `batch` if new (noted in `created`, for `rollback`); past the parent's quota LITE_TOPIC_QUOTA_EXCEEDED."""
+        """The queue of lite topic `name` where `known` (`look_up`'s answer, which the caller reads
+        first) holds no queue of it: read now if it was not looked up (a request whose first message
+        is not LITE), else created in `batch` (noted in `created`, for `rollback`). Its name is checked
+        here (ILLEGAL_LITE_TOPIC), where a name enters the store: one that exists passed it then.
+        Past the parent's quota LITE_TOPIC_QUOTA_EXCEEDED."""
         key = (topic.id, name)
         found = known.get(key)
-        if found is None:  # not looked up (a request whose first message is not LITE): read now
+        if found is None:
             qid = self.queue_of(topic.id, name)
-            found = qid if qid is not None else keys.lite_name_key(topic.id, name)
+            found = known[key] = qid if qid is not None else keys.lite_name_key(topic.id, name)
         if isinstance(found, int):
             return found
+        check_lite_name(name)
         self._load(topic.id)
         count, qid = self._count[topic.id], self._next[topic.id]
         if count >= self.max_per_topic:
@@ -149,8 +157,8 @@ class LiteTopics:
 
     def written(self, created: Created) -> None:
         """The batch that created these was written."""
-        for key, qid in created.items():
-            self._remember(key, qid)
+        self._cache.update(created)
+        self._trim()
 
     def rollback(self, created: Created) -> None:
         """The batch that created these failed: those it did not write do not exist (no id is
@@ -197,7 +205,8 @@ class LiteTopics:
 
 def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delayed: bool, priority: int | None) -> None:
     """A message's lite topic against its type: a LITE message names a legal one and no message
-    group, delivery time or priority (the protocol forbids them together); no other type names one."""
+    group, delivery time or priority (the protocol forbids them together); no other type names one.
+    Its name is checked where the lite topic is created (`LiteTopics.place`), not on every send."""
     if mtype != "LITE":
         if lite_topic is not None:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
@@ -205,7 +214,6 @@ def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delaye
         return
     if lite_topic is None:
         raise BrokerError(pb.ILLEGAL_LITE_TOPIC, "a LITE message needs a lite topic")
-    check_lite_name(lite_topic)
     if grouped or delayed or priority is not None:
         what = "message group" if grouped else "delivery time" if delayed else "priority"
         raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, f"a LITE message takes no {what}")
