@@ -23,13 +23,14 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.lite.subscriptions import LiteSubscriptions
-from rockmq.broker.lite.topics import Created, check_lite_message
+from rockmq.broker.lite.topics import Created, Placed, check_lite_message
 from rockmq.broker.metadata import PRIORITY, TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
 from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.send_request import SentMessage, parsed
+from rockmq.store.db import Batch
 
 
 @dataclass(slots=True)
@@ -135,6 +136,14 @@ class SendService:
                 results[i] = result
         return [r for r in results if r is not None]
 
+    def _place_lite(self, batch: Batch, wanted: list[tuple[TopicConfig, str]], created: Created, placed: Placed) -> None:
+        """Into `placed`: the queues of these lite topics (`LiteTopics.queues`); one created here starts
+        at offset 0 (`new_queue`: no need to look)."""
+        found = self.lite.topics.queues(batch, wanted, created)
+        for key in found.keys() & created.keys():
+            self.ctx.logs.new_queue(key[0], created[key])
+        placed.update(found)
+
     async def _send_here(self, messages: Sequence[SentMessage], chosen: bool) -> list[SendResult]:
         self.ctx.store.space.room(sum(len(m.body) for m in messages))  # disk full: refused before anything is written
         logs = self.ctx.logs
@@ -154,12 +163,12 @@ class SendService:
         if self.ctx.meta.restricted:  # some topic is not rw (topic update --perm): only then a look per message
             checked = [_writable(c) for c in checked]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
-        # A lite send's names read at once (one multi-get); a mixed request's later ones are read by `place`.
-        known = self.lite.topics.look_up([(c[0].id, c[2].lite_topic) for c in checked
-                                          if isinstance(c, tuple) and c[2].lite_topic is not None]) \
-            if messages[0].lite_topic is not None else {}
         append, record, choose = logs.append_received, dedup.record, logs.choose_queue
+        placed: Placed = {}  # (LITE topic id, lite topic) -> its queue, or why not
         try:
+            if messages[0].lite_topic is not None:  # a lite send's at once (one multi-get); a mixed request's one by one
+                self._place_lite(batch, [(c[0], c[2].lite_topic) for c in checked
+                                         if isinstance(c, tuple) and c[2].lite_topic is not None], created, placed)
             for c, original in zip(checked, messages, strict=True):
                 if isinstance(c, BrokerError):
                     results.append(SendResult(c.code, c.message, original.message_id))
@@ -179,17 +188,14 @@ class SendService:
                 picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
                 lite = msg.lite_topic
                 if lite is not None:  # its lite topic's queue, whatever the client picked
-                    found = known.get((tid, lite))
-                    if type(found) is int:
-                        picked = found
-                    else:  # not looked up, or new
-                        try:
-                            picked = self.lite.topics.place(batch, topic, lite, created, known)
-                        except BrokerError as e:
-                            results.append(SendResult(e.code, e.message, mid))
-                            continue
-                        if (tid, lite) in created:  # made by this request: it starts at offset 0
-                            logs.new_queue(tid, picked)
+                    queue = placed.get((tid, lite))
+                    if queue is None:
+                        self._place_lite(batch, [(topic, lite)], created, placed)
+                        queue = placed[(tid, lite)]
+                    if isinstance(queue, BrokerError):
+                        results.append(SendResult(queue.code, queue.message, mid))
+                        continue
+                    picked = queue
                     stored_in = lite_stored.get(tid)
                     if stored_in is None:
                         stored_in = lite_stored[tid] = []

@@ -32,7 +32,7 @@ CACHE_ENTRIES = 65_536  # names kept in memory (~150 bytes each)
 MAX_QUEUE_ID = 2**32 - 1
 
 Created = dict[tuple[int, str], int]  # (parent, name) -> queue: lite topics a batch creates
-Known = dict[tuple[int, str], int | bytes]  # (parent, name) -> queue, or name key if it does not exist (`look_up`)
+Placed = dict[tuple[int, str], int | BrokerError]  # (parent, name) -> queue, or why not (`queues`)
 
 
 def check_lite_name(name: str) -> None:
@@ -93,45 +93,39 @@ class LiteTopics:
 
     # --- creation -----------------------------------------------------------------------------
 
-    def look_up(self, wanted: Iterable[tuple[int, str]]) -> Known:
-        """These lite topics ((parent, name)) -> the queue of each one that exists, the name key of
-        each one that does not (for `place`). Those the cache lacks are read in one multi-get (a
-        request creating 64 pays one read, not 64). Called in the same step of the event loop as the
-        `place`s it serves: no other request writes in between."""
+    def queues(self, batch: Batch, wanted: Iterable[tuple[TopicConfig, str]], created: Created) -> Placed:
+        """The queue of each of these lite topics ((parent, name), in message order), created in
+        `batch` where new (noted in `created`, for `rollback`), or why not. Those the cache lacks are
+        read in one multi-get (a request creating 64 pays one read, not 64). A name is checked
+        (ILLEGAL_LITE_TOPIC) only here, where it enters the store: one that exists passed then. Past
+        the parent's quota LITE_TOPIC_QUOTA_EXCEEDED. Called in the same step of the event loop as
+        the batch's write: no other request writes in between."""
         cache = self._cache
-        known: Known = {}
-        unknown = []
-        for key in wanted:
+        placed: Placed = {}
+        unknown: dict[tuple[int, str], TopicConfig] = {}  # in message order
+        for topic, name in wanted:
+            key = (topic.id, name)
             qid = cache.get(key)
             if qid is not None:
                 cache.move_to_end(key)
-                known[key] = qid
-            elif key not in known:
-                known[key] = b""
-                unknown.append(key)
+                placed[key] = qid
+            elif key not in unknown:
+                unknown[key] = topic
         if unknown:
             name_keys = [keys.lite_name_key(tid, name) for tid, name in unknown]
-            for key, name_key, raw in zip(unknown, name_keys, self._store.get_many(Family.LITE, name_keys), strict=True):
-                if raw is None:
-                    known[key] = name_key
-                else:
-                    known[key] = qid = keys.decode_u32(raw)
+            for (key, topic), name_key, raw in zip(unknown.items(), name_keys,
+                                                   self._store.get_many(Family.LITE, name_keys), strict=True):
+                if raw is not None:
+                    placed[key] = qid = keys.decode_u32(raw)
                     self._remember(key, qid)
-        return known
+                    continue
+                try:
+                    placed[key] = created[key] = self._create(batch, topic, key[1], name_key)
+                except BrokerError as e:
+                    placed[key] = e
+        return placed
 
-    def place(self, batch: Batch, topic: TopicConfig, name: str, created: Created, known: Known) -> int:
-        """The queue of lite topic `name` where `known` (`look_up`'s answer, which the caller reads
-        first) holds no queue of it: read now if it was not looked up (a request whose first message
-        is not LITE), else created in `batch` (noted in `created`, for `rollback`). Its name is checked
-        here (ILLEGAL_LITE_TOPIC), where a name enters the store: one that exists passed it then.
-        Past the parent's quota LITE_TOPIC_QUOTA_EXCEEDED."""
-        key = (topic.id, name)
-        found = known.get(key)
-        if found is None:
-            qid = self.queue_of(topic.id, name)
-            found = known[key] = qid if qid is not None else keys.lite_name_key(topic.id, name)
-        if isinstance(found, int):
-            return found
+    def _create(self, batch: Batch, topic: TopicConfig, name: str, name_key: bytes) -> int:
         check_lite_name(name)
         self._load(topic.id)
         count, qid = self._count[topic.id], self._next[topic.id]
@@ -140,14 +134,13 @@ class LiteTopics:
                                                             f"quota (max_lite_topics_per_topic): {name!r} is not created")
         if qid > MAX_QUEUE_ID:
             raise BrokerError(pb.LITE_TOPIC_QUOTA_EXCEEDED, f"topic {topic.name!r} has used every lite topic id")
-        batch.put(Family.LITE, found, keys.encode_u32(qid))
+        batch.put(Family.LITE, name_key, keys.encode_u32(qid))
         batch.put(Family.LITE, keys.lite_queue_key(topic.id, qid), name.encode())
         self._next[topic.id], self._count[topic.id] = qid + 1, count + 1
-        known[key] = created[key] = qid  # cached once written (`written`): until then the store says it is not there
-        return qid
+        return qid  # cached once written (`written`): until then the store says it is not there
 
     def count_created(self, batch: Batch, created: Created) -> None:
-        """The parents' counters after `place` created these, in their batch: once per request."""
+        """The parents' counters after `queues` created these, in their batch: once per request."""
         for topic_id in {tid for tid, _ in created}:
             self._counters(batch, topic_id)
 
@@ -206,7 +199,7 @@ class LiteTopics:
 def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delayed: bool, priority: int | None) -> None:
     """A message's lite topic against its type: a LITE message names a legal one and no message
     group, delivery time or priority (the protocol forbids them together); no other type names one.
-    Its name is checked where the lite topic is created (`LiteTopics.place`), not on every send."""
+    Its name is checked where the lite topic is created (`LiteTopics.queues`), not on every send."""
     if mtype != "LITE":
         if lite_topic is not None:
             raise BrokerError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
