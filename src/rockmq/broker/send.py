@@ -231,7 +231,8 @@ class SendService:
         except BaseException:
             self.lite.topics.rollback(created)  # those it wrote stay
             raise
-        self.lite.topics.written(created)
+        if created:
+            self.lite.topics.written(created)
         for tid, stored_in in lite_stored.items():
             self.lite.arrived(tid, stored_in)
         for (tid, mtype), sized in sizes.items():
