@@ -219,8 +219,6 @@ class SendService:
                 sized.append(len(msg.body))
                 seen[(tid, mid)] = result
                 results.append(result)
-            if created:
-                self.lite.topics.count_created(batch, created)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
             logs.rollback(allocated)
             self.lite.topics.rollback(created)

@@ -63,6 +63,14 @@ class _Recent(dict[Key, int]):
 
     def put(self, key: Key, qid: int) -> None:
         self[key] = qid
+        self._age()
+
+    def add(self, entries: dict[Key, int]) -> None:
+        """`put` of each (a generation may pass its half by as many)."""
+        self.update(entries)
+        self._age()
+
+    def _age(self) -> None:
         if len(self) >= CACHE_ENTRIES // 2:
             self._old = self.copy()
             self.clear()
@@ -146,11 +154,14 @@ class LiteTopics:
                     placed[key] = created[key] = self._create(batch, topic, key[1], name_key)
                 except BrokerError as e:
                     placed[key] = e
+            for topic_id in {tid for tid, _ in created}:  # the parents' counters, once per request
+                self._counters(batch, topic_id)
         return placed
 
     def _create(self, batch: Batch, topic: TopicConfig, name: str, name_key: bytes) -> int:
         check_lite_name(name)
-        self._load(topic.id)
+        if topic.id not in self._next:
+            self._load(topic.id)
         count, qid = self._count[topic.id], self._next[topic.id]
         if count >= self.max_per_topic:
             raise BrokerError(pb.LITE_TOPIC_QUOTA_EXCEEDED, f"topic {topic.name!r} holds {count:,} lite topics, its "
@@ -162,20 +173,13 @@ class LiteTopics:
         self._next[topic.id], self._count[topic.id] = qid + 1, count + 1
         return qid  # cached once written (`written`): until then the store says it is not there
 
-    def count_created(self, batch: Batch, created: Created) -> None:
-        """The parents' counters after `queues` created these, in their batch: once per request."""
-        for topic_id in {tid for tid, _ in created}:
-            self._counters(batch, topic_id)
-
     def _counters(self, batch: Batch, topic_id: int) -> None:
         batch.put(Family.LITE, keys.lite_counter_key(LITE_NEXT, topic_id), keys.encode_u32(self._next[topic_id]))
         batch.put(Family.LITE, keys.lite_counter_key(LITE_COUNT, topic_id), keys.encode_u64(self._count[topic_id]))
 
     def written(self, created: Created) -> None:
         """The batch that created these was written."""
-        put = self._cache.put
-        for key, qid in created.items():
-            put(key, qid)
+        self._cache.add(created)
 
     def rollback(self, created: Created) -> None:
         """The batch that created these failed: those it did not write do not exist (no id is
