@@ -136,13 +136,13 @@ class SendService:
                 results[i] = result
         return [r for r in results if r is not None]
 
-    def _place_lite(self, batch: Batch, wanted: list[tuple[TopicConfig, str]], created: Created, placed: Placed) -> None:
-        """Into `placed`: the queues of these lite topics (`LiteTopics.queues`); one created here starts
-        at offset 0 (`new_queue`: no need to look)."""
-        found = self.lite.topics.queues(batch, wanted, created)
-        for key in found.keys() & created.keys():
-            self.ctx.logs.new_queue(key[0], created[key])
-        placed.update(found)
+    def _place_lite(self, batch: Batch, wanted: list[tuple[TopicConfig, str]], created: Created) -> Placed:
+        """The queues of these lite topics (`LiteTopics.queues`); one created here starts at offset 0
+        (`new_queues`: no need to look)."""
+        placed = self.lite.topics.queues(batch, wanted, created)
+        if created:
+            self.ctx.logs.new_queues([(tid, qid) for (tid, _), qid in created.items()])
+        return placed
 
     async def _send_here(self, messages: Sequence[SentMessage], chosen: bool) -> list[SendResult]:
         self.ctx.store.space.room(sum(len(m.body) for m in messages))  # disk full: refused before anything is written
@@ -167,8 +167,8 @@ class SendService:
         placed: Placed = {}  # (LITE topic id, lite topic) -> its queue, or why not
         try:
             if messages[0].lite_topic is not None:  # a lite send's at once (one multi-get); a mixed request's one by one
-                self._place_lite(batch, [(c[0], c[2].lite_topic) for c in checked
-                                         if isinstance(c, tuple) and c[2].lite_topic is not None], created, placed)
+                placed = self._place_lite(batch, [(c[0], c[2].lite_topic) for c in checked
+                                                  if isinstance(c, tuple) and c[2].lite_topic is not None], created)
             for c, original in zip(checked, messages, strict=True):
                 if isinstance(c, BrokerError):
                     results.append(SendResult(c.code, c.message, original.message_id))
@@ -190,7 +190,7 @@ class SendService:
                 if lite is not None:  # its lite topic's queue, whatever the client picked
                     queue = placed.get((tid, lite))
                     if queue is None:
-                        self._place_lite(batch, [(topic, lite)], created, placed)
+                        placed.update(self._place_lite(batch, [(topic, lite)], created))
                         queue = placed[(tid, lite)]
                     if isinstance(queue, BrokerError):
                         results.append(SendResult(queue.code, queue.message, mid))
