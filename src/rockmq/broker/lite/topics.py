@@ -224,7 +224,7 @@ class LiteTopics:
 
 
 def check_lite_message(lite_topic: str | None, mtype: str, grouped: bool, delayed: bool, priority: int | None) -> None:
-    """A message's lite topic against its type: a LITE message names a legal one and no message
+    """A message's lite topic against its type: a LITE message names one and no message
     group, delivery time or priority (the protocol forbids them together); no other type names one.
     Its name is checked where the lite topic is created (`LiteTopics.queues`), not on every send."""
     if mtype != "LITE":
