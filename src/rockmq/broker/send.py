@@ -156,7 +156,6 @@ class SendService:
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
         created: Created = {}  # lite topics this request creates
-        lite_stored: dict[int, list[tuple[str, int]]] = {}  # LITE topic -> (lite topic, queue) appended to
         sizes: dict[tuple[int, str], list[int]] = {}  # (topic id, type) -> sizes of the messages stored (for /metrics)
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
@@ -196,10 +195,6 @@ class SendService:
                         results.append(SendResult(queue.code, queue.message, mid))
                         continue
                     picked = queue
-                    stored_in = lite_stored.get(tid)
-                    if stored_in is None:
-                        stored_in = lite_stored[tid] = []
-                    stored_in.append((lite, picked))
                 if mtype == "TRANSACTION":
                     result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                     queue_id = -1
@@ -231,8 +226,8 @@ class SendService:
             raise
         if created:
             self.lite.topics.written(created)
-        for tid, stored_in in lite_stored.items():
-            self.lite.arrived(tid, stored_in)
+        if placed:
+            self.lite.arrived(placed)
         for (tid, mtype), sized in sizes.items():
             self.tally.stored(tid, mtype, sized)
         return results
