@@ -13,6 +13,7 @@ from mqwire import RPC_TIMEOUT, message
 from waiting import wait_for
 
 from rockmq.broker.clock import now_ms
+from rockmq.broker.lite import topics
 from rockmq.protocol import admin, pb, rpc
 from rockmq.store import keys
 from rockmq.store.schema import Family
@@ -150,14 +151,29 @@ def test_lite_topics_survive_a_restart(harness, unique, parent):
 
 
 def test_a_request_led_by_a_plain_message_creates_each_lite_topic_once(harness, unique, parent):
-    """Its lite names are not read ahead (only a request led by a LITE message's are): `place`
-    reads them one by one, and the second message to a name it created enters the same queue."""
+    """Its lite names are not read ahead (only a request led by a LITE message's are): they are
+    placed one by one, the second message to a name it created enters the same queue, and an
+    illegal name is refused there as anywhere."""
     plain = unique("plain")
     harness.conn.send_ok(message(plain, "first"))  # the topic exists before the mixed request
-    entries = harness.conn.send_ok(message(plain, "p"), lite_message(parent, "m1", "a"), lite_message(parent, "m1", "b"))
-    assert [e.offset for e in entries[1:]] == [0, 1]
+    reply = harness.conn.send(message(plain, "p"), lite_message(parent, "m1", "a"), lite_message(parent, "no spaces", "x"),
+                              lite_message(parent, "m1", "b"))
+    assert [e.status.code for e in reply.entries] == [pb.OK, pb.OK, pb.ILLEGAL_LITE_TOPIC, pb.OK]
+    assert [reply.entries[i].offset for i in (1, 3)] == [0, 1]
     listed = harness.conn.admin.ListLiteTopics(admin.ListLiteTopicsRequest(topic=parent), timeout=RPC_TIMEOUT)
     assert [(t.name, t.max_offset) for t in listed.lite_topics] == [("m1", 2)]
+
+
+def test_lite_topics_past_the_names_cache_are_read_not_created_again(harness, parent, monkeypatch):
+    """The names cache keeps two generations of CACHE_ENTRIES / 2: a name that left it is read from
+    the store (in the request's one multi-get) and its messages continue its queue."""
+    monkeypatch.setattr(topics, "CACHE_ENTRIES", 8)
+    names = [f"c{i}" for i in range(20)]
+    first = harness.conn.send_ok(*(lite_message(parent, name, "one") for name in names))
+    again = harness.conn.send_ok(*(lite_message(parent, name, "two") for name in names))
+    assert [e.offset for e in first] == [0] * 20 and [e.offset for e in again] == [1] * 20
+    assert harness.services.lite.topics.count(harness.topic(parent).id) == 20
+    assert len(harness.services.lite.topics._cache) < 8  # the young generation: the old one holds at most as many
 
 
 @pytest.mark.broker_settings(lite_topic_ttl_s=1)

@@ -180,9 +180,12 @@ class QueueLogs:
         """Drop the cached next offsets (a replica's store changed underneath)."""
         self._next.clear()
 
-    def new_queue(self, topic_id: int, queue_id: int) -> None:
-        """A queue created by the batch being built (a lite topic): its first offset is 0, no need to look."""
-        self._next.setdefault((topic_id, queue_id), 0)
+    def new_queues(self, created: Iterable[tuple[int, int]]) -> None:
+        """Queues (topic id, queue id) created by the batch being built (lite topics): each one's
+        first offset is 0, no need to look (one already appended to keeps its next)."""
+        nxt = self._next
+        for key in created:
+            nxt.setdefault(key, 0)
 
     def forget_queue(self, topic_id: int, queue_id: int) -> None:
         """An expired lite topic's next offset (its queue id is never used again)."""

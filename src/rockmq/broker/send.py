@@ -23,13 +23,14 @@ from rockmq.broker.commit import Committer
 from rockmq.broker.context import BrokerContext
 from rockmq.broker.dedup import Dedup
 from rockmq.broker.lite.subscriptions import LiteSubscriptions
-from rockmq.broker.lite.topics import Created, check_lite_message
+from rockmq.broker.lite.topics import Created, Placed, check_lite_message
 from rockmq.broker.metadata import PRIORITY, TopicConfig, check_writable
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.protocol import pb
 from rockmq.protocol.errors import BrokerError
 from rockmq.protocol.send_request import SentMessage, parsed
+from rockmq.store.db import Batch
 
 
 @dataclass(slots=True)
@@ -135,6 +136,14 @@ class SendService:
                 results[i] = result
         return [r for r in results if r is not None]
 
+    def _place_lite(self, batch: Batch, wanted: list[tuple[TopicConfig, str]], created: Created) -> Placed:
+        """The queues of these lite topics (`LiteTopics.queues`); one created here starts at offset 0
+        (`new_queues`: no need to look)."""
+        placed = self.lite.topics.queues(batch, wanted, created)
+        if created:
+            self.ctx.logs.new_queues([(tid, qid) for (tid, _), qid in created.items()])
+        return placed
+
     async def _send_here(self, messages: Sequence[SentMessage], chosen: bool) -> list[SendResult]:
         self.ctx.store.space.room(sum(len(m.body) for m in messages))  # disk full: refused before anything is written
         logs = self.ctx.logs
@@ -147,19 +156,18 @@ class SendService:
         seen: dict[tuple[int, str], SendResult] = {}
         allocated: dict[tuple[int, int], int] = {}
         created: Created = {}  # lite topics this request creates
-        lite_stored: dict[int, list[tuple[str, int]]] = {}  # LITE topic -> (lite topic, queue) appended to
         sizes: dict[tuple[int, str], list[int]] = {}  # (topic id, type) -> sizes of the messages stored (for /metrics)
         check = self._check
         checked = [check(msg, now, chosen) for msg in messages]
         if self.ctx.meta.restricted:  # some topic is not rw (topic update --perm): only then a look per message
             checked = [_writable(c) for c in checked]
         stored = iter(dedup.lookup(bucket, [(c[0].id, c[2].message_id) for c in checked if isinstance(c, tuple)]))
-        # A lite send's names read at once (one multi-get); a mixed request's later ones are read by `place`.
-        known = self.lite.topics.look_up([(c[0].id, c[2].lite_topic) for c in checked
-                                          if isinstance(c, tuple) and c[2].lite_topic is not None]) \
-            if messages[0].lite_topic is not None else {}
         append, record, choose = logs.append_received, dedup.record, logs.choose_queue
+        placed: Placed = {}  # (LITE topic id, lite topic) -> its queue, or why not
         try:
+            if messages[0].lite_topic is not None:  # a lite send's at once (one multi-get); a mixed request's one by one
+                placed = self._place_lite(batch, [(c[0], c[2].lite_topic) for c in checked
+                                                  if isinstance(c, tuple) and c[2].lite_topic is not None], created)
             for c, original in zip(checked, messages, strict=True):
                 if isinstance(c, BrokerError):
                     results.append(SendResult(c.code, c.message, original.message_id))
@@ -177,18 +185,16 @@ class SendService:
                     continue
                 group = msg.message_group
                 picked = msg.queue_id if chosen and group is None else -1  # FIFO: the group's hash
-                if msg.lite_topic is not None:  # its lite topic's queue, whatever the client picked
-                    try:
-                        picked = self.lite.topics.place(batch, topic, msg.lite_topic, created, known)
-                        if (tid, msg.lite_topic) in created:  # made by this request: it starts at offset 0
-                            logs.new_queue(tid, picked)
-                    except BrokerError as e:
-                        results.append(SendResult(e.code, e.message, mid))
+                lite = msg.lite_topic
+                if lite is not None:  # its lite topic's queue, whatever the client picked
+                    queue = placed.get((tid, lite))
+                    if queue is None:
+                        placed.update(self._place_lite(batch, [(topic, lite)], created))
+                        queue = placed[(tid, lite)]
+                    if isinstance(queue, BrokerError):
+                        results.append(SendResult(queue.code, queue.message, mid))
                         continue
-                    stored_in = lite_stored.get(tid)
-                    if stored_in is None:
-                        stored_in = lite_stored[tid] = []
-                    stored_in.append((msg.lite_topic, picked))
+                    picked = queue
                 if mtype == "TRANSACTION":
                     result = SendResult(pb.OK, "OK", mid, 0, self.transactions.prepare(batch, topic, msg.message(), due, picked))
                     queue_id = -1
@@ -208,8 +214,6 @@ class SendService:
                 sized.append(len(msg.body))
                 seen[(tid, mid)] = result
                 results.append(result)
-            if created:
-                self.lite.topics.count_created(batch, created)
         except BaseException:  # a message that passed validation still failed: its request writes nothing
             logs.rollback(allocated)
             self.lite.topics.rollback(created)
@@ -220,9 +224,10 @@ class SendService:
         except BaseException:
             self.lite.topics.rollback(created)  # those it wrote stay
             raise
-        self.lite.topics.written(created)
-        for tid, stored_in in lite_stored.items():
-            self.lite.arrived(tid, stored_in)
+        if created:
+            self.lite.topics.written(created)
+        if placed:
+            self.lite.arrived(placed)
         for (tid, mtype), sized in sizes.items():
             self.tally.stored(tid, mtype, sized)
         return results

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rockmq.broker.arrivals import Arrivals
-from rockmq.broker.lite.topics import LiteTopics, check_lite_name
+from rockmq.broker.lite.topics import LiteTopics, Placed, check_lite_name
 from rockmq.broker.metadata import GroupConfig, TopicConfig
 from rockmq.protocol import pb
 from rockmq.protocol.errors import BrokerError
@@ -202,22 +202,31 @@ class LiteSubscriptions:
 
     # --- dispatch -------------------------------------------------------------------------------
 
-    def arrived(self, topic_id: int, stored: Iterable[tuple[str, int]]) -> None:
-        """Messages were stored in these lite topics ((name, queue)): mark them ready for their
-        readers and wake those readers' receives only."""
-        woken: set[ReaderKey] = set()
-        wildcards = self._wildcards.get(topic_id, ())
-        for name, qid in stored:
-            for key in self._holders.get((topic_id, name), ()):
-                reader = self._readers[key]
+    def arrived(self, placed: Placed) -> None:
+        """A request's messages were stored in these lite topics (`LiteTopics.queues`' answer for
+        it: a refused one is skipped; a client's retry of a message stored before marks its lite
+        topic too, and its receive looks and finds nothing new): mark them ready for their readers
+        and wake those readers' receives only."""
+        woken: dict[int, set[ReaderKey]] = {}
+        holders, wildcards = self._holders, self._wildcards
+        for key, qid in placed.items():
+            if isinstance(qid, BrokerError):
+                continue
+            topic_id, name = key
+            held, wild = holders.get(key, ()), wildcards.get(topic_id, ())
+            if not held and not wild:
+                continue
+            marked = woken.setdefault(topic_id, set())
+            for reader_key in held:
+                reader = self._readers[reader_key]
                 reader.queues[qid] = name
                 reader.mark(name)
-                woken.add(key)
-            for key in wildcards:
-                self._readers[key].mark(name)
-                woken.add(key)
-        if woken:
-            self.arrivals.lite(topic_id, woken)
+                marked.add(reader_key)
+            for reader_key in wild:
+                self._readers[reader_key].mark(name)
+                marked.add(reader_key)
+        for topic_id, marked in woken.items():
+            self.arrivals.lite(topic_id, marked)
 
     def released(self, topic_id: int, queue_ids: Iterable[int]) -> None:
         """Deliveries of these lite topics were settled: what follows them may go out now."""
