@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from broker_process import BrokerProcess
+from mqwire import Conn, message
 from tls_certs import free_port
 from waiting import wait_for
 
@@ -56,3 +57,32 @@ def in_sync_joined(primary: BrokerProcess, replicas: int = 2, timeout: float = 1
     """Wait until `replicas` members joined the in-sync set of `primary` (its log says each)."""
     wait_for(lambda: sum(" joined the in-sync set" in line for line in list(primary.log)) >= replicas, timeout,
              what=f"{replicas} replicas to join the in-sync set")
+
+
+def lagging_behind(members: list[BrokerProcess], topic: str, queues: int
+                   ) -> tuple[BrokerProcess, BrokerProcess, BrokerProcess, set[str]]:
+    """The primary with `topic` and both replicas in its in-sync set; then one replica paused (SIGSTOP)
+    and 20 messages acknowledged without it (it left the set) -> (primary, lagging, in_sync, their ids)."""
+    primary = serving_primary(members)
+    primary.cli("topic", "create", topic, "--queues", str(queues), check=True)
+    in_sync_joined(primary)
+    lagging, in_sync = (m for m in members if m is not primary)
+    assert lagging.proc is not None
+    lagging.proc.send_signal(signal.SIGSTOP)
+    conn = Conn(primary.endpoint)
+    try:
+        acked = {e.message_id for e in conn.send_ok(*(message(topic, f"m{i}") for i in range(20)))}
+    finally:
+        conn.close()
+    return primary, lagging, in_sync, acked
+
+
+def strand(primary: BrokerProcess, lagging: BrokerProcess, in_sync: BrokerProcess) -> None:
+    """kill -9 the primary and the in-sync replica, continue the lagging one: it finds no member it may
+    elect (its log says so)."""
+    primary.kill()
+    in_sync.kill()
+    assert lagging.proc is not None
+    lagging.proc.send_signal(signal.SIGCONT)
+    wait_for(lambda: any("no member of the in-sync set" in line for line in lagging.log), LEASE_S * 3,
+             what="the lagging replica to see nobody it may elect")

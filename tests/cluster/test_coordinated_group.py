@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from broker_process import BrokerProcess
-from coordinated_group import LEASE_S, in_sync_joined, member, running_group, serving_primary
+from coordinated_group import LEASE_S, in_sync_joined, lagging_behind, member, running_group, serving_primary, strand
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
@@ -125,21 +125,9 @@ def test_a_member_without_an_endpoint_the_others_reach_is_refused_in_one_line(tm
 
 def test_a_lagging_replica_leaves_the_in_sync_set_and_is_not_elected_until_an_in_sync_member_is_back(etcd, tmp_path):
     with running_group(etcd.url, tmp_path) as members:
-        primary = serving_primary(members)
-        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
-        in_sync_joined(primary)
-        lagging, in_sync = (m for m in members if m is not primary)
-        assert lagging.proc is not None
-        lagging.proc.send_signal(signal.SIGSTOP)
-        conn = Conn(primary.endpoint)
-        acked = {e.message_id for e in conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))}  # without it
-        conn.close()
+        primary, lagging, in_sync, acked = lagging_behind(members, TOPIC, QUEUES)
         assert any(f"['{lagging.endpoint}'] left the in-sync set" in line for line in primary.log)
-        primary.kill()
-        in_sync.kill()
-        lagging.proc.send_signal(signal.SIGCONT)
-        wait_for(lambda: any("no member of the in-sync set" in line for line in lagging.log), LEASE_S * 3,
-                 what="the lagging replica to see nobody it may elect")
+        strand(primary, lagging, in_sync)
         assert not any("took the primary role" in line for line in lagging.log)
         in_sync.start()  # an in-sync member back: it is elected, and the lagging one follows it
         assert serving_primary(members) is in_sync

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-import signal
 import time
 from pathlib import Path
 
 import grpc
-from coordinated_group import LEASE_S, in_sync_joined, running_group, serving_primary
+from coordinated_group import LEASE_S, in_sync_joined, lagging_behind, running_group, serving_primary, strand
 from group_cli import group_command, group_state, send_code
 from mqwire import Conn, held_ids, message
 from waiting import wait_for
@@ -98,23 +97,11 @@ async def _put(endpoint: str, key: str, value: bytes) -> None:
 
 def test_a_lagging_replica_is_not_elected_until_broker_elect_unclean_makes_it_primary(etcd, tmp_path: Path):
     with running_group(etcd.url, tmp_path) as members:
-        primary = serving_primary(members)
-        primary.cli("topic", "create", TOPIC, "--queues", str(QUEUES), check=True)
-        in_sync_joined(primary)
-        lagging, in_sync = (m for m in members if m is not primary)
-        assert lagging.proc is not None
-        lagging.proc.send_signal(signal.SIGSTOP)
-        conn = Conn(primary.endpoint)
-        conn.send_ok(*(message(TOPIC, f"m{i}") for i in range(20)))  # acknowledged without it: it left the set
-        conn.close()
+        primary, lagging, in_sync, _ = lagging_behind(members, TOPIC, QUEUES)
         time.sleep(REPORT_S * 1.5)  # the primary's report says how far behind it is
         behind = _members(group_state(etcd.url))[lagging.endpoint]
         assert not behind["in_sync"] and behind["behind_messages"] >= 20 and behind["behind_ms"] > 0, behind
-        primary.kill()
-        in_sync.kill()
-        lagging.proc.send_signal(signal.SIGCONT)
-        wait_for(lambda: any("no member of the in-sync set" in line for line in lagging.log), LEASE_S * 3,
-                 what="the lagging replica to see nobody it may elect")
+        strand(primary, lagging, in_sync)
         assert send_code(Conn(lagging.endpoint), message(TOPIC, "no primary")) != pb.OK, "a write taken with no primary"
 
         plain = group_command(etcd.url, "elect", "g1")
