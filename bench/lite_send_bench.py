@@ -1,7 +1,8 @@
 """What a lite send costs beside a plain one in SendService.send alone, in-process (issue 29 §5: ≤ 1.1×),
 interleaved request by request so that the three share the machine's noise:
 
-- plain: NORMAL messages to a NORMAL topic (8 queues);
+- plain: NORMAL messages to a NORMAL topic (8 queues; with `--spread-plain`, `--lite-topics` queues, each
+  message of a request naming the next one, as existing's go to as many lite topics: the same fan-out);
 - existing: LITE messages to `--lite-topics` existing lite topics in turn;
 - creating: LITE messages each creating its lite topic, after `--warm-new` were created (past the names
   cache: as at a million, each creation evicts an older name).
@@ -52,6 +53,8 @@ def _child(args: argparse.Namespace) -> dict[str, list[float]]:
             sp = msg.system_properties
             sp.message_id, sp.born_host = new_message_id(), "127.0.0.1"
             sp.message_type = pb.NORMAL if kind == "plain" else pb.LITE
+            if kind == "plain" and args.spread_plain:
+                sp.queue_id = (start + i) % args.lite_topics
             if kind != "plain":
                 sp.lite_topic = f"session-{(start + i) % args.lite_topics}" if kind == "existing" else next(new_names)
             sp.born_timestamp.GetCurrentTime()
@@ -65,7 +68,7 @@ def _child(args: argparse.Namespace) -> dict[str, list[float]]:
         broker = Broker(Settings(host="127.0.0.1", port=0, data_dir=data_dir, flush="async"))
         await broker.start()
         try:
-            broker.ctx.meta.create_topic("plain", 8)
+            broker.ctx.meta.create_topic("plain", args.lite_topics if args.spread_plain else 8)
             broker.ctx.meta.create_topic("lite", 8, ["LITE"])
             sender = broker.sender
             warm = {"plain": 20, "existing": -(-args.lite_topics // args.batch), "creating": args.warm_new // args.batch}
@@ -99,6 +102,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--lite-topics", type=int, default=1000, help="existing: how many lite topics it sends to")
     parser.add_argument("--warm-new", type=int, default=70_000, help="creating: lite topics created before it is measured")
+    parser.add_argument("--spread-plain", action="store_true",
+                        help="plain: as many queues as --lite-topics, a request's messages spread over them")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -106,7 +111,8 @@ def main() -> None:
         return
     figures: dict[str, list[dict[str, list[float]]]] = interleaved.rounds(
         __file__, [f"--{name.replace('_', '-')}={value}" for name, value in vars(args).items()
-                   if name in ("requests", "batch", "size", "lite_topics", "warm_new")], args.base, args.rounds)
+                   if name in ("requests", "batch", "size", "lite_topics", "warm_new")]
+        + (["--spread-plain"] if args.spread_plain else []), args.base, args.rounds)
     for name, rounds in figures.items():
         for r, round_ in enumerate(rounds, 1):
             print(f"{name} round {r}: " + " | ".join(
