@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from chaos_scale import FULL
 from coordinated_group import in_sync_joined, running_group, serving_primary
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "compat"))
@@ -16,6 +18,8 @@ from official_client import producer, send  # noqa: E402
 
 TOPIC = "official-failover"
 ROUTE_REFRESH_S = 30  # the official clients' route refresh period
+
+pytestmark = pytest.mark.skipif(not FULL, reason="scripts/chaos only (the client refreshes routes slowly)")
 
 
 def test_the_official_producer_resumes_at_the_new_primary(etcd, tmp_path: Path):
