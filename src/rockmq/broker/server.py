@@ -324,6 +324,11 @@ class Broker:
         self.clients.end_streams()
         await self.stop(grace=left())
 
+    def admin_here(self) -> admin_grpc.AdminStub:
+        """This broker's own admin service, as a client reaches it: the dashboard (rockmq/ui/) asks it as
+        the CLI would, so its pages show the whole cluster."""
+        return self.cluster.admin(self.cluster.endpoint)
+
     def begin_drain(self) -> None:
         """Not ready from now on; new sends and receives refused, long polls answered at once."""
         self.health.draining = True
