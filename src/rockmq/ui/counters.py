@@ -1,6 +1,6 @@
 """What the dashboard reads of the broker's own counters (its /metrics text): messages stored, in total
-and per topic, and the bytes each broker's store holds; and the rates between two readings. Pure: the
-text comes in, numbers come out."""
+and per topic, the bytes each broker's store holds and which groups hold a position on which topic;
+and the rates between two readings. Pure: the text comes in, numbers come out."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 MESSAGES_IN = "rocketmq_messages_in"
 STORAGE = "rocketmq_storage_size"
+LAG = "rocketmq_consumer_lag_messages"  # a series per topic and group the group holds a position on
 WINDOW_S = 10.0  # a rate is over the readings of about the last this many seconds
 KEPT = 64  # readings kept (a reading every 2 s at most: well over WINDOW_S)
 
@@ -24,11 +25,13 @@ class Reading:
     by_topic: dict[str, float] = field(default_factory=dict)
     # Bytes on disk by broker name ("" for a broker's own unlabelled series: the one answering).
     storage: dict[str, float] = field(default_factory=dict)
+    # Topic -> the groups with a position on it (on the brokers scraped: this one, or every shard).
+    positions: dict[str, set[str]] = field(default_factory=dict)
 
 
 def read(text: str, at: float) -> Reading:
     """The counters of a scrape's text; user topics only (is_system="false")."""
-    total, by_topic, storage = 0.0, dict[str, float](), dict[str, float]()
+    total, by_topic, storage, positions = 0.0, dict[str, float](), dict[str, float](), dict[str, set[str]]()
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.name in (MESSAGES_IN, MESSAGES_IN + "_total") and s.labels.get("is_system") != "true":
@@ -38,7 +41,9 @@ def read(text: str, at: float) -> Reading:
             elif s.name == STORAGE:
                 broker = s.labels.get("broker", "")
                 storage[broker] = storage.get(broker, 0.0) + s.value
-    return Reading(at, total, by_topic, storage)
+            elif s.name == LAG:
+                positions.setdefault(s.labels.get("topic", ""), set()).add(s.labels.get("consumer_group", ""))
+    return Reading(at, total, by_topic, storage, positions)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def table(id_: str, t: Table) -> str:
     rows = "".join("<tr>" + "".join(
         f'<td><a href="{escape(c.href)}">{escape(c.text)}</a></td>' if c.href else f"<td>{escape(c.text)}</td>"
         for c in row) + "</tr>" for row in t.rows)
-    empty = f'<p class="empty">None.</p>' if not t.rows else ""
+    empty = '<p class="empty">None.</p>' if not t.rows else ""
     return f'<table id="{id_}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{empty}'
 
 
