@@ -1,7 +1,8 @@
 """The broker's HTTP port (rockmq/http/): its /metrics (broker/metrics.py, computed before each scrape),
-/healthz and /readyz, and the dashboard under /ui/ (rockmq/ui/, asking this broker's admin service); with auth, /metrics for users granted Get on Cluster (auth/scrape.py). It outlives
-the broker it was opened for: a promotion or a re-seed replaces the broker, and each scrape reads the one
-serving then (`current`)."""
+/healthz and /readyz, and the dashboard under /ui/ (rockmq/ui/, asking this broker's admin service);
+with auth, /metrics for users granted Get on Cluster (auth/scrape.py). It outlives the broker it was
+opened for: a promotion or a re-seed replaces the broker, and each scrape reads the one serving then
+(`current`)."""
 
 from __future__ import annotations
 
