@@ -46,16 +46,16 @@ def test_overview_marks_a_broker_silent_too_long_down_and_shows_disk_and_rate():
 
 def test_page_of_filters_and_keeps_the_page_within_range():
     names = [f"t{i:03}" for i in range(120)]
-    assert models.page_of(names, "", 3) == (names[100:], 3, 3)
-    assert models.page_of(names, "", 99)[1:] == (3, 3)
-    assert models.page_of(names, "t00", 0) == (names[:10], 1, 1)
-    assert models.page_of([], "x", 1) == ([], 1, 1)
+    assert models.page_of(names, "", 3) == models.Page(names[100:], 3, 3, 120)
+    assert models.page_of(names, "", 99) == models.Page(names[100:], 3, 3, 120)
+    assert models.page_of(names, "t00", 0) == models.Page(names[:10], 1, 1, 10)
+    assert models.page_of([], "x", 1) == models.Page([], 1, 1, 0)
 
 
 def test_topics_rows_link_and_count_messages_with_units():
     info = admin.TopicInfo(name="%RETRY%g", queue_count=2, queues=[admin.QueueInfo(min_offset=3, max_offset=10),
                                                                     admin.QueueInfo(min_offset=0, max_offset=1500)])
-    listed = models.topics([info], {"%RETRY%g": 2.5}, "", 1, 1, 1)
+    listed = models.topics([info], {"%RETRY%g": 2.5}, "", models.Page([info.name], 1, 1, 1))
     assert [(c.text, c.href) for c in listed.table.rows[0]] == [
         ("%RETRY%g", "/ui/topics/%25RETRY%25g"), ("2", ""), ("1,507 msg", ""), ("2.5 msg/s", "")]
 

@@ -4,7 +4,7 @@ cells already worded with their units. Pure, so each page's content is tested wi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
 
@@ -34,7 +34,6 @@ class Overview:
     brokers: Table
     rate_in: str  # "12.5 msg/s"
     as_of: str
-    unreachable: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -91,21 +90,29 @@ def overview(cluster: admin.ClusterInfo, rate_in: float, storage: dict[str, floa
                     format_time(now_ms))
 
 
-def page_of(names: Sequence[str], filter_text: str, page: int) -> tuple[list[str], int, int]:
-    """The names containing `filter_text`, the page asked (1-based, kept within the pages there are),
-    and how many pages and matching names there are."""
+@dataclass(frozen=True)
+class Page:
+    """The names of one page of a list, which page it is (1-based) of how many, and how many names match."""
+
+    names: list[str]
+    number: int
+    pages: int
+    total: int
+
+
+def page_of(names: Sequence[str], filter_text: str, page: int) -> Page:
+    """The page asked (kept within the pages there are) of the names containing `filter_text`."""
     matching = [n for n in names if filter_text in n]
     pages = max(1, -(-len(matching) // PAGE_SIZE))
     page = min(max(page, 1), pages)
-    return matching[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page, pages
+    return Page(matching[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page, pages, len(matching))
 
 
-def topics(page: list[admin.TopicInfo], rates: dict[str, float], filter_text: str, number: int, pages: int,
-           total: int) -> Listing:
+def topics(described: list[admin.TopicInfo], rates: dict[str, float], filter_text: str, page: Page) -> Listing:
     rows = [[Cell(t.name, href("topics", t.name)), Cell(str(t.queue_count)),
              Cell(format_count(sum(q.max_offset - q.min_offset for q in t.queues))),
-             Cell(format_rate(rates.get(t.name, 0.0)))] for t in page]
-    return Listing(Table(("Topic", "Queues", "Messages", "In/s"), rows), filter_text, number, pages, total)
+             Cell(format_rate(rates.get(t.name, 0.0)))] for t in described]
+    return Listing(Table(("Topic", "Queues", "Messages", "In/s"), rows), filter_text, page.number, page.pages, page.total)
 
 
 def queues(topic: admin.TopicInfo) -> Table:
@@ -126,12 +133,12 @@ def topic_groups(topic: str, groups: list[admin.GroupInfo]) -> Table:
     return Table(("Group", "Lag", "Lag time", "In flight"), rows)
 
 
-def groups(page: list[admin.GroupInfo], filter_text: str, number: int, pages: int, total: int) -> Listing:
+def groups(described: list[admin.GroupInfo], filter_text: str, page: Page) -> Listing:
     rows = [[Cell(g.name, href("groups", g.name)), Cell(format_count(sum(q.lag for q in g.queues))),
              Cell(format_seconds(max((q.lag_ms for q in g.queues), default=0))), Cell(format_count(g.inflight)),
-             Cell(g.consume_mode or "-")] for g in page]
-    return Listing(Table(("Group", "Lag", "Lag time", "In flight", "Consume mode"), rows), filter_text, number, pages,
-                   total)
+             Cell(g.consume_mode or "-")] for g in described]
+    return Listing(Table(("Group", "Lag", "Lag time", "In flight", "Consume mode"), rows), filter_text, page.number,
+                   page.pages, page.total)
 
 
 def lag(group: admin.GroupInfo) -> Table:

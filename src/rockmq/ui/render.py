@@ -43,7 +43,7 @@ def unreachable(brokers: list[str]) -> str:
 def overview(o: Overview) -> str:
     return page("Overview", f'<p>Messages in: <span id="rate-in">{escape(o.rate_in)}</span> '
                             f'<span class="muted">(as of <span id="as-of">{escape(o.as_of)}</span>)</span></p>'
-                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}{unreachable(o.unreachable)}')
+                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}')
 
 
 def listing(title: str, id_: str, path: str, listed: Listing) -> str:

@@ -96,10 +96,9 @@ class Dashboard:
     async def topics(self, request: web.Request) -> web.Response:
         stub = self.admin()
         text, number = _listing_query(request)
-        names, number, pages = models.page_of(all_names := await gather.topic_names(stub), text, number)
+        page = models.page_of(await gather.topic_names(stub), text, number)
         _, by_topic = await self.rates()
-        listed = models.topics(await gather.describe_topics(stub, names), by_topic, text, number, pages,
-                               sum(text in n for n in all_names))
+        listed = models.topics(await gather.describe_topics(stub, page.names), by_topic, text, page)
         return _html(render.listing("Topics", "topics", "/ui/topics", listed))
 
     async def topic(self, request: web.Request) -> web.Response:
@@ -119,9 +118,8 @@ class Dashboard:
     async def groups(self, request: web.Request) -> web.Response:
         stub = self.admin()
         text, number = _listing_query(request)
-        names, number, pages = models.page_of(all_names := await gather.group_names(stub), text, number)
-        listed = models.groups(await gather.describe_groups(stub, names), text, number, pages,
-                               sum(text in n for n in all_names))
+        page = models.page_of(await gather.group_names(stub), text, number)
+        listed = models.groups(await gather.describe_groups(stub, page.names), text, page)
         return _html(render.listing("Groups", "groups", "/ui/groups", listed))
 
     async def group(self, request: web.Request) -> web.Response:
