@@ -1,15 +1,18 @@
 """The dashboard (issue 31, docs/dashboard.md) over HTTP from real brokers with real traffic: the
 overview lists the brokers and a rate that moves; the topics page lists a created topic whose queue
 offsets are what was sent; a topic's and a group's lag; unknown names answer 404 with a message on the
-page; with --auth every page answers 401; a `--workers 2` server shows both shards. The browser tests
+page; with --auth a page needs a login (else 401 and the form), the broker's ACLs decide what a user
+sees, and a change needs the session's CSRF token; a `--workers 2` server shows both shards. The browser tests
 of the same pages are tests/ui/."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 from collections.abc import Iterator
 from html import unescape
+from urllib.parse import urlencode
 
 import pytest
 from broker_process import BrokerProcess
@@ -17,6 +20,7 @@ from scrape import get
 from tls_certs import free_port
 from waiting import wait_for
 
+from rockmq.auth.users import Users
 from rockmq.client import Message, Producer, SimpleConsumer
 
 TOPIC, GROUP, SENT = "ui-orders", "ui-billing", 30
@@ -90,14 +94,49 @@ def test_unknown_names_answer_404_with_a_message(broker):
         assert page.status == 404 and f'<p class="error">{says}' in unescape(page.body) and "Traceback" not in page.body
 
 
-def test_with_auth_every_page_answers_401(tmp_path):
-    http = free_port()
-    b = BrokerProcess(tmp_path / "data", "--auth", "--admin-user", "admin", "--admin-secret", "ui-admin-secret-1",
-                      "--http-port", str(http)).start()
+def ask(port: int, method: str, path: str, form: dict[str, str] | None = None,
+        cookie: str = "") -> tuple[int, dict[str, str], str]:
+    """One request, redirects not followed: (status, headers, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Cookie": cookie} if cookie else {}
+    body = urlencode(form) if form is not None else None
+    if body is not None:
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        reply = conn.getresponse()
+        return reply.status, dict(reply.getheaders()), reply.read().decode()
+    finally:
+        conn.close()
+
+
+def test_with_auth_pages_need_a_login_and_a_change_its_csrf_token(tmp_path):
+    data, port = tmp_path / "data", free_port()
+    users = Users(data)
+    users.create("admin", "ui-admin-secret-1", super_user=True)
+    users.create("nobody", "nobody-secret-1")
+    b = BrokerProcess(data, "--auth", "--http-port", str(port)).start()
     try:
         for path in ("/ui/", "/ui/topics", "/ui/groups/g", "/ui/api/overview"):
-            page = get(f"http://127.0.0.1:{http}{path}")
-            assert page.status == 401 and "login" in page.body and "<table" not in page.body
+            status, _, body = ask(port, "GET", path)
+            assert status == 401 and 'action="/ui/login"' in body and "<table" not in body
+        status, _, body = ask(port, "POST", "/ui/login", {"access_key": "admin", "secret": "wrong"})
+        assert status == 401 and "Wrong access key or secret." in body
+        status, headers, _ = ask(port, "POST", "/ui/login", {"access_key": "admin", "secret": "ui-admin-secret-1"})
+        cookie = headers["Set-Cookie"]
+        assert status == 303 and headers["Location"] == "/ui/"
+        assert {"HttpOnly", "SameSite=Strict", "Path=/ui/"} <= {p.strip() for p in cookie.split(";")}
+        session = cookie.split(";")[0]
+        status, _, body = ask(port, "GET", "/ui/", cookie=session)
+        assert status == 200 and [r[0] for r in rows(body, "brokers")] == ["broker-a"]
+        csrf = re.search(r'name="csrf" value="([^"]+)"', body).group(1)
+        assert ask(port, "POST", "/ui/logout", {}, cookie=session)[0] == 403  # no CSRF token: refused
+        assert ask(port, "POST", "/ui/logout", {"csrf": csrf}, cookie=session)[0] == 303
+        assert ask(port, "GET", "/ui/", cookie=session)[0] == 401
+        # A user the ACLs grant nothing logs in, and the broker refuses them the data, on the page.
+        nobody = ask(port, "POST", "/ui/login", {"access_key": "nobody", "secret": "nobody-secret-1"})[1]["Set-Cookie"]
+        status, _, body = ask(port, "GET", "/ui/topics", cookie=nobody.split(";")[0])
+        assert status == 403 and '<p class="error">' in body and "<table" not in body
     finally:
         b.stop()
 

@@ -1,11 +1,13 @@
-"""The dashboard's page models and counters (rockmq/ui/models.py, counters.py): admin replies and
-/metrics text in, what the pages show out, with no broker."""
+"""The dashboard's page models, counters and sessions (rockmq/ui/models.py, counters.py, sessions.py):
+admin replies and /metrics text in, what the pages show out, with no broker."""
 
 from __future__ import annotations
 
+from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin
 from rockmq.ui import models, render
 from rockmq.ui.counters import RateMeter, Reading, read
+from rockmq.ui.sessions import Sessions
 
 SCRAPE = """# TYPE rocketmq_messages_in counter
 rocketmq_messages_in_total{broker="b-0",topic="orders",message_type="normal",is_system="false"} 100.0
@@ -81,3 +83,18 @@ def test_rendering_escapes_names_and_pages_link_with_the_filter():
     html = render.listing("Topics", "topics", "/ui/topics", listed)
     assert "<title>rockmq · Topics</title>" in html and "&lt;b&gt;" in html and "<b>" not in html
     assert 'href="/ui/topics?filter=a%26b&amp;page=1"' in html and 'href="/ui/topics?filter=a%26b&amp;page=3"' in html
+
+
+def test_sessions_refuse_a_forged_or_expired_cookie_and_keep_at_most_the_limit():
+    sessions = Sessions(ttl_s=60, limit=2)
+    cookie, session = sessions.open(Credentials("ann", "ann-secret"))
+    assert sessions.get(cookie) == session and session.csrf
+    token = cookie.partition(".")[0]
+    assert sessions.get(token) is None and sessions.get(token + ".00") is None  # unsigned, forged
+    second, _ = sessions.open(Credentials("bob", "bob-secret"))
+    sessions.open(Credentials("cid", "cid-secret"))
+    assert sessions.get(cookie) is None and sessions.get(second) is not None  # the oldest dropped past the limit
+    sessions.close(second)
+    assert sessions.get(second) is None
+    expired = Sessions(ttl_s=0)
+    assert expired.get(expired.open(Credentials("ann", "ann-secret"))[0]) is None

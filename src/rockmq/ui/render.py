@@ -12,9 +12,13 @@ from rockmq.ui.models import Listing, Overview, Table
 NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"))
 
 
-def page(title: str, body: str) -> str:
-    """A whole page: `title` is its <title> (after "rockmq · ") and its <h1>; `body` is HTML already."""
+def page(title: str, body: str, csrf: str = "") -> str:
+    """A whole page: `title` is its <title> (after "rockmq · ") and its <h1>; `body` is HTML already;
+    with a session's `csrf` token, the nav has its log-out button (a POST that carries the token)."""
     nav = "".join(f'<a href="{href}">{name}</a>' for href, name in NAV)
+    if csrf:
+        nav += (f'<form method="post" action="/ui/logout" class="logout"><input type="hidden" name="csrf" '
+                f'value="{escape(csrf)}"><button>Log out</button></form>')
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>rockmq · {escape(title)}</title>"
@@ -40,13 +44,21 @@ def unreachable(brokers: list[str]) -> str:
     return error(f"Not shown, did not answer: {', '.join(brokers)}") if brokers else ""
 
 
-def overview(o: Overview) -> str:
+def login(message: str = "") -> str:
+    """The login form (auth on): a rockmq user's access key and secret."""
+    return page("Log in", (error(message) if message else "") + (
+        '<form method="post" action="/ui/login" class="login"><label>Access key <input name="access_key" '
+        'autocomplete="username" required></label><label>Secret <input name="secret" type="password" '
+        'autocomplete="current-password" required></label><button>Log in</button></form>'))
+
+
+def overview(o: Overview, csrf: str = "") -> str:
     return page("Overview", f'<p>Messages in: <span id="rate-in">{escape(o.rate_in)}</span> '
                             f'<span class="muted">(as of <span id="as-of">{escape(o.as_of)}</span>)</span></p>'
-                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}')
+                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}', csrf)
 
 
-def listing(title: str, id_: str, path: str, listed: Listing) -> str:
+def listing(title: str, id_: str, path: str, listed: Listing, csrf: str = "") -> str:
     """A list page: a filter form (a GET: the URL can be bookmarked), the table, links to other pages."""
     form = (f'<form method="get" action="{path}"><input name="filter" value="{escape(listed.filter)}" '
             f'placeholder="name contains"><button>Filter</button></form>')
@@ -56,4 +68,4 @@ def listing(title: str, id_: str, path: str, listed: Listing) -> str:
             query = urlencode({**({"filter": listed.filter} if listed.filter else {}), "page": number})
             links.append(f'<a rel="{label[:4]}" href="{path}?{escape(query)}">{label}</a>')
     pager = f'<p class="pager">page {listed.page} of {listed.pages} ({listed.total:,} {title.lower()}) {" ".join(links)}</p>'
-    return page(title, form + table(id_, listed.table) + pager)
+    return page(title, form + table(id_, listed.table) + pager, csrf)

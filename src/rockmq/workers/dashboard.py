@@ -1,14 +1,14 @@
 """Where a `--workers` server's dashboard (rockmq/ui/) sends its admin calls: to a shard serving, which
 answers for every shard as a broker of a cluster does (the shards register with the supervisor's name
-server). Stubs are kept per shard endpoint: at most one per shard, since a restart reuses its port."""
+server). Unsigned: the dashboard signs each call as the user logged in. Stubs are kept per shard
+endpoint: at most one per shard, since a restart reuses its port."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rockmq.auth.inner import inner_credentials
-from rockmq.auth.inner_calls import inner_channel
 from rockmq.config import Settings
+from rockmq.plumbing.channels import open_aio_channel
 from rockmq.protocol import admin_grpc
 
 
@@ -23,8 +23,7 @@ def shard_admin(settings: Settings, endpoints: Callable[[], Sequence[tuple[str, 
         endpoint = next((e for e, serving in known if serving), known[0][0])
         stub = stubs.get(endpoint)
         if stub is None:
-            channel = inner_channel(endpoint, settings.client_tls, inner_credentials(settings))
-            stub = stubs[endpoint] = admin_grpc.AdminStub(channel)
+            stub = stubs[endpoint] = admin_grpc.AdminStub(open_aio_channel(endpoint, settings.client_tls))
         return stub
 
     return admin
