@@ -416,7 +416,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
           f"flush {settings.flush}{role})", flush=True)
     if http is not None:
         print(f"rockmq HTTP port on {'https' if settings.tls_cert else 'http'}://{settings.host}:{http.port} "
-              f"(/metrics, /healthz, /readyz)", flush=True)
+              f"(/metrics, /healthz, /readyz, the dashboard at /ui/)", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
     # a coordinated member follows its group's primary as it changes, for as long as it serves

@@ -275,8 +275,8 @@ async def _http_port(settings: Settings, supervisor: Supervisor, registry: Regis
         await http.start(settings.host, settings.http_port, settings.tls_cert, settings.tls_key)
     except CannotServe as e:
         raise CannotStart(str(e)) from None
-    print(f"rockmq HTTP port on {scheme}://{settings.host}:{http.port} (/metrics, /healthz, /readyz of every shard)",
-          flush=True)
+    print(f"rockmq HTTP port on {scheme}://{settings.host}:{http.port} (/metrics, /healthz, /readyz of every shard; "
+          f"the dashboard at /ui/)", flush=True)
     return http
 
 
