@@ -1,6 +1,7 @@
 """`python -m build --wheel` makes a wheel that carries the compiled data path (issue 28 §7): every
 module of rockmq.compiled.MODULES as an extension, with the manifest that lets them load, and
-rockmq imported from the unpacked wheel runs them compiled. What the Dockerfile's builder stage does."""
+rockmq imported from the unpacked wheel runs them compiled; and the dashboard's assets. What the
+Dockerfile's builder stage does."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def test_the_wheel_carries_and_runs_the_compiled_data_path(tmp_path: Path) -> No
     assert {f"{m.replace('.', '/')}{suffix}" for m in compiled.MODULES} <= names
     assert set(manifest["modules"]) == set(compiled.MODULES)
     assert not [n for n in names if n.endswith(".c")]
+    assert {"rockmq/ui/static/ui.css", "rockmq/ui/static/ui.js"} <= names  # the dashboard's assets (docs/dashboard.md)
     environ = {**{k: v for k, v in os.environ.items() if k != compiled.PURE_ENV}, "PYTHONPATH": str(tmp_path / "site")}
     code = "import rockmq, rockmq.compiled as c; print(rockmq.__file__); print(c.describe())"
     ran = subprocess.run([sys.executable, "-c", code],

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store", "filter"),  # RocksDB storage; filter expressions
     ("config",),  # the one typed Settings object
     ("auth", "malloc_tuning"),  # authentication and ACLs (rules, stores, the seam); the allocator's tuning
-    ("namesrv", "client"),  # the name server; rockmq's client
+    ("namesrv", "client", "ui"),  # the name server; rockmq's client; the dashboard (pages over the admin calls)
     ("broker",),  # the broker's services, POP and the cluster (broker/, broker/pop/, broker/cluster/)
     ("broker.api",),  # its servicers: translate and delegate (only broker/server.py, the composition root, imports them)
     ("spark", "bench", "workers"),  # the data source and sink; `rockmq bench`; `--workers`

@@ -1,7 +1,8 @@
 """The broker's HTTP port (rockmq/http/): its /metrics (broker/metrics.py, computed before each scrape),
-/healthz and /readyz; with auth, /metrics for users granted Get on Cluster (auth/scrape.py). It outlives
-the broker it was opened for: a promotion or a re-seed replaces the broker, and each scrape reads the one
-serving then (`current`)."""
+/healthz and /readyz, and the dashboard under /ui/ (rockmq/ui/, asking this broker's admin service);
+with auth, /metrics for users granted Get on Cluster (auth/scrape.py). It outlives the broker it was
+opened for: a promotion or a re-seed replaces the broker, and each scrape reads the one serving then
+(`current`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from rockmq.broker.startup import CannotStart
 from rockmq.config import Settings
 from rockmq.http.app import Ready, make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
+from rockmq.protocol import admin_grpc
+from rockmq.ui.routes import add_ui
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,8 @@ class Serving(Protocol):
     metrics: BrokerMetrics
     users: Users
     access: AccessControl
+
+    def admin_here(self) -> admin_grpc.AdminStub: ...
 
 
 class _Current(Collector):
@@ -59,7 +64,10 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
     if s.auth_enabled and not s.tls_cert and not is_loopback(s.host):
         log.warning("the HTTP port on %s takes /metrics credentials (HTTP Basic) in cleartext: give --tls-cert and "
                     "--tls-key to make it HTTPS (docs/operations.md)", s.host)
-    port = HttpPort(make_app(rendering(registry, lambda: current().metrics.refresh()), ready, admit))
+    render = rendering(registry, lambda: current().metrics.refresh())
+    app = make_app(render, ready, admit)
+    add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert))
+    port = HttpPort(app)
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)
     except CannotServe as e:

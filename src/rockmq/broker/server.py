@@ -75,7 +75,7 @@ from rockmq.broker.subscriptions import Subscriptions
 from rockmq.broker.timers import TimerService
 from rockmq.broker.transactions import TransactionService
 from rockmq.config import Settings
-from rockmq.plumbing.channels import CHANNEL_OPTIONS
+from rockmq.plumbing.channels import CHANNEL_OPTIONS, open_aio_channel
 from rockmq.plumbing.connection_limits import raise_fd_limit, watch
 from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
@@ -176,6 +176,7 @@ class Broker:
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
         self.cluster = Cluster(ctx, self.fence)
+        self._admin_here: admin_grpc.AdminStub | None = None  # the dashboard's (admin_here)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
@@ -324,6 +325,15 @@ class Broker:
         self.clients.end_streams()
         await self.stop(grace=left())
 
+    def admin_here(self) -> admin_grpc.AdminStub:
+        """This broker's own admin service, as a client reaches it: the dashboard (rockmq/ui/) asks it as
+        the CLI would, so its pages show the whole cluster; unsigned, as the dashboard signs each call as
+        the user logged in."""
+        if self._admin_here is None:
+            channel = open_aio_channel(self.cluster.endpoint, self.settings.client_tls)
+            self._admin_here = admin_grpc.AdminStub(channel)
+        return self._admin_here
+
     def begin_drain(self) -> None:
         """Not ready from now on; new sends and receives refused, long polls answered at once."""
         self.health.draining = True
@@ -406,7 +416,7 @@ async def serve(settings: Settings, ready_file: str | None = None) -> None:
           f"flush {settings.flush}{role})", flush=True)
     if http is not None:
         print(f"rockmq HTTP port on {'https' if settings.tls_cert else 'http'}://{settings.host}:{http.port} "
-              f"(/metrics, /healthz, /readyz)", flush=True)
+              f"(/metrics, /healthz, /readyz, the dashboard at /ui/)", flush=True)
     if ready_file:
         write_ready_file(ready_file, settings.host, port)
     # a coordinated member follows its group's primary as it changes, for as long as it serves

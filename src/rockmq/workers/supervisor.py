@@ -46,6 +46,8 @@ from rockmq.plumbing.connection_limits import raise_fd_limit
 from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import server_credentials
+from rockmq.ui.routes import add_ui
+from rockmq.workers.dashboard import shard_admin
 from rockmq.workers.metrics import ShardScrapes, Source
 from rockmq.workers.restarts import GiveUp, Restarts
 
@@ -253,7 +255,7 @@ def _reach(host: str) -> str:
 
 async def _http_port(settings: Settings, supervisor: Supervisor, registry: Registry) -> HttpPort:
     """The one HTTP port of the shards (workers/metrics.py): their series, each labelled with its shard, and
-    their readiness."""
+    their readiness; and the dashboard of them all (workers/dashboard.py)."""
     own = CollectorRegistry(auto_describe=False)
     own.register(NameServerMetrics(registry))
     ProcessCollector(registry=own)
@@ -263,13 +265,18 @@ async def _http_port(settings: Settings, supervisor: Supervisor, registry: Regis
         return [Source(x.name, f"{scheme}://{_reach(settings.host)}:{x.http_port}") for x in supervisor.shards]
 
     scrapes = ShardScrapes(sources, own, settings.auth_enabled, settings.tls_ca if settings.tls_cert else None)
-    http = HttpPort(make_app(scrapes.render, scrapes.reasons))
+    def endpoints() -> list[tuple[str, bool]]:
+        return [(f"{_reach(settings.host)}:{x.port}", x.serving_since is not None) for x in supervisor.shards]
+
+    app = make_app(scrapes.render, scrapes.reasons)
+    add_ui(app, shard_admin(settings, endpoints), scrapes.render, settings.auth_enabled, bool(settings.tls_cert))
+    http = HttpPort(app)
     try:
         await http.start(settings.host, settings.http_port, settings.tls_cert, settings.tls_key)
     except CannotServe as e:
         raise CannotStart(str(e)) from None
-    print(f"rockmq HTTP port on {scheme}://{settings.host}:{http.port} (/metrics, /healthz, /readyz of every shard)",
-          flush=True)
+    print(f"rockmq HTTP port on {scheme}://{settings.host}:{http.port} (/metrics, /healthz, /readyz of every shard; "
+          f"the dashboard at /ui/)", flush=True)
     return http
 
 

@@ -1,0 +1,83 @@
+"""How long each dashboard page takes with many topics and groups (issue 31 wants under 300 ms with 1,000
+of each): a fresh broker of this tree with --http-port, N topics and N groups created through the admin
+service, each group with a position on one topic (the first topic: 100 groups); then each page fetched --rounds times.
+
+    python bench/ui_bench.py [--topics 1000] [--groups 1000] [--rounds 5]
+
+Prints per page the median and the slowest of the rounds, in ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from trees import HERE, start
+
+from rockmq.client import Message, Producer
+from rockmq.plumbing.channels import open_channel
+from rockmq.protocol import admin, admin_grpc
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def populate(endpoint: str, topics: int, groups: int) -> None:
+    """`topics` topics of 2 queues and `groups` groups, created 16 at a time, each group reset to the earliest
+    message of one topic (a position there); one message in the first topic."""
+    with open_channel(endpoint) as channel:
+        stub = admin_grpc.AdminStub(channel)
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: stub.CreateTopic(admin.CreateTopicRequest(name=f"bench-t{i:04}", queue_count=2),
+                                                     timeout=30), range(topics)))
+            list(pool.map(lambda i: stub.CreateGroup(admin.CreateGroupRequest(name=f"bench-g{i:04}"), timeout=30),
+                          range(groups)))
+            list(pool.map(lambda i: stub.ResetOffset(admin.ResetOffsetRequest(
+                group=f"bench-g{i:04}", topic=f"bench-t{0 if i < 100 else i % topics:04}", to="earliest"), timeout=30),
+                range(groups)))
+    with Producer(endpoint) as p:
+        p.send(Message("bench-t0000", b"x"))
+
+
+def fetch_ms(url: str) -> float:
+    began = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=60) as r:
+        r.read()
+        assert r.status == 200, url
+    return (time.perf_counter() - began) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    http = free_port()
+    with tempfile.TemporaryDirectory(prefix="rockmq-ui-bench-") as tmp:
+        proc, endpoint = start(HERE, Path(tmp) / "data", "--http-port", str(http))
+        try:
+            began = time.monotonic()
+            populate(endpoint, args.topics, args.groups)
+            print(f"{args.topics} topics, {args.groups} groups created in {time.monotonic() - began:.1f} s")
+            base = f"http://127.0.0.1:{http}"
+            for path in ("/ui/", "/ui/api/overview", "/ui/topics", "/ui/topics?page=20", "/ui/topics/bench-t0000",
+                         "/ui/groups", "/ui/groups/bench-g0000"):
+                times = [fetch_ms(base + path) for _ in range(args.rounds)]
+                print(f"{path:28} median {statistics.median(times):7.1f} ms   max {max(times):7.1f} ms")
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()

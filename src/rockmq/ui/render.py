@@ -1,0 +1,71 @@
+"""The pages' HTML from their models: plain Python and html.escape (no template engine: the pages are
+small and rockmq takes no dependency for them). Every page: the nav, its title, one stylesheet and one
+script of /ui/static/."""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import urlencode
+
+from rockmq.ui.models import Listing, Overview, Table
+
+NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"))
+
+
+def page(title: str, body: str, csrf: str = "") -> str:
+    """A whole page: `title` is its <title> (after "rockmq · ") and its <h1>; `body` is HTML already;
+    with a session's `csrf` token, the nav has its log-out button (a POST that carries the token)."""
+    nav = "".join(f'<a href="{href}">{name}</a>' for href, name in NAV)
+    if csrf:
+        nav += (f'<form method="post" action="/ui/logout" class="logout"><input type="hidden" name="csrf" '
+                f'value="{escape(csrf)}"><button>Log out</button></form>')
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>rockmq · {escape(title)}</title>"
+            f'<link rel="stylesheet" href="/ui/static/ui.css"><script defer src="/ui/static/ui.js"></script></head>'
+            f"<body><nav>{nav}</nav><main><h1>{escape(title)}</h1>{body}</main></body></html>\n")
+
+
+def table(id_: str, t: Table) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in t.headers)
+    rows = "".join("<tr>" + "".join(
+        f'<td><a href="{escape(c.href)}">{escape(c.text)}</a></td>' if c.href else f"<td>{escape(c.text)}</td>"
+        for c in row) + "</tr>" for row in t.rows)
+    empty = '<p class="empty">None.</p>' if not t.rows else ""
+    return f'<table id="{id_}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{empty}'
+
+
+def error(message: str) -> str:
+    return f'<p class="error">{escape(message)}</p>'
+
+
+def unreachable(brokers: list[str]) -> str:
+    """The warning a partial answer carries: brokers that did not answer."""
+    return error(f"Not shown, did not answer: {', '.join(brokers)}") if brokers else ""
+
+
+def login(message: str = "") -> str:
+    """The login form (auth on): a rockmq user's access key and secret."""
+    return page("Log in", (error(message) if message else "") + (
+        '<form method="post" action="/ui/login" class="login"><label>Access key <input name="access_key" '
+        'autocomplete="username" required></label><label>Secret <input name="secret" type="password" '
+        'autocomplete="current-password" required></label><button>Log in</button></form>'))
+
+
+def overview(o: Overview, csrf: str = "") -> str:
+    return page("Overview", f'<p>Messages in: <span id="rate-in">{escape(o.rate_in)}</span> '
+                            f'<span class="muted">(as of <span id="as-of">{escape(o.as_of)}</span>)</span></p>'
+                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}', csrf)
+
+
+def listing(title: str, id_: str, path: str, listed: Listing, csrf: str = "") -> str:
+    """A list page: a filter form (a GET: the URL can be bookmarked), the table, links to other pages."""
+    form = (f'<form method="get" action="{path}"><input name="filter" value="{escape(listed.filter)}" '
+            f'placeholder="name contains"><button>Filter</button></form>')
+    links = []
+    for number, label in ((listed.page - 1, "previous"), (listed.page + 1, "next")):
+        if 1 <= number <= listed.pages:
+            query = urlencode({**({"filter": listed.filter} if listed.filter else {}), "page": number})
+            links.append(f'<a rel="{label[:4]}" href="{path}?{escape(query)}">{label}</a>')
+    pager = f'<p class="pager">page {listed.page} of {listed.pages} ({listed.total:,} {title.lower()}) {" ".join(links)}</p>'
+    return page(title, form + table(id_, listed.table) + pager, csrf)
