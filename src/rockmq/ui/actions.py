@@ -183,8 +183,8 @@ async def dlq_group(request: web.Request, v: Viewer) -> web.Response:
               f'name="to" value="{escape(request.query.get("to", ""))}"></label><button>Show</button></form>')
     more = f'<p class="muted">More matched: showing the first {len(reply.messages)}; narrow the range.</p>' \
         if reply.more else ""
-    body = search + _dead_table(reply, v.changes) + more + render.unreachable(list(reply.unreachable))
-    if v.changes:
+    body = _dead_table(reply, v.changes) + more + render.unreachable(list(reply.unreachable))
+    if v.changes:  # the table inside the resend form: its checkboxes are the ids to resend
         body = (f'<form method="post" action="{path}/resend" id="resend" class="change">{hidden_csrf(v.token)}'
                 f'{body}<label>At most <input name="rate" value="{DEFAULT_RATE}" size="5"> a second</label> '
                 '<button name="which" value="selected">Resend selected</button> '
@@ -193,7 +193,7 @@ async def dlq_group(request: web.Request, v: Viewer) -> web.Response:
                 f'{hidden_csrf(v.token)}<label>Only those stored before <input name="before" '
                 'placeholder="empty: all"></label><label><input type="checkbox" name="confirm" value="yes" required> '
                 'I understand: purged dead letters are gone</label><button>Purge</button></form>')
-    return _html(render.page(f"Dead letters of {group}", body, v.csrf))
+    return _html(render.page(f"Dead letters of {group}", search + body, v.csrf))
 
 
 def _dead_table(reply: admin.DlqListResponse, selectable: bool) -> str:
