@@ -2,7 +2,7 @@
 --auth and --ui-admin no form shows and a POST is 403; with --ui-admin a reset to earliest makes the group
 read again (rockmq's client receives the messages a second time), dead letters resend to their group and
 purge; a POST without the CSRF token is 403; with --auth a read-only user cannot reset (the broker's
-refusal on a 403 page) and an admin can."""
+refusal on a 403 page, and in the audit log) and an admin can."""
 
 from __future__ import annotations
 
@@ -173,5 +173,8 @@ def test_with_auth_a_read_only_user_cannot_reset_and_an_admin_can(tmp_path):
         status, _, body = ask(port, "POST", f"/ui/groups/{GROUP}/reset", form | {"csrf": csrf}, cookie=session)
         assert status == 200 and "Reset group" in body
         assert receive_all(b, TOPIC, GROUP, **admin_creds) == first
+        # The refusal is audited as the CLI's would be: the same admin call, signed as bob.
+        assert any("rockmq.audit" in line and 'authorization-refused who="bob"' in line and "Admin/ResetOffset" in line
+                   for line in b.log)
     finally:
         b.stop()
