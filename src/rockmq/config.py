@@ -162,6 +162,9 @@ class Settings:
     # The HTTP port (rockmq/http/): /metrics, /healthz, /readyz on `host` (-1: none; 0: any free port);
     # HTTPS with tls_cert, /metrics behind HTTP Basic with auth_enabled (docs/operations.md "Metrics").
     http_port: int = -1
+    # The dashboard (/ui/, docs/dashboard.md "Changes") without auth is read-only unless this is on; with
+    # auth_enabled, logged-in users may change things and the broker's ACLs decide.
+    ui_admin: bool = False
     # Where official clients export their own metrics (OTLP, HOST:PORT): their Settings reply says
     # `metric.on` and this endpoint ("": they export nothing).
     client_metrics_endpoint: str = ""
@@ -485,7 +488,7 @@ CONCERNS: Mapping[str, tuple[str, ...]] = {
                "lite_subscription_quota", "max_transaction_checks", "max_staged_chunks",
                "max_list_page", "max_renewals", "fetch_records", "fetch_bytes", "max_fetch_records", "max_fetch_bytes",
                "timer_move_batch", "timer_move_bytes", "staging_move_batch", "txn_check_batch"),
-    "http": ("http_port", "client_metrics_endpoint"),
+    "http": ("http_port", "client_metrics_endpoint", "ui_admin"),
     "coordination": ("coordinator", "coordinator_lease_s", "coordinator_user", "coordinator_password",
                      "coordinator_ca", "coordinator_cert", "coordinator_key"),
 }

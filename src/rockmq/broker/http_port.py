@@ -66,7 +66,7 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
                     "--tls-key to make it HTTPS (docs/operations.md)", s.host)
     render = rendering(registry, lambda: current().metrics.refresh())
     app = make_app(render, ready, admit)
-    add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert))
+    add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert), s.ui_admin)
     port = HttpPort(app)
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)

@@ -96,6 +96,8 @@ SERVE = (
          metavar="SECONDS"),
     Flag("log_level", "DEBUG, INFO, WARNING or ERROR"),
     Flag("auth_enabled", "authenticate and authorize every request (docs/security.md)", option="--auth"),
+    Flag("ui_admin", "without --auth, let the dashboard (/ui/) change things: reset offsets, resend and purge dead "
+                     "letters (default: read-only; with --auth the users' ACLs decide)"),
     Flag("admin_user", "with --auth: the first super user, made when there are no users yet (env ROCKMQ_ADMIN_USER)",
          metavar="NAME"),
     Flag("admin_secret", "that user's secret key (env ROCKMQ_ADMIN_SECRET)", metavar="S"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hmac
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,7 +20,7 @@ from aiohttp import web
 from rockmq.http.app import Render
 from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin_grpc
-from rockmq.ui import models, render
+from rockmq.ui import actions, models, render
 from rockmq.ui.counters import RateMeter, Reading, read
 from rockmq.ui.gather import Admin
 from rockmq.ui.sessions import COOKIE, Session, Sessions
@@ -37,10 +38,13 @@ _STATUS = {grpc.StatusCode.NOT_FOUND: (404, "Not found"), grpc.StatusCode.PERMIS
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who asks a page: the admin service as them, and their session's CSRF token ("": auth off)."""
+    """Who asks a page: the admin service as them, and their session's CSRF token ("": auth off); whether
+    they may change things (auth on, or --ui-admin) and the CSRF token their forms carry (ui/actions.py)."""
 
     admin: Admin
     csrf: str = ""
+    changes: bool = False
+    token: str = ""
 
 
 Page = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
@@ -55,6 +59,8 @@ class Dashboard:
     counters: Render
     auth: bool
     tls: bool = False
+    ui_admin: bool = False
+    browsers: actions.BrowserTokens = field(default_factory=actions.BrowserTokens)
     meter: RateMeter = field(default_factory=RateMeter)
     sessions: Sessions = field(default_factory=Sessions)
     viewed: float = 0.0
@@ -142,6 +148,8 @@ class Dashboard:
         body = (f"<p>{'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, consume mode "
                 f"{info.consume_mode or 'not set yet'}, {info.inflight:,} msg in flight</p>"
                 f"<h2>Lag per queue</h2>{render.table('lag', models.lag(info))}{render.unreachable(list(info.unreachable))}")
+        if v.changes:
+            body += actions.reset_form(name, sorted({q.topic for q in info.queues}), v.token)
         return _html(render.page(f"Group {name}", body, v.csrf))
 
     # --- logins (auth on) --------------------------------------------------------------------------
@@ -190,6 +198,17 @@ class Dashboard:
 
         async def guarded(request: web.Request) -> web.StreamResponse:
             viewer = Viewer(Admin(self.admin()))
+            browser = request.cookies.get(actions.BROWSER_COOKIE, "")
+            if change and not (self.auth or self.ui_admin):
+                return _html(render.page("Refused", render.error(actions.READ_ONLY)), 403)
+            if change and not _same_origin(request):
+                return _html(render.page("Refused", render.error("Change things from this dashboard's own pages.")), 403)
+            if not self.auth and self.ui_admin:
+                token = self.browsers.token(browser)
+                if change and not (token and hmac.compare_digest(str((await request.post()).get("csrf", "")), token)):
+                    return _html(render.page("Refused", render.error("The form is stale: reload the page.")), 403)
+                browser = browser or self.browsers.new_cookie()
+                viewer = Viewer(viewer.admin, changes=True, token=self.browsers.token(browser))
             if self.auth:
                 session = self.session(request)
                 if session is None:
@@ -197,11 +216,15 @@ class Dashboard:
                 if change and (await request.post()).get("csrf") != session.csrf:
                     return _html(render.page("Refused", render.error("The form is stale: reload the page."),
                                              session.csrf), 403)
-                viewer = Viewer(Admin(self.admin(), session.user), session.csrf)
+                viewer = Viewer(Admin(self.admin(), session.user), session.csrf, True, session.csrf)
                 self.authorization = "Basic " + base64.b64encode(
                     f"{session.user.access_key}:{session.user.secret_key}".encode()).decode()
             try:
-                return await page(request, viewer)
+                response = await page(request, viewer)
+                if viewer.token and not self.auth and browser != request.cookies.get(actions.BROWSER_COOKIE):
+                    response.set_cookie(actions.BROWSER_COOKIE, browser, path="/ui/", httponly=True,
+                                        samesite="Strict", secure=self.tls)
+                return response
             except web.HTTPException:
                 raise
             except grpc.aio.AioRpcError as e:
@@ -232,9 +255,9 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 
 def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], counters: Render, auth: bool,
-           tls: bool = False) -> None:
+           tls: bool = False, ui_admin: bool = False) -> None:
     """Mount the dashboard under /ui/ of `app`."""
-    d = Dashboard(admin, counters, auth, tls)
+    d = Dashboard(admin, counters, auth, tls, ui_admin)
     for path, page in (("/ui/", d.overview), ("/ui/api/overview", d.overview_api), ("/ui/topics", d.topics),
                        ("/ui/topics/{name}", d.topic), ("/ui/groups", d.groups), ("/ui/groups/{name}", d.group)):
         app.router.add_get(path, d.guarded(page), allow_head=False)
@@ -242,6 +265,7 @@ def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], coun
     app.router.add_get("/ui/login", d.login_form, allow_head=False)
     app.router.add_post("/ui/login", d.login)
     app.router.add_post("/ui/logout", d.guarded(d.logout, change=True))
+    actions.add_actions(app, d.guarded)
     app.router.add_get("/ui/static/{file}", _static, allow_head=False)
     app.cleanup_ctx.append(d.sampling)
 

@@ -269,7 +269,8 @@ async def _http_port(settings: Settings, supervisor: Supervisor, registry: Regis
         return [(f"{_reach(settings.host)}:{x.port}", x.serving_since is not None) for x in supervisor.shards]
 
     app = make_app(scrapes.render, scrapes.reasons)
-    add_ui(app, shard_admin(settings, endpoints), scrapes.render, settings.auth_enabled, bool(settings.tls_cert))
+    add_ui(app, shard_admin(settings, endpoints), scrapes.render, settings.auth_enabled, bool(settings.tls_cert),
+           settings.ui_admin)
     http = HttpPort(app)
     try:
         await http.start(settings.host, settings.http_port, settings.tls_cert, settings.tls_key)
