@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from rockmq.ui.models import Listing, Overview, Table
 
-NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"))
+NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"), ("/ui/messages", "Messages"))
 
 
 def page(title: str, body: str, csrf: str = "") -> str:
