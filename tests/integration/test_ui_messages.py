@@ -2,7 +2,9 @@
 traffic: a key search within a time range, a store-time search and an id search find the message sent
 (linked to its page); its page shows headers, properties, the body as text, JSON pretty and hex, and a
 trace of stored, delivered and acknowledged by the group that consumed it; bad input (a time without a
-zone, no topic) is a 400 page with a readable error, an unknown topic or message a 404, never a traceback."""
+zone, no topic, an illegal topic name) is a 400 page with a readable error, an unknown topic or message a 404,
+never a traceback; with --auth the pages need a login and ask as that user; a `--workers 2` server finds the
+messages of both shards."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from urllib.parse import urlencode
 import pytest
 from broker_process import BrokerProcess
 from scrape import get
-from test_ui_pages import rows
+from test_ui_pages import ask, rows
 from tls_certs import free_port
 
+from rockmq.auth.users import Users
 from rockmq.client import Message, Producer, SimpleConsumer
+from rockmq.plumbing.credentials import Credentials
 from rockmq.ui.messages import message_href
 
 TOPIC, GROUP, KEY = "ui-msg-orders", "ui-msg-billing", "order-42"
@@ -93,6 +97,7 @@ def test_a_message_page_shows_headers_body_views_and_its_trace(sent):
     ({"key": KEY}, 400, "Give a topic."),
     ({"topic": TOPIC, "from": "yesterday"}, 400, "invalid time 'yesterday'"),
     ({"topic": "no-such-topic", "key": KEY}, 404, "no-such-topic"),
+    ({"topic": "a b", "key": KEY}, 400, "illegal topic name 'a b'"),  # the broker's INVALID_ARGUMENT
     ({"topic": TOPIC, "id": "0000000000000000000000000000"}, 404, ""),
 ])
 def test_bad_input_is_a_readable_error(sent, query, status, says):
@@ -100,4 +105,41 @@ def test_bad_input_is_a_readable_error(sent, query, status, says):
     page = get(f"{base}/ui/messages?" + urlencode(query))
     assert page.status == status and '<p class="error">' in page.body and "Traceback" not in page.body
     assert says in unescape(page.body)
-    assert '<form method="get" action="/ui/messages"' in page.body or status == 404
+    assert '<form method="get" action="/ui/messages"' in page.body  # to search again
+
+
+def test_with_auth_the_pages_need_a_login_and_are_signed_as_the_user(tmp_path):
+    data, port = tmp_path / "data", free_port()
+    Users(data).create("admin", "ui-admin-secret-1", super_user=True)
+    b = BrokerProcess(data, "--auth", "--http-port", str(port)).start()
+    try:
+        b.cli("topic", "create", TOPIC, "--access-key", "admin", "--secret-key", "ui-admin-secret-1", check=True)
+        with Producer(b.endpoint, credentials=Credentials("admin", "ui-admin-secret-1")) as p:
+            message_id = p.send(Message(TOPIC, BODY, keys=[KEY])).message_id
+        query = "/ui/messages?" + urlencode({"topic": TOPIC, "key": KEY})
+        for path in (query, message_href(TOPIC, message_id)):
+            status, _, body = ask(port, "GET", path)
+            assert status == 401 and 'action="/ui/login"' in body and message_id not in body
+        session = ask(port, "POST", "/ui/login", {"access_key": "admin", "secret": "ui-admin-secret-1"})[1]
+        cookie = session["Set-Cookie"].split(";")[0]
+        status, _, body = ask(port, "GET", query, cookie=cookie)
+        assert status == 200 and [r[0] for r in rows(body, "messages")] == [message_id]
+        status, _, body = ask(port, "GET", message_href(TOPIC, message_id), cookie=cookie)
+        assert status == 200 and "stored on broker-a:" in body
+    finally:
+        b.stop()
+
+
+def test_a_workers_server_finds_messages_on_every_shard(tmp_path):
+    http = free_port()
+    b = BrokerProcess(tmp_path / "data", "--workers", "2", "--http-port", str(http)).start()
+    try:
+        b.cli("topic", "create", TOPIC, "--queues", "4", check=True)
+        with Producer(b.endpoint) as p:
+            sent = [p.send(Message(TOPIC, b"m%d" % i, keys=[KEY])) for i in range(8)]
+        assert len({r.broker for r in sent}) == 2  # both shards hold some
+        page = get(f"http://127.0.0.1:{http}/ui/messages?" + urlencode({"topic": TOPIC, "key": KEY}))
+        assert sorted(r[0] for r in rows(page.body, "messages")) == sorted(r.message_id for r in sent)
+        assert {r[2].split(":")[0] for r in rows(page.body, "messages")} == {"broker-a-0", "broker-a-1"}
+    finally:
+        b.stop()

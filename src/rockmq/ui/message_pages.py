@@ -10,6 +10,7 @@ from html import escape
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+import grpc
 from aiohttp import web
 
 from rockmq.protocol import messages, messages_grpc
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from rockmq.ui.routes import Viewer
 
 Stub = Callable[[], messages_grpc.MessagesStub]
+# A search the broker refuses for its input (an illegal or unknown topic): the form again, with why.
+_REFUSED = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.NOT_FOUND: 404}
 
 
 def _signed(v: Viewer) -> tuple[tuple[str, str], ...]:
@@ -87,7 +90,12 @@ class MessagePages:
             return _page("Messages", form(blank) + render.error(str(e)), csrf, 400)
         if not s.kind:
             return _page("Messages", form(s), csrf)
-        reply = await run(self.stub(), s, _signed(v))
+        try:
+            reply = await run(self.stub(), s, _signed(v))
+        except grpc.aio.AioRpcError as e:
+            if e.code() not in _REFUSED:
+                raise
+            return _page("Messages", form(s) + render.error(e.details() or e.code().name), v.csrf, _REFUSED[e.code()])
         note = model.more_note(reply)
         body = (form(s) + _described(s) + render.table("messages", model.found(reply))
                 + (f'<p class="muted">{escape(note)}</p>' if note else "") + render.unreachable(list(reply.unreachable)))

@@ -33,7 +33,8 @@ VIEWED_S = 60.0  # ... that is, while a page or the overview's poll came this re
 # a scrape computes every group's lag, hundreds of ms with 1,000 groups (bench/ui_bench.py).
 STALE_S = 3 * SAMPLE_S
 MAX_FORM_BYTES = 4096  # a login form is a name and a secret
-_STATUS = {grpc.StatusCode.NOT_FOUND: (404, "Not found"), grpc.StatusCode.PERMISSION_DENIED: (403, "Not allowed")}
+_STATUS = {grpc.StatusCode.NOT_FOUND: (404, "Not found"), grpc.StatusCode.PERMISSION_DENIED: (403, "Not allowed"),
+           grpc.StatusCode.INVALID_ARGUMENT: (400, "Bad request")}
 
 
 @dataclass(frozen=True)
