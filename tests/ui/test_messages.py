@@ -3,14 +3,15 @@ with a key and consumed and acknowledged by a group through rockmq's client is f
 (`/ui/messages?topic=T&key=K`, and through the form, reached from the nav); its link leads to its page, whose
 trace lists it delivered to the group and acknowledged by it, and whose body shows as JSON pretty; a time
 without a zone is a 400 page with a readable error. Each page is screenshot (messages.png, message.png,
-message-json.png, messages-bad-time.png)."""
+message-json.png, message-phone.png at a phone's width, messages-bad-time.png)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from browser import Page
+from browser import Browser, Page
 from test_dashboard import Dashboard, _check
 from waiting import wait_for
 
@@ -25,7 +26,7 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
 
 
 def test_searching_a_key_finds_the_message_and_its_trace_shows_delivered_and_acknowledged(
-        page: Page, dashboard: Dashboard, unique) -> None:
+        page: Page, browser: Browser, tmp_path: Path, dashboard: Dashboard, unique) -> None:
     topic, group, key = unique("ui-msg"), unique("ui-msg-group"), unique("order")
     with Producer(dashboard.broker.endpoint) as p:
         sent = p.send(Message(topic, b'{"order": 42, "paid": true}', tag="paid", keys=[key]))
@@ -61,6 +62,11 @@ def test_searching_a_key_finds_the_message_and_its_trace_shows_delivered_and_ack
     page.click("a:text-is('json')")
     assert '"order": 42,' in page.text("#body")
     page.screenshot("message-json")
+
+    phone = browser.page(tmp_path, width=390, height=844)  # reads on a phone too
+    assert phone.goto(dashboard.url(f"/ui/messages/{sent.message_id}?topic={topic}")) == 200
+    phone.wait("#trace li >> nth=2")
+    phone.screenshot("message-phone")
 
 
 def test_a_time_without_a_zone_is_a_readable_error(page: Page, dashboard: Dashboard) -> None:
