@@ -31,9 +31,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def populate(endpoint: str, topics: int, groups: int) -> None:
+def populate(endpoint: str, topics: int, groups: int) -> str:
     """`topics` topics of 2 queues and `groups` groups, created 16 at a time, each group reset to the earliest
-    message of one topic (a position there); one message in the first topic."""
+    message of one topic (a position there); one message in the first topic (key bench-key): its id."""
     with open_channel(endpoint) as channel:
         stub = admin_grpc.AdminStub(channel)
         with ThreadPoolExecutor(16) as pool:
@@ -45,7 +45,7 @@ def populate(endpoint: str, topics: int, groups: int) -> None:
                 group=f"bench-g{i:04}", topic=f"bench-t{0 if i < 100 else i % topics:04}", to="earliest"), timeout=30),
                 range(groups)))
     with Producer(endpoint) as p:
-        p.send(Message("bench-t0000", b"x"))
+        return p.send(Message("bench-t0000", b'{"x": 1}', keys=["bench-key"])).message_id
 
 
 def fetch_ms(url: str) -> float:
@@ -67,13 +67,15 @@ def main() -> None:
         proc, endpoint = start(HERE, Path(tmp) / "data", "--http-port", str(http))
         try:
             began = time.monotonic()
-            populate(endpoint, args.topics, args.groups)
+            message_id = populate(endpoint, args.topics, args.groups)
             print(f"{args.topics} topics, {args.groups} groups created in {time.monotonic() - began:.1f} s")
             base = f"http://127.0.0.1:{http}"
             for path in ("/ui/", "/ui/api/overview", "/ui/topics", "/ui/topics?page=20", "/ui/topics/bench-t0000",
-                         "/ui/groups", "/ui/groups/bench-g0000"):
+                         "/ui/groups", "/ui/groups/bench-g0000", "/ui/messages?topic=bench-t0000&key=bench-key",
+                         "/ui/messages?topic=bench-t0000&from=2000-01-01T00:00:00Z",
+                         f"/ui/messages/{message_id}?topic=bench-t0000&view=json"):
                 times = [fetch_ms(base + path) for _ in range(args.rounds)]
-                print(f"{path:28} median {statistics.median(times):7.1f} ms   max {max(times):7.1f} ms")
+                print(f"{path:60} median {statistics.median(times):7.1f} ms   max {max(times):7.1f} ms")
         finally:
             proc.terminate()
             proc.wait()

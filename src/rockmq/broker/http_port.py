@@ -22,7 +22,7 @@ from rockmq.broker.startup import CannotStart
 from rockmq.config import Settings
 from rockmq.http.app import Ready, make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
-from rockmq.protocol import admin_grpc
+from rockmq.protocol import admin_grpc, messages_grpc
 from rockmq.ui.routes import add_ui
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ class Serving(Protocol):
     access: AccessControl
 
     def admin_here(self) -> admin_grpc.AdminStub: ...
+    def messages_here(self) -> messages_grpc.MessagesStub: ...
 
 
 class _Current(Collector):
@@ -66,7 +67,8 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
                     "--tls-key to make it HTTPS (docs/operations.md)", s.host)
     render = rendering(registry, lambda: current().metrics.refresh())
     app = make_app(render, ready, admit)
-    add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert), s.ui_admin)
+    add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert), s.ui_admin,
+           messages=lambda: current().messages_here())
     port = HttpPort(app)
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)

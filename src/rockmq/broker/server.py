@@ -177,6 +177,7 @@ class Broker:
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
         self.cluster = Cluster(ctx, self.fence)
         self._admin_here: admin_grpc.AdminStub | None = None  # the dashboard's (admin_here)
+        self._messages_here: messages_grpc.MessagesStub | None = None  # the dashboard's (messages_here)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
@@ -333,6 +334,13 @@ class Broker:
             channel = open_aio_channel(self.cluster.endpoint, self.settings.client_tls)
             self._admin_here = admin_grpc.AdminStub(channel)
         return self._admin_here
+
+    def messages_here(self) -> messages_grpc.MessagesStub:
+        """This broker's own Messages service, as admin_here: the dashboard's Messages pages."""
+        if self._messages_here is None:
+            self._messages_here = messages_grpc.MessagesStub(
+                open_aio_channel(self.cluster.endpoint, self.settings.client_tls))
+        return self._messages_here
 
     def begin_drain(self) -> None:
         """Not ready from now on; new sends and receives refused, long polls answered at once."""

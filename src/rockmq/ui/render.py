@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 
 from rockmq.ui.models import Listing, Overview, Table
 
-NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"), ("/ui/dlq", "Dead letters"))
+NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"), ("/ui/messages", "Messages"),
+       ("/ui/dlq", "Dead letters"))
 
 
 def page(title: str, body: str, csrf: str = "") -> str:

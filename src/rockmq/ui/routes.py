@@ -19,10 +19,11 @@ from aiohttp import web
 
 from rockmq.http.app import Render
 from rockmq.plumbing.credentials import Credentials
-from rockmq.protocol import admin_grpc
+from rockmq.protocol import admin_grpc, messages_grpc
 from rockmq.ui import actions, models, render
 from rockmq.ui.counters import RateMeter, Reading, read
 from rockmq.ui.gather import Admin
+from rockmq.ui.message_pages import MessagePages
 from rockmq.ui.sessions import COOKIE, Session, Sessions
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,8 @@ VIEWED_S = 60.0  # ... that is, while a page or the overview's poll came this re
 # a scrape computes every group's lag, hundreds of ms with 1,000 groups (bench/ui_bench.py).
 STALE_S = 3 * SAMPLE_S
 MAX_FORM_BYTES = 4096  # a login form is a name and a secret
-_STATUS = {grpc.StatusCode.NOT_FOUND: (404, "Not found"), grpc.StatusCode.PERMISSION_DENIED: (403, "Not allowed")}
+_STATUS = {grpc.StatusCode.NOT_FOUND: (404, "Not found"), grpc.StatusCode.PERMISSION_DENIED: (403, "Not allowed"),
+           grpc.StatusCode.INVALID_ARGUMENT: (400, "Bad request")}
 
 
 @dataclass(frozen=True)
@@ -255,12 +257,17 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 
 def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], counters: Render, auth: bool,
-           tls: bool = False, ui_admin: bool = False) -> None:
-    """Mount the dashboard under /ui/ of `app`."""
+           tls: bool = False, ui_admin: bool = False,
+           messages: Callable[[], messages_grpc.MessagesStub] | None = None) -> None:
+    """Mount the dashboard under /ui/ of `app`; its Messages pages ask `messages` (the same broker's)."""
     d = Dashboard(admin, counters, auth, tls, ui_admin)
     for path, page in (("/ui/", d.overview), ("/ui/api/overview", d.overview_api), ("/ui/topics", d.topics),
                        ("/ui/topics/{name}", d.topic), ("/ui/groups", d.groups), ("/ui/groups/{name}", d.group)):
         app.router.add_get(path, d.guarded(page), allow_head=False)
+    if messages is not None:
+        m = MessagePages(messages)
+        app.router.add_get("/ui/messages", d.guarded(m.search), allow_head=False)
+        app.router.add_get("/ui/messages/{id}", d.guarded(m.message), allow_head=False)
     app.router.add_get("/ui", _to_overview, allow_head=False)
     app.router.add_get("/ui/login", d.login_form, allow_head=False)
     app.router.add_post("/ui/login", d.login)

@@ -6,24 +6,41 @@ endpoint: at most one per shard, since a restart reuses its port."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import grpc
 
 from rockmq.config import Settings
 from rockmq.plumbing.channels import open_aio_channel
-from rockmq.protocol import admin_grpc
+from rockmq.protocol import admin_grpc, messages_grpc
+
+S = TypeVar("S")
+
+
+def shard_stub(settings: Settings, endpoints: Callable[[], Sequence[tuple[str, bool]]],
+               make: Callable[[grpc.aio.Channel], S]) -> Callable[[], S]:
+    """The stub (`make` of a channel) of the first shard serving (else the first shard); `endpoints` lists
+    each shard's gRPC endpoint and whether it serves now."""
+    stubs: dict[str, S] = {}
+
+    def stub() -> S:
+        known = endpoints()
+        endpoint = next((e for e, serving in known if serving), known[0][0])
+        found = stubs.get(endpoint)
+        if found is None:
+            found = stubs[endpoint] = make(open_aio_channel(endpoint, settings.client_tls))
+        return found
+
+    return stub
 
 
 def shard_admin(settings: Settings, endpoints: Callable[[], Sequence[tuple[str, bool]]]
                 ) -> Callable[[], admin_grpc.AdminStub]:
-    """The admin stub of the first shard serving (else the first shard); `endpoints` lists each shard's
-    gRPC endpoint and whether it serves now."""
-    stubs: dict[str, admin_grpc.AdminStub] = {}
+    """The admin stub of the first shard serving: the dashboard's pages but Messages."""
+    return shard_stub(settings, endpoints, admin_grpc.AdminStub)
 
-    def admin() -> admin_grpc.AdminStub:
-        known = endpoints()
-        endpoint = next((e for e, serving in known if serving), known[0][0])
-        stub = stubs.get(endpoint)
-        if stub is None:
-            stub = stubs[endpoint] = admin_grpc.AdminStub(open_aio_channel(endpoint, settings.client_tls))
-        return stub
 
-    return admin
+def shard_messages(settings: Settings, endpoints: Callable[[], Sequence[tuple[str, bool]]]
+                   ) -> Callable[[], messages_grpc.MessagesStub]:
+    """The Messages stub of the first shard serving: the dashboard's Messages pages."""
+    return shard_stub(settings, endpoints, messages_grpc.MessagesStub)

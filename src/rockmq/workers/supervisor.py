@@ -47,7 +47,7 @@ from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import server_credentials
 from rockmq.ui.routes import add_ui
-from rockmq.workers.dashboard import shard_admin
+from rockmq.workers.dashboard import shard_admin, shard_messages
 from rockmq.workers.metrics import ShardScrapes, Source
 from rockmq.workers.restarts import GiveUp, Restarts
 
@@ -270,7 +270,7 @@ async def _http_port(settings: Settings, supervisor: Supervisor, registry: Regis
 
     app = make_app(scrapes.render, scrapes.reasons)
     add_ui(app, shard_admin(settings, endpoints), scrapes.render, settings.auth_enabled, bool(settings.tls_cert),
-           settings.ui_admin)
+           settings.ui_admin, messages=shard_messages(settings, endpoints))
     http = HttpPort(app)
     try:
         await http.start(settings.host, settings.http_port, settings.tls_cert, settings.tls_key)
