@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from acked import acked_bodies
 from acl_setup import SECRETS, grant, signed
 from broker_process import BrokerProcess
 from dead_letters import dead_letters, make_dead_letters
@@ -18,11 +19,12 @@ from test_ui_pages import ask, rows
 from tls_certs import free_port
 
 from rockmq.auth.users import Users
-from rockmq.client import Credentials, Message, Producer, SimpleConsumer
+from rockmq.client import Credentials, Message, Producer
 from rockmq.plumbing.channels import open_channel
 from rockmq.protocol import admin, admin_grpc
 
 TOPIC, GROUP, SENT = "uia-orders", "uia-billing", 5
+ADMIN = Credentials("admin", SECRETS["admin"])
 
 
 def csrf_of(body: str) -> str:
@@ -42,19 +44,7 @@ def send_and_consume(b: BrokerProcess, topic: str, group: str) -> set[bytes]:
     with Producer(b.endpoint) as p:
         for i in range(SENT):
             p.send(Message(topic, b"m%d" % i))
-    return receive_all(b, topic, group)
-
-
-def receive_all(b: BrokerProcess, topic: str, group: str, **credentials: object) -> set[bytes]:
-    got: set[bytes] = set()
-    with SimpleConsumer(b.endpoint, group, {topic: "*"}, await_s=1, **credentials) as c:  # type: ignore[arg-type]
-        for _ in range(10):
-            for m in c.receive():
-                got.add(m.body)
-                c.ack(m)
-            if len(got) >= SENT:
-                break
-    return got
+    return acked_bodies(b.endpoint, topic, group, SENT)
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +81,14 @@ def test_with_ui_admin_a_reset_to_earliest_makes_the_group_read_again(admin_brok
     form = {"csrf": csrf, "topic": TOPIC, "to": "earliest"}
     status, _, body = ask(port, "POST", f"/ui/groups/{GROUP}/reset", form, cookie=cookie)
     assert status == 400 and "I understand" in body  # not confirmed: nothing changed
-    assert receive_all(b, TOPIC, GROUP) == set()
+    assert acked_bodies(b.endpoint, TOPIC, GROUP, SENT) == set()
     assert ask(port, "POST", f"/ui/groups/{GROUP}/reset", form | {"confirm": "yes"})[0] == 403  # no cookie
     status, _, body = ask(port, "POST", f"/ui/groups/{GROUP}/reset", form | {"confirm": "yes", "csrf": "x"},
                           cookie=cookie)
     assert status == 403 and "stale" in body
     status, _, body = ask(port, "POST", f"/ui/groups/{GROUP}/reset", form | {"confirm": "yes"}, cookie=cookie)
     assert status == 200 and f"Reset group {GROUP} on {TOPIC} to earliest." in body
-    assert receive_all(b, TOPIC, GROUP) == first
+    assert acked_bodies(b.endpoint, TOPIC, GROUP, SENT) == first
 
 
 def test_a_bad_time_is_a_readable_line(admin_broker):
@@ -145,15 +135,14 @@ def test_with_auth_a_read_only_user_cannot_reset_and_an_admin_can(tmp_path):
         users.create(name, SECRETS[name], super_user=name == "admin")
     b = BrokerProcess(data, "--auth", "--http-port", str(port)).start()
     try:
-        admin_creds = {"credentials": Credentials("admin", SECRETS["admin"])}
         with open_channel(b.endpoint) as ch:
             stub = admin_grpc.AdminStub(ch)
             stub.CreateTopic(admin.CreateTopicRequest(name=TOPIC), metadata=signed("admin"), timeout=RPC_TIMEOUT)
             stub.CreateGroup(admin.CreateGroupRequest(name=GROUP), metadata=signed("admin"), timeout=RPC_TIMEOUT)
-        with Producer(b.endpoint, **admin_creds) as p:  # type: ignore[arg-type]
+        with Producer(b.endpoint, credentials=ADMIN) as p:
             for i in range(SENT):
                 p.send(Message(TOPIC, b"m%d" % i))
-        first = receive_all(b, TOPIC, GROUP, **admin_creds)
+        first = acked_bodies(b.endpoint, TOPIC, GROUP, SENT, ADMIN)
         with open_channel(b.endpoint) as ch:
             grant(ch, "bob", f"Topic:{TOPIC}", "Sub")
             grant(ch, "bob", f"Group:{GROUP}", "Sub")
@@ -172,7 +161,7 @@ def test_with_auth_a_read_only_user_cannot_reset_and_an_admin_can(tmp_path):
         assert ask(port, "POST", f"/ui/groups/{GROUP}/reset", form, cookie=session)[0] == 403  # no CSRF token
         status, _, body = ask(port, "POST", f"/ui/groups/{GROUP}/reset", form | {"csrf": csrf}, cookie=session)
         assert status == 200 and "Reset group" in body
-        assert receive_all(b, TOPIC, GROUP, **admin_creds) == first
+        assert acked_bodies(b.endpoint, TOPIC, GROUP, SENT, ADMIN) == first
         # The refusal is audited as the CLI's would be: the same admin call, signed as bob.
         assert any("rockmq.audit" in line and 'authorization-refused who="bob"' in line and "Admin/ResetOffset" in line
                    for line in b.log)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from acked import acked_bodies
 from acl_setup import SECRETS, grant, signed
 from broker_process import BrokerProcess
 from browser import Page
@@ -19,7 +20,7 @@ from test_dashboard import _check as check
 from tls_certs import free_port
 
 from rockmq.auth.users import Users
-from rockmq.client import Credentials, Message, Producer, SimpleConsumer
+from rockmq.client import Credentials, Message, Producer
 from rockmq.plumbing.channels import open_channel
 from rockmq.protocol import admin, admin_grpc
 
@@ -42,19 +43,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     s = Served(tmp_path_factory.mktemp("ui-admin"), "--ui-admin", "--max-attempts", "2")
     yield s
     s.broker.stop()
-
-
-def consume(endpoint: str, topic: str, group: str, credentials: Credentials | None = None) -> set[bytes]:
-    """What `group` receives of `topic` now (each acknowledged), up to SENT messages."""
-    got: set[bytes] = set()
-    with SimpleConsumer(endpoint, group, {topic: "*"}, await_s=1, credentials=credentials) as c:
-        for _ in range(8):
-            for m in c.receive():
-                got.add(m.body)
-                c.ack(m)
-            if len(got) >= SENT:
-                break
-    return got
 
 
 def send(endpoint: str, topic: str, credentials: Credentials | None = None) -> None:
@@ -91,7 +79,7 @@ def test_resetting_a_group_to_earliest_makes_it_re_read(page: Page, served: Serv
     served.broker.cli("topic", "create", topic, check=True)
     served.broker.cli("group", "create", group, check=True)
     send(served.broker.endpoint, topic)
-    first = consume(served.broker.endpoint, topic, group)
+    first = acked_bodies(served.broker.endpoint, topic, group, SENT)
     assert len(first) == SENT
     assert page.goto(served.url(f"/ui/groups/{group}")) == 200
     check(page)
@@ -100,7 +88,7 @@ def test_resetting_a_group_to_earliest_makes_it_re_read(page: Page, served: Serv
     page.click("#reset button")
     assert page.text(".done") == f"Reset group {group} on {topic} to earliest."
     page.screenshot("group-reset")
-    assert consume(served.broker.endpoint, topic, group) == first
+    assert acked_bodies(served.broker.endpoint, topic, group, SENT) == first
 
 
 def test_with_auth_a_wrong_secret_is_refused_and_a_read_only_user_cannot_reset(page: Page, tmp_path: Path) -> None:
@@ -117,7 +105,7 @@ def test_with_auth_a_wrong_secret_is_refused_and_a_read_only_user_cannot_reset(p
             for resource in (f"Topic:{topic}", f"Group:{group}"):
                 grant(ch, "bob", resource, "Sub,Get")  # bob reads: he sees the group, and may not move it
         send(s.broker.endpoint, topic, root)
-        consume(s.broker.endpoint, topic, group, root)
+        acked_bodies(s.broker.endpoint, topic, group, SENT, root)
         assert page.goto(s.url("/ui/")) == 401
         page.fill("input[name='access_key']", "bob")
         page.fill("input[name='secret']", "not-his-secret")
