@@ -1,7 +1,8 @@
 """A coordinated broker group (issue 30; broker/coordination/membership.py) on a real etcd and real
 broker processes: a primary paused past its lease takes no write after it and rejoins as a replica;
 a member others cannot reach is refused; a two-member group elects its survivor; the in-sync set
-under async replication and a removal etcd does not answer. (kill -9 of the primary under load:
+under async replication and a removal etcd does not answer; a replica behind the member elected
+caught up from its footprints. (kill -9 of the primary under load:
 test_coordinated_clients.py and, a few rounds, tests/chaos/test_chaos_coordinated_failover.py; the
 slower cases: tests/chaos/test_chaos_coordinated_group.py.)"""
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from coordinated_group import LEASE_S, in_sync_joined, member, running_group, serving_primary
+from coordinated_group import LEASE_S, in_sync_joined, lagging_behind, member, running_group, serving_primary
 from mqwire import RPC_TIMEOUT, Conn, held_ids, message
 from tls_certs import free_port
 from waiting import wait_for
@@ -151,3 +152,26 @@ def test_a_send_waiting_for_a_lagging_members_removal_is_answered_within_the_rep
             conn.close()
         assert reply in (pb.HA_NOT_AVAILABLE, pb.SLAVE_PERSISTENCE_TIMEOUT), reply
         assert took < 2.0 + 0.5, f"answered {took:.2f} s after it was sent"
+
+
+def test_a_replica_behind_the_elected_member_catches_up_from_its_footprints_without_a_re_seed(etcd, tmp_path: Path):
+    """The elected member applied, as a replica, batches the other replica lacks: it kept their
+    footprints (OpLog.follow), so it catches that replica up in one batch — a re-seed (a full copy and a
+    restart) would leave sync sends unanswered meanwhile (the slow failover rounds of issue 30)."""
+    with running_group(etcd.url, tmp_path) as members:
+        primary, lagging, in_sync, acked = lagging_behind(members, TOPIC, QUEUES)
+        conn = Conn(primary.endpoint)
+        try:  # one batch each, which the elected member applies as a replica
+            acked |= {conn.send_ok(message(TOPIC, f"one of many {i}"))[0].message_id for i in range(10)}
+        finally:
+            conn.close()
+        primary.kill()
+        assert serving_primary([in_sync], LEASE_S * 5) is in_sync
+        assert lagging.proc is not None
+        lagging.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: f"{lagging.endpoint} joined the in-sync set" in "\n".join(in_sync.log), 30,
+                 what="the lagging replica to join the new primary's in-sync set")
+        assert not any("re-seed" in line for line in lagging.log), "\n".join(lagging.log)
+        in_sync.kill()  # the one left is elected: it holds every acknowledged message
+        assert serving_primary([lagging], LEASE_S * 5) is lagging
+        assert acked <= held_ids(lagging.endpoint, TOPIC, QUEUES)

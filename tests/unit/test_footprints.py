@@ -101,3 +101,42 @@ def test_a_batch_and_its_keys_are_encoded_in_one_pass_as_apart():
     data, touched = oplog.encode_with_keys(ops)
     assert data == oplog.encode(ops)
     assert touched == oplog.encode([op if op[0] == oplog.DELETE_RANGE else (*op[:3], b"") for op in ops])
+    assert oplog.touched(ops) == touched
+
+
+def _follow(replica: Store, log: OpLog, shipped: list[bytes], first: int = 1) -> None:
+    """Apply `shipped` (batches `first`...) as a Follower does, each with its footprint (OpLog.follow)."""
+    log.load_footprints(replica)
+    for seq, data in enumerate(shipped, first):
+        ops = oplog.decode(data)
+        batch = replica.batch()
+        batch.apply(ops)
+        log.follow(batch, seq, data, ops)
+        replica.write(batch)
+        log.followed(seq, len(data))
+
+
+def test_a_replica_keeps_the_footprints_of_the_batches_it_applies_as_the_primary_does(tmp_path):
+    """Elected, it catches a replica behind it up from them (no re-seed: the slow failovers of issue 30)."""
+    primary = Store(tmp_path / "p", oplog=(log := OpLog(64 << 20)))
+    replica = Store(tmp_path / "r", oplog=OpLog(64 << 20))
+    try:
+        log.start(primary)
+        _follow(replica, OpLog(64 << 20), _write_history(primary))
+        assert footprints.kept(replica) == footprints.kept(primary)
+        assert list(replica.scan(Family.FOOTPRINTS, b"", b"\xff" * 9)) == list(primary.scan(Family.FOOTPRINTS, b"", b"\xff" * 9))
+        for applied in range(12):
+            assert footprints.catch_up(replica, applied, 12, 64 << 20) == footprints.catch_up(primary, applied, 12, 64 << 20)
+    finally:
+        primary.close()
+        replica.close()
+
+
+def test_a_replicas_footprints_are_bounded_as_a_primarys(tmp_path):
+    replica = Store(tmp_path / "r")
+    try:
+        _follow(replica, OpLog(4096), [oplog.encode([(oplog.PUT, Family.LOG, b"k%d" % i, b"x" * 100)]) for i in range(200)])
+        held = footprints.kept(replica)
+        assert held[-1][0] == 200 and sum(size for _, size in held) <= 4096 * 9 // 8
+    finally:
+        replica.close()

@@ -181,7 +181,7 @@ class Broker:
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
-                                  membership.member if membership is not None else "") if following else None)
+                                  membership.member if membership is not None else "", oplog) if following else None)
         self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
         self.committer = Committer(store, ctx.logs, s, self.replicator,
                                    membership.writable_until if membership is not None and not following else None)

@@ -1,7 +1,9 @@
 """A primary's footprints: the keys each replicated batch touched, kept in the store with the batch
 (family `footprints`, by batch number), so that a replica can be brought to the present from where
 it stopped even when the batches themselves are gone (the primary restarted: its ring of recent
-batches lives in memory only).
+batches lives in memory only). A replica keeps those of the batches it applies too
+(replication.OpLog.follow): elected, it catches up from them a replica that applied fewer of the
+old primary's batches than it did, rather than having it re-seeded (a full copy and a restart).
 
 Keys only, not values: a footprint costs about a batch's keys, not its bodies. A replica that holds
 batches up to X reaches the primary's present state by the keys touched after X set to the values
@@ -45,8 +47,8 @@ def kept(store: Store) -> list[tuple[int, int]]:
 
 def touched(store: Store, after: int, upto: int) -> list[Op] | None:
     """The operations, without their values (a range delete keeps its bound), of the batches after
-    `after` up to `upto`, in order; None unless the footprints of every one are kept (a primary that
-    was a replica meanwhile holds none of the batches it applied: a gap)."""
+    `after` up to `upto`, in order; None unless the footprints of every one are kept (a store caught
+    up in one batch, a sum, holds none of the batches it summed: a gap)."""
     ops: list[Op] = []
     expected = after + 1
     for k, raw in store.scan(Family.FOOTPRINTS, key(after + 1), key(upto + 1)):

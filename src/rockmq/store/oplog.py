@@ -52,6 +52,11 @@ def encode_with_keys(ops: list[Op]) -> tuple[bytes, bytes]:
     return bytes(out), bytes(touched)
 
 
+def touched(ops: list[Op]) -> bytes:
+    """What `encode_with_keys` gives as the keys `ops` touched (a replica's footprint of a batch it applies)."""
+    return encode([(kind, family, key, value if kind == DELETE_RANGE else b"") for kind, family, key, value in ops])
+
+
 def decode(data: bytes) -> list[Op]:
     """Raises ValueError on anything `encode` did not produce."""
     ops: list[Op] = []

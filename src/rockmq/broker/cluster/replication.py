@@ -103,10 +103,14 @@ class OpLog:
     def start(self, store: Store) -> None:
         """Number batches from the one after the last stored."""
         self.seq = stored_seq(store)
-        self._footprints.extend(footprints.kept(store))
+        self.load_footprints(store)
+        self.recording = True
+
+    def load_footprints(self, store: Store) -> None:
+        """Count the footprints `store` keeps (a primary's, or a replica's: `followed`), to bound them."""
+        self._footprints = deque(footprints.kept(store))
         self._footprint_bytes = sum(size for _, size in self._footprints)
         self._trim_footprints()
-        self.recording = True
 
     def stamp(self, batch: Batch) -> None:
         self.seq += 1
@@ -117,7 +121,17 @@ class OpLog:
         self._stamped = data + oplog.encode([(oplog.PUT, Family.META, keys.REPLICATION_SEQ_KEY, number)])
         self._stamped_messages = [op[1] for op in batch.ops or ()].count(Family.LOG)
         # the footprint spans what the ring would: it carries the batch's size
-        batch.put_unshipped(Family.FOOTPRINTS, footprints.key(self.seq), footprints.footprint(len(self._stamped), touched))
+        self._put_footprint(batch, self.seq, len(self._stamped), touched)
+
+    def follow(self, batch: Batch, seq: int, data: bytes, ops: list[oplog.Op]) -> None:
+        """A replica's: its primary's batch `seq` (shipped as `data`, `ops` decoded) is written with its
+        footprint, so that, elected, it catches a replica behind it up from them (`Replicator._catch_up`)
+        rather than having it re-seeded. Then `followed`. Without the batch's number, as `stamp` keeps it."""
+        unnumbered = [op for op in ops if op[1] != Family.META or op[2] != keys.REPLICATION_SEQ_KEY]
+        self._put_footprint(batch, seq, len(data), oplog.touched(unnumbered))
+
+    def _put_footprint(self, batch: Batch, seq: int, size: int, touched: bytes) -> None:
+        batch.put_unshipped(Family.FOOTPRINTS, footprints.key(seq), footprints.footprint(size, touched))
         if self._drop_below:
             batch.delete_range_unshipped(Family.FOOTPRINTS, b"", footprints.key(self._drop_below))
 
@@ -134,11 +148,15 @@ class OpLog:
         while self._held > self.ring_bytes and len(self.ring) > 1:
             self._held -= len(self.ring.popleft()[1])
             self.times.popleft()
-        self._drop_below = 0
-        self._footprints.append((batch.seq, len(data)))
-        self._footprint_bytes += len(data)
-        self._trim_footprints()
+        self.followed(batch.seq, len(data))
         self.grew.set()
+
+    def followed(self, seq: int, size: int) -> None:
+        """Batch `seq`'s footprint (its batch `size` bytes) was written: counted, the oldest trimmed."""
+        self._drop_below = 0
+        self._footprints.append((seq, size))
+        self._footprint_bytes += size
+        self._trim_footprints()
 
     def lag(self, applied: int, now: float) -> tuple[int, float]:
         """How far a replica that applied batch `applied` is behind: (messages, seconds since the first
@@ -394,8 +412,14 @@ class Follower:
     the replica finds its primary wherever it restarts."""
 
     def __init__(self, ctx: BrokerContext, primary: str, cluster: Cluster, on_promoted: Callable[[], None],
-                 principals: Principals, on_reseeded: Callable[[], None], member: str = "") -> None:
+                 principals: Principals, on_reseeded: Callable[[], None], member: str = "",
+                 batches: OpLog | None = None) -> None:
         self.ctx = ctx
+        # keeps the footprints of the batches applied here (OpLog.follow): elected, this member catches a
+        # replica behind it up from them
+        self.batches = batches
+        if batches is not None:
+            batches.load_footprints(ctx.store)
         # its name in a group whose coordinator elects the primary (told to the primary; never promoted by hand)
         self.member = member
         self.principals = principals  # the primary's users and ACLs, kept as ours
@@ -527,8 +551,8 @@ class Follower:
                     truncating = None
                 elif shipped.seq != self.applied + 1 and not (shipped.catch_up and shipped.seq > self.applied):
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
-                else:
-                    self._apply(oplog.decode(shipped.ops))
+                else:  # a catch-up batch (the sum of many) leaves a gap in the footprints
+                    self._apply(oplog.decode(shipped.ops), None if shipped.catch_up else shipped)
                 self.applied = shipped.seq
                 self.head = max(shipped.head, shipped.seq)
                 progress.set()
@@ -546,6 +570,8 @@ class Follower:
         started = time.monotonic()
         what = dropped(undo, self.ctx.meta.topics_by_id)  # before: a topic the tail created is still known
         self._apply([*oplog.decode(shipped.ops), ALL_FOOTPRINTS])
+        if self.batches is not None:
+            self.batches.load_footprints(self.ctx.store)  # none left
         log.warning("truncated this member's unacknowledged tail (its batches %d-%d; the epoch of %s began after "
                     "batch %d): dropped %s; now at the primary's batch %d (%.3f s)", after + 1, self.applied,
                     self.primary, after, what, shipped.seq, time.monotonic() - started)
@@ -596,10 +622,16 @@ class Follower:
         except (UserError, AclStoreError) as e:  # kept what we had: a user still signs in as before
             log.error("cannot take the primary's users and ACLs: %s", e)
 
-    def _apply(self, ops: list[oplog.Op]) -> None:
+    def _apply(self, ops: list[oplog.Op], shipped: replication.ReplicatedBatch | None = None) -> None:
+        """Write `ops`; with the `shipped` batch they came in, its footprint too (OpLog.follow)."""
         batch = self.ctx.store.batch()
         batch.apply(ops)
+        batches = self.batches if shipped is not None else None
+        if batches is not None and shipped is not None:
+            batches.follow(batch, shipped.seq, shipped.ops, ops)
         self.ctx.store.write(batch)
+        if batches is not None and shipped is not None:
+            batches.followed(shipped.seq, len(shipped.ops))
         self.ctx.logs.forget_offsets()  # reads see the new entries' offsets
         config = (keys.TOPIC_META_PREFIX, keys.GROUP_META_PREFIX)
         if any(family == Family.META and key.startswith(config) for _, family, key, _ in ops):

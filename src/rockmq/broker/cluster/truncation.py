@@ -35,7 +35,7 @@ from rockmq.store.schema import Family
 
 DIVERGED_AFTER_KEY = "rockmq-diverged-after"  # Follow's refusal of a diverged replica: where the histories part
 TAIL_MAX_BYTES = 1 << 20  # a tail's keys sent in one FollowerState; above, the full re-copy instead
-ALL_FOOTPRINTS = (oplog.DELETE_RANGE, Family.FOOTPRINTS, b"", b"\xff" * 9)  # a replica keeps none of its own
+ALL_FOOTPRINTS = (oplog.DELETE_RANGE, Family.FOOTPRINTS, b"", b"\xff" * 9)  # those of batches the group no longer holds
 
 
 def diverged_at(error: grpc.aio.AioRpcError) -> int | None:
