@@ -14,7 +14,14 @@ from typing import Any, Self, TypeVar
 
 from rockmq.client.consumer import AsyncSimpleConsumer, Filter
 from rockmq.client.errors import BrokerRefused, RockmqError
-from rockmq.client.limits import BATCH_SIZE, INVISIBLE_S, SYNC_CONSUME_TIMEOUT_S, SYNC_SEND_TIMEOUT_S
+from rockmq.client.limits import (
+    BATCH_SIZE,
+    DELIVERY_TIMEOUT_S,
+    INVISIBLE_S,
+    REQUEST_TIMEOUT_S,
+    SYNC_CONSUME_TIMEOUT_S,
+    SYNC_SEND_TIMEOUT_S,
+)
 from rockmq.client.message import Message, ReceivedMessage, SendReceipt
 from rockmq.client.pull import PullResult
 from rockmq.client.push import Handler
@@ -77,6 +84,10 @@ class Producer(_Sync):
         for name in ("checker", "on_dead"):
             if options.get(name) is not None:
                 options[name] = _in_thread(options[name])
+        # A send's retries end within the call's limit, so the caller hears why it failed (the last
+        # attempt may take a request timeout), not only that the limit passed.
+        last_attempt = options.get("request_timeout", REQUEST_TIMEOUT_S)
+        options.setdefault("delivery_timeout", max(0.0, min(DELIVERY_TIMEOUT_S, timeout - last_attempt)))
         self._timeout = timeout
         self._inner: AsyncProducer = AsyncProducer(endpoint, **options)
         self._run(self._inner.start())  # replay the spool, open the transaction-check streams
