@@ -23,6 +23,7 @@ from rockmq.config import Settings
 from rockmq.http.app import Ready, make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
 from rockmq.protocol import admin_grpc, messages_grpc
+from rockmq.ui.history import Totals
 from rockmq.ui.routes import add_ui
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,11 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
                     "--tls-key to make it HTTPS (docs/operations.md)", s.host)
     render = rendering(registry, lambda: current().metrics.refresh())
     app = make_app(render, ready, admit)
+    async def totals() -> Totals:
+        return Totals(*await current().metrics.totals())
+
     add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert), s.ui_admin,
-           messages=lambda: current().messages_here())
+           messages=lambda: current().messages_here(), totals=totals)
     port = HttpPort(app)
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)

@@ -1,17 +1,20 @@
 """What the dashboard reads of the broker's own counters (its /metrics text): messages stored, in total
-and per topic, the bytes each broker's store holds and which groups hold a position on which topic;
-and the rates between two readings. Pure: the text comes in, numbers come out."""
+and per topic, messages handed out, the bytes each broker's store holds, which groups hold a position on
+which topic and their lag; the samples the alerts and the top lag read; and the rates between two
+readings. Pure: the text comes in, numbers come out."""
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
 MESSAGES_IN = "rocketmq_messages_in"
+MESSAGES_OUT = "rocketmq_messages_out"
 STORAGE = "rocketmq_storage_size"
 LAG = "rocketmq_consumer_lag_messages"  # a series per topic and group the group holds a position on
+LAG_MS = "rocketmq_consumer_lag_latency"
 WINDOW_S = 10.0  # a rate is over the readings of about the last this many seconds
 KEPT = 64  # readings kept (a reading every 2 s at most: well over WINDOW_S)
 
@@ -27,23 +30,39 @@ class Reading:
     storage: dict[str, float] = field(default_factory=dict)
     # Topic -> the groups with a position on it (on the brokers scraped: this one, or every shard).
     positions: dict[str, set[str]] = field(default_factory=dict)
+    messages_out: float = 0.0  # handed out to consumers, user topics
+    lag: float = 0.0  # every group's lag, summed
+    # The samples of the names `read` was asked to keep (the alerts' and the top lag's), by sample name:
+    # (labels, value). Only the newest reading of a RateMeter keeps them (`RateMeter.add`).
+    series: dict[str, list[Sample]] = field(default_factory=dict)
 
 
-def read(text: str, at: float) -> Reading:
-    """The counters of a scrape's text; user topics only (is_system="false")."""
+Sample = tuple[dict[str, str], float]
+
+
+def read(text: str, at: float, keep: frozenset[str] = frozenset()) -> Reading:
+    """The counters of a scrape's text; user topics only (is_system="false"); the samples named in `keep`."""
     total, by_topic, storage, positions = 0.0, dict[str, float](), dict[str, float](), dict[str, set[str]]()
+    out = lag = 0.0
+    series: dict[str, list[Sample]] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name in (MESSAGES_IN, MESSAGES_IN + "_total") and s.labels.get("is_system") != "true":
+            if s.name in keep:
+                series.setdefault(s.name, []).append((s.labels, s.value))
+            user = s.labels.get("is_system") != "true"
+            if s.name in (MESSAGES_IN, MESSAGES_IN + "_total") and user:
                 total += s.value
                 topic = s.labels.get("topic", "")
                 by_topic[topic] = by_topic.get(topic, 0.0) + s.value
+            elif s.name in (MESSAGES_OUT, MESSAGES_OUT + "_total") and user:
+                out += s.value
             elif s.name == STORAGE:
                 broker = s.labels.get("broker", "")
                 storage[broker] = storage.get(broker, 0.0) + s.value
             elif s.name == LAG:
                 positions.setdefault(s.labels.get("topic", ""), set()).add(s.labels.get("consumer_group", ""))
-    return Reading(at, total, by_topic, storage, positions)
+                lag += s.value
+    return Reading(at, total, by_topic, storage, positions, out, lag, series)
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,9 @@ class RateMeter:
         self.readings: deque[Reading] = deque(maxlen=KEPT)
 
     def add(self, reading: Reading) -> None:
+        """Keep `reading`; the one it follows lets go of its series (the pages read the newest's only)."""
+        if self.readings and self.readings[-1].series:
+            self.readings[-1] = replace(self.readings[-1], series={})
         self.readings.append(reading)
 
     @property
@@ -75,10 +97,11 @@ class RateMeter:
         span = new.at - old.at
         if span <= 0:
             return Rates()
-        # A counter that went down (the broker restarted) counts from zero.
-        by_topic = {t: _rate(old.by_topic.get(t, 0.0), v, span) for t, v in new.by_topic.items()}
-        return Rates(_rate(old.messages_in, new.messages_in, span), by_topic)
+        by_topic = {t: rate(old.by_topic.get(t, 0.0), v, span) for t, v in new.by_topic.items()}
+        return Rates(rate(old.messages_in, new.messages_in, span), by_topic)
 
 
-def _rate(old: float, new: float, span: float) -> float:
+def rate(old: float, new: float, span: float) -> float:
+    """A counter's rate from `old` to `new` over `span` seconds (a counter that went down: the broker
+    restarted, so it counts from zero)."""
     return (new - old if new >= old else new) / span

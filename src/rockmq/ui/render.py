@@ -53,10 +53,11 @@ def login(message: str = "") -> str:
         'autocomplete="current-password" required></label><button>Log in</button></form>'))
 
 
-def overview(o: Overview, csrf: str = "") -> str:
+def overview(o: Overview, csrf: str = "", live: str = "") -> str:
+    """The overview; `live`: its charts and live tables' HTML (ui/live.py), after the brokers."""
     return page("Overview", f'<p>Messages in: <span id="rate-in">{escape(o.rate_in)}</span> '
                             f'<span class="muted">(as of <span id="as-of">{escape(o.as_of)}</span>)</span></p>'
-                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}', csrf)
+                            f'<h2>Brokers</h2>{table("brokers", o.brokers)}{live}', csrf)
 
 
 def listing(title: str, id_: str, path: str, listed: Listing, csrf: str = "") -> str:

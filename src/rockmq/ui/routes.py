@@ -20,9 +20,11 @@ from aiohttp import web
 from rockmq.http.app import Render
 from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin_grpc, messages_grpc
-from rockmq.ui import actions, models, render
+from rockmq.ui import actions, models, panels, render
 from rockmq.ui.counters import RateMeter, Reading, read
 from rockmq.ui.gather import Admin
+from rockmq.ui.history import Sample
+from rockmq.ui.live import KEEP, Live
 from rockmq.ui.message_pages import MessagePages
 from rockmq.ui.sessions import COOKIE, Session, Sessions
 
@@ -69,11 +71,14 @@ class Dashboard:
     # How the counters are asked for (a `--workers` server's shards want a user with auth on): the last
     # viewer's HTTP Basic authorization.
     authorization: str = ""
+    live: Live = field(default_factory=Live)  # the overview's charts, top lag and alerts
 
     async def sample(self) -> None:
         answer = await self.counters(self.authorization)
         if isinstance(answer, bytes):
-            self.meter.add(read(answer.decode(), time.monotonic()))
+            reading = read(answer.decode(), time.monotonic(), KEEP)
+            self.meter.add(reading)
+            self.live.read(reading)
 
     async def sampling(self, app: web.Application) -> AsyncIterator[None]:
         """aiohttp's cleanup context: read the counters every SAMPLE_S while someone looks."""
@@ -110,13 +115,13 @@ class Dashboard:
         rate, _ = await self.rates()
         latest = self.meter.latest
         o = models.overview(cluster, rate, latest.storage if latest else {}, int(time.time() * 1000))
-        return _html(render.overview(o, v.csrf))
+        return _html(render.overview(o, v.csrf, self.live.html(latest)))
 
     async def overview_api(self, request: web.Request, v: Viewer) -> web.Response:
         """What the overview's script polls: the moving numbers."""
         rate, _ = await self.rates()
         return web.json_response({"rate_in": models.format_rate(rate),
-                                  "as_of": models.format_time(int(time.time() * 1000))})
+                                  "as_of": models.format_time(int(time.time() * 1000)), "charts": self.live.json()})
 
     async def topics(self, request: web.Request, v: Viewer) -> web.Response:
         text, number = _listing_query(request)
@@ -149,7 +154,8 @@ class Dashboard:
         info = (await v.admin.describe_groups([name]))[0]
         body = (f"<p>{'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, consume mode "
                 f"{info.consume_mode or 'not set yet'}, {info.inflight:,} msg in flight</p>"
-                f"<h2>Lag per queue</h2>{render.table('lag', models.lag(info))}{render.unreachable(list(info.unreachable))}")
+                f"<h2>Lag per queue</h2>{render.table('lag', models.lag(info))}{render.unreachable(list(info.unreachable))}"
+                f"<h2>Members</h2>{render.table('members', panels.members(*await v.admin.members(name)))}")
         if v.changes:
             body += actions.reset_form(name, sorted({q.topic for q in info.queues}), v.token)
         return _html(render.page(f"Group {name}", body, v.csrf))
@@ -258,9 +264,10 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], counters: Render, auth: bool,
            tls: bool = False, ui_admin: bool = False,
-           messages: Callable[[], messages_grpc.MessagesStub] | None = None) -> None:
-    """Mount the dashboard under /ui/ of `app`; its Messages pages ask `messages` (the same broker's)."""
-    d = Dashboard(admin, counters, auth, tls, ui_admin)
+           messages: Callable[[], messages_grpc.MessagesStub] | None = None, totals: Sample | None = None) -> None:
+    """Mount the dashboard under /ui/ of `app`; its Messages pages ask `messages` (the same broker's); its
+    charts read `totals` (a broker's cheap counters: see ui/live.py)."""
+    d = Dashboard(admin, counters, auth, tls, ui_admin, live=Live(totals))
     for path, page in (("/ui/", d.overview), ("/ui/api/overview", d.overview_api), ("/ui/topics", d.topics),
                        ("/ui/topics/{name}", d.topic), ("/ui/groups", d.groups), ("/ui/groups/{name}", d.group)):
         app.router.add_get(path, d.guarded(page), allow_head=False)
@@ -275,6 +282,7 @@ def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], coun
     actions.add_actions(app, d.guarded)
     app.router.add_get("/ui/static/{file}", _static, allow_head=False)
     app.cleanup_ctx.append(d.sampling)
+    app.cleanup_ctx.append(d.live.sampling)
 
 
 async def _to_overview(request: web.Request) -> web.Response:
