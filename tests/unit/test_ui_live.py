@@ -29,8 +29,9 @@ def test_history_is_a_fixed_ring_of_fifteen_minutes_and_rates_between_points():
     s = h.series()
     assert len(s.rate_in) == POINTS - 1 and {v for _, v in s.rate_in} == {2.0} and {v for _, v in s.rate_out} == {1.0}
     assert len(s.lag) == POINTS and s.lag[-1] == (NOW_MS + (POINTS + 49) * 5000, 7.0)
-    h.add(NOW_MS + 10**9, 10**6, Totals(3.0, 0.0, 0.0))  # the broker restarted: its counters count from zero
+    h.add(NOW_MS + 10**9, 10**6, Totals(3.0, 0.0, None))  # the broker restarted: its counters count from zero
     assert h.series().rate_in[-1][1] == 3.0 / (10**6 - (POINTS + 49) * STEP_S)
+    assert h.series().lag[-1][1] == 7.0  # a point without the lag read: no lag point
 
 
 def test_a_chart_is_right_aligned_on_now_with_a_round_top_and_its_units_and_zone():

@@ -68,8 +68,8 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
                     "--tls-key to make it HTTPS (docs/operations.md)", s.host)
     render = rendering(registry, lambda: current().metrics.refresh())
     app = make_app(render, ready, admit)
-    async def totals() -> Totals:
-        return Totals(*await current().metrics.totals())
+    async def totals(with_lag: bool) -> Totals:
+        return Totals(*await current().metrics.totals(with_lag))
 
     add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert), s.ui_admin,
            messages=lambda: current().messages_here(), totals=totals)

@@ -117,13 +117,16 @@ class BrokerMetrics(Collector):
         yield GaugeMetricFamily("rockmq_metrics_series_dropped", "Series left out of the last scrape past the "
                                 "per-metric cap", value=dropped)
 
-    async def totals(self) -> tuple[int, int, int]:
-        """(messages stored, messages handed out, on user topics; every group's lag summed): the dashboard's
-        charts read these every few seconds (ui/history.py), whether or not anyone looks, so without a
-        scrape's per-series work: no labels, no store-time reads, the loop handed back every STEP groups."""
+    async def totals(self, with_lag: bool) -> tuple[int, int, int | None]:
+        """(messages stored, messages handed out, on user topics; every group's lag summed if `with_lag`):
+        the dashboard's charts read these every few seconds (ui/history.py), whether or not anyone looks,
+        so without a scrape's per-series work: no labels, no store-time reads, the loop handed back every
+        STEP groups."""
         tally = self.ctx.tally
         stored = sum(n for (tid, _), n in tally.messages_in.items() if self._user(tid))
         handed_out = sum(n for (tid, _), n in tally.messages_out.items() if self._user(tid))
+        if not with_lag:
+            return stored, handed_out, None
         lag = 0
         for i, group in enumerate(list(self.ctx.meta.groups.values())):
             if i % STEP == STEP - 1:

@@ -2,9 +2,10 @@
 a fixed ring of points (POINTS, a point every STEP_S): a chart has its history the moment someone opens
 the page, and the memory never grows.
 
-A broker hands in its cheap totals (`Sample`: three sums of what it counts anyway, without the per-series
-work of a scrape: bench/ui_bench.py measures what a point costs), read every STEP_S whether or not
-anyone looks. A `--workers` server has only its shards' scrapes: its points are the readings taken
+A broker hands in its cheap totals (`Sample`: sums of what it counts anyway, without the per-series work
+of a scrape), read every STEP_S whether or not anyone looks; the lag, which asks the store where every
+group stands (tens of ms with 1,000 groups), every LAG_EVERY points only (bench/ui_bench.py measures
+what an idle broker pays). A `--workers` server has only its shards' scrapes: its points are the readings taken
 while someone looks (routes.py). Pure but for the clock the caller passes."""
 
 from __future__ import annotations
@@ -18,18 +19,19 @@ from rockmq.ui.counters import rate
 STEP_S = 5.0  # a point every this many seconds
 SPAN_S = 15 * 60.0  # what the charts show
 POINTS = int(SPAN_S / STEP_S) + 1  # the ring: the span's points and the one before its first interval
+LAG_EVERY = 6  # a broker's lag on every this many points (every 30 s)
 
 
 @dataclass(frozen=True)
 class Totals:
-    """What the broker counted up to now (user topics), and every group's lag now."""
+    """What the broker counted up to now (user topics), and every group's lag now (None: not read this time)."""
 
     messages_in: float
     messages_out: float
-    lag: float
+    lag: float | None
 
 
-Sample = Callable[[], Awaitable[Totals]]
+Sample = Callable[[bool], Awaitable[Totals]]  # takes whether to read the lag
 
 
 @dataclass(frozen=True)
@@ -62,4 +64,4 @@ class History:
             if span > 0:
                 ins.append((new.at_ms, rate(old.totals.messages_in, new.totals.messages_in, span)))
                 outs.append((new.at_ms, rate(old.totals.messages_out, new.totals.messages_out, span)))
-        return Series(ins, outs, [(p.at_ms, p.totals.lag) for p in self.points])
+        return Series(ins, outs, [(p.at_ms, p.totals.lag) for p in self.points if p.totals.lag is not None])

@@ -2,12 +2,13 @@
 lagging groups and the alerts that would fire (panels.py, alerts.py), from the broker's own counters.
 
 `Live` keeps the charts' ring and the alerts' baselines. With a broker's cheap totals (`sample`) it adds a
-point every STEP_S for as long as the HTTP port serves; without (a `--workers` server) each reading of the
-counters taken while someone looks is a point."""
+point every STEP_S for as long as the HTTP port serves (with the lag every LAG_EVERY points); without
+(a `--workers` server) each reading of the counters taken while someone looks is a point."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from aiohttp import web
 
 from rockmq.ui import alerts, charts, panels, render
 from rockmq.ui.counters import LAG, LAG_MS, Reading
-from rockmq.ui.history import STEP_S, History, Sample, Totals
+from rockmq.ui.history import LAG_EVERY, STEP_S, History, Sample, Totals
 
 log = logging.getLogger(__name__)
 KEEP = alerts.METRICS | {LAG, LAG_MS}  # the samples a reading keeps for these parts
@@ -39,9 +40,9 @@ class Live:
         """aiohttp's cleanup context: a point of the cheap totals every STEP_S (if there are any)."""
 
         async def loop(sample: Sample) -> None:
-            while True:
+            for step in itertools.count():
                 try:
-                    totals = await sample()
+                    totals = await sample(step % LAG_EVERY == 0)
                     self.history.add(_now_ms(), time.monotonic(), totals)
                 except Exception:  # a broker being replaced now may serve next time: the loop goes on
                     log.exception("reading the totals for the dashboard's charts")
