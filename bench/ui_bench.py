@@ -1,15 +1,18 @@
 """How long each dashboard page takes with many topics and groups (issue 31 wants under 300 ms with 1,000
 of each): a fresh broker of this tree with --http-port, N topics and N groups created through the admin
-service, each group with a position on one topic (the first topic: 100 groups); then each page fetched --rounds times.
+service, each group with a position on one topic (the first topic: 100 groups); then what the idle broker
+spends on CPU over --idle seconds with nobody looking (the overview's charts read its totals every 5 s
+regardless: ui/history.py); then each page fetched --rounds times.
 
-    python bench/ui_bench.py [--topics 1000] [--groups 1000] [--rounds 5]
+    python bench/ui_bench.py [--topics 1000] [--groups 1000] [--rounds 5] [--idle 60]
 
-Prints per page the median and the slowest of the rounds, in ms.
+Prints the idle CPU, and per page the median and the slowest of the rounds, in ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import tempfile
@@ -56,11 +59,18 @@ def fetch_ms(url: str) -> float:
     return (time.perf_counter() - began) * 1000
 
 
+def cpu_s(pid: int) -> float:
+    """The process's user + system CPU seconds so far (Linux: /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--idle", type=float, default=60.0)
     args = parser.parse_args()
     http = free_port()
     with tempfile.TemporaryDirectory(prefix="rockmq-ui-bench-") as tmp:
@@ -69,6 +79,11 @@ def main() -> None:
             began = time.monotonic()
             message_id = populate(endpoint, args.topics, args.groups)
             print(f"{args.topics} topics, {args.groups} groups created in {time.monotonic() - began:.1f} s")
+            time.sleep(5)  # the creation's own work settles
+            before = cpu_s(proc.pid)
+            time.sleep(args.idle)
+            used = cpu_s(proc.pid) - before
+            print(f"idle, nobody looking: {used * 1000:.0f} ms CPU in {args.idle:.0f} s ({used / args.idle:.2%} of a core)")
             base = f"http://127.0.0.1:{http}"
             for path in ("/ui/", "/ui/api/overview", "/ui/topics", "/ui/topics?page=20", "/ui/topics/bench-t0000",
                          "/ui/groups", "/ui/groups/bench-g0000", "/ui/messages?topic=bench-t0000&key=bench-key",
