@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 
-import pytest
+import test_ui_pages
 from broker_process import BrokerProcess
 from scrape import get
-from test_ui_pages import rows
 from tls_certs import free_port
 from waiting import wait_for
 
@@ -23,14 +21,8 @@ from rockmq.client import Message, Producer, PushConsumer, SimpleConsumer
 from rockmq.units import MiB
 
 TOPIC, LAGGING = "live-orders", "live-slow"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, str]]:
-    http = free_port()
-    b = BrokerProcess(tmp_path_factory.mktemp("ui-live"), "--http-port", str(http)).start()
-    yield b, f"http://127.0.0.1:{http}"
-    b.stop()
+broker = test_ui_pages.broker  # the fixture (a broker of this module's own)
+rows = test_ui_pages.rows
 
 
 def highest(points: str) -> float:
