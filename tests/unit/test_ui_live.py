@@ -12,6 +12,7 @@ from rockmq.protocol import admin
 from rockmq.ui import alerts, charts, panels
 from rockmq.ui.counters import RateMeter, read
 from rockmq.ui.history import POINTS, SPAN_S, STEP_S, History, Totals
+from rockmq.ui.live import Live
 
 RULES_FILE = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "rules.yml"
 NOW_MS = 1_800_000_000_000  # 2027-01-15 08:00:00 UTC
@@ -129,3 +130,11 @@ def test_a_reading_sums_out_and_lag_and_keeps_what_it_is_asked_and_only_the_newe
     meter.add(r)
     meter.add(read(SCRAPE, 2.0, frozenset({"rocketmq_consumer_lag_messages"})))
     assert meter.readings[0].series == {} and meter.readings[1].series
+
+
+def test_without_a_brokers_totals_readings_are_points_a_step_apart_at_least():
+    live = Live()  # a --workers server: its points are the readings taken while someone looks (every 2 s)
+    for at in (0.0, 2.0, 4.0, 6.0, 10.0, 12.0):
+        live.read(read(SCRAPE, at))
+    assert [p.at for p in live.history.points] == [0.0, 6.0, 12.0]
+    assert {p.totals for p in live.history.points} == {Totals(0.0, 12.0, 42.0)}

@@ -58,10 +58,10 @@ class Admin:
                                                                    metadata=self._signed())
         return reply
 
-    async def members(self, group: str) -> tuple[list[admin.ClientInfo], dict[str, str]]:
-        """The group's consumers every broker knows (ListClients), and the lane of each member heartbeating
-        to the answering broker (ListMembers: client id -> lane)."""
+    async def members(self, group: str) -> tuple[admin.ListClientsResponse, dict[str, str]]:
+        """The group's consumers every broker knows (ListClients: those that did not answer named), and the
+        lane of each member heartbeating to the answering broker (ListMembers: client id -> lane)."""
         clients, members = await asyncio.gather(
             self.stub.ListClients(admin.ListClientsRequest(group=group), timeout=TIMEOUT_S, metadata=self._signed()),
             self.stub.ListMembers(admin.GroupRequest(name=group), timeout=TIMEOUT_S, metadata=self._signed()))
-        return list(clients.clients), {m.client_id: m.lane for m in members.members}
+        return clients, {m.client_id: m.lane for m in members.members}

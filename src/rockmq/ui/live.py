@@ -33,7 +33,8 @@ class Live:
     def read(self, reading: Reading) -> None:
         """A reading of the counters: the alerts' baselines, and a point when no cheap totals come."""
         self.baselines.add(reading.at, reading.series)
-        if self.sample is None:
+        points = self.history.points
+        if self.sample is None and (not points or reading.at - points[-1].at >= STEP_S):  # the ring's spacing
             self.history.add(_now_ms(), reading.at, Totals(reading.messages_in, reading.messages_out, reading.lag))
 
     async def sampling(self, app: web.Application) -> AsyncIterator[None]:

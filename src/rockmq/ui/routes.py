@@ -35,6 +35,7 @@ VIEWED_S = 60.0  # ... that is, while a page or the overview's poll came this re
 # A page reads the counters itself only if none were read this recently (the first view after a while):
 # a scrape computes every group's lag, hundreds of ms with 1,000 groups (bench/ui_bench.py).
 STALE_S = 3 * SAMPLE_S
+MORE_CLIENTS = '<p class="muted">More clients than one reply holds: rockmq client list --group NAME lists them.</p>'
 MAX_FORM_BYTES = 4096  # a login form is a name and a secret
 _STATUS = {grpc.StatusCode.NOT_FOUND: (404, "Not found"), grpc.StatusCode.PERMISSION_DENIED: (403, "Not allowed"),
            grpc.StatusCode.INVALID_ARGUMENT: (400, "Bad request")}
@@ -152,10 +153,13 @@ class Dashboard:
     async def group(self, request: web.Request, v: Viewer) -> web.Response:
         name = request.match_info["name"]
         info = (await v.admin.describe_groups([name]))[0]
+        clients, lanes = await v.admin.members(name)
         body = (f"<p>{'FIFO' if info.fifo else 'concurrent'}, max attempts {info.max_attempts}, consume mode "
                 f"{info.consume_mode or 'not set yet'}, {info.inflight:,} msg in flight</p>"
                 f"<h2>Lag per queue</h2>{render.table('lag', models.lag(info))}{render.unreachable(list(info.unreachable))}"
-                f"<h2>Members</h2>{render.table('members', panels.members(*await v.admin.members(name)))}")
+                f"<h2>Members</h2>{render.table('members', panels.members(list(clients.clients), lanes))}"
+                f"{render.unreachable(list(clients.unreachable))}"
+                f"{MORE_CLIENTS if clients.more else ''}")
         if v.changes:
             body += actions.reset_form(name, sorted({q.topic for q in info.queues}), v.token)
         return _html(render.page(f"Group {name}", body, v.csrf))
