@@ -3,7 +3,8 @@ broker with real traffic from rockmq's client: the served overview already holds
 messages-in chart's points rise while messages flow (/ui/api/overview carries them); a group that fell
 behind heads the top lagging groups; no alert would fire on a healthy broker, and with a disk reserve above
 half the free space the disk alert of deploy/prometheus/rules.yml would; a push consumer shows among its
-group's members with its language and address. The browser test of the same: tests/ui/test_dashboard_live.py."""
+group's members with its language and address; a `--workers 2` server's chart rises from its shards' counters
+and its groups' members show. The browser test of the same: tests/ui/test_dashboard_live.py."""
 
 from __future__ import annotations
 
@@ -95,3 +96,23 @@ def test_a_groups_page_lists_its_members(broker):
     client, kind, language, _, address, broker_name, lane = member
     assert (kind, language, broker_name, lane) == ("push-consumer", "PYTHON", "broker-a", "-")
     assert client and re.fullmatch(r"127\.0\.0\.1:\d+", address)
+
+
+def test_a_workers_servers_charts_come_from_its_shards_counters_while_someone_looks(tmp_path):
+    http = free_port()
+    b = BrokerProcess(tmp_path / "data", "--workers", "2", "--http-port", str(http)).start()
+    base = f"http://127.0.0.1:{http}"
+    try:
+        b.cli("topic", "create", TOPIC, "--queues", "4", check=True)
+        with Producer(b.endpoint) as p:
+            def risen() -> bool:
+                p.send_batch([Message(TOPIC, b"w") for _ in range(20)])
+                return highest(json.loads(get(f"{base}/ui/api/overview").body)["charts"]["chart-in"]["points"]) > 0
+
+            wait_for(risen, 30, interval=1, what="the messages-in chart of a --workers server to rise")
+        with PushConsumer(b.endpoint, "live-workers", {TOPIC: "*"}, lambda m: True):
+            found = wait_for(lambda: rows(get(f"{base}/ui/groups/live-workers").body, "members"), 15, interval=0.5,
+                             what="the push consumer among the members, through a --workers server")
+        assert {r[1] for r in found} == {"push-consumer"} and {r[5] for r in found} <= {"broker-a-0", "broker-a-1"}
+    finally:
+        b.stop()
