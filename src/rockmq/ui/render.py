@@ -15,10 +15,12 @@ NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"),
 
 def page(title: str, body: str, csrf: str = "") -> str:
     """A whole page: `title` is its <title> (after "rockmq · ") and its <h1>; `body` is HTML already;
-    with a session's `csrf` token, the nav has its log-out button (a POST that carries the token)."""
+    with a session's `csrf` token (auth on), the nav has the Access link and its log-out button (a POST
+    that carries the token)."""
     nav = "".join(f'<a href="{href}">{name}</a>' for href, name in NAV)
     if csrf:
-        nav += (f'<form method="post" action="/ui/logout" class="logout"><input type="hidden" name="csrf" '
+        nav += ('<a href="/ui/access">Access</a>'
+                f'<form method="post" action="/ui/logout" class="logout"><input type="hidden" name="csrf" '
                 f'value="{escape(csrf)}"><button>Log out</button></form>')
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
