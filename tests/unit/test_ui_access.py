@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rockmq.protocol import acl, users
-from rockmq.ui.access import acls_table, grant_entry, new_secret, users_table
+from rockmq.ui.access import Shown, acls_table, grant_entry, new_secret, users_table
 from rockmq.ui.send import TRANSACTION_ONLY, Sent, http_status, outgoing, send_form, sent_line
 from rockmq.ui.throttle import LoginThrottle, keys_of
 
@@ -35,6 +35,17 @@ def test_the_tables_escape_names_and_confirm_what_takes_access_away():
     html = acls_table([acl.AclEntry(user="bob", resource="*", actions=["All"], decision="Allow")], "tok")
     assert 'action="/ui/access/revoke"' in html and 'name="confirm"' in html and 'value="tok"' in html
     assert '<p class="empty">None.</p>' in acls_table([], "tok")
+
+
+def test_users_and_entries_are_paged_together():
+    listed = [users.UserInfo(name=f"u{i:03}") for i in reversed(range(120))]
+    entries = [acl.AclEntry(user="u000", resource=f"Topic:t{i}") for i in range(30)]
+    first = Shown.of(listed, entries, 1)
+    assert (first.number, first.pages, first.counts) == (1, 3, "120 users, 30 ACL entries")
+    assert [u.name for u in first.user_rows][:2] == ["u000", "u001"] and len(first.entry_rows) == 30
+    last = Shown.of(listed, entries, 99)  # past the end: the last page
+    assert (last.number, [u.name for u in last.user_rows][0], list(last.entry_rows)) == (3, "u100", [])
+    assert Shown.of([], [], 0).pages == 1
 
 
 def test_a_test_message_form_is_read_into_a_message():

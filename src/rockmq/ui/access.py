@@ -18,6 +18,7 @@ from aiohttp import web
 from rockmq.protocol import acl, acl_grpc, users, users_grpc
 from rockmq.ui import render
 from rockmq.ui.actions import Handler, hidden_csrf
+from rockmq.ui.models import PAGE_SIZE
 
 if TYPE_CHECKING:
     from rockmq.ui.routes import Page, Viewer
@@ -101,6 +102,25 @@ def grant_form(token: str) -> str:
             '<button>Grant</button></form>')
 
 
+@dataclass(frozen=True)
+class Shown:
+    """A page of the Access page: up to PAGE_SIZE users and PAGE_SIZE ACL entries, paged together (`?page=`)."""
+
+    user_rows: Sequence[users.UserInfo]
+    entry_rows: Sequence[acl.AclEntry]
+    number: int
+    pages: int
+    counts: str  # "12 users, 30 ACL entries"
+
+    @classmethod
+    def of(cls, listed: Sequence[users.UserInfo], entries: Sequence[acl.AclEntry], number: int) -> Shown:
+        pages = max(1, -(-max(len(listed), len(entries)) // PAGE_SIZE))
+        number = min(max(number, 1), pages)
+        at = slice((number - 1) * PAGE_SIZE, number * PAGE_SIZE)
+        return cls(sorted(listed, key=lambda u: u.name)[at], sorted(entries, key=lambda e: (e.user, e.resource))[at],
+                   number, pages, f"{len(listed):,} users, {len(entries):,} ACL entries")
+
+
 @dataclass
 class AccessPages:
     """The Access pages over the broker's Users and Acls services (`users`, `acls`: where they are now)."""
@@ -115,8 +135,13 @@ class AccessPages:
             return _html(render.page("Access", render.error(AUTH_OFF), v.csrf), 404)
         listed = await self.users().ListUsers(users.ListUsersRequest(), timeout=TIMEOUT_S, metadata=_signed(v))
         entries = await self.acls().ListAcls(acl.ListAclsRequest(), timeout=TIMEOUT_S, metadata=_signed(v))
-        body = (f"<h2>Users</h2>{users_table(listed.users, v.token)}{create_form(v.token)}"
-                f"<h2>ACL entries</h2>{acls_table(entries.entries, v.token)}{grant_form(v.token)}")
+        text, asked = request.query.get("filter", ""), request.query.get("page", "1")
+        shown = Shown.of([u for u in listed.users if text in u.name], [e for e in entries.entries if text in e.user],
+                         int(asked) if asked.isdigit() else 1)
+        body = (f"{render.filter_form('/ui/access', text)}<h2>Users</h2>{users_table(shown.user_rows, v.token)}"
+                f"<h2>ACL entries</h2>{acls_table(shown.entry_rows, v.token)}"
+                f"{render.pager('/ui/access', text, shown.number, shown.pages, shown.counts)}"
+                f"{create_form(v.token)}{grant_form(v.token)}")
         return _html(render.page("Access", body, v.csrf))
 
     async def create(self, request: web.Request, v: Viewer) -> web.Response:
