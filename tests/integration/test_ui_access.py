@@ -128,8 +128,8 @@ def test_without_auth_access_control_is_off_and_test_messages_are_sent(tmp_path)
         status, headers, body = ask(port, "GET", "/ui/access")
         assert status == 404 and "Access control is off" in body and 'href="/ui/access"' not in body
         b.cli("topic", "create", "uiacc-plain", check=True)
-        b.cli("topic", "create", "uiacc-fifo", "--type", "FIFO", check=True)
-        b.cli("topic", "create", "uiacc-tx", "--type", "TRANSACTION", check=True)
+        b.cli("topic", "create", "uiacc-fifo", "--types", "FIFO", check=True)
+        b.cli("topic", "create", "uiacc-tx", "--types", "TRANSACTION", check=True)
         status, headers, body = ask(port, "GET", "/ui/topics/uiacc-plain")
         assert status == 200 and 'id="send"' in body
         cookie, csrf = browser_cookie(headers), csrf_of(body)
@@ -148,6 +148,15 @@ def test_without_auth_access_control_is_off_and_test_messages_are_sent(tmp_path)
                               {"csrf": csrf, "body": "x", "message_group": "g1"}, cookie=cookie)
         assert status == 200 and 'id="sent"' in body
         assert 'id="send-why-not"' in ask(port, "GET", "/ui/topics/uiacc-tx")[2]
+        for types, fields in (("DELAY", {"delay": "1h"}), ("LITE", {"lite_topic": "uiacc-lite-one"}),
+                              ("PRIORITY", {"priority": "1"})):
+            topic = f"uiacc-{types.lower()}"
+            b.cli("topic", "create", topic, "--types", types, check=True)
+            page = ask(port, "GET", f"/ui/topics/{topic}")[2]
+            assert all(f'name="{name}"' in page for name in fields), types
+            status, _, body = ask(port, "POST", f"/ui/topics/{topic}/send", {"csrf": csrf, "body": "x"} | fields,
+                                  cookie=cookie)
+            assert status == 200 and 'id="sent"' in body, (types, body)
         assert ask(port, "POST", "/ui/topics/uiacc-plain/send", {"body": "x"}, cookie=cookie)[0] == 403  # no csrf
     finally:
         b.stop()
@@ -184,5 +193,28 @@ def test_wrong_secrets_are_throttled(tmp_path):
         assert status == 429 and "Too many wrong secrets: try again in" in body and int(headers["Retry-After"]) > 0
         # The address is throttled too: guessing at another key from it is refused the same way.
         assert ask(port, "POST", "/ui/login", {"access_key": "bob", "secret": "guess"})[0] == 429
+    finally:
+        b.stop()
+
+
+def test_a_workers_server_sends_test_messages_and_lists_users(tmp_path):
+    port = free_port()  # each shard has its own data: the first super user is given on the command line
+    b = BrokerProcess(tmp_path / "data", "--workers", "2", "--auth", "--http-port", str(port), "--admin-user", "admin",
+                      "--admin-secret", SECRETS["admin"]).start()
+    try:
+        session, csrf = login(port, "admin")
+        assert ["admin", "enabled", "super user"] in [r[:3] for r in rows(ask(port, "GET", "/ui/access", cookie=session)[2],
+                                                                  "users")]
+        b.cli("topic", "create", "uiacc-shards", "--queues", "4", "--access-key", "admin", "--secret-key",
+              SECRETS["admin"], check=True)
+        brokers = set()
+        for i in range(6):  # a queue at random each time: both shards' queues are reached
+            status, _, body = ask(port, "POST", "/ui/topics/uiacc-shards/send", {"csrf": csrf, "body": f"m{i}"},
+                                  cookie=session)
+            assert status == 200, body
+            brokers.add(re.search(r"\(broker ([^,]+),", body).group(1))  # type: ignore[union-attr]
+            link = unescape(re.search(r'<a id="sent" href="([^"]+)"', body).group(1))  # type: ignore[union-attr]
+            assert ask(port, "GET", link, cookie=session)[0] == 200
+        assert brokers <= {"broker-a-0", "broker-a-1"} and brokers
     finally:
         b.stop()

@@ -92,6 +92,7 @@ def test_a_test_message_sent_from_a_topics_page_is_found_on_its_message_page(pag
     page.screenshot("topic-sent")
     assert page.click("#sent") == ui_admin.url(f"/ui/messages/{sent}?topic={topic}")
     assert page.title() == f"rockmq · Message {sent}"
-    assert ["keys", "order-42"] in [[r[0].lower(), *r[1:]] for r in page.rows("#headers")] and page.text("#body") == '{"order": 42}'
+    assert ["keys", "order-42"] in [[r[0].lower(), *r[1:]] for r in page.rows("#headers")]
+    assert page.text("#body") == '{"order": 42}'
     check(page)
     page.screenshot("message-sent")
