@@ -212,9 +212,10 @@ def test_a_workers_server_sends_test_messages_and_lists_users(tmp_path):
             status, _, body = ask(port, "POST", "/ui/topics/uiacc-shards/send", {"csrf": csrf, "body": f"m{i}"},
                                   cookie=session)
             assert status == 200, body
-            brokers.add(re.search(r"\(broker ([^,]+),", body).group(1))  # type: ignore[union-attr]
-            link = unescape(re.search(r'<a id="sent" href="([^"]+)"', body).group(1))  # type: ignore[union-attr]
-            assert ask(port, "GET", link, cookie=session)[0] == 200
+            where, link = re.search(r"\(broker ([^,]+),", body), re.search(r'<a id="sent" href="([^"]+)"', body)
+            assert where and link, body
+            brokers.add(where.group(1))
+            assert ask(port, "GET", unescape(link.group(1)), cookie=session)[0] == 200
         assert brokers <= {"broker-a-0", "broker-a-1"} and brokers
     finally:
         b.stop()
