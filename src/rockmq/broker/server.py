@@ -175,7 +175,7 @@ class Broker:
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
-        self.cluster = Cluster(ctx, self.fence)
+        self.cluster = Cluster(ctx, self.fence, self.replicator.replica_lags if self.replicator is not None else None)
         self._admin_here: admin_grpc.AdminStub | None = None  # the dashboard's (admin_here)
         self._messages_here: messages_grpc.MessagesStub | None = None  # the dashboard's (messages_here)
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
