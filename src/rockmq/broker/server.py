@@ -178,7 +178,7 @@ class Broker:
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
-        self.cluster = Cluster(ctx, self.fence)
+        self.cluster = Cluster(ctx, self.fence, self.replicator.replica_lags if self.replicator is not None else None)
         self._channel_here: grpc.aio.Channel | None = None  # the dashboard's (stub_here)
         self._stubs_here: dict[Callable[[grpc.aio.Channel], object], object] = {}
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary

@@ -48,6 +48,7 @@ from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import server_credentials
 from rockmq.protocol import acl_grpc, users_grpc
+from rockmq.protocol.shards import shard_name
 from rockmq.ui.routes import add_ui
 from rockmq.workers.dashboard import serving_endpoint, shard_admin, shard_messages, shard_stub
 from rockmq.workers.metrics import ShardScrapes, Source
@@ -57,16 +58,6 @@ log = logging.getLogger(__name__)
 STOP_MARGIN_S = 5.0  # a shard asked to stop drains (drain_timeout_s), and gets this long more before it is killed
 POLL_S = 0.05
 LOOPBACK = "127.0.0.1"
-
-
-def shard_name(broker_name: str, index: int) -> str:
-    return f"{broker_name}-{index}"
-
-
-def shard_of(name: str) -> tuple[str, int] | None:
-    """The server's broker name and the shard's index a `shard_name` was made of (None: no such name)."""
-    base, _, index = name.rpartition("-")
-    return (base, int(index)) if base and index.isdigit() else None
 
 
 class Process:
