@@ -2,7 +2,7 @@
 against a real broker: with --auth an admin reaches Access from the nav, creates a user whose generated secret is
 shown once, and grants it a topic; the new user logs in with that secret and sees that topic's page but not the
 topic list nor Access (the broker's refusals on 403 pages). A test message sent from a topic's page (--ui-admin)
-shows its id, whose link opens the message's page. Each page is screenshot."""
+shows its id, whose link opens the message's page. Each page is screenshot (Access at a phone's width too)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,10 @@ def test_an_admin_creates_and_grants_a_user_who_then_sees_only_what_it_may(
     page.goto(with_auth.url("/ui/access"))
     assert ["carol", f"Topic:{topic}", "Get,Sub", "anywhere", "Allow"] in [r[:5] for r in page.rows("#acls")]
     page.screenshot("access")
+    phone = browser.page(tmp_path / "phone", width=390, height=844)  # reads on a phone too
+    log_in(phone, with_auth, "admin", SECRETS["admin"])
+    assert phone.goto(with_auth.url("/ui/access")) == 200
+    phone.screenshot("access-phone")
 
     carol = browser.page(tmp_path / "carol")  # a fresh context: no admin cookie
     log_in(carol, with_auth, "carol", secret)
