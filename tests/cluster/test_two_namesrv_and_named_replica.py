@@ -1,4 +1,4 @@
-"""Two name servers side by side, and a replica that finds its primary by broker name."""
+"""Two name servers side by side, and a replica that finds its primary by broker name (and is listed under it)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,10 @@ def test_replica_of_a_broker_name(tmp_path):
         with grpc.insecure_channel(ns.endpoint) as ch:
             listed = namesrv_grpc.NameServerStub(ch).ListBrokers(namesrv.ListBrokersRequest(), timeout=5).brokers
         assert [(b.name, b.endpoint) for b in listed] == [("b1", primary.endpoint)]
+        # ... but b1 registers it as its replica, by the endpoint it names itself with
+        assert [r.endpoint for r in listed[0].replicas] == [replica.endpoint]
+        shown = primary.cli("cluster", "list", check=True).stdout
+        assert [ln.split()[:3] for ln in shown.split("REPLICA", 1)[1].splitlines()[1:2]] == [[replica.endpoint, "b1", "0"]]
     finally:
         replica.kill()
         primary.kill()

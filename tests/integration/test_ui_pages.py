@@ -46,7 +46,7 @@ def test_overview_lists_the_broker_and_its_rate_moves(broker):
     b, base = broker
     page = get(f"{base}/ui/")
     assert page.status == 200 and "<title>rockmq · Overview</title>" in page.body and "<h1>Overview</h1>" in page.body
-    assert [r[:3] for r in rows(page.body, "brokers")] == [["broker-a", "primary", "up"]]
+    assert [r[:4] for r in rows(page.body, "brokers")] == [["broker-a", "primary", "-", "up"]]
     assert re.search(r'id="rate-in">\d+\.\d msg/s<', page.body)
     assert all(f'href="{link}"' in page.body for link in ("/ui/", "/ui/topics", "/ui/groups"))
     with Producer(b.endpoint) as p:
@@ -147,8 +147,24 @@ def test_a_workers_server_shows_both_shards(tmp_path):
     try:
         b.cli("topic", "create", TOPIC, "--queues", "4", check=True)
         base = f"http://127.0.0.1:{http}"
-        assert [r[0] for r in rows(get(f"{base}/ui/").body, "brokers")] == ["broker-a-0", "broker-a-1"]
+        assert [r[:3] for r in rows(get(f"{base}/ui/").body, "brokers")] == [["broker-a-0", "primary", "0 of broker-a"],
+                                                                             ["broker-a-1", "primary", "1 of broker-a"]]
         queues = rows(get(f"{base}/ui/topics/{TOPIC}").body, "queues")
         assert sorted({q[0] for q in queues}) == ["broker-a-0", "broker-a-1"]
     finally:
         b.stop()
+
+
+def test_the_overview_lists_a_primarys_replica_under_it(tmp_path):
+    http = free_port()
+    primary = BrokerProcess(tmp_path / "p", "--replication", "async", "--http-port", str(http)).start()
+    replica = BrokerProcess(tmp_path / "r", "--replica-of", primary.endpoint).start()
+    try:
+        def listed() -> list[list[str]]:
+            return [[r[1], r[6]] for r in rows(get(f"http://127.0.0.1:{http}/ui/").body, "brokers")]
+
+        wait_for(lambda: listed() == [["primary", primary.endpoint], ["replica", replica.endpoint]], 15, 0.2,
+                 what="the replica listed under its primary")
+    finally:
+        replica.kill()
+        primary.stop()

@@ -4,7 +4,7 @@ admin replies and /metrics text in, what the pages show out, with no broker."""
 from __future__ import annotations
 
 from rockmq.plumbing.credentials import Credentials
-from rockmq.protocol import admin
+from rockmq.protocol import admin, namesrv
 from rockmq.ui import models, render
 from rockmq.ui.counters import RateMeter, Reading, read
 from rockmq.ui.sessions import Sessions
@@ -38,12 +38,21 @@ def test_rates_over_the_window_and_a_restarted_counter_counts_from_zero():
 def test_overview_marks_a_broker_silent_too_long_down_and_shows_disk_and_rate():
     now = 1_800_000_000_000
     cluster = admin.ClusterInfo(broker="b-0", brokers=[
-        admin.ClusterBroker(name="b-1", epoch=2, last_seen_ms=now - models.DOWN_AFTER_MS - 1),
-        admin.ClusterBroker(name="b-0", epoch=1, last_seen_ms=now - 1000)])
+        admin.ClusterBroker(name="b-1", epoch=2, last_seen_ms=now - models.DOWN_AFTER_MS - 1, endpoint="h:2"),
+        admin.ClusterBroker(name="b-0", epoch=1, last_seen_ms=now - 1000, endpoint="h:1")])
     o = models.overview(cluster, 12.345, {"": 2048.0}, now)
-    assert [[c.text for c in r] for r in o.brokers.rows] == [["b-0", "primary", "up", "2.0 KiB", "1"],
-                                                             ["b-1", "primary", "down", "-", "2"]]
+    assert [[c.text for c in r] for r in o.brokers.rows] == [["b-0", "primary", "0 of b", "up", "2.0 KiB", "1", "h:1"],
+                                                             ["b-1", "primary", "1 of b", "down", "-", "2", "h:2"]]
     assert o.rate_in == "12.3 msg/s" and o.as_of.endswith(" UTC")
+
+
+def test_overview_lists_each_primarys_replicas_under_it_with_their_lag():
+    replicas = [namesrv.ReplicaInfo(endpoint="h:3", lag_messages=1200, lag_seconds=2.5)]
+    cluster = admin.ClusterInfo(broker="a", brokers=[admin.ClusterBroker(name="a", epoch=3, endpoint="h:1",
+                                                                         replicas=replicas)])
+    o = models.overview(cluster, 0.0, {}, 1_800_000_000_000)
+    assert [[c.text for c in r] for r in o.brokers.rows] == [
+        ["a", "primary", "-", "up", "-", "3", "h:1"], ["a", "replica", "-", "up, 1,200 msg (2.5 s) behind", "-", "3", "h:3"]]
 
 
 def test_page_of_filters_and_keeps_the_page_within_range():

@@ -99,7 +99,7 @@ class Catalog:
     def describe_cluster(self) -> Awaitable[admin.ClusterInfo]:
         me = admin.ClusterBroker(name=self.broker, endpoint=self.fanout.cluster.endpoint,
                                  tls=bool(self.ctx.settings.tls_cert), epoch=self.fanout.cluster.fence.epoch,
-                                 topics=len(self.ctx.meta.topics))
+                                 topics=len(self.ctx.meta.topics), replicas=self.fanout.cluster.replicas())
         return self.fanout.describe(me)
 
     def describe_topic(self, name: str, local: bool) -> Awaitable[admin.TopicInfo]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+import grpc
 from prometheus_client import CollectorRegistry, Metric, ProcessCollector
 from prometheus_client.registry import Collector
 
@@ -17,16 +18,18 @@ from rockmq.auth import scrape
 from rockmq.auth.access import AccessControl
 from rockmq.auth.exposure import is_loopback
 from rockmq.auth.users import Users
+from rockmq.broker.dashboard_send import sender
 from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.startup import CannotStart
 from rockmq.config import Settings
 from rockmq.http.app import Ready, make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
-from rockmq.protocol import admin_grpc, messages_grpc
+from rockmq.protocol import acl_grpc, admin_grpc, messages_grpc, users_grpc
 from rockmq.ui.history import Totals
 from rockmq.ui.routes import add_ui
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 
 
 class Serving(Protocol):
@@ -36,8 +39,8 @@ class Serving(Protocol):
     users: Users
     access: AccessControl
 
-    def admin_here(self) -> admin_grpc.AdminStub: ...
-    def messages_here(self) -> messages_grpc.MessagesStub: ...
+    def stub_here(self, make: Callable[[grpc.aio.Channel], S]) -> S: ...
+    def endpoint_here(self) -> str: ...
 
 
 class _Current(Collector):
@@ -71,8 +74,10 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
     async def totals(with_lag: bool) -> Totals:
         return Totals(*await current().metrics.totals(with_lag))
 
-    add_ui(app, lambda: current().admin_here(), render, s.auth_enabled, bool(s.tls_cert), s.ui_admin,
-           messages=lambda: current().messages_here(), totals=totals)
+    add_ui(app, lambda: current().stub_here(admin_grpc.AdminStub), render, s.auth_enabled, bool(s.tls_cert),
+           s.ui_admin, messages=lambda: current().stub_here(messages_grpc.MessagesStub),
+           users=lambda: current().stub_here(users_grpc.UsersStub), acls=lambda: current().stub_here(acl_grpc.AclsStub),
+           send=sender(lambda: current().endpoint_here(), s.client_tls), totals=totals)
     port = HttpPort(app)
     try:
         await port.start(s.host, s.http_port, s.tls_cert, s.tls_key)

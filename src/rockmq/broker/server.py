@@ -9,6 +9,8 @@ import gc
 import logging
 import sys
 import time
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -86,6 +88,7 @@ from rockmq.store import Store
 from rockmq.store.disk_space import log_failure
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 HOUSEKEEPING_S = 10
 STOP_GRACE_S = 2.0  # calls in flight when the broker stops (not drains: a promotion, a re-seed, a test)
 DRAIN_NOTICE_S = 1.0  # how long a draining broker of a cluster keeps refusing before it stops listening
@@ -175,9 +178,9 @@ class Broker:
         matches = MatchIndex(s.filter_index_properties)
         self.ctx = ctx = BrokerContext.open(s, store, secret, epoch, read_only=following, index=matches,
                                             authorize_create=self.access.may_create if s.auth_enabled else None)
-        self.cluster = Cluster(ctx, self.fence)
-        self._admin_here: admin_grpc.AdminStub | None = None  # the dashboard's (admin_here)
-        self._messages_here: messages_grpc.MessagesStub | None = None  # the dashboard's (messages_here)
+        self.cluster = Cluster(ctx, self.fence, self.replicator.replica_lags if self.replicator is not None else None)
+        self._channel_here: grpc.aio.Channel | None = None  # the dashboard's (stub_here)
+        self._stubs_here: dict[Callable[[grpc.aio.Channel], object], object] = {}
         self.promoted = asyncio.Event()  # set once a Promote call made this replica a primary
         self.reseeded = asyncio.Event()  # set once this replica holds a whole copy of its primary's store
         self.follower = (Follower(ctx, s.replica_of, self.cluster, self.promoted.set, principals, self.reseeded.set,
@@ -326,21 +329,19 @@ class Broker:
         self.clients.end_streams()
         await self.stop(grace=left())
 
-    def admin_here(self) -> admin_grpc.AdminStub:
-        """This broker's own admin service, as a client reaches it: the dashboard (rockmq/ui/) asks it as
-        the CLI would, so its pages show the whole cluster; unsigned, as the dashboard signs each call as
-        the user logged in."""
-        if self._admin_here is None:
-            channel = open_aio_channel(self.cluster.endpoint, self.settings.client_tls)
-            self._admin_here = admin_grpc.AdminStub(channel)
-        return self._admin_here
+    def stub_here(self, make: Callable[[grpc.aio.Channel], S]) -> S:
+        """A stub (`make` of a channel: AdminStub, MessagesStub, UsersStub...) of this broker's own services,
+        as a client reaches them: the dashboard (rockmq/ui/) asks them as the CLI would, so its pages show
+        the whole cluster; unsigned, as the dashboard signs each call as the user logged in. One channel."""
+        if self._channel_here is None:
+            self._channel_here = open_aio_channel(self.endpoint_here(), self.settings.client_tls)
+        if make not in self._stubs_here:
+            self._stubs_here[make] = make(self._channel_here)
+        return cast(S, self._stubs_here[make])
 
-    def messages_here(self) -> messages_grpc.MessagesStub:
-        """This broker's own Messages service, as admin_here: the dashboard's Messages pages."""
-        if self._messages_here is None:
-            self._messages_here = messages_grpc.MessagesStub(
-                open_aio_channel(self.cluster.endpoint, self.settings.client_tls))
-        return self._messages_here
+    def endpoint_here(self) -> str:
+        """Where this broker's clients reach it (the dashboard's test messages go there: ui/send.py)."""
+        return self.cluster.endpoint
 
     def begin_drain(self) -> None:
         """Not ready from now on; new sends and receives refused, long polls answered at once."""

@@ -112,7 +112,7 @@ class Registry:
             entry = self._brokers[name]
             info = namesrv.BrokerInfo(name=name, endpoint=entry.info.endpoint, last_seen_ms=entry.last_seen_ms,
                                       tls=entry.info.tls, plaintext_endpoint=entry.info.plaintext_endpoint,
-                                      epoch=entry.info.epoch)
+                                      epoch=entry.info.epoch, replicas=entry.info.replicas)
             topics = [t for t in entry.info.topics if not topic or t.topic == topic]
             if topic and not topics:
                 continue

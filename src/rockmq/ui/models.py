@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from rockmq.protocol import admin
+from rockmq.protocol.shards import shard_labels
 from rockmq.units import MiB
 
 PAGE_SIZE = 50  # rows a list page shows
@@ -77,17 +78,21 @@ def format_seconds(ms: int) -> str:
 
 
 def overview(cluster: admin.ClusterInfo, rate_in: float, storage: dict[str, float], now_ms: int) -> Overview:
-    """Every broker the answering one knows (itself alone without name servers): its role (the name
-    servers list primaries: replicas do not register), whether it was heard from lately, its disk use
-    (known for the answering broker, or each shard of a `--workers` server) and its epoch."""
-    rows = []
+    """Every broker the answering one knows (itself alone without name servers), each primary followed
+    by the replicas it registered: its role, its shard of a `--workers` server, whether it was heard
+    from lately (a replica: how far behind it is), its disk use (known for the answering broker, or
+    each shard of a `--workers` server), its epoch and endpoint."""
+    rows, shard = [], shard_labels(cluster.brokers)
     for b in sorted(cluster.brokers, key=lambda b: b.name):
         up = b.last_seen_ms == 0 or now_ms - b.last_seen_ms <= DOWN_AFTER_MS
         disk = storage.get(b.name, storage.get("") if b.name == cluster.broker else None)
-        rows.append([Cell(b.name), Cell("primary"), Cell("up" if up else "down"),
-                     Cell("-" if disk is None else format_bytes(disk)), Cell(str(b.epoch))])
-    return Overview(Table(("Broker", "Role", "State", "Disk use", "Epoch"), rows), format_rate(rate_in),
-                    format_time(now_ms))
+        rows.append([Cell(b.name), Cell("primary"), Cell(shard[b.name]), Cell("up" if up else "down"),
+                     Cell("-" if disk is None else format_bytes(disk)), Cell(str(b.epoch)), Cell(b.endpoint)])
+        rows.extend([Cell(b.name), Cell("replica"), Cell(shard[b.name]),
+                     Cell(f"up, {format_count(r.lag_messages)} ({r.lag_seconds:.1f} s) behind"), Cell("-"),
+                     Cell(str(b.epoch)), Cell(r.endpoint)] for r in b.replicas)
+    return Overview(Table(("Broker", "Role", "Shard", "State", "Disk use", "Epoch", "Endpoint"), rows),
+                    format_rate(rate_in), format_time(now_ms))
 
 
 @dataclass(frozen=True)

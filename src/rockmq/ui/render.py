@@ -15,10 +15,12 @@ NAV = (("/ui/", "Overview"), ("/ui/topics", "Topics"), ("/ui/groups", "Groups"),
 
 def page(title: str, body: str, csrf: str = "") -> str:
     """A whole page: `title` is its <title> (after "rockmq · ") and its <h1>; `body` is HTML already;
-    with a session's `csrf` token, the nav has its log-out button (a POST that carries the token)."""
+    with a session's `csrf` token (auth on), the nav has the Access link and its log-out button (a POST
+    that carries the token)."""
     nav = "".join(f'<a href="{href}">{name}</a>' for href, name in NAV)
     if csrf:
-        nav += (f'<form method="post" action="/ui/logout" class="logout"><input type="hidden" name="csrf" '
+        nav += ('<a href="/ui/access">Access</a>'
+                f'<form method="post" action="/ui/logout" class="logout"><input type="hidden" name="csrf" '
                 f'value="{escape(csrf)}"><button>Log out</button></form>')
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -62,12 +64,21 @@ def overview(o: Overview, csrf: str = "", live: str = "") -> str:
 
 def listing(title: str, id_: str, path: str, listed: Listing, csrf: str = "") -> str:
     """A list page: a filter form (a GET: the URL can be bookmarked), the table, links to other pages."""
-    form = (f'<form method="get" action="{path}"><input name="filter" value="{escape(listed.filter)}" '
+    return page(title, filter_form(path, listed.filter) + table(id_, listed.table)
+                + pager(path, listed.filter, listed.page, listed.pages, f"{listed.total:,} {title.lower()}"), csrf)
+
+
+def filter_form(path: str, text: str) -> str:
+    """A list page's filter (a GET: the URL can be bookmarked)."""
+    return (f'<form method="get" action="{path}"><input name="filter" value="{escape(text)}" '
             f'placeholder="name contains"><button>Filter</button></form>')
+
+
+def pager(path: str, filter_text: str, number: int, pages: int, what: str) -> str:
+    """"page N of M (what)" with links to the previous and next pages, keeping the filter."""
     links = []
-    for number, label in ((listed.page - 1, "previous"), (listed.page + 1, "next")):
-        if 1 <= number <= listed.pages:
-            query = urlencode({**({"filter": listed.filter} if listed.filter else {}), "page": number})
+    for to, label in ((number - 1, "previous"), (number + 1, "next")):
+        if 1 <= to <= pages:
+            query = urlencode({**({"filter": filter_text} if filter_text else {}), "page": to})
             links.append(f'<a rel="{label[:4]}" href="{path}?{escape(query)}">{label}</a>')
-    pager = f'<p class="pager">page {listed.page} of {listed.pages} ({listed.total:,} {title.lower()}) {" ".join(links)}</p>'
-    return page(title, form + table(id_, listed.table) + pager, csrf)
+    return f'<p class="pager">page {number} of {pages} ({what}) {" ".join(links)}</p>'

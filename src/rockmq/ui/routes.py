@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hmac
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,14 +20,17 @@ from aiohttp import web
 
 from rockmq.http.app import Render
 from rockmq.plumbing.credentials import Credentials
-from rockmq.protocol import admin_grpc, messages_grpc
+from rockmq.protocol import acl_grpc, admin_grpc, messages_grpc, users_grpc
 from rockmq.ui import actions, models, panels, render
+from rockmq.ui.access import AccessPages
 from rockmq.ui.counters import RateMeter, Reading, read
 from rockmq.ui.gather import Admin
 from rockmq.ui.history import Sample
 from rockmq.ui.live import KEEP, Live
 from rockmq.ui.message_pages import MessagePages
+from rockmq.ui.send import Send, SendPage, send_form
 from rockmq.ui.sessions import COOKIE, Session, Sessions
+from rockmq.ui.throttle import LoginThrottle, keys_of
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -68,10 +72,12 @@ class Dashboard:
     browsers: actions.BrowserTokens = field(default_factory=actions.BrowserTokens)
     meter: RateMeter = field(default_factory=RateMeter)
     sessions: Sessions = field(default_factory=Sessions)
+    throttle: LoginThrottle = field(default_factory=LoginThrottle)  # wrong secrets on the login form
     viewed: float = 0.0
     # How the counters are asked for (a `--workers` server's shards want a user with auth on): the last
     # viewer's HTTP Basic authorization.
     authorization: str = ""
+    send: Send | None = None  # the topic page's "send a test message" (ui/send.py), when handed one
     live: Live = field(default_factory=Live)  # the overview's charts, top lag and alerts
 
     async def sample(self) -> None:
@@ -142,6 +148,8 @@ class Dashboard:
                 f"<h2>Queues</h2>{render.table('queues', models.queues(info))}"
                 f"<h2>Consumer groups</h2>{render.table('groups', models.topic_groups(name, groups))}"
                 f"{render.unreachable(list(info.unreachable))}")
+        if v.changes and self.send is not None:
+            body += send_form(name, list(info.message_types), v.token)
         return _html(render.page(f"Topic {name}", body, v.csrf))
 
     async def groups(self, request: web.Request, v: Viewer) -> web.Response:
@@ -184,14 +192,22 @@ class Dashboard:
         key, secret = str(form.get("access_key", "")), str(form.get("secret", ""))
         if not key or not secret:
             return _html(render.login("Give an access key and a secret."), 401)
+        tried = keys_of(request.remote or "", key)
+        wait = self.throttle.wait_s(tried)
+        if wait:
+            refused = _html(render.login(f"Too many wrong secrets: try again in {math.ceil(wait)} s."), 429)
+            refused.headers["Retry-After"] = str(math.ceil(wait))
+            return refused
         user = Credentials(key, secret)
         try:
             await Admin(self.admin(), user).cluster()
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+                self.throttle.failed(tried)
                 return _html(render.login("Wrong access key or secret."), 401)
             if e.code() != grpc.StatusCode.PERMISSION_DENIED:  # refused the call: the secret is right
                 raise
+        self.throttle.succeeded(tried)
         cookie, _ = self.sessions.open(user)
         response = web.HTTPSeeOther("/ui/")
         response.set_cookie(COOKIE, cookie, path="/ui/", httponly=True, samesite="Strict", secure=self.tls,
@@ -268,10 +284,13 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], counters: Render, auth: bool,
            tls: bool = False, ui_admin: bool = False,
-           messages: Callable[[], messages_grpc.MessagesStub] | None = None, totals: Sample | None = None) -> None:
-    """Mount the dashboard under /ui/ of `app`; its Messages pages ask `messages` (the same broker's); its
-    charts read `totals` (a broker's cheap counters: see ui/live.py)."""
-    d = Dashboard(admin, counters, auth, tls, ui_admin, live=Live(totals))
+           messages: Callable[[], messages_grpc.MessagesStub] | None = None,
+           users: Callable[[], users_grpc.UsersStub] | None = None, acls: Callable[[], acl_grpc.AclsStub] | None = None,
+           send: Send | None = None, totals: Sample | None = None) -> None:
+    """Mount the dashboard under /ui/ of `app`; its Messages pages ask `messages` (the same broker's), its
+    Access pages `users` and `acls`; `send` sends a topic page's test message; its charts read `totals` (a
+    broker's cheap counters: see ui/live.py)."""
+    d = Dashboard(admin, counters, auth, tls, ui_admin, send=send, live=Live(totals))
     for path, page in (("/ui/", d.overview), ("/ui/api/overview", d.overview_api), ("/ui/topics", d.topics),
                        ("/ui/topics/{name}", d.topic), ("/ui/groups", d.groups), ("/ui/groups/{name}", d.group)):
         app.router.add_get(path, d.guarded(page), allow_head=False)
@@ -284,6 +303,10 @@ def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], coun
     app.router.add_post("/ui/login", d.login)
     app.router.add_post("/ui/logout", d.guarded(d.logout, change=True))
     actions.add_actions(app, d.guarded)
+    if users is not None and acls is not None:
+        AccessPages(users, acls, auth).add(app, d.guarded)
+    if send is not None:
+        SendPage(send).add(app, d.guarded)
     app.router.add_get("/ui/static/{file}", _static, allow_head=False)
     app.cleanup_ctx.append(d.sampling)
     app.cleanup_ctx.append(d.live.sampling)

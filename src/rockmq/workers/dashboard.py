@@ -17,6 +17,12 @@ from rockmq.protocol import admin_grpc, messages_grpc
 S = TypeVar("S")
 
 
+def serving_endpoint(known: Sequence[tuple[str, bool]]) -> str:
+    """The gRPC endpoint of the first shard serving (else the first shard's): where the dashboard's calls
+    go, and its test messages' client starts (it routes them as any client's)."""
+    return next((e for e, serving in known if serving), known[0][0])
+
+
 def shard_stub(settings: Settings, endpoints: Callable[[], Sequence[tuple[str, bool]]],
                make: Callable[[grpc.aio.Channel], S]) -> Callable[[], S]:
     """The stub (`make` of a channel) of the first shard serving (else the first shard); `endpoints` lists
@@ -24,8 +30,7 @@ def shard_stub(settings: Settings, endpoints: Callable[[], Sequence[tuple[str, b
     stubs: dict[str, S] = {}
 
     def stub() -> S:
-        known = endpoints()
-        endpoint = next((e for e, serving in known if serving), known[0][0])
+        endpoint = serving_endpoint(endpoints())
         found = stubs.get(endpoint)
         if found is None:
             found = stubs[endpoint] = make(open_aio_channel(endpoint, settings.client_tls))

@@ -35,6 +35,7 @@ from secrets import token_urlsafe
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from rockmq.auth.inner import inner_user
+from rockmq.broker.dashboard_send import sender
 from rockmq.broker.startup import CannotStart, check_can_listen, check_data_dir, check_layout, hold_data_dir, shard_dir
 from rockmq.config import Settings, to_environ
 from rockmq.http.app import make_app
@@ -46,8 +47,10 @@ from rockmq.plumbing.connection_limits import raise_fd_limit
 from rockmq.plumbing.ready_file import write_ready_file
 from rockmq.plumbing.stop_signals import stop_event
 from rockmq.plumbing.tls import server_credentials
+from rockmq.protocol import acl_grpc, users_grpc
+from rockmq.protocol.shards import shard_name
 from rockmq.ui.routes import add_ui
-from rockmq.workers.dashboard import shard_admin, shard_messages
+from rockmq.workers.dashboard import serving_endpoint, shard_admin, shard_messages, shard_stub
 from rockmq.workers.metrics import ShardScrapes, Source
 from rockmq.workers.restarts import GiveUp, Restarts
 
@@ -55,16 +58,6 @@ log = logging.getLogger(__name__)
 STOP_MARGIN_S = 5.0  # a shard asked to stop drains (drain_timeout_s), and gets this long more before it is killed
 POLL_S = 0.05
 LOOPBACK = "127.0.0.1"
-
-
-def shard_name(broker_name: str, index: int) -> str:
-    return f"{broker_name}-{index}"
-
-
-def shard_of(name: str) -> tuple[str, int] | None:
-    """The server's broker name and the shard's index a `shard_name` was made of (None: no such name)."""
-    base, _, index = name.rpartition("-")
-    return (base, int(index)) if base and index.isdigit() else None
 
 
 class Process:
@@ -270,7 +263,10 @@ async def _http_port(settings: Settings, supervisor: Supervisor, registry: Regis
 
     app = make_app(scrapes.render, scrapes.reasons)
     add_ui(app, shard_admin(settings, endpoints), scrapes.render, settings.auth_enabled, bool(settings.tls_cert),
-           settings.ui_admin, messages=shard_messages(settings, endpoints))
+           settings.ui_admin, messages=shard_messages(settings, endpoints),
+           users=shard_stub(settings, endpoints, users_grpc.UsersStub),
+           acls=shard_stub(settings, endpoints, acl_grpc.AclsStub),
+           send=sender(lambda: serving_endpoint(endpoints()), settings.client_tls))
     http = HttpPort(app)
     try:
         await http.start(settings.host, settings.http_port, settings.tls_cert, settings.tls_key)

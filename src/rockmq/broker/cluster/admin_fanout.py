@@ -98,7 +98,7 @@ class AdminFanout:
             info.brokers.append(me)
             return info
         info.brokers.extend(admin.ClusterBroker(name=b.name, endpoint=b.endpoint, tls=b.tls, epoch=b.epoch,
-                                                last_seen_ms=b.last_seen_ms, topics=len(b.topics))
+                                                last_seen_ms=b.last_seen_ms, topics=len(b.topics), replicas=b.replicas)
                             for b in sorted(listed, key=lambda b: b.name))
         return info
 

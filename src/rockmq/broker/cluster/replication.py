@@ -61,6 +61,7 @@ PROBE_S = 2.0  # how long promotion waits for the primary to answer before it ta
 # A replica's catch-up reply carries many batches: it may be larger than any client's. A primary not
 # listening yet (being rebuilt after an election) is dialled again within 0.1-1 s, not gRPC's 1-120 s.
 MEMBER_HEADER = "x-rockmq-member"  # a coordinated group's replica names itself on its Follow stream
+REPLICA_HEADER = "x-rockmq-replica"  # every replica says where clients reach it (`rockmq cluster` lists it)
 REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20), ("grpc.initial_reconnect_backoff_ms", 100),
                        ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
 
@@ -211,6 +212,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         self._acked_moved = asyncio.Event()
         self.followers = 0
         self.replicas: dict[str, int] = {}  # each Follow stream's replica (its peer) -> the batch it applied last
+        self._endpoints: dict[str, str] = {}  # ... -> where clients reach it (REPLICA_HEADER; else the peer)
         # A coordinated group's primary: each member following now (by name) -> the batch it applied last,
         # and the in-sync set, all of which a sync send waits for (broker/coordination/in_sync.py)
         self.members: dict[str, int] = {}
@@ -232,8 +234,8 @@ class Replicator(replication_grpc.ReplicationServicer):
     # --- sync replication ----------------------------------------------------------------------
 
     def replica_lags(self, now: float) -> dict[str, tuple[int, float]]:
-        """Each replica following now -> how far behind it is (OpLog.lag: messages, seconds)."""
-        return {replica: self.batches.lag(applied, now) for replica, applied in self.replicas.items()}
+        """Each replica following now, by its endpoint -> how far behind it is (OpLog.lag: messages, seconds)."""
+        return {self._endpoints.get(peer, peer): self.batches.lag(applied, now) for peer, applied in self.replicas.items()}
 
     async def confirm(self, seq: int) -> None:
         """Wait until a replica applied batch `seq`, or fail the send (retriable). 0 (a batch that
@@ -332,7 +334,9 @@ class Replicator(replication_grpc.ReplicationServicer):
         sent = start  # the last batch handed to this stream
         replica = context.peer()
         self.replicas[replica] = start
-        member = str(dict(context.invocation_metadata() or ()).get(MEMBER_HEADER, ""))
+        headers = dict(context.invocation_metadata() or ())
+        self._endpoints[replica] = str(headers.get(REPLICA_HEADER, "")) or replica
+        member = str(headers.get(MEMBER_HEADER, ""))
         if member:  # a replica that follows again: its newer stream counts, not the one still ending
             self.members[member], self._member_streams[member] = start, replica
 
@@ -394,6 +398,7 @@ class Replicator(replication_grpc.ReplicationServicer):
             reader.cancel()
             self.followers -= 1
             self.replicas.pop(replica, None)
+            self._endpoints.pop(replica, None)
             if member and self._member_streams.get(member) == replica:
                 del self.members[member], self._member_streams[member]
             log.info("a replica stopped following at batch %d", sent)
@@ -537,7 +542,8 @@ class Follower:
                     acks.put_nowait(replication.FollowerState(applied_seq=target))
                     reported = target
 
-        call = stub.Follow(states(), metadata=((MEMBER_HEADER, self.member),) if self.member else None)
+        names = ((REPLICA_HEADER, self.ctx.logs.store_host), *(((MEMBER_HEADER, self.member),) if self.member else ()))
+        call = stub.Follow(states(), metadata=names)
         acker = asyncio.create_task(acknowledge())
         try:
             async for shipped in call:

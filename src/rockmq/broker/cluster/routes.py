@@ -84,10 +84,14 @@ def spread(queues: int, brokers: list[str]) -> dict[str, int]:
     return {b: base + (i < extra) for i, b in enumerate(chosen)}
 
 
+Lags = Callable[[float], dict[str, tuple[int, float]]]  # Replicator.replica_lags
+
+
 class Cluster:
-    def __init__(self, ctx: BrokerContext, fence: Fence) -> None:
+    def __init__(self, ctx: BrokerContext, fence: Fence, lags: Lags | None = None) -> None:
         self.ctx = ctx
         self.fence = fence
+        self._lags = lags  # a primary's replicas, registered with it (a replica and a standalone broker: none)
         self.name = ctx.settings.broker_name
         self.namesrv = [a.strip() for a in ctx.settings.namesrv.split(",") if a.strip()]
         self.tls = ctx.settings.client_tls  # how this broker reaches name servers and other brokers
@@ -129,7 +133,13 @@ class Cluster:
                                   epoch_proof=epoch_proof(self.ctx.secret, epoch), successor=successor(self.ctx.secret, epoch))
         for t in self.ctx.meta.topics.values():
             info.topics.add(topic=t.name, queue_count=t.queues, message_types=t.message_types)
+        info.replicas.extend(self.replicas())
         return info
+
+    def replicas(self) -> list[namesrv.ReplicaInfo]:
+        """The replicas following this broker now, by endpoint."""
+        lags = self._lags(time.time()) if self._lags is not None else {}
+        return [namesrv.ReplicaInfo(endpoint=e, lag_messages=m, lag_seconds=s) for e, (m, s) in sorted(lags.items())]
 
     async def register_forever(self) -> None:
         """Register with every name server every `namesrv_interval_s` (each on its own)."""

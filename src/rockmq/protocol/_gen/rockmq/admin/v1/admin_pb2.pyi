@@ -1,3 +1,4 @@
+from rockmq.protocol._gen.rockmq.namesrv.v1 import namesrv_pb2 as _namesrv_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -277,20 +278,22 @@ class ClusterRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ClusterBroker(_message.Message):
-    __slots__ = ("name", "endpoint", "tls", "epoch", "last_seen_ms", "topics")
+    __slots__ = ("name", "endpoint", "tls", "epoch", "last_seen_ms", "topics", "replicas")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TLS_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_MS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
     name: str
     endpoint: str
     tls: bool
     epoch: int
     last_seen_ms: int
     topics: int
-    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., tls: _Optional[bool] = ..., epoch: _Optional[int] = ..., last_seen_ms: _Optional[int] = ..., topics: _Optional[int] = ...) -> None: ...
+    replicas: _containers.RepeatedCompositeFieldContainer[_namesrv_pb2.ReplicaInfo]
+    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., tls: _Optional[bool] = ..., epoch: _Optional[int] = ..., last_seen_ms: _Optional[int] = ..., topics: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[_namesrv_pb2.ReplicaInfo, _Mapping]]] = ...) -> None: ...
 
 class NameServerState(_message.Message):
     __slots__ = ("address", "answered")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1frockmq/namesrv/v1/namesrv.proto\x12\x11rockmq.namesrv.v1\"H\n\x0bTopicQueues\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\"\xd2\x01\n\nBrokerInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12.\n\x06topics\x18\x03 \x03(\x0b\x32\x1e.rockmq.namesrv.v1.TopicQueues\x12\x14\n\x0clast_seen_ms\x18\x04 \x01(\x03\x12\x0b\n\x03tls\x18\x05 \x01(\x08\x12\x1a\n\x12plaintext_endpoint\x18\x06 \x01(\t\x12\r\n\x05\x65poch\x18\x07 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x08 \x01(\x0c\x12\x11\n\tsuccessor\x18\t \x01(\x0c\"@\n\x0fRegisterRequest\x12-\n\x06\x62roker\x18\x01 \x01(\x0b\x32\x1d.rockmq.namesrv.v1.BrokerInfo\"J\n\x10RegisterResponse\x12\x12\n\ntimeout_ms\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x03 \x01(\x0c\"B\n\x11UnregisterRequest\x12-\n\x06\x62roker\x18\x01 \x01(\x0b\x32\x1d.rockmq.namesrv.v1.BrokerInfo\"%\n\x12UnregisterResponse\x12\x0f\n\x07\x64ropped\x18\x01 \x01(\x08\"#\n\x12ListBrokersRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"E\n\x13ListBrokersResponse\x12.\n\x07\x62rokers\x18\x01 \x03(\x0b\x32\x1d.rockmq.namesrv.v1.BrokerInfo2\xa0\x02\n\nNameServer\x12U\n\x08Register\x12\".rockmq.namesrv.v1.RegisterRequest\x1a#.rockmq.namesrv.v1.RegisterResponse\"\x00\x12^\n\x0bListBrokers\x12%.rockmq.namesrv.v1.ListBrokersRequest\x1a&.rockmq.namesrv.v1.ListBrokersResponse\"\x00\x12[\n\nUnregister\x12$.rockmq.namesrv.v1.UnregisterRequest\x1a%.rockmq.namesrv.v1.UnregisterResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _POOL.AddSerializedFile(b'\n\x1frockmq/namesrv/v1/namesrv.proto\x12\x11rockmq.namesrv.v1\"H\n\x0bTopicQueues\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x13\n\x0bqueue_count\x18\x02 \x01(\x05\x12\x15\n\rmessage_types\x18\x03 \x03(\t\"J\n\x0bReplicaInfo\x12\x10\n\x08\x65ndpoint\x18\x01 \x01(\t\x12\x14\n\x0clag_messages\x18\x02 \x01(\x03\x12\x13\n\x0blag_seconds\x18\x03 \x01(\x01\"\x84\x02\n\nBrokerInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12.\n\x06topics\x18\x03 \x03(\x0b\x32\x1e.rockmq.namesrv.v1.TopicQueues\x12\x14\n\x0clast_seen_ms\x18\x04 \x01(\x03\x12\x0b\n\x03tls\x18\x05 \x01(\x08\x12\x1a\n\x12plaintext_endpoint\x18\x06 \x01(\t\x12\r\n\x05\x65poch\x18\x07 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x08 \x01(\x0c\x12\x11\n\tsuccessor\x18\t \x01(\x0c\x12\x30\n\x08replicas\x18\n \x03(\x0b\x32\x1e.rockmq.namesrv.v1.ReplicaInfo\"@\n\x0fRegisterRequest\x12-\n\x06\x62roker\x18\x01 \x01(\x0b\x32\x1d.rockmq.namesrv.v1.BrokerInfo\"J\n\x10RegisterResponse\x12\x12\n\ntimeout_ms\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x13\n\x0b\x65poch_proof\x18\x03 \x01(\x0c\"B\n\x11UnregisterRequest\x12-\n\x06\x62roker\x18\x01 \x01(\x0b\x32\x1d.rockmq.namesrv.v1.BrokerInfo\"%\n\x12UnregisterResponse\x12\x0f\n\x07\x64ropped\x18\x01 \x01(\x08\"#\n\x12ListBrokersRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"E\n\x13ListBrokersResponse\x12.\n\x07\x62rokers\x18\x01 \x03(\x0b\x32\x1d.rockmq.namesrv.v1.BrokerInfo2\xa0\x02\n\nNameServer\x12U\n\x08Register\x12\".rockmq.namesrv.v1.RegisterRequest\x1a#.rockmq.namesrv.v1.RegisterResponse\"\x00\x12^\n\x0bListBrokers\x12%.rockmq.namesrv.v1.ListBrokersRequest\x1a&.rockmq.namesrv.v1.ListBrokersResponse\"\x00\x12[\n\nUnregister\x12$.rockmq.namesrv.v1.UnregisterRequest\x1a%.rockmq.namesrv.v1.UnregisterResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,20 +33,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TOPICQUEUES']._serialized_start=54
   _globals['_TOPICQUEUES']._serialized_end=126
-  _globals['_BROKERINFO']._serialized_start=129
-  _globals['_BROKERINFO']._serialized_end=339
-  _globals['_REGISTERREQUEST']._serialized_start=341
-  _globals['_REGISTERREQUEST']._serialized_end=405
-  _globals['_REGISTERRESPONSE']._serialized_start=407
-  _globals['_REGISTERRESPONSE']._serialized_end=481
-  _globals['_UNREGISTERREQUEST']._serialized_start=483
-  _globals['_UNREGISTERREQUEST']._serialized_end=549
-  _globals['_UNREGISTERRESPONSE']._serialized_start=551
-  _globals['_UNREGISTERRESPONSE']._serialized_end=588
-  _globals['_LISTBROKERSREQUEST']._serialized_start=590
-  _globals['_LISTBROKERSREQUEST']._serialized_end=625
-  _globals['_LISTBROKERSRESPONSE']._serialized_start=627
-  _globals['_LISTBROKERSRESPONSE']._serialized_end=696
-  _globals['_NAMESERVER']._serialized_start=699
-  _globals['_NAMESERVER']._serialized_end=987
+  _globals['_REPLICAINFO']._serialized_start=128
+  _globals['_REPLICAINFO']._serialized_end=202
+  _globals['_BROKERINFO']._serialized_start=205
+  _globals['_BROKERINFO']._serialized_end=465
+  _globals['_REGISTERREQUEST']._serialized_start=467
+  _globals['_REGISTERREQUEST']._serialized_end=531
+  _globals['_REGISTERRESPONSE']._serialized_start=533
+  _globals['_REGISTERRESPONSE']._serialized_end=607
+  _globals['_UNREGISTERREQUEST']._serialized_start=609
+  _globals['_UNREGISTERREQUEST']._serialized_end=675
+  _globals['_UNREGISTERRESPONSE']._serialized_start=677
+  _globals['_UNREGISTERRESPONSE']._serialized_end=714
+  _globals['_LISTBROKERSREQUEST']._serialized_start=716
+  _globals['_LISTBROKERSREQUEST']._serialized_end=751
+  _globals['_LISTBROKERSRESPONSE']._serialized_start=753
+  _globals['_LISTBROKERSRESPONSE']._serialized_end=822
+  _globals['_NAMESERVER']._serialized_start=825
+  _globals['_NAMESERVER']._serialized_end=1113
 # @@protoc_insertion_point(module_scope)

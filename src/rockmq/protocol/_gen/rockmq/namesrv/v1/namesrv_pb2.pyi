@@ -16,8 +16,18 @@ class TopicQueues(_message.Message):
     message_types: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, topic: _Optional[str] = ..., queue_count: _Optional[int] = ..., message_types: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class ReplicaInfo(_message.Message):
+    __slots__ = ("endpoint", "lag_messages", "lag_seconds")
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    LAG_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    LAG_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    endpoint: str
+    lag_messages: int
+    lag_seconds: float
+    def __init__(self, endpoint: _Optional[str] = ..., lag_messages: _Optional[int] = ..., lag_seconds: _Optional[float] = ...) -> None: ...
+
 class BrokerInfo(_message.Message):
-    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint", "epoch", "epoch_proof", "successor")
+    __slots__ = ("name", "endpoint", "topics", "last_seen_ms", "tls", "plaintext_endpoint", "epoch", "epoch_proof", "successor", "replicas")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +37,7 @@ class BrokerInfo(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCH_PROOF_FIELD_NUMBER: _ClassVar[int]
     SUCCESSOR_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
     name: str
     endpoint: str
     topics: _containers.RepeatedCompositeFieldContainer[TopicQueues]
@@ -36,7 +47,8 @@ class BrokerInfo(_message.Message):
     epoch: int
     epoch_proof: bytes
     successor: bytes
-    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ..., successor: _Optional[bytes] = ...) -> None: ...
+    replicas: _containers.RepeatedCompositeFieldContainer[ReplicaInfo]
+    def __init__(self, name: _Optional[str] = ..., endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicQueues, _Mapping]]] = ..., last_seen_ms: _Optional[int] = ..., tls: _Optional[bool] = ..., plaintext_endpoint: _Optional[str] = ..., epoch: _Optional[int] = ..., epoch_proof: _Optional[bytes] = ..., successor: _Optional[bytes] = ..., replicas: _Optional[_Iterable[_Union[ReplicaInfo, _Mapping]]] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("broker",)
