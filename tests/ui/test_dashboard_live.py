@@ -1,7 +1,7 @@
 """The overview's live parts and a group's members (issue 31 §2) in a real headless Chromium, against a real
 broker with real traffic from rockmq's client: the messages-in chart, already drawn in the served page, rises
 while messages flow (the page's own script redraws it from /ui/api/overview); a group left behind heads the
-top lagging groups and links to its page; a push consumer shows in its group's members; the overview reads
+top lagging groups, the lag chart reaches its lag, and it links to its page; a push consumer shows in its group's members; the overview reads
 on a 390 px wide phone. Screenshots: overview-live.png, overview-lag.png, overview-phone.png, group-members.png."""
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def test_a_group_behind_heads_the_top_lag_and_its_members_show(page: Page, brows
     wait_for(on_top, timeout=15, interval=1, what="the group behind at the top of #top-lag")
     assert page.rows("#top-lag")[0][2] == "501 msg"  # the one in flight, not acknowledged, and the 500 after
     assert page.text("#no-alerts") == "No alert would fire."
+    wait_for(lambda: page.text("#chart-lag .last") == "501 msg", timeout=15, interval=0.5,
+             what="the lag chart (redrawn by the page's script) to reach the group's lag")
     page.screenshot("overview-lag")  # the whole overview: brokers, charts, top lag, alerts
 
     with PushConsumer(dashboard.broker.endpoint, group, {topic: "*"}, lambda m: True):

@@ -2,8 +2,9 @@
 lagging groups and the alerts that would fire (panels.py, alerts.py), from the broker's own counters.
 
 `Live` keeps the charts' ring and the alerts' baselines. With a broker's cheap totals (`sample`) it adds a
-point every STEP_S for as long as the HTTP port serves (with the lag every LAG_EVERY points); without
-(a `--workers` server) each reading of the counters taken while someone looks is a point."""
+point every STEP_S for as long as the HTTP port serves, with the lag every LAG_EVERY points, or from the
+last reading of the counters if one was taken within STEP_S (someone looks: that lag is computed already).
+Without (a `--workers` server) each reading of the counters taken while someone looks is a point."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import itertools
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 
@@ -29,10 +30,12 @@ class Live:
     sample: Sample | None = None
     history: History = field(default_factory=History)
     baselines: alerts.Baselines = field(default_factory=alerts.Baselines)
+    seen_lag: tuple[float, float] | None = None  # (monotonic s, lag) of the last reading of the counters
 
     def read(self, reading: Reading) -> None:
         """A reading of the counters: the alerts' baselines, and a point when no cheap totals come."""
         self.baselines.add(reading.at, reading.series)
+        self.seen_lag = (reading.at, reading.lag)
         points = self.history.points
         if self.sample is None and (not points or reading.at - points[-1].at >= STEP_S):  # the ring's spacing
             self.history.add(_now_ms(), reading.at, Totals(reading.messages_in, reading.messages_out, reading.lag))
@@ -44,7 +47,10 @@ class Live:
             for step in itertools.count():
                 try:
                     totals = await sample(step % LAG_EVERY == 0)
-                    self.history.add(_now_ms(), time.monotonic(), totals)
+                    now = time.monotonic()
+                    if totals.lag is None and self.seen_lag and now - self.seen_lag[0] < STEP_S:
+                        totals = replace(totals, lag=self.seen_lag[1])
+                    self.history.add(_now_ms(), now, totals)
                 except Exception:  # a broker being replaced now may serve next time: the loop goes on
                     log.exception("reading the totals for the dashboard's charts")
                 await asyncio.sleep(STEP_S)
