@@ -1,8 +1,9 @@
 """The overview's live parts and a group's members (issue 31 §2) in a real headless Chromium, against a real
 broker with real traffic from rockmq's client: the messages-in chart, already drawn in the served page, rises
 while messages flow (the page's own script redraws it from /ui/api/overview); a group left behind heads the
-top lagging groups, the lag chart reaches its lag, and it links to its page; a push consumer shows in its group's
-members; the overview reads on a 390 px wide phone. Screenshots: overview-live.png, overview-lag.png, overview-phone.png, group-members.png."""
+top lagging groups, the lag chart reaches its lag, and it links to its page; a push consumer shows in its
+group's members; the overview reads on a 390 px wide phone. Screenshots: overview-live.png, overview-lag.png,
+overview-phone.png, group-members.png."""
 
 from __future__ import annotations
 
