@@ -61,6 +61,9 @@ PROBE_S = 2.0  # how long promotion waits for the primary to answer before it ta
 # A replica's catch-up reply carries many batches: it may be larger than any client's. A primary not
 # listening yet (being rebuilt after an election) is dialled again within 0.1-1 s, not gRPC's 1-120 s.
 MEMBER_HEADER = "x-rockmq-member"  # a coordinated group's replica names itself on its Follow stream
+# Follow's headers, sent once the primary took the replica's history (no refusal follows): the replica
+# knows its log is a prefix of the primary's from then on (`Follower.attached`)
+ACCEPTED = ("x-rockmq-follow", "accepted")
 REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20), ("grpc.initial_reconnect_backoff_ms", 100),
                        ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
 
@@ -325,6 +328,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         catch_up = self._catch_up(start, undo)
         if catch_up is None:
             await self._too_far_behind(context, start)
+        await context.send_initial_metadata((ACCEPTED,))
         self.fence.followed()
         self.followers += 1
         self._confirmed(start)  # what it applied before (a restart of either side): it holds it
@@ -432,6 +436,9 @@ class Follower:
         self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
         # a former primary's tail to truncate: the divergence point and what its batches after it touched
         self.truncating: tuple[int, list[oplog.Op]] | None = None
+        # whether the primary took this replica's history (its tail truncated, if any) on the Follow stream open
+        # now: its log is a prefix of the primary's, which a coordinated member's reads wait for (read_fence.py)
+        self.attached = False
         # too far behind: a copy of the primary's store, swapped in by a restart (`on_reseeded`)
         self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, on_reseeded)
 
@@ -540,6 +547,7 @@ class Follower:
         call = stub.Follow(states(), metadata=((MEMBER_HEADER, self.member),) if self.member else None)
         acker = asyncio.create_task(acknowledge())
         try:
+            self.attached = truncating is None and ACCEPTED in tuple(await call.initial_metadata() or ())
             async for shipped in call:
                 if shipped.HasField("principals"):
                     self._adopt(shipped.principals)
@@ -549,6 +557,7 @@ class Follower:
                         raise RuntimeError(f"the primary answered the truncation after batch {after} with no catch-up")
                     self._truncate(after, undo, shipped)
                     truncating = None
+                    self.attached = True
                 elif shipped.seq != self.applied + 1 and not (shipped.catch_up and shipped.seq > self.applied):
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 else:  # a catch-up batch (the sum of many) leaves a gap in the footprints
@@ -557,6 +566,7 @@ class Follower:
                 self.head = max(shipped.head, shipped.seq)
                 progress.set()
         finally:
+            self.attached = False
             acker.cancel()
             call.cancel()
             if acks.full():
