@@ -15,6 +15,7 @@ answers unless forced, and a Follow stream from a replica holding a higher epoch
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -194,6 +195,16 @@ class InSync(Protocol):
         ...
 
 
+@dataclasses.dataclass
+class FollowStream:
+    """One replica's Follow stream on the primary: its peer, its member name in a coordinated group
+    (empty: none), and the last batch handed to it (`sent`: a report beyond it is not believed)."""
+
+    replica: str
+    member: str
+    sent: int
+
+
 class Replicator(replication_grpc.ReplicationServicer):
     """The primary's side: starts the store's op log, streams its batches to replicas (and, with
     `principals` — auth on — its users and ACLs: first, and again whenever they change)."""
@@ -296,12 +307,69 @@ class Replicator(replication_grpc.ReplicationServicer):
 
     async def Follow(self, requests: AsyncIterator[replication.FollowerState | Unparsed],
                      context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.ReplicatedBatch]:
+        first = await self._first_state(requests, context)
+        if first is None:
+            return
+        catch_up = await self._admit(first, context)
+        await context.send_initial_metadata((ACCEPTED,))
+        stream = self._joined(first.applied_seq, context)
+        reader = asyncio.create_task(self._read_acks(requests, stream))
+        handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
+        writes = self.streams.open(context, "Follow")
+        writes.busy = True  # counted per turn, which an idle stream takes every second: only a write stalls it
+        try:
+            while not reader.done() and not self.stopping:
+                writes.count += 1
+                if self.principals is not None and self.principals.version != handed:
+                    handed = self.principals.version  # read first: a change while copying is sent again
+                    yield replication.ReplicatedBatch(principals=self.principals.copy())
+                elif catch_up:
+                    stream.sent, ops = catch_up  # before the yield, as below
+                    catch_up = ()
+                    yield replication.ReplicatedBatch(seq=stream.sent, ops=oplog.encode(ops), catch_up=True,
+                                                      head=self.batches.seq)
+                elif self.batches.ring and self.batches.ring[-1][0] > stream.sent:  # ring seqs are consecutive: index, no scan
+                    kept = self.batches.ring[0][0]
+                    if stream.sent + 1 < kept:  # it fell behind the ring: caught up from the footprints instead
+                        catch_up = self._catch_up(stream.sent)
+                        if catch_up is None:
+                            await self._too_far_behind(context, stream.sent)
+                        continue
+                    seq, data = self.batches.ring[stream.sent + 1 - kept]
+                    stream.sent = seq  # before the yield: the replica may report it before this resumes
+                    yield replication.ReplicatedBatch(seq=seq, ops=data, head=self.batches.seq)
+                else:
+                    self.batches.grew.clear()
+                    try:
+                        await asyncio.wait_for(self.batches.grew.wait(), 1.0)
+                    except TimeoutError:
+                        pass
+            if reader.done() and not reader.cancelled() and reader.exception() is None and not reader.result():
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
+        finally:
+            self.streams.close(writes)
+            reader.cancel()
+            self._left(stream)
+
+    @staticmethod
+    async def _first_state(requests: AsyncIterator[replication.FollowerState | Unparsed],
+                           context: grpc.aio.ServicerContext[Any, Any]) -> replication.FollowerState | Unparsed | None:
+        """The replica's first state (where it stands); None if it sent none within 10 s (the stream
+        ends quietly). Bytes that do not parse end the call with INVALID_ARGUMENT."""
         try:
             first = await asyncio.wait_for(anext(requests), 10)
         except (StopAsyncIteration, TimeoutError):
-            return
+            return None
         if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/plumbing/unparsed.py)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
+        return first
+
+    async def _admit(self, first: replication.FollowerState | Unparsed,
+                     context: grpc.aio.ServicerContext[Any, Any]) -> tuple[int, list[oplog.Op]] | tuple[()] | None:
+        """Whether this replica may follow from where it stands: each refusal ends the call (a forged
+        epoch, this primary superseded, a history that left this one's, a replica ahead or too far
+        behind), so that the headers sent after it (`ACCEPTED`) tell the replica its log is a prefix of
+        this one's. Its epoch, proven, confirms this primary. -> the catch-up batch it gets first."""
         if first.epoch > self.fence.epoch and not proven(self.secret, first.epoch, first.epoch_proof):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED,
                                 f"primary epoch {first.epoch} is above this primary's, without the proof only its replicas "
@@ -328,79 +396,51 @@ class Replicator(replication_grpc.ReplicationServicer):
         catch_up = self._catch_up(start, undo)
         if catch_up is None:
             await self._too_far_behind(context, start)
-        await context.send_initial_metadata((ACCEPTED,))
+        return catch_up
+
+    def _joined(self, start: int, context: grpc.aio.ServicerContext[Any, Any]) -> FollowStream:
+        """Count an admitted replica that applied up to `start`: it holds that (a restart of either
+        side), and a coordinated group's member (named in its metadata) is waited for by name."""
         self.fence.followed()
         self.followers += 1
-        self._confirmed(start)  # what it applied before (a restart of either side): it holds it
+        self._confirmed(start)
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
-        sent = start  # the last batch handed to this stream
-        replica = context.peer()
-        self.replicas[replica] = start
-        member = str(dict(context.invocation_metadata() or ()).get(MEMBER_HEADER, ""))
-        if member:  # a replica that follows again: its newer stream counts, not the one still ending
-            self.members[member], self._member_streams[member] = start, replica
+        stream = FollowStream(context.peer(), str(dict(context.invocation_metadata() or ()).get(MEMBER_HEADER, "")),
+                              start)
+        self.replicas[stream.replica] = start
+        if stream.member:  # a replica that follows again: its newer stream counts, not the one still ending
+            self.members[stream.member], self._member_streams[stream.member] = start, stream.replica
+        return stream
 
-        async def read_acks() -> bool:
-            """Count what this replica applied, never more than this stream carried: a report beyond
-            it (a confused or lying follower) would confirm a sync send no replica holds. False: a
-            report whose bytes do not parse ended the stream."""
-            lied = False
-            async for state in requests:
-                if state is UNPARSED:
-                    return False
-                if state.applied_seq > sent:
-                    if not lied:
-                        log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
-                                    state.applied_seq, sent)
-                        lied = True
-                else:
-                    self.replicas[replica] = state.applied_seq
-                    if member and self._member_streams.get(member) == replica:
-                        self.members[member] = state.applied_seq
-                        self._acked_moved.set()  # an in-sync member's progress may answer a send
-                    self._confirmed(state.applied_seq)
-            return True
+    async def _read_acks(self, requests: AsyncIterator[replication.FollowerState | Unparsed],
+                         stream: FollowStream) -> bool:
+        """Count what this replica applied, never more than this stream carried: a report beyond
+        it (a confused or lying follower) would confirm a sync send no replica holds. False: a
+        report whose bytes do not parse ended the stream."""
+        lied = False
+        async for state in requests:
+            if state is UNPARSED:
+                return False
+            if state.applied_seq > stream.sent:
+                if not lied:
+                    log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
+                                state.applied_seq, stream.sent)
+                    lied = True
+            else:
+                self.replicas[stream.replica] = state.applied_seq
+                if stream.member and self._member_streams.get(stream.member) == stream.replica:
+                    self.members[stream.member] = state.applied_seq
+                    self._acked_moved.set()  # an in-sync member's progress may answer a send
+                self._confirmed(state.applied_seq)
+        return True
 
-        reader = asyncio.create_task(read_acks())
-        handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
-        writes = self.streams.open(context, "Follow")
-        writes.busy = True  # counted per turn, which an idle stream takes every second: only a write stalls it
-        try:
-            while not reader.done() and not self.stopping:
-                writes.count += 1
-                if self.principals is not None and self.principals.version != handed:
-                    handed = self.principals.version  # read first: a change while copying is sent again
-                    yield replication.ReplicatedBatch(principals=self.principals.copy())
-                elif catch_up:
-                    sent, ops = catch_up  # before the yield, as below
-                    catch_up = ()
-                    yield replication.ReplicatedBatch(seq=sent, ops=oplog.encode(ops), catch_up=True, head=self.batches.seq)
-                elif self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
-                    kept = self.batches.ring[0][0]
-                    if sent + 1 < kept:  # it fell behind the ring: caught up from the footprints instead
-                        catch_up = self._catch_up(sent)
-                        if catch_up is None:
-                            await self._too_far_behind(context, sent)
-                        continue
-                    seq, data = self.batches.ring[sent + 1 - kept]
-                    sent = seq  # before the yield: the replica may report it before this resumes
-                    yield replication.ReplicatedBatch(seq=seq, ops=data, head=self.batches.seq)
-                else:
-                    self.batches.grew.clear()
-                    try:
-                        await asyncio.wait_for(self.batches.grew.wait(), 1.0)
-                    except TimeoutError:
-                        pass
-            if reader.done() and not reader.cancelled() and reader.exception() is None and not reader.result():
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
-        finally:
-            self.streams.close(writes)
-            reader.cancel()
-            self.followers -= 1
-            self.replicas.pop(replica, None)
-            if member and self._member_streams.get(member) == replica:
-                del self.members[member], self._member_streams[member]
-            log.info("a replica stopped following at batch %d", sent)
+    def _left(self, stream: FollowStream) -> None:
+        """A Follow stream ended: its replica no longer counts (its member's newer stream, if any, does)."""
+        self.followers -= 1
+        self.replicas.pop(stream.replica, None)
+        if stream.member and self._member_streams.get(stream.member) == stream.replica:
+            del self.members[stream.member], self._member_streams[stream.member]
+        log.info("a replica stopped following at batch %d", stream.sent)
 
     async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,
                        context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.SnapshotChunk]:
