@@ -12,7 +12,7 @@ import time
 import grpc
 
 from rockmq.auth.inner_signature import NONCE_HEADER, authorization, new_nonce
-from rockmq.plumbing.channels import Tls, client_metadata, open_channel
+from rockmq.plumbing.channels import CHANNEL_OPTIONS, ChannelOptions, Tls, client_metadata, open_channel
 from rockmq.plumbing.signature import AUTHORIZATION_HEADER, DATE_HEADER, date_now
 from rockmq.protocol import admin, admin_grpc, batch_grpc, pb, rpc, svc
 from rockmq.protocol import batch as batch_pb
@@ -26,8 +26,10 @@ RPC_TIMEOUT = 10.0
 class Conn:
     """One channel to a broker: the messaging stub plus the admin stub."""
 
-    def __init__(self, endpoint: str, tls: Tls | None = None) -> None:
-        self.channel = open_channel(endpoint, tls)
+    def __init__(self, endpoint: str, tls: Tls | None = None, options: ChannelOptions = ()) -> None:
+        """`options`: gRPC channel options beside rockmq's (a plaintext channel)."""
+        self.channel = grpc.insecure_channel(endpoint, options=(*CHANNEL_OPTIONS, *options)) if options else \
+            open_channel(endpoint, tls)
         self.mq = svc.MessagingServiceStub(self.channel)
         self.admin = admin_grpc.AdminStub(self.channel)
         self.batch = batch_grpc.BatchMessagingStub(self.channel)

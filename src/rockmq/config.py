@@ -224,10 +224,28 @@ class Settings:
     coordinator_key: str = ""
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # NaN passes every range check below; infinity is no timeout or size
+        """Refuse settings no broker can run with, one ConfigError naming the setting (from a file, the
+        environment or a flag alike). The checks run in this order: the first wrong setting is named."""
+        self._check_finite()
+        self._check_kinds_and_minimums()
+        self._check_listeners_and_roles()
+        self._check_credentials()
+        self._check_connection_limits()
+        self._check_coordinator()
+        self._check_timeouts()
+        self._check_reply_sizes()
+
+    def _check_finite(self) -> None:
+        """NaN passes every range check below (every comparison with it is false), so it is refused
+        first; infinity would be no timeout or no size at all."""
+        for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if any(isinstance(v, float) and not math.isfinite(v) for v in (value if isinstance(value, tuple) else (value,))):
                 raise ConfigError(f"{f.name} must be a finite number, not {value}")
+
+    def _check_kinds_and_minimums(self) -> None:
+        """The settings that take one of a few words, and the counts and sizes below which the broker
+        could not work (a queue, a batch, a byte of room)."""
         if self.flush not in ("sync", "async"):
             raise ConfigError(f"flush must be 'sync' or 'async', not {self.flush!r}")
         if not 0 <= self.port <= 65535:
@@ -266,6 +284,10 @@ class Settings:
             raise ConfigError(f"disk_reserve_mib must be at least 0, not {self.disk_reserve_mib}")
         if self.workers < 0:
             raise ConfigError(f"workers must be a number of processes or 'auto', not {self.workers}")
+
+    def _check_listeners_and_roles(self) -> None:
+        """Ports and TLS files that must fit together, and a broker's role in a cluster: what it
+        listens on and whom it follows must be reachable as given."""
         if self.shards > 1 and (self.replication != "off" or self.replica_of):
             raise ConfigError("workers above 1 cannot be combined with replication or replica_of: "
                               "replicate single-process brokers")
@@ -283,6 +305,10 @@ class Settings:
         if self.replica_of and not names_an_address(self.replica_of) and not self.namesrv:
             raise ConfigError(f"replica_of {self.replica_of!r} is a broker name, found only through name servers: "
                               "give namesrv (--namesrv) too, or the primary's HOST:PORT")
+
+    def _check_credentials(self) -> None:
+        """Credentials that only work in pairs, and the inner credentials every broker of a cluster
+        needs with auth on (its replicas and name servers answer only those)."""
         if bool(self.admin_user) != bool(self.admin_secret):
             raise ConfigError("admin_user and admin_secret (--admin-user, --admin-secret) go together")
         if not 0 < self.auth_max_clock_skew_s <= MAX_CLOCK_SKEW_S:
@@ -296,12 +322,18 @@ class Settings:
             raise ConfigError("with auth_enabled a broker of a cluster (namesrv, replica_of, replication) needs the "
                               "cluster's inner credentials: --inner-access-key K --inner-secret-key S (or "
                               "ROCKMQ_INNER_ACCESS_KEY / ROCKMQ_INNER_SECRET_KEY), the same on every broker and name server")
+
+    def _check_connection_limits(self) -> None:
+        """gRPC counts these timeouts in int milliseconds: out of range they would overflow or mean
+        never."""
         if (self.max_connections < 0 or not 0 < self.idle_connection_timeout_s <= MAX_TIMEOUT_S
                 or not 0 < self.connection_handshake_timeout_s <= MAX_TIMEOUT_S):
             raise ConfigError(f"max_connections must be at least 0 (0: from the open-files limit), "
                               f"idle_connection_timeout_s and connection_handshake_timeout_s above 0 and at most "
                               f"{MAX_TIMEOUT_S:.0f} (gRPC counts them in int milliseconds)")
-        self._check_coordinator()
+
+    def _check_timeouts(self) -> None:
+        """Every wait has a timeout above 0 (a wait of 0 or less would spin or never wait at all)."""
         if self.replication_timeout_s <= 0:
             raise ConfigError("replication_timeout_s must be above 0")
         if self.namesrv_interval_s <= 0:
@@ -316,10 +348,12 @@ class Settings:
             raise ConfigError(f"drain_timeout_s must be above 0, not {self.drain_timeout_s}")
         if not self.retry_ladder_s or min(self.retry_ladder_s) <= 0 or self.fifo_retry_s <= 0:
             raise ConfigError("retry_ladder_s must list waits above 0, and fifo_retry_s be above 0")
+
+    def _check_reply_sizes(self) -> None:
+        """A reply stops once past its cap, so it may hold one largest message more: all of it must
+        fit in one gRPC message, or the receiving side refuses it."""
         if self.fetch_records > self.max_fetch_records or self.fetch_bytes > self.max_fetch_bytes:
             raise ConfigError("fetch_records and fetch_bytes must not exceed max_fetch_records and max_fetch_bytes")
-        # A reply stops once past its cap, so it may hold one largest message more: all of it must
-        # fit in one gRPC message, or the receiving side refuses it.
         largest = max(self.max_reply_bytes, self.max_fetch_bytes) + self.max_body_size + self.max_properties_size
         if largest + REPLY_OVERHEAD > MAX_MESSAGE:
             raise ConfigError(f"max_reply_bytes and max_fetch_bytes plus one largest message (max_body_size + "

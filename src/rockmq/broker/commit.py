@@ -70,6 +70,11 @@ class Committer:
         if self._writable_until is not None:
             self.store.refuse_writes_after(self._writable_until, self._lapsed)
 
+    def may_write(self) -> bool:
+        """Whether the store takes a write now: a coordinated primary only while its lease surely holds
+        (read_fence.py serves its reads as long)."""
+        return self._writable_until is None or time.monotonic() < self._writable_until()
+
     def _lease_holds(self) -> None:
         assert self._writable_until is not None
         if time.monotonic() >= self._writable_until():

@@ -31,6 +31,7 @@ from rockmq.broker.api.batch import BatchServicer
 from rockmq.broker.api.health import HealthServicer
 from rockmq.broker.api.messages import MessagesServicer
 from rockmq.broker.api.messaging import MessagingServicer
+from rockmq.broker.api.read_fence import ReadFence
 from rockmq.broker.api.read_only import ReadOnly
 from rockmq.broker.api.users import UsersServicer
 from rockmq.broker.catalog import Catalog
@@ -97,11 +98,12 @@ DRAIN_NOTICE_S = 1.0  # how long a draining broker of a cluster keeps refusing b
 SWITCH_INTERVAL_S = 0.0005
 
 
-def _listen(s: Settings, following: bool, users: Users | None,
-            access: AccessControl | None = None) -> tuple[grpc.aio.Server, Settings]:
+def _listen(s: Settings, following: bool, users: Users | None, access: AccessControl | None = None,
+            reads: ReadFence | None = None) -> tuple[grpc.aio.Server, Settings]:
     """The broker's gRPC server, bound -> (it, the settings with the ports it got); with `users`, every
     request is authenticated (auth/seam.py; the control plane with the inner credentials, auth/inner.py)
-    and, with `access`, authorized (auth/access.py); a replica's refuses writes. With a certificate,
+    and, with `access`, authorized (auth/access.py); a replica's refuses writes; with `reads` (a
+    coordinated member's), reads wait for the member's log to be the group's. With a certificate,
     `port` is TLS and `plaintext_port` (if any) plaintext, serving the client data plane only
     (auth/plaintext.py)."""
     authorize = access.authorize if access is not None else None
@@ -112,6 +114,8 @@ def _listen(s: Settings, following: bool, users: Users | None,
         interceptors.append(CallSlots(s.user_call_slots, s.max_streams_per_user))  # after the seam: who it admitted
     if following:
         interceptors.append(ReadOnly(s.replica_of))
+    if reads is not None:
+        interceptors.append(reads)
     calls = grpc_call_limit(s.max_concurrent_rpcs) if users is not None else s.max_concurrent_rpcs
     server = grpc.aio.server(maximum_concurrent_rpcs=calls, interceptors=interceptors, options=[
         *CHANNEL_OPTIONS,  # the clients' limits: bigger than any valid request (oversize bodies get a RocketMQ status)
@@ -149,11 +153,14 @@ class Broker:
         if s.replica_of and promoted:
             log.warning("this broker was promoted: it no longer follows %s", s.replica_of)
         following = bool(s.replica_of) and not promoted
+        # a coordinated member's reads wait while its log may not be the group's (stepped down, not yet rejoined)
+        self.reads = ReadFence(s.broker_name) if membership is not None else None
         try:
             self.users = open_users(s)
             self.access = AccessControl(s.data_path)
             # Records carry the address the broker advertises: the port it really got (0 = any free one).
-            self.server, self.settings = _listen(s, following, self.users if s.auth_enabled else None, self.access)
+            self.server, self.settings = _listen(s, following, self.users if s.auth_enabled else None, self.access,
+                                                 self.reads)
         except (CannotStart, AuthSetupError, AclStoreError) as e:
             store.close()
             raise CannotStart(str(e)) from None
@@ -188,6 +195,9 @@ class Broker:
         self.health = Health(ctx, self.fence, self.follower)  # readiness: grpc.health.v1, /readyz
         self.committer = Committer(store, ctx.logs, s, self.replicator,
                                    membership.writable_until if membership is not None and not following else None)
+        if self.reads is not None:  # a primary while it may write, a replica while its primary took its history
+            follower = self.follower
+            self.reads.serves = (lambda: follower.attached) if follower is not None else self.committer.may_write
         self.dedup = Dedup(store, s.dedup_window_s)
         self.subscriptions = Subscriptions(ctx, matches)
         checkpoints = Checkpoints(store, secret, epoch)

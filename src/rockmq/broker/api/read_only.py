@@ -33,11 +33,15 @@ class ReadOnly(grpc.aio.ServerInterceptor):
         method = details.method.rsplit("/", 1)[-1]
         if method in ALLOWED:
             return await continuation(details)
-        message = self.message
+        return refusing(grpc.StatusCode.FAILED_PRECONDITION, self.message, method in STREAMING)
 
-        async def refuse(request: Any, context: Context) -> None:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
 
-        if method in STREAMING:  # a coroutine serves a stream too (it would write with context.write)
-            return grpc.unary_stream_rpc_method_handler(refuse)
-        return grpc.unary_unary_rpc_method_handler(refuse)
+def refusing(code: grpc.StatusCode, message: str, streaming: bool) -> Handler:
+    """A handler that ends the call with `code` and `message` before anything is read or served."""
+
+    async def refuse(request: Any, context: Context) -> None:
+        await context.abort(code, message)
+
+    if streaming:  # a coroutine serves a stream too (it would write with context.write)
+        return grpc.unary_stream_rpc_method_handler(refuse)
+    return grpc.unary_unary_rpc_method_handler(refuse)

@@ -15,6 +15,7 @@ answers unless forced, and a Follow stream from a replica holding a higher epoch
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -62,6 +63,9 @@ PROBE_S = 2.0  # how long promotion waits for the primary to answer before it ta
 # listening yet (being rebuilt after an election) is dialled again within 0.1-1 s, not gRPC's 1-120 s.
 MEMBER_HEADER = "x-rockmq-member"  # a coordinated group's replica names itself on its Follow stream
 REPLICA_HEADER = "x-rockmq-replica"  # every replica says where clients reach it (`rockmq cluster` lists it)
+# Follow's headers, sent once the primary took the replica's history (no refusal follows): the replica
+# knows its log is a prefix of the primary's from then on (`Follower.attached`)
+ACCEPTED = ("x-rockmq-follow", "accepted")
 REPLICATION_CHANNEL = (("grpc.max_receive_message_length", 256 << 20), ("grpc.initial_reconnect_backoff_ms", 100),
                        ("grpc.min_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
 
@@ -192,6 +196,18 @@ class InSync(Protocol):
         ...
 
 
+@dataclasses.dataclass
+class FollowStream:
+    """One replica's Follow stream on the primary: its peer, its member name in a coordinated group
+    (empty: none), the last batch handed to it (`sent`: a report beyond it is not believed) and where
+    clients reach it (REPLICA_HEADER; a replica of an older version: its peer)."""
+
+    replica: str
+    member: str
+    sent: int
+    endpoint: str
+
+
 class Replicator(replication_grpc.ReplicationServicer):
     """The primary's side: starts the store's op log, streams its batches to replicas (and, with
     `principals` — auth on — its users and ACLs: first, and again whenever they change)."""
@@ -212,7 +228,7 @@ class Replicator(replication_grpc.ReplicationServicer):
         self._acked_moved = asyncio.Event()
         self.followers = 0
         self.replicas: dict[str, int] = {}  # each Follow stream's replica (its peer) -> the batch it applied last
-        self._endpoints: dict[str, str] = {}  # ... -> where clients reach it (REPLICA_HEADER; else the peer)
+        self._endpoints: dict[str, str] = {}  # ... -> where clients reach it
         # A coordinated group's primary: each member following now (by name) -> the batch it applied last,
         # and the in-sync set, all of which a sync send waits for (broker/coordination/in_sync.py)
         self.members: dict[str, int] = {}
@@ -234,7 +250,7 @@ class Replicator(replication_grpc.ReplicationServicer):
     # --- sync replication ----------------------------------------------------------------------
 
     def replica_lags(self, now: float) -> dict[str, tuple[int, float]]:
-        """Each replica following now, by its endpoint -> how far behind it is (OpLog.lag: messages, seconds)."""
+        """Each replica following now -> how far behind it is (OpLog.lag: messages, seconds)."""
         return {self._endpoints.get(peer, peer): self.batches.lag(applied, now) for peer, applied in self.replicas.items()}
 
     async def confirm(self, seq: int) -> None:
@@ -295,12 +311,69 @@ class Replicator(replication_grpc.ReplicationServicer):
 
     async def Follow(self, requests: AsyncIterator[replication.FollowerState | Unparsed],
                      context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.ReplicatedBatch]:
+        first = await self._first_state(requests, context)
+        if first is None:
+            return
+        catch_up = await self._admit(first, context)
+        await context.send_initial_metadata((ACCEPTED,))
+        stream = self._joined(first.applied_seq, context)
+        reader = asyncio.create_task(self._read_acks(requests, stream))
+        handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
+        writes = self.streams.open(context, "Follow")
+        writes.busy = True  # counted per turn, which an idle stream takes every second: only a write stalls it
+        try:
+            while not reader.done() and not self.stopping:
+                writes.count += 1
+                if self.principals is not None and self.principals.version != handed:
+                    handed = self.principals.version  # read first: a change while copying is sent again
+                    yield replication.ReplicatedBatch(principals=self.principals.copy())
+                elif catch_up:
+                    stream.sent, ops = catch_up  # before the yield, as below
+                    catch_up = ()
+                    yield replication.ReplicatedBatch(seq=stream.sent, ops=oplog.encode(ops), catch_up=True,
+                                                      head=self.batches.seq)
+                elif self.batches.ring and self.batches.ring[-1][0] > stream.sent:  # ring seqs are consecutive: index, no scan
+                    kept = self.batches.ring[0][0]
+                    if stream.sent + 1 < kept:  # it fell behind the ring: caught up from the footprints instead
+                        catch_up = self._catch_up(stream.sent)
+                        if catch_up is None:
+                            await self._too_far_behind(context, stream.sent)
+                        continue
+                    seq, data = self.batches.ring[stream.sent + 1 - kept]
+                    stream.sent = seq  # before the yield: the replica may report it before this resumes
+                    yield replication.ReplicatedBatch(seq=seq, ops=data, head=self.batches.seq)
+                else:
+                    self.batches.grew.clear()
+                    try:
+                        await asyncio.wait_for(self.batches.grew.wait(), 1.0)
+                    except TimeoutError:
+                        pass
+            if reader.done() and not reader.cancelled() and reader.exception() is None and not reader.result():
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
+        finally:
+            self.streams.close(writes)
+            reader.cancel()
+            self._left(stream)
+
+    @staticmethod
+    async def _first_state(requests: AsyncIterator[replication.FollowerState | Unparsed],
+                           context: grpc.aio.ServicerContext[Any, Any]) -> replication.FollowerState | Unparsed | None:
+        """The replica's first state (where it stands); None if it sent none within 10 s (the stream
+        ends quietly). Bytes that do not parse end the call with INVALID_ARGUMENT."""
         try:
             first = await asyncio.wait_for(anext(requests), 10)
         except (StopAsyncIteration, TimeoutError):
-            return
+            return None
         if first is UNPARSED:  # the guarded deserializer's answer to bytes that do not parse (rockmq/plumbing/unparsed.py)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
+        return first
+
+    async def _admit(self, first: replication.FollowerState | Unparsed,
+                     context: grpc.aio.ServicerContext[Any, Any]) -> tuple[int, list[oplog.Op]] | tuple[()] | None:
+        """Whether this replica may follow from where it stands: each refusal ends the call (a forged
+        epoch, this primary superseded, a history that left this one's, a replica ahead or too far
+        behind), so that the headers sent after it (`ACCEPTED`) tell the replica its log is a prefix of
+        this one's. Its epoch, proven, confirms this primary. -> the catch-up batch it gets first."""
         if first.epoch > self.fence.epoch and not proven(self.secret, first.epoch, first.epoch_proof):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED,
                                 f"primary epoch {first.epoch} is above this primary's, without the proof only its replicas "
@@ -327,81 +400,52 @@ class Replicator(replication_grpc.ReplicationServicer):
         catch_up = self._catch_up(start, undo)
         if catch_up is None:
             await self._too_far_behind(context, start)
+        return catch_up
+
+    def _joined(self, start: int, context: grpc.aio.ServicerContext[Any, Any]) -> FollowStream:
+        """Count an admitted replica that applied up to `start`: it holds that (a restart of either
+        side), and a coordinated group's member (named in its metadata) is waited for by name."""
         self.fence.followed()
         self.followers += 1
-        self._confirmed(start)  # what it applied before (a restart of either side): it holds it
+        self._confirmed(start)
         log.info("a replica follows from batch %d (primary at %d)", start, self.batches.seq)
-        sent = start  # the last batch handed to this stream
-        replica = context.peer()
-        self.replicas[replica] = start
-        headers = dict(context.invocation_metadata() or ())
-        self._endpoints[replica] = str(headers.get(REPLICA_HEADER, "")) or replica
-        member = str(headers.get(MEMBER_HEADER, ""))
-        if member:  # a replica that follows again: its newer stream counts, not the one still ending
-            self.members[member], self._member_streams[member] = start, replica
+        headers, peer = dict(context.invocation_metadata() or ()), context.peer()
+        stream = FollowStream(peer, str(headers.get(MEMBER_HEADER, "")), start, str(headers.get(REPLICA_HEADER, "")) or peer)
+        self.replicas[stream.replica], self._endpoints[stream.replica] = start, stream.endpoint
+        if stream.member:  # a replica that follows again: its newer stream counts, not the one still ending
+            self.members[stream.member], self._member_streams[stream.member] = start, stream.replica
+        return stream
 
-        async def read_acks() -> bool:
-            """Count what this replica applied, never more than this stream carried: a report beyond
-            it (a confused or lying follower) would confirm a sync send no replica holds. False: a
-            report whose bytes do not parse ended the stream."""
-            lied = False
-            async for state in requests:
-                if state is UNPARSED:
-                    return False
-                if state.applied_seq > sent:
-                    if not lied:
-                        log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
-                                    state.applied_seq, sent)
-                        lied = True
-                else:
-                    self.replicas[replica] = state.applied_seq
-                    if member and self._member_streams.get(member) == replica:
-                        self.members[member] = state.applied_seq
-                        self._acked_moved.set()  # an in-sync member's progress may answer a send
-                    self._confirmed(state.applied_seq)
-            return True
+    async def _read_acks(self, requests: AsyncIterator[replication.FollowerState | Unparsed],
+                         stream: FollowStream) -> bool:
+        """Count what this replica applied, never more than this stream carried: a report beyond
+        it (a confused or lying follower) would confirm a sync send no replica holds. False: a
+        report whose bytes do not parse ended the stream."""
+        lied = False
+        async for state in requests:
+            if state is UNPARSED:
+                return False
+            if state.applied_seq > stream.sent:
+                if not lied:
+                    log.warning("a replica reported batch %d applied, beyond the %d sent to it: ignored",
+                                state.applied_seq, stream.sent)
+                    lied = True
+            else:
+                self.replicas[stream.replica] = state.applied_seq
+                if stream.member and self._member_streams.get(stream.member) == stream.replica:
+                    self.members[stream.member] = state.applied_seq
+                    self._acked_moved.set()  # an in-sync member's progress may answer a send
+                self._confirmed(state.applied_seq)
+        return True
 
-        reader = asyncio.create_task(read_acks())
-        handed: tuple[int, int] | None = None  # the version of the users and ACLs this replica has from us
-        writes = self.streams.open(context, "Follow")
-        writes.busy = True  # counted per turn, which an idle stream takes every second: only a write stalls it
-        try:
-            while not reader.done() and not self.stopping:
-                writes.count += 1
-                if self.principals is not None and self.principals.version != handed:
-                    handed = self.principals.version  # read first: a change while copying is sent again
-                    yield replication.ReplicatedBatch(principals=self.principals.copy())
-                elif catch_up:
-                    sent, ops = catch_up  # before the yield, as below
-                    catch_up = ()
-                    yield replication.ReplicatedBatch(seq=sent, ops=oplog.encode(ops), catch_up=True, head=self.batches.seq)
-                elif self.batches.ring and self.batches.ring[-1][0] > sent:  # ring seqs are consecutive: index, no scan
-                    kept = self.batches.ring[0][0]
-                    if sent + 1 < kept:  # it fell behind the ring: caught up from the footprints instead
-                        catch_up = self._catch_up(sent)
-                        if catch_up is None:
-                            await self._too_far_behind(context, sent)
-                        continue
-                    seq, data = self.batches.ring[sent + 1 - kept]
-                    sent = seq  # before the yield: the replica may report it before this resumes
-                    yield replication.ReplicatedBatch(seq=seq, ops=data, head=self.batches.seq)
-                else:
-                    self.batches.grew.clear()
-                    try:
-                        await asyncio.wait_for(self.batches.grew.wait(), 1.0)
-                    except TimeoutError:
-                        pass
-            if reader.done() and not reader.cancelled() and reader.exception() is None and not reader.result():
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, UNPARSED_STATE)
-        finally:
-            self.streams.close(writes)
-            reader.cancel()
-            self.followers -= 1
-            self.replicas.pop(replica, None)
-            self._endpoints.pop(replica, None)
-            if member and self._member_streams.get(member) == replica:
-                del self.members[member], self._member_streams[member]
-            log.info("a replica stopped following at batch %d", sent)
+    def _left(self, stream: FollowStream) -> None:
+        """A Follow stream ended: its replica no longer counts (its member's newer stream, if any, does)."""
+        self.followers -= 1
+        self.replicas.pop(stream.replica, None)
+        self._endpoints.pop(stream.replica, None)
+        if stream.member and self._member_streams.get(stream.member) == stream.replica:
+            del self.members[stream.member], self._member_streams[stream.member]
+        log.info("a replica stopped following at batch %d", stream.sent)
 
     async def Snapshot(self, request: replication.SnapshotRequest | Unparsed,
                        context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[replication.SnapshotChunk]:
@@ -437,6 +481,9 @@ class Follower:
         self.followed = ""  # the endpoint of the primary last followed (told of the epoch once promoted)
         # a former primary's tail to truncate: the divergence point and what its batches after it touched
         self.truncating: tuple[int, list[oplog.Op]] | None = None
+        # whether the primary took this replica's history (its tail truncated, if any) on the Follow stream open
+        # now: its log is a prefix of the primary's, which a coordinated member's reads wait for (read_fence.py)
+        self.attached = False
         # too far behind: a copy of the primary's store, swapped in by a restart (`on_reseeded`)
         self.reseeder = Reseeder(ctx.settings.data_path, ctx.settings.disk_reserve_mib * MiB, on_reseeded)
 
@@ -546,6 +593,7 @@ class Follower:
         call = stub.Follow(states(), metadata=names)
         acker = asyncio.create_task(acknowledge())
         try:
+            self.attached = truncating is None and ACCEPTED in tuple(await call.initial_metadata() or ())
             async for shipped in call:
                 if shipped.HasField("principals"):
                     self._adopt(shipped.principals)
@@ -555,6 +603,7 @@ class Follower:
                         raise RuntimeError(f"the primary answered the truncation after batch {after} with no catch-up")
                     self._truncate(after, undo, shipped)
                     truncating = None
+                    self.attached = True
                 elif shipped.seq != self.applied + 1 and not (shipped.catch_up and shipped.seq > self.applied):
                     raise RuntimeError(f"replication gap: applied {self.applied}, got {shipped.seq}")
                 else:  # a catch-up batch (the sum of many) leaves a gap in the footprints
@@ -563,6 +612,7 @@ class Follower:
                 self.head = max(shipped.head, shipped.seq)
                 progress.set()
         finally:
+            self.attached = False
             acker.cancel()
             call.cancel()
             if acks.full():
