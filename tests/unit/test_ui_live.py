@@ -10,7 +10,7 @@ import yaml
 
 from rockmq.protocol import admin
 from rockmq.ui import alerts, charts, panels
-from rockmq.ui.counters import RateMeter, read
+from rockmq.ui.counters import RateMeter, families, read
 from rockmq.ui.history import POINTS, SPAN_S, STEP_S, History, Totals
 from rockmq.ui.live import Live
 
@@ -123,18 +123,18 @@ rocketmq_consumer_lag_messages{topic="%RETRY%g",consumer_group="g",is_retry="tru
 
 
 def test_a_reading_sums_out_and_lag_and_keeps_what_it_is_asked_and_only_the_newest_keeps_it():
-    r = read(SCRAPE, 1.0, frozenset({"rocketmq_consumer_lag_messages"}))
+    r = read(families(SCRAPE.encode()), 1.0, frozenset({"rocketmq_consumer_lag_messages"}))
     assert (r.messages_out, r.lag) == (12.0, 42.0)
     assert [v for _, v in r.series["rocketmq_consumer_lag_messages"]] == [40.0, 2.0] and len(r.series) == 1
     meter = RateMeter()
     meter.add(r)
-    meter.add(read(SCRAPE, 2.0, frozenset({"rocketmq_consumer_lag_messages"})))
+    meter.add(read(families(SCRAPE.encode()), 2.0, frozenset({"rocketmq_consumer_lag_messages"})))
     assert meter.readings[0].series == {} and meter.readings[1].series
 
 
 def test_without_a_brokers_totals_readings_are_points_a_step_apart_at_least():
     live = Live()  # a --workers server: its points are the readings taken while someone looks (every 2 s)
     for at in (0.0, 2.0, 4.0, 6.0, 10.0, 12.0):
-        live.read(read(SCRAPE, at))
+        live.read(read(families(SCRAPE.encode()), at))
     assert [p.at for p in live.history.points] == [0.0, 6.0, 12.0]
     assert {p.totals for p in live.history.points} == {Totals(0.0, 12.0, 42.0)}

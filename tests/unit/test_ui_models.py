@@ -3,10 +3,12 @@ admin replies and /metrics text in, what the pages show out, with no broker."""
 
 from __future__ import annotations
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
 from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import admin, namesrv
 from rockmq.ui import models, render
-from rockmq.ui.counters import RateMeter, Reading, read
+from rockmq.ui.counters import RateMeter, Reading, families, read
 from rockmq.ui.sessions import Sessions
 
 SCRAPE = """# TYPE rocketmq_messages_in counter
@@ -20,9 +22,20 @@ rocketmq_storage_size{broker="b-1"} 3145728.0
 
 
 def test_read_sums_user_topics_and_keeps_storage_per_broker():
-    r = read(SCRAPE, at=5.0)
+    r = read(families(SCRAPE.encode()), at=5.0)
     assert (r.messages_in, r.by_topic) == (120.0, {"orders": 120.0})
     assert r.storage == {"b-0": 2048.0, "b-1": 3145728.0}
+
+
+def test_families_collected_in_the_process_read_as_their_text_does():
+    registry = CollectorRegistry(auto_describe=False)
+    sent = Counter("rocketmq_messages_in", "in", ["topic", "is_system"], registry=registry)
+    sent.labels("orders", "false").inc(3)
+    sent.labels("%RETRY%g", "true").inc(2)
+    lag = Gauge("rocketmq_consumer_lag_messages", "lag", ["topic", "consumer_group"], registry=registry)
+    lag.labels("orders", "g").set(4)
+    collected, parsed = read(registry.collect(), 1.0), read(families(generate_latest(registry)), 1.0)
+    assert collected == parsed and (collected.messages_in, collected.lag, collected.positions) == (3.0, 4.0, {"orders": {"g"}})
 
 
 def test_rates_over_the_window_and_a_restarted_counter_counts_from_zero():

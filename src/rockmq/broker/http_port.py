@@ -7,7 +7,7 @@ opened for: a promotion or a re-seed replaces the broker, and each scrape reads 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol, TypeVar
 
 import grpc
@@ -22,7 +22,7 @@ from rockmq.broker.dashboard_send import sender
 from rockmq.broker.metrics import BrokerMetrics
 from rockmq.broker.startup import CannotStart
 from rockmq.config import Settings
-from rockmq.http.app import Ready, make_app, rendering
+from rockmq.http.app import Ready, collecting, make_app, rendering
 from rockmq.http.port import CannotServe, HttpPort
 from rockmq.protocol import acl_grpc, admin_grpc, messages_grpc, users_grpc
 from rockmq.ui.history import Totals
@@ -69,13 +69,15 @@ async def open_http_port(s: Settings, current: Callable[[], Serving], ready: Rea
     if s.auth_enabled and not s.tls_cert and not is_loopback(s.host):
         log.warning("the HTTP port on %s takes /metrics credentials (HTTP Basic) in cleartext: give --tls-cert and "
                     "--tls-key to make it HTTPS (docs/operations.md)", s.host)
-    render = rendering(registry, lambda: current().metrics.refresh())
-    app = make_app(render, ready, admit)
+    def refresh() -> Awaitable[None]:  # before the scrape's, and the dashboard's, reading
+        return current().metrics.refresh()
+
+    app = make_app(rendering(registry, refresh), ready, admit)
     async def totals(with_lag: bool) -> Totals:
         return Totals(*await current().metrics.totals(with_lag))
 
-    add_ui(app, lambda: current().stub_here(admin_grpc.AdminStub), render, s.auth_enabled, bool(s.tls_cert),
-           s.ui_admin, messages=lambda: current().stub_here(messages_grpc.MessagesStub),
+    add_ui(app, lambda: current().stub_here(admin_grpc.AdminStub), collecting(registry, refresh), s.auth_enabled,
+           bool(s.tls_cert), s.ui_admin, messages=lambda: current().stub_here(messages_grpc.MessagesStub),
            users=lambda: current().stub_here(users_grpc.UsersStub), acls=lambda: current().stub_here(acl_grpc.AclsStub),
            send=sender(lambda: current().endpoint_here(), s.client_tls), totals=totals)
     port = HttpPort(app)

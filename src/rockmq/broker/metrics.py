@@ -237,7 +237,8 @@ class BrokerMetrics(Collector):
             if i % STEP == STEP - 1:
                 await asyncio.sleep(0)
             for q in range(topic.queues):
-                if logs.max_offset(topic.id, q) <= logs.min_offset(topic.id, q):
+                end = logs.max_offset(topic.id, q)  # cached: a queue never written costs no seek
+                if end == 0 or end <= logs.min_offset(topic.id, q):
                     continue
                 record = logs.read(topic.id, q, logs.min_offset(topic.id, q))
                 if record is not None and (not oldest or records.store_ms(record) < oldest):

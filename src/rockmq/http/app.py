@@ -5,10 +5,11 @@ A later page (the dashboard) adds its routes to the app this returns."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
 
 # A refusal of a scrape: None (admitted) or the reply's status and text. Takes the request's
 # Authorization header ("" if none) and its peer's address.
@@ -18,6 +19,8 @@ Ready = Callable[[], list[str] | Awaitable[list[str]]]
 # A scrape's Prometheus text, or why not (status, text); takes the request's Authorization header
 # (a server of shards hands it on to them).
 Render = Callable[[str], Awaitable[bytes | tuple[int, str]]]
+# The same as metric families, for a reader in the process (the dashboard): no text to render and parse back.
+Collect = Callable[[str], Awaitable[Iterable[Metric] | bytes | tuple[int, str]]]
 
 
 def _admit_all(authorization: str, peer: str) -> tuple[int, str] | None:
@@ -34,6 +37,18 @@ def rendering(registry: CollectorRegistry, refresh: Callable[[], Awaitable[None]
         return generate_latest(registry)
 
     return render
+
+
+def collecting(registry: CollectorRegistry, refresh: Callable[[], Awaitable[None]] | None = None) -> Collect:
+    """`rendering`'s families, not their text: with 1,000 groups the text's rendering and parsing took
+    most of the dashboard's reading of the counters (~250 of ~400 ms)."""
+
+    async def collect(authorization: str) -> list[Metric]:
+        if refresh is not None:
+            await refresh()
+        return list(registry.collect())
+
+    return collect
 
 
 def make_app(render: Render, ready: Ready, admit: Admit = _admit_all) -> web.Application:

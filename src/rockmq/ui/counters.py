@@ -6,8 +6,10 @@ readings. Pure: the text comes in, numbers come out."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 MESSAGES_IN = "rocketmq_messages_in"
@@ -40,12 +42,17 @@ class Reading:
 Sample = tuple[dict[str, str], float]
 
 
-def read(text: str, at: float, keep: frozenset[str] = frozenset()) -> Reading:
-    """The counters of a scrape's text; user topics only (is_system="false"); the samples named in `keep`."""
+def families(answer: Iterable[Metric] | bytes) -> Iterable[Metric]:
+    """The metric families of a scrape: its text parsed (a `--workers` server's shards), or as collected."""
+    return text_string_to_metric_families(answer.decode()) if isinstance(answer, bytes) else answer
+
+
+def read(scraped: Iterable[Metric], at: float, keep: frozenset[str] = frozenset()) -> Reading:
+    """The counters of a scrape's families; user topics only (is_system="false"); the samples named in `keep`."""
     total, by_topic, storage, positions = 0.0, dict[str, float](), dict[str, float](), dict[str, set[str]]()
     out = lag = 0.0
     series: dict[str, list[Sample]] = {}
-    for family in text_string_to_metric_families(text):
+    for family in scraped:
         for s in family.samples:
             if s.name in keep:
                 series.setdefault(s.name, []).append((s.labels, s.value))

@@ -18,12 +18,12 @@ from pathlib import Path
 import grpc
 from aiohttp import web
 
-from rockmq.http.app import Render
+from rockmq.http.app import Collect
 from rockmq.plumbing.credentials import Credentials
 from rockmq.protocol import acl_grpc, admin_grpc, messages_grpc, users_grpc
 from rockmq.ui import actions, models, panels, render
 from rockmq.ui.access import AccessPages
-from rockmq.ui.counters import RateMeter, Reading, read
+from rockmq.ui.counters import RateMeter, Reading, families, read
 from rockmq.ui.gather import Admin
 from rockmq.ui.history import Sample
 from rockmq.ui.live import KEEP, Live
@@ -62,10 +62,10 @@ Page = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
 @dataclass
 class Dashboard:
     """Where the admin calls go (`admin`: the broker serving now, or a shard of a `--workers` server) and
-    the broker's own counters (`counters`: its /metrics scrape)."""
+    the broker's own counters (`counters`: its /metrics scrape, as families or text)."""
 
     admin: Callable[[], admin_grpc.AdminStub]
-    counters: Render
+    counters: Collect
     auth: bool
     tls: bool = False
     ui_admin: bool = False
@@ -82,8 +82,8 @@ class Dashboard:
 
     async def sample(self) -> None:
         answer = await self.counters(self.authorization)
-        if isinstance(answer, bytes):
-            reading = read(answer.decode(), time.monotonic(), KEEP)
+        if not isinstance(answer, tuple):  # (status, why): not now
+            reading = read(families(answer), time.monotonic(), KEEP)
             self.meter.add(reading)
             self.live.read(reading)
 
@@ -282,7 +282,7 @@ def _html(text: str, status: int = 200) -> web.Response:
     return web.Response(text=text, status=status, content_type="text/html")
 
 
-def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], counters: Render, auth: bool,
+def add_ui(app: web.Application, admin: Callable[[], admin_grpc.AdminStub], counters: Collect, auth: bool,
            tls: bool = False, ui_admin: bool = False,
            messages: Callable[[], messages_grpc.MessagesStub] | None = None,
            users: Callable[[], users_grpc.UsersStub] | None = None, acls: Callable[[], acl_grpc.AclsStub] | None = None,
