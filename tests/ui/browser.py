@@ -168,6 +168,11 @@ class Page:
     def fill(self, selector: str, value: str) -> None:
         self._call("fill", selector=selector, value=value)
 
+    def remove(self, selector: str) -> int:
+        """Take the elements out of the page (a form's hidden field, as a forger would) -> how many."""
+        removed: int = self._call("remove", selector=selector)
+        return removed
+
     def press(self, selector: str, key: str, navigates: bool = False) -> str:
         url: str = self._call("press", selector=selector, key=key, navigates=navigates)
         return url

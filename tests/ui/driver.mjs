@@ -67,6 +67,7 @@ const ops = {
         return p.url();
     },
     fill: async (p, c) => { await p.locator(c.selector).first().fill(c.value); return null; },
+    remove: async (p, c) => p.locator(c.selector).evaluateAll((els) => { els.forEach((e) => e.remove()); return els.length; }),
     press: async (p, c) => {
         const loaded = c.navigates ? p.waitForEvent('load') : null;
         await p.locator(c.selector).first().press(c.key);

@@ -1,12 +1,16 @@
 """The dashboard's changes (issue 31 §3, docs/dashboard.md "Changes") in a real headless Chromium against a real
 broker: resending a dead letter delivers it to the group again; resetting a group to earliest makes it re-read
 (rockmq's client receives the messages a second time); with auth, a wrong secret is refused and a read-only user
-cannot reset offsets (the broker's refusal on a 403 page). A change without the CSRF token is refused: an HTTP
-test (tests/integration/test_ui_changes.py), since a browser's form always carries it. Each page is screenshot."""
+cannot reset offsets (the broker's refusal on a 403 page); a change without the CSRF token is refused, whether its
+form lost the token or another site's page forged it, and the group's position stays. Each page is screenshot.
+More refusals over HTTP: tests/integration/test_ui_changes.py."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -89,6 +93,55 @@ def test_resetting_a_group_to_earliest_makes_it_re_read(page: Page, served: Serv
     assert page.text(".done") == f"Reset group {group} on {topic} to earliest."
     page.screenshot("group-reset")
     assert acked_bodies(served.broker.endpoint, topic, group, SENT) == first
+
+
+@contextmanager
+def forger(target: str, topic: str) -> Iterator[str]:
+    """Another site (127.0.0.1 on another port: another origin) whose page posts a reset to `target`, the
+    dashboard's reset URL, as a forger would: every field but the CSRF token it cannot know."""
+    page = (f"<!doctype html><title>forger</title><form method=post action='{target}'>"
+            f"<input type=hidden name=topic value='{topic}'><input type=hidden name=to value=earliest>"
+            "<input type=hidden name=confirm value=yes>"
+            "<button type=submit>Win a prize</button></form>").encode()
+
+    class Forged(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Forged)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_change_without_the_csrf_token_is_refused(page: Page, served: Served, unique) -> None:
+    topic, group = unique("ui-csrf-topic"), unique("ui-csrf-group")
+    served.broker.cli("topic", "create", topic, check=True)
+    served.broker.cli("group", "create", group, check=True)
+    send(served.broker.endpoint, topic)
+    assert len(acked_bodies(served.broker.endpoint, topic, group, SENT)) == SENT
+    assert page.goto(served.url(f"/ui/groups/{group}")) == 200  # the browser holds its cookie from here on
+    assert page.remove("#reset input[name='csrf']") == 1
+    page.click("#reset input[name='confirm']", navigates=False)
+    page.click("#reset button")
+    assert page.title() == "rockmq · Refused" and page.text(".error") == "The form is stale: reload the page."
+    page.screenshot("reset-without-csrf")
+    with forger(served.url(f"/ui/groups/{group}/reset"), topic) as site:
+        assert page.goto(site) == 200
+        page.click("button")
+        assert page.text(".error") == "Change things from this dashboard's own pages."
+        page.screenshot("reset-forged")
+    assert acked_bodies(served.broker.endpoint, topic, group, SENT) == set()  # nothing was reset
 
 
 def test_with_auth_a_wrong_secret_is_refused_and_a_read_only_user_cannot_reset(page: Page, tmp_path: Path) -> None:
