@@ -78,13 +78,19 @@ def test_resending_a_dead_letter_delivers_it_to_the_group_again(page: Page, serv
         conn.close()
 
 
-def test_resetting_a_group_to_earliest_makes_it_re_read(page: Page, served: Served, unique) -> None:
-    topic, group = unique("ui-reset-topic"), unique("ui-reset-group")
+def consumed(served: Served, topic: str, group: str) -> set[bytes]:
+    """A topic and a group made, SENT messages sent and the group's receipt of every one -> their bodies."""
     served.broker.cli("topic", "create", topic, check=True)
     served.broker.cli("group", "create", group, check=True)
     send(served.broker.endpoint, topic)
     first = acked_bodies(served.broker.endpoint, topic, group, SENT)
     assert len(first) == SENT
+    return first
+
+
+def test_resetting_a_group_to_earliest_makes_it_re_read(page: Page, served: Served, unique) -> None:
+    topic, group = unique("ui-reset-topic"), unique("ui-reset-group")
+    first = consumed(served, topic, group)
     assert page.goto(served.url(f"/ui/groups/{group}")) == 200
     check(page)
     page.screenshot("group-reset-form")
@@ -126,10 +132,7 @@ def forger(target: str, topic: str) -> Iterator[str]:
 
 def test_a_change_without_the_csrf_token_is_refused(page: Page, served: Served, unique) -> None:
     topic, group = unique("ui-csrf-topic"), unique("ui-csrf-group")
-    served.broker.cli("topic", "create", topic, check=True)
-    served.broker.cli("group", "create", group, check=True)
-    send(served.broker.endpoint, topic)
-    assert len(acked_bodies(served.broker.endpoint, topic, group, SENT)) == SENT
+    consumed(served, topic, group)
     assert page.goto(served.url(f"/ui/groups/{group}")) == 200  # the browser holds its cookie from here on
     assert page.remove("#reset input[name='csrf']") == 1
     page.click("#reset input[name='confirm']", navigates=False)
